@@ -1,0 +1,92 @@
+/**
+ * The bus port: request/reply between services, and durable event streams with
+ * consumers that ack, get redelivered, and retry later.
+ * Adapters: NATS + JetStream (`nats-bus.ts`) and in-process (`in-process-bus.ts`, durable on SQLite).
+ *
+ * Subjects use NATS syntax: tokens separated by `.`, `*` matches one token, `>` the rest.
+ * Durable subjects (publish/consume) live under `evt.>`; request subjects anywhere else.
+ */
+export const BUS = Symbol('BUS');
+
+export const DURABLE_SUBJECT_ROOT = 'evt';
+
+export interface BusHeaders {
+  [name: string]: string;
+}
+
+export interface RequestOptions {
+  /** Default 5000 ms. */
+  timeoutMs?: number;
+  headers?: BusHeaders;
+}
+
+export interface PublishOptions {
+  /** De-duplication id: a second publish with the same id is dropped (NATS `Nats-Msg-Id`). */
+  msgId?: string;
+  headers?: BusHeaders;
+}
+
+export interface DeliveredMessage<T> {
+  subject: string;
+  data: T;
+  headers: BusHeaders;
+  /** 1 on first delivery. */
+  deliveryCount: number;
+}
+
+/** Returned by a consumer's handler: nothing to ack, `{ retryInMs }` to be redelivered later. */
+export type HandlerOutcome = void | { retryInMs: number };
+
+export interface ConsumerOptions {
+  /** Durable name: consumers with the same name share the work and resume where it stopped. */
+  durable: string;
+  /** Subject filter under `evt.>`, e.g. `evt.dispatch.>`. */
+  subject: string;
+  /** A message not acked within this is redelivered. Default 30000. */
+  ackWaitMs?: number;
+  /** Deliveries before a message is parked. Default 100. */
+  maxDeliver?: number;
+}
+
+export interface Consumer {
+  stop(): Promise<void>;
+}
+
+export interface RequestContext {
+  headers: BusHeaders;
+}
+
+export interface Bus {
+  /** Rejects with BusTimeoutError or BusUnavailableError (no responder / not connected). */
+  request<Res = unknown, Req = unknown>(subject: string, data: Req, options?: RequestOptions): Promise<Res>;
+  /** Replicas of one service share the requests of a subject (queue group). */
+  respond<Req = unknown, Res = unknown>(subject: string, handler: (data: Req, context: RequestContext) => Promise<Res>): Promise<void>;
+  /** Resolves once the message is stored durably. */
+  publish<T>(subject: string, data: T, options?: PublishOptions): Promise<void>;
+  /** A handler that throws is redelivered after a backoff. */
+  consume<T>(options: ConsumerOptions, handler: (message: DeliveredMessage<T>) => Promise<HandlerOutcome>): Promise<Consumer>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class BusTimeoutError extends Error {
+  constructor(readonly subject: string) {
+    super(`no reply on ${subject} in time`);
+    this.name = 'BusTimeoutError';
+  }
+}
+
+export class BusUnavailableError extends Error {
+  constructor(readonly subject: string, reason: string) {
+    super(`cannot reach ${subject}: ${reason}`);
+    this.name = 'BusUnavailableError';
+  }
+}
+
+/** The responder threw: its message, never its stack. */
+export class BusRemoteError extends Error {
+  constructor(readonly subject: string, message: string) {
+    super(message);
+    this.name = 'BusRemoteError';
+  }
+}

@@ -1,0 +1,107 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+// Crockford base32, the ULID alphabet: ids sort by creation time as strings.
+const ENCODING = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+
+export type IdPrefix = 'acct' | 'key' | 'dsp' | 'con' | 'whk' | 'whsec' | 'evt' | 'dlv' | 'req';
+
+let lastTime = 0;
+let lastRandom: Uint8Array = new Uint8Array(10);
+
+function encodeTime(time: number): string {
+  let out = '';
+  let t = time;
+  for (let i = 0; i < 10; i++) {
+    out = ENCODING[t % 32] + out;
+    t = Math.floor(t / 32);
+  }
+  return out;
+}
+
+function encodeRandom(bytes: Uint8Array): string {
+  // 80 bits -> 16 base32 characters
+  let bits = 0n;
+  for (const b of bytes) bits = (bits << 8n) | BigInt(b);
+  let out = '';
+  for (let i = 0; i < 16; i++) {
+    out = ENCODING[Number(bits & 31n)] + out;
+    bits >>= 5n;
+  }
+  return out;
+}
+
+function increment(bytes: Uint8Array): Uint8Array {
+  const next = new Uint8Array(bytes);
+  for (let i = next.length - 1; i >= 0; i--) {
+    if (next[i] < 255) {
+      next[i]++;
+      return next;
+    }
+    next[i] = 0;
+  }
+  return next;
+}
+
+/** A monotonic ULID: strictly increasing within one process, time-ordered across processes. */
+export function ulid(now: number = Date.now()): string {
+  if (now <= lastTime) {
+    lastRandom = increment(lastRandom);
+  } else {
+    lastTime = now;
+    lastRandom = randomBytes(10);
+  }
+  return encodeTime(lastTime) + encodeRandom(lastRandom);
+}
+
+/** A ULID whose random part is derived from `seed`: the same seed and time give the same id. */
+export function deterministicUlid(time: number, seed: string): string {
+  const digest = createHash('sha256').update(seed).digest();
+  return encodeTime(time) + encodeRandom(digest.subarray(0, 10));
+}
+
+export function newId(prefix: IdPrefix, now?: number): string {
+  return `${prefix}_${ulid(now)}`;
+}
+
+export function hasPrefix(value: unknown, prefix: IdPrefix): value is string {
+  return typeof value === 'string' && value.startsWith(`${prefix}_`) && value.length > prefix.length + 1;
+}
+
+/** Random base62 characters, for secrets and API keys. */
+export function randomBase62(length: number): string {
+  let out = '';
+  while (out.length < length) {
+    for (const byte of randomBytes(length * 2)) {
+      // reject bytes >= 248 so every character is equally likely
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+/** A ULID is 128 bits, like a UUID: event stores that want UUID event ids get the same bits. */
+export function ulidToUuid(id: string): string {
+  let bits = 0n;
+  for (const ch of id.toUpperCase()) {
+    const v = ENCODING.indexOf(ch);
+    if (v < 0) throw new Error(`not a ULID: ${id}`);
+    bits = (bits << 5n) | BigInt(v);
+  }
+  const hex = bits.toString(16).padStart(32, '0');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export function uuidToUlid(uuid: string): string {
+  let bits = BigInt('0x' + uuid.replace(/-/g, ''));
+  let out = '';
+  for (let i = 0; i < 26; i++) {
+    out = ENCODING[Number(bits & 31n)] + out;
+    bits >>= 5n;
+  }
+  return out;
+}
+
+/** The public `evt_` id of a stored event, and back. */
+export const publicEventId = (storedEventId: string): string => `evt_${uuidToUlid(storedEventId)}`;
+export const storedEventId = (publicId: string): string => ulidToUuid(publicId.replace(/^evt_/, ''));
