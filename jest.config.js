@@ -15,7 +15,10 @@ const swc = [
 module.exports = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': swc },
-  moduleNameMapper: { '^@campaign-ops/([a-z0-9-]+)$': '<rootDir>/libs/$1/src/index.ts' },
+  moduleNameMapper: {
+    '^@campaign-ops/testing/([a-z0-9-]+)$': '<rootDir>/libs/$1/src/testing/index.ts',
+    '^@campaign-ops/([a-z0-9-]+)$': '<rootDir>/libs/$1/src/index.ts',
+  },
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   testTimeout: 30000,

@@ -1,0 +1,2 @@
+export * from './account.decider';
+export * from './api-key';

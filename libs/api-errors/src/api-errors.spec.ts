@@ -1,0 +1,24 @@
+import { ApiError, ERROR_CATALOG, failure, unwrap } from './api-errors';
+
+describe('api errors', () => {
+  it('map every code to the status and type of API.md §1', () => {
+    expect(new ApiError('parameter_invalid', 'x').status).toBe(400);
+    expect(new ApiError('api_key_revoked', 'x').type).toBe('authentication_error');
+    expect(new ApiError('insufficient_credits', 'x').status).toBe(402);
+    expect(new ApiError('idempotency_key_reused', 'x').type).toBe('idempotency_error');
+    expect(new ApiError('dispatch_not_retryable', 'x').type).toBe('invalid_request_error');
+    expect(new ApiError('rate_limited', 'x').status).toBe(429);
+    expect(new ApiError('service_unavailable', 'x').status).toBe(503);
+    expect(Object.keys(ERROR_CATALOG)).toHaveLength(26);
+  });
+
+  it('travel as values and come back as the same error', () => {
+    expect(() => unwrap(failure('resource_missing', 'No such dispatch: dsp_1', 'id'))).toThrow(
+      expect.objectContaining({ code: 'resource_missing', param: 'id', status: 404 }),
+    );
+  });
+
+  it('turn an unknown code from the wire into an internal error', () => {
+    expect(ApiError.fromBody({ code: 'nope' as never, message: 'm' }).code).toBe('internal_error');
+  });
+});

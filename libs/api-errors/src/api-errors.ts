@@ -1,0 +1,90 @@
+/**
+ * The closed set of API errors (API.md §1), each mapped to its HTTP status and type in one place.
+ * Services answer over the bus with these codes as values; the gateway turns them into HTTP.
+ */
+export const ERROR_CATALOG = {
+  body_invalid_json: { status: 400, type: 'invalid_request_error' },
+  parameter_missing: { status: 400, type: 'invalid_request_error' },
+  parameter_invalid: { status: 400, type: 'invalid_request_error' },
+  parameter_unknown: { status: 400, type: 'invalid_request_error' },
+  url_invalid: { status: 400, type: 'invalid_request_error' },
+  url_not_https: { status: 400, type: 'invalid_request_error' },
+  url_forbidden_host: { status: 400, type: 'invalid_request_error' },
+  event_unknown: { status: 400, type: 'invalid_request_error' },
+  api_key_missing: { status: 401, type: 'authentication_error' },
+  api_key_invalid: { status: 401, type: 'authentication_error' },
+  api_key_revoked: { status: 401, type: 'authentication_error' },
+  insufficient_credits: { status: 402, type: 'invalid_request_error' },
+  resource_missing: { status: 404, type: 'invalid_request_error' },
+  route_not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  idempotency_key_reused: { status: 409, type: 'idempotency_error' },
+  idempotency_key_in_use: { status: 409, type: 'idempotency_error' },
+  dispatch_not_retryable: { status: 409, type: 'invalid_request_error' },
+  payload_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  connection_required: { status: 422, type: 'invalid_request_error' },
+  connection_reauth_required: { status: 422, type: 'invalid_request_error' },
+  channel_live_unavailable: { status: 422, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  internal_error: { status: 500, type: 'api_error' },
+  service_unavailable: { status: 503, type: 'api_error' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+export type ErrorType = (typeof ERROR_CATALOG)[ErrorCode]['type'];
+
+/** An error as it travels: in a bus reply, and (with type) in the HTTP body. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  param?: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly param?: string,
+    /** Extra response headers, e.g. Retry-After. */
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  get status(): number {
+    return ERROR_CATALOG[this.code].status;
+  }
+
+  get type(): ErrorType {
+    return ERROR_CATALOG[this.code].type;
+  }
+
+  toBody(): ErrorBody {
+    return { code: this.code, message: this.message, ...(this.param ? { param: this.param } : {}) };
+  }
+
+  static fromBody(body: ErrorBody): ApiError {
+    return new ApiError(isErrorCode(body.code) ? body.code : 'internal_error', body.message, body.param);
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CATALOG, value);
+}
+
+/** A service's answer over the bus: a value or an API error, never an exception across the wire. */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: ErrorBody };
+
+export const success = <T>(value: T): Outcome<T> => ({ ok: true, value });
+export const failure = (code: ErrorCode, message: string, param?: string): Outcome<never> => ({
+  ok: false,
+  error: { code, message, ...(param ? { param } : {}) },
+});
+
+/** Unwraps an outcome, throwing the ApiError it carries. */
+export function unwrap<T>(outcome: Outcome<T>): T {
+  if (outcome.ok) return outcome.value;
+  throw ApiError.fromBody(outcome.error);
+}

@@ -1,0 +1,3 @@
+export * from './channel-catalog';
+export * from './channel-provider.port';
+export * from './sandbox-simulator';

@@ -1,0 +1,133 @@
+import { specFor } from '@campaign-ops/testing/decider';
+import {
+  DispatchAlreadyExists,
+  DispatchCommand,
+  dispatchDecider,
+  DispatchNotInProgress,
+  DispatchNotRetryable,
+  MAX_ATTEMPTS_PER_RUN,
+  StaleAttempt,
+} from './dispatch.decider';
+import { DispatchError, DispatchEvent } from './dispatch.events';
+import { toNotification } from './dispatch.views';
+
+const given = specFor(dispatchDecider);
+const T0 = '2026-11-22T10:00:00.000Z';
+const T1 = '2026-11-22T10:00:01.000Z';
+const campaign = {
+  name: 'Spring',
+  objective: 'conversion',
+  budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' as const },
+  schedule: { start_at: '2026-12-01T00:00:00.000Z', timezone: 'Europe/Berlin' },
+};
+
+const create: DispatchCommand = {
+  type: 'CreateDispatch',
+  dispatchId: 'dsp_1',
+  accountId: 'acct_1',
+  mode: 'test',
+  channel: 'meta_ads',
+  campaign,
+  connectionId: null,
+  idempotencyKey: 'k1',
+  now: T0,
+};
+const accepted: DispatchEvent = dispatchDecider.decide(create, dispatchDecider.initialState)[0];
+const transient: DispatchError = { code: 'provider_unavailable', message: '503', provider_code: 'HTTP_503', retryable: true };
+const invalid: DispatchError = { code: 'provider_validation_failed', message: 'bad', provider_code: 'X', retryable: false };
+const attemptFailed = (attempt: number): DispatchEvent => ({ type: 'DispatchAttemptFailed', version: 1, data: { attempt, error: transient, at: T1 } });
+const completed: DispatchEvent = { type: 'DispatchCompleted', version: 1, data: { providerResourceId: 'sbx_meta_ads_1', attempt: 1, completedAt: T1 } };
+const failed: DispatchEvent = { type: 'DispatchFailed', version: 1, data: { error: invalid, attempt: 1, failedAt: T1 } };
+const retried: DispatchEvent = { type: 'DispatchRetried', version: 1, data: { retriedAt: T1, requestId: 'req_1' } };
+
+describe('dispatch decider', () => {
+  it('accepts a new dispatch, charging one credit', () =>
+    given().when(create).then([
+      {
+        type: 'DispatchAccepted',
+        version: 1,
+        data: {
+          dispatchId: 'dsp_1',
+          accountId: 'acct_1',
+          mode: 'test',
+          channel: 'meta_ads',
+          resourceType: 'campaign',
+          action: 'create',
+          campaign,
+          connectionId: null,
+          creditsCharged: 1,
+          idempotencyKey: 'k1',
+          acceptedAt: T0,
+        },
+      },
+    ]));
+
+  it('refuses to create a dispatch twice', () => given(accepted).when(create).thenThrows(DispatchAlreadyExists));
+
+  it('completes on the provider success of the next attempt', () =>
+    given(accepted)
+      .when({ type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'sbx_meta_ads_1', now: T1 })
+      .then([completed]));
+
+  it('ignores an outcome of an attempt already recorded', () =>
+    given(accepted, attemptFailed(1))
+      .when({ type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'x', now: T1 })
+      .thenThrows(StaleAttempt));
+
+  it('refuses a provider outcome once the dispatch has completed', () =>
+    given(accepted, completed)
+      .when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'x', now: T1 })
+      .thenThrows(DispatchNotInProgress));
+
+  it('keeps trying after a transient error', () =>
+    given(accepted).when({ type: 'RecordProviderFailure', attempt: 1, error: transient, now: T1 }).then([attemptFailed(1)]));
+
+  it(`fails, retryable, after ${MAX_ATTEMPTS_PER_RUN} transient errors`, () =>
+    given(accepted, attemptFailed(1), attemptFailed(2), attemptFailed(3), attemptFailed(4))
+      .when({ type: 'RecordProviderFailure', attempt: 5, error: transient, now: T1 })
+      .then([{ type: 'DispatchFailed', version: 1, data: { error: transient, attempt: 5, failedAt: T1 } }]));
+
+  it('fails at once on a validation error', () =>
+    given(accepted).when({ type: 'RecordProviderFailure', attempt: 1, error: invalid, now: T1 }).then([failed]));
+
+  it('retries a failed dispatch', () => given(accepted, failed).when({ type: 'RetryDispatch', requestId: 'req_1', now: T1 }).then([retried]));
+
+  it('refuses to retry a completed dispatch', () =>
+    given(accepted, completed).when({ type: 'RetryDispatch', requestId: null, now: T1 }).thenThrows(DispatchNotRetryable));
+
+  it('refuses to retry an accepted dispatch', () =>
+    given(accepted).when({ type: 'RetryDispatch', requestId: null, now: T1 }).thenThrows(DispatchNotRetryable));
+
+  it('gives a retried dispatch a fresh budget of attempts and counts every call', () => {
+    const state = given(accepted, attemptFailed(1), failed, retried).state();
+    expect(state).toMatchObject({ status: 'accepted', attempts: 1, attemptsThisRun: 0, error: null, failedAt: null });
+    given(accepted, failed, retried)
+      .when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p', now: T1 })
+      .then([{ type: 'DispatchCompleted', version: 1, data: { providerResourceId: 'p', attempt: 2, completedAt: T1 } }]);
+  });
+
+  it('counts attempts: a transient error then success is two', () => {
+    const state = given(accepted, attemptFailed(1), { ...completed, data: { ...completed.data, attempt: 2 } } as DispatchEvent).state();
+    expect(state).toMatchObject({ status: 'completed', attempts: 2, providerResourceId: 'sbx_meta_ads_1' });
+  });
+
+  it('notifies partners of every transition, never of a transient attempt', () => {
+    const after = given(accepted, completed).state();
+    if (after.status === 'none') throw new Error('no dispatch');
+    expect(toNotification(completed, after)).toEqual({
+      event: 'dispatch.completed',
+      data: {
+        dispatch_id: 'dsp_1',
+        channel: 'meta_ads',
+        status: 'completed',
+        resource_type: 'campaign',
+        action: 'create',
+        environment: 'sandbox',
+        credits_charged: 1,
+        provider_resource_id: 'sbx_meta_ads_1',
+      },
+    });
+    expect(toNotification(attemptFailed(1), after)).toBeNull();
+    expect(toNotification(retried, after)?.event).toBe('dispatch.accepted');
+  });
+});

@@ -1,0 +1,3 @@
+export * from './dispatch.events';
+export * from './dispatch.decider';
+export * from './dispatch.views';

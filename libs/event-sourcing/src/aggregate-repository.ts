@@ -1,0 +1,78 @@
+import { Decider, DomainEvent, fold } from '@campaign-ops/decider';
+import { EventStore, EventToAppend, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
+import { ulid, ulidToUuid } from '@campaign-ops/ids';
+
+export type Upcaster<Event extends DomainEvent> = (type: string, data: Record<string, unknown>, version: number) => Event;
+
+/** Who and what caused a write: tenancy and tracing, kept beside every event. */
+export interface EventMetadata {
+  accountId?: string;
+  mode?: string;
+  requestId?: string | null;
+  [key: string]: unknown;
+}
+
+export interface Decided<Event extends DomainEvent, State> {
+  /** The events appended by this command, as stored. */
+  recorded: RecordedEvent[];
+  /** Every event of the stream, the new ones included, as domain events. */
+  history: Event[];
+  state: State;
+}
+
+export const toDomainEvent = <Event extends DomainEvent>(recorded: RecordedEvent, upcast: Upcaster<Event>): Event =>
+  upcast(recorded.type, recorded.data, Number(recorded.metadata['version'] ?? 1));
+
+export const toStoredEvent = (event: DomainEvent, metadata: EventMetadata): EventToAppend => ({
+  id: ulidToUuid(ulid()),
+  type: event.type,
+  data: event.data as Record<string, unknown>,
+  metadata: { ...metadata, version: event.version },
+});
+
+/**
+ * Runs commands against event-sourced aggregates: read the stream, fold, decide, append with the
+ * revision read (optimistic concurrency). A concurrent writer makes the append fail; the command
+ * is then decided again on the new state, a few times, before the conflict is reported.
+ */
+export class AggregateRepository<Command, Event extends DomainEvent, State> {
+  constructor(
+    private readonly store: EventStore,
+    private readonly decider: Decider<Command, Event, State>,
+    private readonly upcast: Upcaster<Event>,
+    private readonly maxConflictRetries = 5,
+  ) {}
+
+  async load(streamId: string): Promise<{ history: Event[]; state: State; revision: number | null }> {
+    const recorded = await this.store.readStream(streamId);
+    const history = recorded.map((r) => toDomainEvent(r, this.upcast));
+    return { history, state: fold(this.decider, history), revision: recorded.length ? recorded[recorded.length - 1].revision : null };
+  }
+
+  async execute(streamId: string, command: Command, metadata: EventMetadata): Promise<Decided<Event, State>> {
+    for (let attempt = 0; ; attempt++) {
+      const { history, state, revision } = await this.load(streamId);
+      const events = this.decider.decide(command, state);
+      if (events.length === 0) return { recorded: [], history, state };
+      const toAppend = events.map((e) => toStoredEvent(e, metadata));
+      try {
+        const result = await this.store.append(streamId, toAppend, { expectedRevision: revision ?? 'no_stream' });
+        const firstRevision = result.nextRevision - toAppend.length + 1;
+        const recorded = toAppend.map<RecordedEvent>((e, i) => ({
+          id: e.id,
+          streamId,
+          type: e.type,
+          revision: firstRevision + i,
+          position: result.position,
+          data: e.data,
+          metadata: e.metadata ?? {},
+          occurredAt: new Date().toISOString(),
+        }));
+        const all = [...history, ...events];
+        return { recorded, history: all, state: events.reduce(this.decider.evolve, state) };
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevisionError) || attempt >= this.maxConflictRetries) throw error;
+      }
+    }
+  }
+}

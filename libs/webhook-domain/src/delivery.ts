@@ -1,0 +1,54 @@
+import { nextRetryDelay } from './retry-schedule';
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+/** One event on its way to one endpoint: stored before the first attempt, updated after each. */
+export interface Delivery {
+  id: string;
+  endpoint_id: string;
+  account_id: string;
+  mode: 'live' | 'test';
+  event_id: string;
+  event: string;
+  /** The exact body, the same bytes on every attempt. */
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  /** While an attempt is under way; a worker that dies leaves it to expire. */
+  lease_until: string | null;
+  created_at: string;
+  updated_at: string;
+  [key: string]: unknown;
+}
+
+export interface AttemptResult {
+  ok: boolean;
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** The delivery after an attempt: succeeded, scheduled again, or failed for good. */
+export function afterAttempt(delivery: Delivery, result: AttemptResult, now: Date, schedule: readonly number[], random?: () => number): Delivery {
+  const attempts = delivery.attempts + 1;
+  const common = { attempts, last_status_code: result.statusCode, last_error: result.ok ? null : result.error, lease_until: null, updated_at: now.toISOString() };
+  if (result.ok) return { ...delivery, ...common, status: 'succeeded', next_attempt_at: null };
+  const delay = nextRetryDelay(schedule, attempts, random);
+  if (delay === null) return { ...delivery, ...common, status: 'failed', next_attempt_at: null };
+  return { ...delivery, ...common, status: 'pending', next_attempt_at: new Date(now.getTime() + delay).toISOString() };
+}
+
+/** The public view of a delivery (API.md §5). */
+export const toDeliveryResource = (d: Delivery) => ({
+  id: d.id,
+  event_id: d.event_id,
+  event: d.event,
+  status: d.status,
+  attempts: d.attempts,
+  last_status_code: d.last_status_code,
+  last_error: d.last_error,
+  next_attempt_at: d.next_attempt_at,
+  created_at: d.created_at,
+});

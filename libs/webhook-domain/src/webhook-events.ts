@@ -1,0 +1,27 @@
+/** The events partners can subscribe to (SPEC.md §6.1). */
+export const WEBHOOK_EVENT_TYPES = ['dispatch.accepted', 'dispatch.completed', 'dispatch.failed', 'connection.active', 'connection.reauth_required'] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+export const isWebhookEventType = (value: unknown): value is WebhookEventType =>
+  typeof value === 'string' && (WEBHOOK_EVENT_TYPES as readonly string[]).includes(value);
+
+/**
+ * An event on its way to partners: published on the bus by the service that owns it, stored for
+ * the Events API, and fanned out to endpoints. `accountId` and `mode` route it; they are never
+ * part of the body partners receive.
+ */
+export interface PartnerEvent {
+  id: string;
+  event: WebhookEventType;
+  timestamp: string;
+  data: Record<string, unknown>;
+  accountId: string;
+  mode: 'live' | 'test';
+}
+
+/** The subject partner events travel on. */
+export const partnerEventSubject = (event: WebhookEventType): string => `evt.partner.${event.replace('.', '_')}`;
+export const PARTNER_EVENT_SUBJECTS = 'evt.partner.>';
+
+/** The exact body partners receive: the field order is part of the contract they sign. */
+export const webhookBody = (e: Pick<PartnerEvent, 'id' | 'event' | 'timestamp' | 'data'>): string =>
+  JSON.stringify({ id: e.id, event: e.event, timestamp: e.timestamp, data: e.data });
