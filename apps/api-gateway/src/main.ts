@@ -1,0 +1,12 @@
+import 'reflect-metadata';
+import { configureHttp, GatewayModule } from '@campaign-ops/gateway';
+import { exitOnStartFailure, loadConfig, startApp } from '@campaign-ops/service-runtime';
+
+/** api-gateway on its own: HTTP in, NATS out (NATS_URL is required). */
+async function main() {
+  const config = loadConfig('api-gateway');
+  if (!config.natsUrl) throw new Error('NATS_URL is required: the gateway reaches the services only over NATS');
+  await startApp(config, [GatewayModule], configureHttp);
+}
+
+main().catch(exitOnStartFailure);

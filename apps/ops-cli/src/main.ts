@@ -1,0 +1,75 @@
+import { parseArgs } from 'node:util';
+import { AccountDirectory } from '@campaign-ops/accounts';
+import { KeyMode } from '@campaign-ops/account-domain';
+import { unwrap } from '@campaign-ops/api-errors';
+import { loadConfig, openStores } from '@campaign-ops/service-runtime';
+
+const USAGE = `campaign-ops operations (works on the stores of DATA_DIR, default ./data)
+
+  accounts create --name NAME [--credits N]        open an account (N credits in each mode, default 1000)
+  keys create --account ACCT_ID --mode live|test   issue an API key (shown once)
+  keys revoke KEY_ID                               revoke a key at once
+  credits grant --account ACCT_ID --mode live|test --amount N
+
+Output is JSON. Example: npm run ops -- accounts create --name "Acme"`;
+
+class UsageError extends Error {}
+
+function option(values: Record<string, string | boolean | undefined>, name: string): string {
+  const value = values[name];
+  if (typeof value === 'boolean') throw new UsageError(`--${name} takes a value`);
+  if (!value) throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function mode(value: string): KeyMode {
+  if (value !== 'live' && value !== 'test') throw new UsageError('--mode must be live or test');
+  return value;
+}
+
+function count(value: string, name: string): number {
+  if (!/^\d+$/.test(value)) throw new UsageError(`--${name} must be a whole number`);
+  return Number(value);
+}
+
+async function run(argv: string[]): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, credits: { type: 'string' }, account: { type: 'string' }, mode: { type: 'string' }, amount: { type: 'string' }, help: { type: 'boolean' } },
+  });
+  const [resource, action, id] = positionals;
+  if (values.help || !resource) throw new UsageError('');
+  const stores = openStores(loadConfig('ops-cli'));
+  const directory = new AccountDirectory(stores.eventStore, stores.readStore);
+  try {
+    switch (`${resource} ${action}`) {
+      case 'accounts create':
+        return await directory.openAccount(option(values, 'name'), values.credits === undefined ? undefined : count(values.credits, 'credits'));
+      case 'keys create':
+        return unwrap(await directory.issueKey(option(values, 'account'), mode(option(values, 'mode'))));
+      case 'keys revoke':
+        if (!id) throw new UsageError('keys revoke needs the key id');
+        return unwrap(await directory.revokeKey(id));
+      case 'credits grant':
+        return unwrap(await directory.grantCredits(option(values, 'account'), mode(option(values, 'mode')), count(option(values, 'amount'), 'amount')));
+      default:
+        throw new UsageError(`unknown command: ${resource} ${action ?? ''}`);
+    }
+  } finally {
+    await stores.eventStore.close();
+    await stores.readStore.close();
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (result) => process.stdout.write(`${JSON.stringify(result, null, 2)}\n`),
+  (error: Error) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message ? `${error.message}\n\n` : ''}${USAGE}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  },
+);

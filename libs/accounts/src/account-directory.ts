@@ -1,0 +1,139 @@
+import { failure, Outcome, success } from '@campaign-ops/api-errors';
+import {
+  AccountCommand,
+  accountDecider,
+  AccountEvent,
+  AccountNotFound,
+  AccountState,
+  accountStreamId,
+  ApiKeyNotFound,
+  DEFAULT_STARTING_CREDITS,
+  generateApiKey,
+  hashApiKey,
+  KeyMode,
+  looksLikeApiKey,
+  upcastAccountEvent,
+} from '@campaign-ops/account-domain';
+import { AggregateRepository } from '@campaign-ops/event-sourcing';
+import { EventStore } from '@campaign-ops/event-store';
+import { newId } from '@campaign-ops/ids';
+import { Collection, ReadStore } from '@campaign-ops/read-store';
+
+export interface AccountView {
+  id: string;
+  name: string;
+  credits: Record<KeyMode, number>;
+  created_at: string;
+  [key: string]: unknown;
+}
+
+export interface ApiKeyView {
+  id: string;
+  account_id: string;
+  mode: KeyMode;
+  key_hash: string;
+  revoked: boolean;
+  created_at: string;
+  [key: string]: unknown;
+}
+
+export type AccountResource = Pick<AccountView, 'id' | 'name' | 'credits' | 'created_at'>;
+export interface IssuedKey {
+  id: string;
+  key: string;
+  mode: KeyMode;
+  account_id: string;
+  created_at: string;
+}
+
+export type Authentication = { ok: true; accountId: string; mode: KeyMode; keyId: string } | { ok: false; code: 'api_key_invalid' | 'api_key_revoked' };
+
+const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.name, credits: v.credits, created_at: v.created_at });
+
+/**
+ * Accounts and their API keys: opened, issued and revoked through the Admin API and the ops
+ * command line, and looked up by the gateway for every request. Keys are kept only as hashes.
+ */
+export class AccountDirectory {
+  private readonly repository: AggregateRepository<AccountCommand, AccountEvent, AccountState>;
+  readonly accounts: Collection<AccountView>;
+  readonly keys: Collection<ApiKeyView>;
+
+  constructor(events: EventStore, readStore: ReadStore) {
+    this.repository = new AggregateRepository(events, accountDecider, upcastAccountEvent);
+    this.accounts = readStore.collection<AccountView>('accounts');
+    this.keys = readStore.collection<ApiKeyView>('api_keys', { indexes: ['key_hash', 'account_id'] });
+  }
+
+  async openAccount(name: string, credits = DEFAULT_STARTING_CREDITS): Promise<AccountResource> {
+    const accountId = newId('acct');
+    await this.run(accountId, { type: 'OpenAccount', accountId, name, credits, now: new Date().toISOString() });
+    return toResource((await this.accounts.get(accountId))!);
+  }
+
+  async issueKey(accountId: string, mode: KeyMode): Promise<Outcome<IssuedKey>> {
+    const keyId = newId('key');
+    const { key, hash } = generateApiKey(mode);
+    const now = new Date().toISOString();
+    try {
+      await this.run(accountId, { type: 'IssueApiKey', keyId, mode, keyHash: hash, now });
+    } catch (error) {
+      if (error instanceof AccountNotFound) return failure('resource_missing', `No such account: ${accountId}`, 'id');
+      throw error;
+    }
+    return success({ id: keyId, key, mode, account_id: accountId, created_at: now });
+  }
+
+  async revokeKey(keyId: string): Promise<Outcome<{ id: string; revoked: true }>> {
+    const key = await this.keys.get(keyId);
+    if (!key) return failure('resource_missing', `No such key: ${keyId}`, 'id');
+    try {
+      await this.run(key.account_id, { type: 'RevokeApiKey', keyId, now: new Date().toISOString() });
+    } catch (error) {
+      if (error instanceof ApiKeyNotFound) return failure('resource_missing', `No such key: ${keyId}`, 'id');
+      throw error;
+    }
+    return success({ id: keyId, revoked: true });
+  }
+
+  async grantCredits(accountId: string, mode: KeyMode, amount: number): Promise<Outcome<AccountResource>> {
+    try {
+      await this.run(accountId, { type: 'GrantCredits', mode, amount, now: new Date().toISOString() });
+    } catch (error) {
+      if (error instanceof AccountNotFound) return failure('resource_missing', `No such account: ${accountId}`, 'id');
+      throw error;
+    }
+    return success(toResource((await this.accounts.get(accountId))!));
+  }
+
+  async account(accountId: string): Promise<AccountResource | null> {
+    const view = await this.accounts.get(accountId);
+    return view && toResource(view);
+  }
+
+  async authenticate(presented: string): Promise<Authentication> {
+    if (!looksLikeApiKey(presented)) return { ok: false, code: 'api_key_invalid' };
+    const found = await this.keys.find({ key_hash: hashApiKey(presented) }, { limit: 1 });
+    const key = found.items[0];
+    if (!key) return { ok: false, code: 'api_key_invalid' };
+    if (key.revoked) return { ok: false, code: 'api_key_revoked' };
+    return { ok: true, accountId: key.account_id, mode: key.mode, keyId: key.id };
+  }
+
+  /** Brings the account's views up to its stream (inline after a command, and from the projection). */
+  async refreshViews(streamId: string): Promise<void> {
+    const { state, revision, history } = await this.repository.load(streamId);
+    if (state.status === 'none' || revision === null) return;
+    await this.accounts.upsert({ id: state.id, name: state.name, credits: state.credits, created_at: state.createdAt }, revision);
+    for (const event of history) {
+      if (event.type !== 'ApiKeyIssued') continue;
+      const { keyId, mode, keyHash, issuedAt } = event.data;
+      await this.keys.upsert({ id: keyId, account_id: state.id, mode, key_hash: keyHash, revoked: state.keys[keyId].revoked, created_at: issuedAt }, revision);
+    }
+  }
+
+  private async run(accountId: string, command: AccountCommand): Promise<void> {
+    await this.repository.execute(accountStreamId(accountId), command, { accountId });
+    await this.refreshViews(accountStreamId(accountId));
+  }
+}

@@ -1,0 +1,3 @@
+export * from './campaign.schema';
+export * from './webhook.schema';
+export * from './admin.schema';

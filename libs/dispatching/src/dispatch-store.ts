@@ -1,0 +1,57 @@
+import { AggregateRepository, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { EventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { Collection, ReadStore } from '@campaign-ops/read-store';
+import {
+  Dispatch,
+  DispatchCommand,
+  dispatchDecider,
+  DispatchEvent,
+  DispatchResource,
+  DispatchState,
+  toDispatchResource,
+  upcastDispatchEvent,
+} from '@campaign-ops/dispatch-domain';
+import { fold } from '@campaign-ops/decider';
+
+/** A dispatch as the `dispatches` read model keeps it: the resource plus its tenancy. */
+export type DispatchView = DispatchResource & { account_id: string; mode: 'live' | 'test' } & Record<string, unknown>;
+
+export const DISPATCH_VIEW_INDEXES = ['account_id', 'mode', 'status', 'channel'];
+
+/** Where dispatches are written (their streams) and read (their view), for every use case. */
+export class DispatchStore {
+  readonly repository: AggregateRepository<DispatchCommand, DispatchEvent, DispatchState>;
+  readonly views: Collection<DispatchView>;
+
+  constructor(
+    readonly events: EventStore,
+    readStore: ReadStore,
+  ) {
+    this.repository = new AggregateRepository(events, dispatchDecider, upcastDispatchEvent);
+    this.views = readStore.collection<DispatchView>('dispatches', { indexes: DISPATCH_VIEW_INDEXES });
+  }
+
+  /** The dispatch as of `upToRevision` (inclusive), or its latest state. */
+  async stateOf(streamId: string, upToRevision?: number): Promise<{ state: DispatchState; recorded: RecordedEvent[] }> {
+    const recorded = await this.events.readStream(streamId, upToRevision === undefined ? {} : { maxCount: upToRevision + 1 });
+    const history = recorded.map((r) => toDomainEvent(r, upcastDispatchEvent));
+    return { state: fold(dispatchDecider, history), recorded };
+  }
+
+  /**
+   * Brings the view up to the stream: the upsert is guarded by revision, so doing it inline after
+   * a command (read-your-writes) and again from the projection changes nothing the second time.
+   */
+  async refreshView(streamId: string): Promise<void> {
+    const { state, recorded } = await this.stateOf(streamId);
+    if (state.status === 'none') return;
+    await this.views.upsert(toView(state), recorded[recorded.length - 1].revision);
+  }
+}
+
+export const toView = (d: Dispatch): DispatchView => ({ ...toDispatchResource(d), account_id: d.accountId, mode: d.mode });
+
+export function fromView(view: DispatchView): DispatchResource {
+  const { account_id: _account, mode: _mode, ...resource } = view;
+  return resource as DispatchResource;
+}

@@ -1,0 +1,84 @@
+import { Inject, Logger, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+
+import { Bus, BUS, Consumer } from '@campaign-ops/bus';
+import { SandboxSimulator } from '@campaign-ops/channels';
+import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
+import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { CheckpointedProcessor, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { CreateDispatchRequest, DispatchByIdRequest, ListDispatchesRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
+import { DispatchCommands } from './dispatch-commands';
+import { DispatchExecutor, ChannelProviders } from './dispatch-executor';
+import { DispatchQueries } from './dispatch-queries';
+import { DISPATCH_EVENT_SUBJECTS, RelayedEvent, relayDispatchEvent } from './dispatch-relay';
+import { DispatchStore } from './dispatch-store';
+
+export const CHANNEL_PROVIDERS = Symbol('CHANNEL_PROVIDERS');
+
+/** Test keys run on the simulator; live adapters arrive with connections (a later issue). */
+const sandboxOnly: ChannelProviders = {
+  forDispatch: (() => {
+    const simulator = new SandboxSimulator();
+    return (dispatch) => (dispatch.mode === 'test' ? simulator : null);
+  })(),
+};
+
+/**
+ * dispatch-service: owns the dispatch aggregate. Answers the gateway's requests, relays its
+ * events to the bus, executes accepted dispatches, and keeps the `dispatches` read model.
+ */
+@Module({
+  providers: [
+    { provide: DispatchStore, useFactory: (events: EventStore, reads: ReadStore) => new DispatchStore(events, reads), inject: [EVENT_STORE, READ_STORE] },
+    { provide: CHANNEL_PROVIDERS, useValue: sandboxOnly },
+    { provide: DispatchCommands, useFactory: (store: DispatchStore, bus: Bus) => new DispatchCommands(store, bus), inject: [DispatchStore, BUS] },
+    { provide: DispatchQueries, useFactory: (store: DispatchStore) => new DispatchQueries(store), inject: [DispatchStore] },
+    { provide: DispatchExecutor, useFactory: (store: DispatchStore, providers: ChannelProviders) => new DispatchExecutor(store, providers), inject: [DispatchStore, CHANNEL_PROVIDERS] },
+  ],
+})
+export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('dispatching');
+  private readonly processors: CheckpointedProcessor[] = [];
+  private readonly consumers: Consumer[] = [];
+
+  constructor(
+    @Inject(CONFIG) private readonly config: ServiceConfig,
+    @Inject(BUS) private readonly bus: Bus,
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+    @Inject(READ_STORE) private readonly readStore: ReadStore,
+    private readonly store: DispatchStore,
+    private readonly commands: DispatchCommands,
+    private readonly queries: DispatchQueries,
+    private readonly executor: DispatchExecutor,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const respond = <Req>(subject: string, handler: (request: Req) => Promise<unknown>) => this.bus.respond<Req, unknown>(subject, handler);
+    await respond<CreateDispatchRequest>(SUBJECTS.dispatchCreate, (r) => this.commands.create(r));
+    await respond<DispatchByIdRequest>(SUBJECTS.dispatchRetry, (r) => this.commands.retry(r));
+    await respond<DispatchByIdRequest>(SUBJECTS.dispatchGet, (r) => this.queries.get(r));
+    await respond<ListDispatchesRequest>(SUBJECTS.dispatchList, (r) => this.queries.list(r));
+    await respond<DispatchByIdRequest>(SUBJECTS.dispatchEvents, (r) => this.queries.history(r));
+
+    const common = { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [DISPATCH_STREAM_PREFIX] };
+    this.processors.push(
+      new CheckpointedProcessor({ ...common, name: 'dispatch-relay', handle: (event) => relayDispatchEvent(this.store, this.bus, event) }),
+      new CheckpointedProcessor({ ...common, name: 'dispatch-views', handle: (event) => this.store.refreshView(event.streamId) }),
+    );
+    await Promise.all(this.processors.map((p) => p.start()));
+
+    // Several lanes of one durable consumer: a slow provider call does not hold up the others.
+    for (let lane = 0; lane < this.config.executorConcurrency; lane++) {
+      this.consumers.push(
+        await this.bus.consume<RelayedEvent>({ durable: 'dispatch-executor', subject: DISPATCH_EVENT_SUBJECTS, ackWaitMs: 60_000 }, (message) => this.executor.handle(message)),
+      );
+    }
+    this.logger.log(`dispatch-service ready (${this.config.executorConcurrency} executor lanes)`);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all(this.consumers.map((c) => c.stop()));
+    await Promise.all(this.processors.map((p) => p.stop()));
+  }
+}
+

@@ -1,0 +1,6 @@
+export * from './dispatching.module';
+export * from './dispatch-store';
+export * from './dispatch-commands';
+export * from './dispatch-queries';
+export * from './dispatch-executor';
+export * from './dispatch-relay';

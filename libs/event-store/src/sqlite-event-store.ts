@@ -1,0 +1,398 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import Database from 'better-sqlite3';
+import {
+  AppendResult,
+  EventStore,
+  EventToAppend,
+  ExpectedRevision,
+  ReadStreamOptions,
+  RecordedEvent,
+  SubscribeToAllOptions,
+  Subscription,
+  WrongExpectedRevisionError,
+} from './event-store.port';
+
+/**
+ * Another process (the ops command line, a second server) may hold the write lock for a moment;
+ * wait this long for it rather than failing with SQLITE_BUSY. better-sqlite3 waits synchronously.
+ */
+const BUSY_TIMEOUT_MS = 5000;
+const DEFAULT_POLL_INTERVAL_MS = 200;
+/** Subscriptions read at most this many events at a time, so a long backlog never sits in memory at once. */
+const SUBSCRIPTION_BATCH_SIZE = 500;
+
+/*
+ * Why subscriptions may follow `position > checkpoint` without ever missing an event:
+ * SQLite admits a single writer per database file, and every append takes the write lock up front
+ * (BEGIN IMMEDIATE) and holds it until commit. A position is therefore assigned and committed
+ * before any other writer, in this process or another one, can assign a higher position: readers
+ * never see position n+1 while n is still uncommitted. (In PostgreSQL, for contrast, concurrent
+ * transactions draw sequence values and commit in any order, so following a sequence skips events.)
+ * A position of a rolled-back append may be handed out again, but it was never visible to anyone.
+ */
+const SCHEMA = `
+  CREATE TABLE IF NOT EXISTS events (
+    position    INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id    TEXT    NOT NULL UNIQUE,
+    stream_id   TEXT    NOT NULL,
+    revision    INTEGER NOT NULL,
+    type        TEXT    NOT NULL,
+    data        TEXT    NOT NULL,
+    metadata    TEXT    NOT NULL,
+    occurred_at TEXT    NOT NULL,
+    UNIQUE (stream_id, revision)
+  )`;
+
+interface EventRow {
+  position: number;
+  event_id: string;
+  stream_id: string;
+  revision: number;
+  type: string;
+  data: string;
+  metadata: string;
+  occurred_at: string;
+}
+
+type StoredEventRef = Pick<EventRow, 'position' | 'stream_id' | 'revision'>;
+
+/**
+ * Some ids of an append are already stored, but not as an earlier run of this very append
+ * (other stream, other revisions, only part of the batch): a caller bug, not a retry.
+ */
+export class DuplicateEventIdError extends Error {
+  constructor(
+    readonly streamId: string,
+    readonly eventIds: string[],
+  ) {
+    super(`stream ${streamId}: event ids already stored elsewhere or in another append: ${eventIds.join(', ')}`);
+    this.name = 'DuplicateEventIdError';
+  }
+}
+
+/** The embedded event store: one SQLite file, shareable by several processes. */
+export class SqliteEventStore implements EventStore {
+  private readonly subscriptions = new Set<SqliteSubscription>();
+  private closing = false;
+
+  private readonly lastRevisionQuery;
+  private readonly eventRefQuery;
+  private readonly insertEvent;
+  private readonly readForwardsQuery;
+  private readonly readBackwardsQuery;
+  private readonly headQuery;
+  private readonly appendTransaction;
+
+  private constructor(
+    private readonly db: Database.Database,
+    private readonly pollIntervalMs: number,
+  ) {
+    this.lastRevisionQuery = db.prepare<[string], { revision: number | null }>(
+      'SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?',
+    );
+    this.eventRefQuery = db.prepare<[string], StoredEventRef>(
+      'SELECT position, stream_id, revision FROM events WHERE event_id = ?',
+    );
+    this.insertEvent = db.prepare<[string, string, number, string, string, string, string]>(
+      `INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    // A negative LIMIT means no limit in SQLite.
+    this.readForwardsQuery = db.prepare<[string, number, number], EventRow>(
+      'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
+    );
+    this.readBackwardsQuery = db.prepare<[string, number, number], EventRow>(
+      'SELECT * FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
+    );
+    this.headQuery = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
+    this.appendTransaction = db.transaction(this.appendWithinTransaction.bind(this));
+  }
+
+  static open(file: string, options: { pollIntervalMs?: number } = {}): SqliteEventStore {
+    const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
+    if (!(pollIntervalMs > 0)) throw new Error(`pollIntervalMs must be positive, got ${pollIntervalMs}`);
+    const db = new Database(file);
+    try {
+      // Set first: switching to WAL and creating the schema may already contend with another process.
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // WAL: readers (subscriptions, other processes) never block the writer, nor it them.
+      db.pragma('journal_mode = WAL');
+      // The source of truth: an acknowledged append must survive a power loss, not only a crash.
+      db.pragma('synchronous = FULL');
+      db.exec(SCHEMA);
+      return new SqliteEventStore(db, pollIntervalMs);
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  async append(
+    streamId: string,
+    events: EventToAppend[],
+    options: { expectedRevision: ExpectedRevision },
+  ): Promise<AppendResult> {
+    // An empty append has no last event whose revision and position the result could report.
+    if (events.length === 0) throw new Error(`stream ${streamId}: append needs at least one event`);
+    const ids = new Set(events.map((event) => event.id));
+    if (ids.size !== events.length) throw new Error(`stream ${streamId}: the same event id appears twice in one append`);
+    const expected = options.expectedRevision;
+    if (typeof expected === 'number' && !(Number.isSafeInteger(expected) && expected >= 0)) {
+      throw new Error(`stream ${streamId}: expected revision must be a non-negative integer, got ${expected}`);
+    }
+
+    // IMMEDIATE: take the write lock before reading the stream's revision, so that no other
+    // process can append between the check and the insert (see the comment on SCHEMA).
+    const { result, wrote } = this.appendTransaction.immediate(streamId, events, expected);
+    if (wrote) for (const subscription of this.subscriptions) subscription.notify();
+    return result;
+  }
+
+  private appendWithinTransaction(
+    streamId: string,
+    events: EventToAppend[],
+    expected: ExpectedRevision,
+  ): { result: AppendResult; wrote: boolean } {
+    const stored = events.map((event) => this.eventRefQuery.get(event.id));
+    // A retry of an append that did succeed (its answer was lost) gets that append's answer again.
+    if (isSameAppend(streamId, stored, expected)) {
+      const last = stored[stored.length - 1]!;
+      return { result: { nextRevision: last.revision, position: String(last.position) }, wrote: false };
+    }
+
+    const actual = this.lastRevisionQuery.get(streamId)!.revision;
+    if (!satisfies(expected, actual)) {
+      throw new WrongExpectedRevisionError(streamId, expected, actual ?? 'no_stream');
+    }
+    const clashing = events.filter((_, i) => stored[i] !== undefined).map((event) => event.id);
+    if (clashing.length > 0) throw new DuplicateEventIdError(streamId, clashing);
+
+    const occurredAt = new Date().toISOString();
+    let revision = actual ?? -1;
+    let position = 0;
+    for (const event of events) {
+      revision += 1;
+      const { lastInsertRowid } = this.insertEvent.run(
+        event.id,
+        streamId,
+        revision,
+        event.type,
+        JSON.stringify(event.data),
+        JSON.stringify(event.metadata ?? {}),
+        occurredAt,
+      );
+      position = Number(lastInsertRowid);
+    }
+    return { result: { nextRevision: revision, position: String(position) }, wrote: true };
+  }
+
+  async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    const limit = options.maxCount ?? -1;
+    const rows =
+      options.direction === 'backwards'
+        ? this.readBackwardsQuery.all(streamId, options.fromRevision ?? Number.MAX_SAFE_INTEGER, limit)
+        : this.readForwardsQuery.all(streamId, options.fromRevision ?? 0, limit);
+    return rows.map(toRecordedEvent);
+  }
+
+  subscribeToAll(options: SubscribeToAllOptions): Subscription {
+    if (this.closing) throw new Error('the event store is closed');
+    const subscription = new SqliteSubscription(
+      {
+        head: () => this.headQuery.get()!.head ?? 0,
+        readBatch: this.batchReader(options.streamPrefixes),
+      },
+      options,
+      parsePosition(options.fromPosition),
+      this.pollIntervalMs,
+      () => this.subscriptions.delete(subscription),
+    );
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /** Reads the next batch after a position, up to a head read beforehand (see SqliteSubscription.run). */
+  private batchReader(prefixes: string[] | undefined): BatchReader {
+    if (prefixes !== undefined && prefixes.length === 0) {
+      // Matching nothing is surely not what was meant; receiving everything might be harmful.
+      throw new Error('streamPrefixes must not be empty: omit it to receive the events of every stream');
+    }
+    // length(?) counts characters as substr does; JavaScript's length counts UTF-16 code units.
+    const filter = prefixes ? `AND (${prefixes.map(() => 'substr(stream_id, 1, length(?)) = ?').join(' OR ')})` : '';
+    const query = this.db.prepare<unknown[], EventRow>(
+      `SELECT * FROM events WHERE position > ? AND position <= ? ${filter} ORDER BY position LIMIT ?`,
+    );
+    const prefixParameters = (prefixes ?? []).flatMap((prefix) => [prefix, prefix]);
+    return (after, upTo) =>
+      query.all(after, upTo, ...prefixParameters, SUBSCRIPTION_BATCH_SIZE).map(toRecordedEvent);
+  }
+
+  async ping(): Promise<void> {
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    if (this.db.open) this.db.close();
+  }
+}
+
+/** Whether these stored events are exactly what this append would have written: then it already ran. */
+function isSameAppend(
+  streamId: string,
+  stored: (StoredEventRef | undefined)[],
+  expected: ExpectedRevision,
+): stored is StoredEventRef[] {
+  const first = stored[0]?.revision;
+  if (first === undefined) return false;
+  const inPlace = stored.every((event, i) => event?.stream_id === streamId && event.revision === first + i);
+  if (!inPlace) return false;
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return first === 0;
+    case 'stream_exists':
+      return first > 0;
+    default:
+      return first === expected + 1;
+  }
+}
+
+function satisfies(expected: ExpectedRevision, actual: number | null): boolean {
+  switch (expected) {
+    case 'any':
+      return true;
+    case 'no_stream':
+      return actual === null;
+    case 'stream_exists':
+      return actual !== null;
+    default:
+      return actual === expected;
+  }
+}
+
+function parsePosition(position: string | undefined): number {
+  if (position === undefined) return 0;
+  const parsed = Number(position);
+  if (!/^\d+$/.test(position) || !Number.isSafeInteger(parsed)) throw new Error(`not an event store position: ${position}`);
+  return parsed;
+}
+
+function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    streamId: row.stream_id,
+    type: row.type,
+    revision: row.revision,
+    position: String(row.position),
+    data: JSON.parse(row.data),
+    metadata: JSON.parse(row.metadata),
+    occurredAt: row.occurred_at,
+  };
+}
+
+type BatchReader = (after: number, upTo: number) => RecordedEvent[];
+
+interface EventSource {
+  /** The highest committed position, 0 when there are no events. */
+  head(): number;
+  readBatch: BatchReader;
+}
+
+/** Marks the async context of an onEvent call with the subscription delivering it. */
+const deliveringFor = new AsyncLocalStorage<SqliteSubscription>();
+
+class SqliteSubscription implements Subscription {
+  private closed = false;
+  /** Set by notify(); checked before going idle so that a notification during delivery is not lost. */
+  private notified = false;
+  private wake: (() => void) | undefined;
+  private readonly finished: Promise<void>;
+
+  constructor(
+    private readonly source: EventSource,
+    private readonly options: SubscribeToAllOptions,
+    fromPosition: number,
+    private readonly pollIntervalMs: number,
+    onFinished: () => void,
+  ) {
+    // Start on a later tick: onEvent must not run before subscribeToAll has returned the subscription.
+    this.finished = Promise.resolve()
+      .then(() => this.run(fromPosition))
+      .finally(onFinished);
+  }
+
+  /** New events were appended through this process: look now rather than at the next poll. */
+  notify(): void {
+    this.notified = true;
+    this.wake?.();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.wake?.();
+    // Closed from inside its own onEvent: waiting for the loop would wait for the very handler awaiting us.
+    if (deliveringFor.getStore() === this) return;
+    await this.finished;
+  }
+
+  private async run(cursor: number): Promise<void> {
+    while (!this.closed) {
+      this.notified = false;
+      let head: number;
+      let batch: RecordedEvent[];
+      try {
+        // Reading the head first bounds the scan: with a prefix filter, the cursor can then move past
+        // events that do not match, instead of rescanning them at every poll. Every position up to the
+        // head is already committed (see the comment on SCHEMA), so nothing below it can appear later.
+        head = this.source.head();
+        batch = head > cursor ? this.source.readBatch(cursor, head) : [];
+      } catch (error) {
+        return this.fail(error);
+      }
+
+      for (const event of batch) {
+        if (this.closed) return;
+        try {
+          await deliveringFor.run(this, () => this.options.onEvent(event));
+        } catch (error) {
+          return this.fail(error);
+        }
+        cursor = Number(event.position);
+      }
+
+      if (batch.length === SUBSCRIPTION_BATCH_SIZE) continue;
+      cursor = Math.max(cursor, head);
+      if (!this.notified && !this.closed) await this.idle();
+    }
+  }
+
+  /** Until the next poll, a notification or close(). */
+  private idle(): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(wake, this.pollIntervalMs);
+      this.wake = wake;
+    });
+  }
+
+  private fail(cause: unknown): void {
+    this.closed = true;
+    const error = cause instanceof Error ? cause : new Error(String(cause));
+    try {
+      if (!this.options.onError) throw error;
+      this.options.onError(error);
+    } catch (unreported) {
+      // Like an 'error' event nobody listens to: a projection must not stop silently.
+      queueMicrotask(() => {
+        throw unreported;
+      });
+    }
+  }
+}

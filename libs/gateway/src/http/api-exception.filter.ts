@@ -1,0 +1,48 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import type { Response } from 'express';
+import { ApiError } from '@campaign-ops/api-errors';
+import { newId } from '@campaign-ops/ids';
+import { GatewayRequest } from './request-context';
+import { allowedMethods } from './routes';
+
+/**
+ * The one place errors become HTTP: API.md's envelope, status and type from the catalog. Anything
+ * unexpected is logged with its request id and answered as a bare 500, never with a stack.
+ */
+@Catch()
+export class ApiExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('http');
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const request = host.switchToHttp().getRequest<GatewayRequest>();
+    const response = host.switchToHttp().getResponse<Response>();
+    const error = this.toApiError(exception, request);
+    if (response.headersSent) return;
+    const requestId = request.requestId ?? newId('req');
+    for (const [name, value] of Object.entries(error.headers)) response.setHeader(name, value);
+    response.status(error.status).json({
+      success: false,
+      error: { type: error.type, code: error.code, message: error.message, ...(error.param ? { param: error.param } : {}) },
+      request_id: requestId,
+    });
+  }
+
+  private toApiError(exception: unknown, request: GatewayRequest): ApiError {
+    if (exception instanceof ApiError) return exception;
+    if (exception instanceof HttpException && exception.getStatus() === 404) {
+      const allowed = allowedMethods(request.path);
+      if (allowed.length > 0) {
+        return new ApiError('method_not_allowed', `${request.method} is not allowed on ${request.path}; use ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });
+      }
+      return new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
+    }
+    // body-parser style errors from express itself (e.g. an aborted upload)
+    const status = (exception as { status?: number })?.status;
+    if (status === 413) return new ApiError('payload_too_large', 'The body is larger than 65536 bytes.');
+    this.logger.error(
+      JSON.stringify({ msg: 'unhandled error', request_id: request.requestId, method: request.method, path: request.path, error: (exception as Error)?.message }),
+      (exception as Error)?.stack,
+    );
+    return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.');
+  }
+}

@@ -1,0 +1,53 @@
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { ApiError } from '@campaign-ops/api-errors';
+import { AccountDirectory } from '@campaign-ops/accounts';
+import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { GatewayRequest } from './request-context';
+
+function bearer(request: GatewayRequest): string | null {
+  const header = request.header('Authorization');
+  if (!header) return null;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match ? match[1] : '';
+}
+
+/** Partners' API keys: the account and mode every /v1 call is scoped to. */
+@Injectable()
+export class ApiKeyGuard implements CanActivate {
+  constructor(private readonly directory: AccountDirectory) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const request = context.switchToHttp().getRequest<GatewayRequest>();
+    const key = bearer(request);
+    if (key === null) throw new ApiError('api_key_missing', 'Send your API key as Authorization: Bearer <key>.');
+    const found = await this.directory.authenticate(key);
+    if (!found.ok) {
+      throw found.code === 'api_key_revoked'
+        ? new ApiError('api_key_revoked', 'This API key has been revoked.')
+        : new ApiError('api_key_invalid', 'The API key is not valid.');
+    }
+    request.caller = { accountId: found.accountId, mode: found.mode, requestId: request.requestId, keyId: found.keyId };
+    return true;
+  }
+}
+
+/** Operators' Admin API: enabled only when ADMIN_TOKEN is set, and then only with it. */
+@Injectable()
+export class AdminTokenGuard implements CanActivate {
+  private readonly expected: Buffer | null;
+
+  constructor(@Inject(CONFIG) config: ServiceConfig) {
+    this.expected = config.adminToken ? createHash('sha256').update(config.adminToken).digest() : null;
+  }
+
+  canActivate(context: ExecutionContext): boolean {
+    const request = context.switchToHttp().getRequest<GatewayRequest>();
+    if (!this.expected) throw new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
+    const token = bearer(request);
+    if (token === null) throw new ApiError('api_key_missing', 'Send the admin token as Authorization: Bearer <token>.');
+    const presented = createHash('sha256').update(token).digest();
+    if (!timingSafeEqual(presented, this.expected)) throw new ApiError('api_key_invalid', 'The admin token is not valid.');
+    return true;
+  }
+}

@@ -1,0 +1,18 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { map, Observable } from 'rxjs';
+import { GatewayRequest, ListPage } from './request-context';
+
+/** Wraps every successful answer in the envelope: `{success, data, request_id}` (+ `has_more` for lists). */
+@Injectable()
+export class EnvelopeInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const request = context.switchToHttp().getRequest<GatewayRequest>();
+    return next.handle().pipe(
+      map((result) =>
+        result instanceof ListPage
+          ? { success: true, data: result.data, has_more: result.hasMore, request_id: request.requestId }
+          : { success: true, data: result, request_id: request.requestId },
+      ),
+    );
+  }
+}

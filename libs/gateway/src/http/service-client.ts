@@ -1,0 +1,40 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ApiError, Outcome, unwrap } from '@campaign-ops/api-errors';
+import { Bus, BUS, BusRemoteError, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
+import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+
+/**
+ * The gateway's only way to the services: a request over the bus whose reply is an Outcome.
+ * A service that does not answer in time is 503 `service_unavailable` with Retry-After, never a hang.
+ */
+@Injectable()
+export class ServiceClient {
+  private readonly logger = new Logger('service-client');
+
+  constructor(
+    @Inject(BUS) private readonly bus: Bus,
+    @Inject(CONFIG) private readonly config: ServiceConfig,
+  ) {}
+
+  async call<T>(subject: string, request: object): Promise<T> {
+    const requestId = (request as { caller?: { requestId?: string } }).caller?.requestId;
+    let outcome: Outcome<T>;
+    try {
+      outcome = await this.bus.request<Outcome<T>>(subject, request, {
+        timeoutMs: this.config.requestTimeoutMs,
+        headers: requestId ? { 'X-Request-Id': requestId } : {},
+      });
+    } catch (error) {
+      if (error instanceof BusTimeoutError || error instanceof BusUnavailableError) {
+        this.logger.warn(`${subject}: ${error.message}`);
+        throw new ApiError('service_unavailable', 'A service this request needs is unavailable; try again shortly.', undefined, { 'Retry-After': '1' });
+      }
+      if (error instanceof BusRemoteError) {
+        this.logger.error(`${subject} failed in the service: ${error.message}`);
+        throw new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.');
+      }
+      throw error;
+    }
+    return unwrap(outcome);
+  }
+}

@@ -1,0 +1,2 @@
+export * from './read-store.port';
+export { SqliteReadStore } from './sqlite-read-store';

@@ -1,0 +1,191 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Doc } from './read-store.port';
+import { SqliteReadStore } from './sqlite-read-store';
+import { readStoreContract } from './testing/read-store.contract';
+
+const dirs: string[] = [];
+function tempFile(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'read-store-'));
+  dirs.push(dir);
+  return join(dir, name);
+}
+
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+readStoreContract('sqlite :memory:', async () => SqliteReadStore.open(':memory:'));
+readStoreContract('sqlite file', async () => SqliteReadStore.open(tempFile('contract.db')));
+
+describe('SqliteReadStore', () => {
+  const opened: SqliteReadStore[] = [];
+  const open = (file: string) => {
+    const store = SqliteReadStore.open(file);
+    opened.push(store);
+    return store;
+  };
+
+  afterEach(async () => {
+    // close() is idempotent, so tests may close stores themselves.
+    for (const store of opened.splice(0)) await store.close();
+  });
+
+  it('lets two instances on the same file see each other’s writes', async () => {
+    const file = tempFile('shared.db');
+    const a = open(file);
+    const b = open(file);
+    const inA = a.collection('items', { indexes: ['status'] });
+    const inB = b.collection('items', { indexes: ['status'] });
+
+    await inA.upsert({ id: 'doc_1', status: 'pending' }, 0);
+    await expect(inB.get('doc_1')).resolves.toEqual({ id: 'doc_1', status: 'pending' });
+    await expect(inB.claim({ status: 'pending' }, { status: 'claimed' })).resolves.toEqual({ id: 'doc_1', status: 'claimed' });
+    await expect(inA.claim({ status: 'pending' }, { status: 'claimed' })).resolves.toBeNull();
+    await expect(inA.upsert({ id: 'doc_1', status: 'stale' }, 0)).resolves.toBe(false);
+
+    await b.checkpoints.set('projection', '17');
+    await expect(a.checkpoints.get('projection')).resolves.toBe('17');
+  });
+
+  it('keeps documents, revisions and checkpoints across a reopen', async () => {
+    const file = tempFile('durable.db');
+    const first = open(file);
+    await first.collection('items').upsert({ id: 'doc_1', nested: { list: [1, 'two'] } }, 3);
+    await first.checkpoints.set('projection', '99');
+    await first.close();
+
+    const second = open(file);
+    const items = second.collection('items');
+    await expect(items.get('doc_1')).resolves.toStrictEqual({ id: 'doc_1', nested: { list: [1, 'two'] } });
+    await expect(items.revisionOf('doc_1')).resolves.toBe(3);
+    await expect(second.checkpoints.get('projection')).resolves.toBe('99');
+  });
+
+  it('opens the file in WAL mode and stores documents without internal fields', async () => {
+    const file = tempFile('layout.db');
+    const store = open(file);
+    const doc = { id: 'doc_1', status: 'pending', amount: 12.5 };
+    await store.collection('items', { indexes: ['status'] }).upsert(doc, 4);
+
+    const raw = new Database(file, { readonly: true });
+    try {
+      expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+      const row = raw.prepare('SELECT id, revision, doc FROM coll_items').get() as { id: string; revision: number; doc: string };
+      expect(row.revision).toBe(4);
+      expect(JSON.parse(row.doc)).toStrictEqual(doc);
+
+      // The filter and cursor shape the adapter generates must be served by the expression index.
+      const plan = raw
+        .prepare(
+          `EXPLAIN QUERY PLAN SELECT doc FROM coll_items
+           WHERE (json_extract(doc, '$.status') = ? AND json_type(doc, '$.status') = 'text') AND id < ?
+           ORDER BY id DESC LIMIT ?`,
+        )
+        .all('pending', 'doc_9', 21) as { detail: string }[];
+      expect(plan.map((step) => step.detail).join('\n')).toMatch(/USING INDEX "?ix:items:status"?/);
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('rejects collection and field names it cannot safely put in SQL', async () => {
+    const store = open(':memory:');
+    for (const name of ['Items', '1items', 'items-x', 'items; DROP TABLE checkpoints', '']) {
+      expect(() => store.collection(name)).toThrow(/invalid collection name/);
+    }
+    expect(() => store.collection('items', { indexes: ["status') --"] })).toThrow(/invalid field name/);
+    const items = store.collection('items');
+    await expect(items.find({ "status' OR 1 --": 'x' })).rejects.toThrow(/invalid field name/);
+    await expect(items.claim({}, {}, 'a.b')).rejects.toThrow(/invalid field name/);
+    await expect(items.find({ status: { $ne: 'x' } as never })).rejects.toThrow(/unsupported filter operator/);
+    await expect(items.find({ status: { constructor: 'x' } as never })).rejects.toThrow(/unsupported filter operator/);
+    await expect(items.find({}, { order: 'ASC' as never })).rejects.toThrow(/order must be/);
+  });
+
+  it('refuses a patch that would change the id', async () => {
+    const items = open(':memory:').collection('items');
+    await items.insert({ id: 'doc_1' });
+    await expect(items.update('doc_1', { id: 'doc_2' })).rejects.toThrow(/cannot change the id/);
+    await expect(items.get('doc_1')).resolves.toEqual({ id: 'doc_1' });
+  });
+
+  it('hands every document to exactly one of several processes claiming from the same file', async () => {
+    const file = tempFile('claims.db');
+    const total = 600;
+    const seeding = open(file);
+    const items = seeding.collection<Doc>('jobs', { indexes: ['status'] });
+    for (let i = 0; i < total; i++) await items.insert({ id: `job_${String(i).padStart(5, '0')}`, status: 'pending' });
+    await seeding.close();
+
+    const claimed = (await runClaimers(file, 4)).flat();
+
+    expect(claimed).toHaveLength(total);
+    expect(new Set(claimed).size).toBe(total);
+    const check = open(file).collection('jobs', { indexes: ['status'] });
+    await expect(check.count({ status: 'pending' })).resolves.toBe(0);
+  });
+});
+
+const WORKSPACE_ROOT = resolve(__dirname, '../../..');
+
+// A separate Node process that loads the adapter's TypeScript source, waits for "go" on stdin
+// (so that all processes start claiming at the same moment), claims until nothing is left and
+// prints the claimed ids as JSON.
+const CLAIMER = `
+const { SqliteReadStore } = require(${JSON.stringify(join(__dirname, 'sqlite-read-store.ts'))});
+const store = SqliteReadStore.open(process.argv[1]);
+const jobs = store.collection('jobs', { indexes: ['status'] });
+process.stdout.write('ready\\n');
+process.stdin.once('data', async () => {
+  const ids = [];
+  for (let doc; (doc = await jobs.claim({ status: 'pending' }, { status: 'claimed', by: process.pid }));) ids.push(doc.id);
+  await store.close();
+  process.stdout.write(JSON.stringify(ids) + '\\n');
+  process.exit(0);
+});
+`;
+
+type Claimer = { ready: Promise<void>; done: Promise<string[]>; start(): void };
+
+/** Runs `count` claimer processes on `file`, released together once all are ready; returns what each claimed. */
+async function runClaimers(file: string, count: number): Promise<string[][]> {
+  const claimers = Array.from({ length: count }, () => startClaimer(file));
+  // A claimer that fails to start reports it through `done`; the others must be released anyway.
+  await Promise.allSettled(claimers.map((claimer) => claimer.ready));
+  for (const claimer of claimers) claimer.start();
+  return Promise.all(claimers.map((claimer) => claimer.done));
+}
+
+function startClaimer(file: string): Claimer {
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', '-e', CLAIMER, file], { cwd: WORKSPACE_ROOT });
+  let stdout = '';
+  let stderr = '';
+  const ready = new Promise<void>((resolveReady, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.startsWith('ready\n')) resolveReady();
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`claimer exited with ${code} before it was ready: ${stderr}`)));
+  });
+  const done = new Promise<string[]>((resolveDone, reject) => {
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    // 'close' rather than 'exit': it comes after stdout has been read to the end.
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`claimer exited with ${code}: ${stderr}`));
+      try {
+        resolveDone(JSON.parse(stdout.slice('ready\n'.length)) as string[]);
+      } catch (error) {
+        reject(error);
+      }
+    });
+  });
+  // Writing "go" to a process that already died must not crash the test run; `done` reports it.
+  child.stdin.on('error', () => undefined);
+  return { ready, done, start: () => child.stdin.end('go\n') };
+}

@@ -1,0 +1,382 @@
+import Database from 'better-sqlite3';
+import type { CheckpointStore, Collection, CollectionOptions, Doc, FindOptions, Filter, Page, ReadStore, Scalar } from './read-store.port';
+
+/**
+ * SQLite adapter of the read store, for the embedded (single host) deployment.
+ *
+ * Layout: one table per collection (`coll_<name>`: `id`, `revision`, `doc` as JSON text) and a
+ * `checkpoints` table. Filters run on `json_extract(doc, '$.field')`, and every declared index is
+ * an expression index on exactly that expression followed by `id`, so that equality filters,
+ * the id ordering and the `startingAfter` cursor are all served by one index.
+ *
+ * Several processes may open the same file: WAL lets readers run beside the writer, the busy
+ * timeout makes writers wait for each other instead of failing, and every read-modify-write runs
+ * in an IMMEDIATE transaction (it takes the write lock before reading, so two processes can never
+ * both read the same row and both write it, and a deferred transaction never has to be upgraded,
+ * which in WAL mode fails at once with SQLITE_BUSY instead of waiting).
+ */
+
+/** How long a writer waits for another connection's write lock before failing with SQLITE_BUSY. */
+const BUSY_TIMEOUT_MS = 5_000;
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 1_000;
+/** Prepared statements are cached by SQL text; the cap only guards against unbounded query shapes. */
+const STATEMENT_CACHE_SIZE = 500;
+
+const COLLECTION_NAME = /^[a-z_][a-z0-9_]*$/;
+/** Field names are inlined into SQL (see "Filters" below), so this pattern is what keeps that safe. */
+const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+type Statement = Database.Statement<unknown[]>;
+type StatementSource = (sql: string) => Statement;
+type DocRow = { id: string; doc: string };
+
+export class SqliteReadStore implements ReadStore {
+  readonly checkpoints: CheckpointStore;
+  private readonly statements = new Map<string, Statement>();
+  private readonly collections = new Map<string, SqliteCollection<Doc>>();
+
+  private constructor(private readonly db: Database.Database) {
+    this.checkpoints = new SqliteCheckpointStore((sql) => this.statement(sql));
+  }
+
+  /** Opens (creating if needed) a store in `file`; `:memory:` gives a private, throwaway store. */
+  static open(file: string): SqliteReadStore {
+    // The `timeout` option is SQLite's busy_timeout; it must be in place before the journal mode
+    // pragma, which itself needs a lock when another process is converting the file at the same time.
+    const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+    try {
+      db.pragma('journal_mode = WAL');
+      // In WAL mode NORMAL survives process crashes; a power loss may drop the last commits, which
+      // a read store can afford because it is rebuilt from the event store from its checkpoints.
+      db.pragma('synchronous = NORMAL');
+      db.exec('CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position TEXT NOT NULL) STRICT');
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+    return new SqliteReadStore(db);
+  }
+
+  collection<T extends Doc>(name: string, options: CollectionOptions = {}): Collection<T> {
+    if (!COLLECTION_NAME.test(name)) throw new Error(`invalid collection name: ${JSON.stringify(name)}`);
+    for (const field of options.indexes ?? []) assertFieldName(field);
+
+    let collection = this.collections.get(name);
+    if (!collection) {
+      const table = quoteIdentifier(`coll_${name}`);
+      this.db.exec(`CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, revision INTEGER, doc TEXT NOT NULL) STRICT`);
+      collection = new SqliteCollection<Doc>(this.db, name, (sql) => this.statement(sql));
+      this.collections.set(name, collection);
+    }
+    // Indexes may be declared later by another caller of the same collection: create what is new.
+    collection.ensureIndexes(options.indexes ?? []);
+    return collection as unknown as Collection<T>;
+  }
+
+  async ping(): Promise<void> {
+    this.statement('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  private statement(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      if (this.statements.size >= STATEMENT_CACHE_SIZE) this.statements.clear();
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+class SqliteCheckpointStore implements CheckpointStore {
+  constructor(private readonly statement: StatementSource) {}
+
+  async get(name: string): Promise<string | undefined> {
+    const row = this.statement('SELECT position FROM checkpoints WHERE name = ?').get(name) as { position: string } | undefined;
+    return row?.position;
+  }
+
+  async set(name: string, position: string): Promise<void> {
+    this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(
+      name,
+      position,
+    );
+  }
+}
+
+class SqliteCollection<T extends Doc> implements Collection<T> {
+  private readonly table: string;
+  private readonly indexed = new Set<string>();
+  private readonly updateTransaction: (id: string, patch: Partial<T>, where: Filter) => T | null;
+  private readonly claimTransaction: (where: Filter, patch: Partial<T>, orderBy: string) => T | null;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly name: string,
+    private readonly statement: StatementSource,
+  ) {
+    this.table = quoteIdentifier(`coll_${name}`);
+    // Read-modify-write: the IMMEDIATE transaction holds the write lock from the read to the write.
+    const update = db.transaction((id: string, patch: Partial<T>, where: Filter) => {
+      const filter = compileFilter({ ...where, id });
+      const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql}`).get(...filter.params) as DocRow | undefined;
+      return row ? this.write(row, patch) : null;
+    });
+    this.updateTransaction = (id, patch, where) => update.immediate(id, patch, where);
+    const claim = db.transaction((where: Filter, patch: Partial<T>, orderBy: string) => {
+      const filter = compileFilter(where);
+      const order = orderBy === 'id' ? 'id' : `${fieldValue(orderBy)}, id`;
+      const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql} ORDER BY ${order} LIMIT 1`).get(...filter.params) as
+        | DocRow
+        | undefined;
+      return row ? this.write(row, patch) : null;
+    });
+    this.claimTransaction = (where, patch, orderBy) => claim.immediate(where, patch, orderBy);
+  }
+
+  ensureIndexes(fields: string[]): void {
+    for (const field of fields) {
+      // `id` is the primary key already.
+      if (field === 'id' || this.indexed.has(field)) continue;
+      // The colon keeps index names unambiguous (`a_` + `_b` vs `a` + `__b` would otherwise clash).
+      const index = quoteIdentifier(`ix:${this.name}:${field}`);
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${this.table} (${fieldValue(field)}, id)`);
+      this.indexed.add(field);
+    }
+  }
+
+  async get(id: string): Promise<T | null> {
+    const row = this.statement(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+    return row ? (JSON.parse(row.doc) as T) : null;
+  }
+
+  async upsert(doc: T, revision: number): Promise<boolean> {
+    if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
+    const json = serialize(doc);
+    // One statement, so the guard and the write are atomic without a transaction. A document
+    // written by `insert` has no revision and counts as older than any projected one.
+    const result = this.statement(
+      `INSERT INTO ${this.table} (id, revision, doc) VALUES (?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET revision = excluded.revision, doc = excluded.doc
+       WHERE revision IS NULL OR excluded.revision > revision`,
+    ).run(doc.id, revision, json);
+    return result.changes > 0;
+  }
+
+  async revisionOf(id: string): Promise<number | null> {
+    const row = this.statement(`SELECT revision FROM ${this.table} WHERE id = ?`).get(id) as { revision: number | null } | undefined;
+    return row?.revision ?? null;
+  }
+
+  async insert(doc: T): Promise<boolean> {
+    const json = serialize(doc);
+    const result = this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json);
+    return result.changes > 0;
+  }
+
+  async update(id: string, patch: Partial<T>, where: Filter = {}): Promise<T | null> {
+    return this.updateTransaction(id, patch, where);
+  }
+
+  async claim(where: Filter, patch: Partial<T>, orderBy = 'id'): Promise<T | null> {
+    assertFieldName(orderBy);
+    return this.claimTransaction(where, patch, orderBy);
+  }
+
+  async find(where: Filter, options: FindOptions = {}): Promise<Page<T>> {
+    const limit = options.limit ?? DEFAULT_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer in 1..${MAX_LIMIT}, got ${limit}`);
+    const order = options.order ?? 'desc';
+    if (order !== 'asc' && order !== 'desc') throw new RangeError(`order must be asc or desc, got ${String(order)}`);
+    const descending = order === 'desc';
+    const filter = compileFilter(where);
+    const conditions = [filter.sql];
+    const params = [...filter.params];
+    if (options.startingAfter !== undefined) {
+      conditions.push(descending ? 'id < ?' : 'id > ?');
+      params.push(options.startingAfter);
+    }
+    // One row more than asked tells whether another page exists without a second query.
+    const rows = this.statement(
+      `SELECT doc FROM ${this.table} WHERE ${conditions.join(' AND ')} ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ?`,
+    ).all(...params, limit + 1) as { doc: string }[];
+    return {
+      items: rows.slice(0, limit).map((row) => JSON.parse(row.doc) as T),
+      hasMore: rows.length > limit,
+    };
+  }
+
+  async count(where: Filter): Promise<number> {
+    const filter = compileFilter(where);
+    const row = this.statement(`SELECT count(*) AS n FROM ${this.table} WHERE ${filter.sql}`).get(...filter.params) as { n: number };
+    return row.n;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return this.statement(`DELETE FROM ${this.table} WHERE id = ?`).run(id).changes > 0;
+  }
+
+  /** Applies `patch` to a stored row and writes it back; the revision is left as it was. */
+  private write(row: DocRow, patch: Partial<T>): T {
+    const json = serialize(applyPatch(JSON.parse(row.doc) as T, patch));
+    this.statement(`UPDATE ${this.table} SET doc = ? WHERE id = ?`).run(json, row.id);
+    // Parsed back from the stored text, so the caller sees exactly what a later `get` returns.
+    return JSON.parse(json) as T;
+  }
+}
+
+/**
+ * Top-level merge. `undefined` leaves a field as it is (so an optional property can be passed
+ * through unconditionally), `null` stores null. The id cannot change: it is the row's key.
+ */
+function applyPatch<T extends Doc>(doc: T, patch: Partial<T>): T {
+  const changes = Object.entries(patch).filter(([, value]) => value !== undefined);
+  for (const [field, value] of changes) {
+    assertFieldName(field);
+    if (field === 'id' && value !== doc.id) throw new Error(`a patch cannot change the id of ${doc.id}`);
+  }
+  // fromEntries defines own properties, so even a `__proto__` field is stored as data rather
+  // than setting the prototype; later entries win and existing fields keep their position.
+  return Object.fromEntries([...Object.entries(doc), ...changes]) as T;
+}
+
+function serialize(doc: Doc): string {
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TypeError('a document must be an object');
+  if (typeof doc.id !== 'string' || doc.id === '') throw new TypeError('a document needs a non-empty string id');
+  return JSON.stringify(doc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Filters
+//
+// Values are always bound parameters. Field names are inlined as JSON path literals instead,
+// because SQLite uses an expression index only when the query contains the very same expression
+// (`json_extract(doc, '$.status')`), never a `json_extract(doc, ?)`; FIELD_NAME makes that safe.
+//
+// json_extract returns SQL values: JSON strings as TEXT, numbers as INTEGER/REAL, true/false as
+// 1/0, and null or a missing field as NULL. So comparisons alone would let `true` match `1` and,
+// since SQLite orders every number below every text, `{ $lt: 'b' }` match all numbers. Each
+// comparison is therefore paired with a `json_type` guard on the kind of the filter value: like
+// MongoDB, a filter only matches values of its own type (numbers of any kind compare together).
+// ---------------------------------------------------------------------------------------------
+
+type CompiledFilter = { sql: string; params: unknown[] };
+type Comparison = '=' | '<' | '<=' | '>' | '>=';
+type Kind = 'string' | 'number' | 'boolean';
+
+// A Map, not an object literal: `'constructor' in {...}` would be true.
+const RANGE_OPERATORS = new Map<string, Comparison>([
+  ['$lt', '<'],
+  ['$lte', '<='],
+  ['$gt', '>'],
+  ['$gte', '>='],
+]);
+const TYPE_GUARDS: Record<Kind, string> = {
+  string: "= 'text'",
+  number: "IN ('integer', 'real')",
+  boolean: "IN ('true', 'false')",
+};
+const NEVER = '0';
+
+function compileFilter(where: Filter): CompiledFilter {
+  const conditions: string[] = [];
+  const params: unknown[] = [];
+  for (const [field, condition] of Object.entries(where)) {
+    // An undefined value is no condition, as with `patch`: optional filters pass through as they are.
+    if (condition === undefined) continue;
+    assertFieldName(field);
+    if (isScalar(condition)) {
+      conditions.push(compare(field, '=', condition, params));
+      continue;
+    }
+    if (typeof condition !== 'object' || Array.isArray(condition)) throw new TypeError(`invalid filter on ${field}`);
+    for (const [operator, operand] of Object.entries(condition)) {
+      if (operand === undefined) continue;
+      if (operator === '$in') {
+        if (!Array.isArray(operand)) throw new TypeError(`$in on ${field} needs an array`);
+        conditions.push(compileIn(field, operand, params));
+      } else if (RANGE_OPERATORS.has(operator)) {
+        if (!isScalar(operand)) throw new TypeError(`${operator} on ${field} needs a scalar`);
+        conditions.push(compare(field, RANGE_OPERATORS.get(operator)!, operand, params));
+      } else {
+        throw new TypeError(`unsupported filter operator ${operator} on ${field}`);
+      }
+    }
+  }
+  return { sql: conditions.length ? conditions.join(' AND ') : '1', params };
+}
+
+function compare(field: string, comparison: Comparison, value: Scalar, params: unknown[]): string {
+  if (value === null) {
+    // null equals null or a missing field, and nothing is ordered strictly before or after it.
+    return comparison === '=' || comparison === '<=' || comparison === '>=' ? `${fieldValue(field)} IS NULL` : NEVER;
+  }
+  const kind = kindOf(value);
+  if (field === 'id') {
+    // The id column is always text; no guard needed, and other kinds never match it.
+    if (kind !== 'string') return NEVER;
+    params.push(value);
+    return `id ${comparison} ?`;
+  }
+  params.push(toSql(value));
+  return `(${fieldValue(field)} ${comparison} ? AND ${fieldType(field)} ${TYPE_GUARDS[kind]})`;
+}
+
+/** One `IN (json_each(?))` per kind present, so the SQL has a fixed shape whatever the list length. */
+function compileIn(field: string, values: unknown[], params: unknown[]): string {
+  const byKind = new Map<Kind, unknown[]>();
+  let matchesNull = false;
+  for (const value of values) {
+    if (!isScalar(value)) throw new TypeError(`$in on ${field} accepts scalars only`);
+    if (value === null) {
+      matchesNull = true;
+      continue;
+    }
+    const kind = kindOf(value);
+    byKind.set(kind, [...(byKind.get(kind) ?? []), toSql(value)]);
+  }
+  const alternatives: string[] = [];
+  if (matchesNull) alternatives.push(`${fieldValue(field)} IS NULL`);
+  for (const [kind, list] of byKind) {
+    if (field === 'id' && kind !== 'string') continue;
+    params.push(JSON.stringify(list));
+    const membership = `${fieldValue(field)} IN (SELECT value FROM json_each(?))`;
+    alternatives.push(field === 'id' ? membership : `(${membership} AND ${fieldType(field)} ${TYPE_GUARDS[kind]})`);
+  }
+  return alternatives.length ? `(${alternatives.join(' OR ')})` : NEVER;
+}
+
+function fieldValue(field: string): string {
+  return field === 'id' ? 'id' : `json_extract(doc, '$.${field}')`;
+}
+
+function fieldType(field: string): string {
+  return `json_type(doc, '$.${field}')`;
+}
+
+function isScalar(value: unknown): value is Scalar {
+  return value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+function kindOf(value: string | number | boolean): Kind {
+  if (typeof value === 'number' && !Number.isFinite(value)) throw new TypeError(`cannot filter on ${value}: JSON has no such number`);
+  return typeof value as Kind;
+}
+
+/** Booleans as json_extract returns them; the type guard tells them apart from the numbers 1 and 0. */
+function toSql(value: string | number | boolean): string | number {
+  return typeof value === 'boolean' ? Number(value) : value;
+}
+
+function assertFieldName(field: string): void {
+  if (!FIELD_NAME.test(field)) throw new Error(`invalid field name: ${JSON.stringify(field)}`);
+}
+
+function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}

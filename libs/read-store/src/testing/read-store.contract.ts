@@ -1,0 +1,463 @@
+import { randomBytes } from 'node:crypto';
+import type { Collection, CollectionOptions, Doc, Filter, ReadStore } from '../read-store.port';
+
+/**
+ * The behaviour every read store adapter must have, written against the port only so that each
+ * adapter's spec runs the same suite: `readStoreContract('sqlite', () => ...)`.
+ *
+ * One store is opened for the whole suite and every test works in collections (and checkpoint
+ * names) of its own with a random suffix, so the suite can run against a shared server without
+ * cleaning up between tests. `cleanup`, if given, runs before the store is closed (to drop what
+ * the suite created, for instance).
+ */
+export function readStoreContract(name: string, open: () => Promise<ReadStore>, cleanup?: (store: ReadStore) => Promise<void>): void {
+  describe(`ReadStore contract: ${name}`, () => {
+    let store: ReadStore;
+
+    beforeAll(async () => {
+      store = await open();
+    });
+
+    afterAll(async () => {
+      if (!store) return;
+      try {
+        await cleanup?.(store);
+      } finally {
+        await store.close();
+      }
+    });
+
+    const unique = (prefix: string) => `${prefix}_${randomBytes(6).toString('hex')}`;
+    const fresh = <T extends Doc = Item>(options?: CollectionOptions): Collection<T> => store.collection<T>(unique('contract'), options);
+
+    it('answers ping', async () => {
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    describe('documents', () => {
+      it('get of a missing id is null', async () => {
+        await expect(fresh().get(docId(1))).resolves.toBeNull();
+      });
+
+      it('upsert creates a missing document and records its revision', async () => {
+        const items = fresh();
+        const doc = item(1, { status: 'pending', n: 1 });
+        await expect(items.upsert(doc, 0)).resolves.toBe(true);
+        await expect(items.get(doc.id)).resolves.toStrictEqual(doc);
+        await expect(items.revisionOf(doc.id)).resolves.toBe(0);
+      });
+
+      it('upsert with a higher revision replaces the whole document', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { status: 'pending', n: 1, note: 'dropped later' }), 1);
+        const next = item(1, { status: 'done', n: 2 });
+        await expect(items.upsert(next, 4)).resolves.toBe(true);
+        await expect(items.get(next.id)).resolves.toStrictEqual(next);
+        await expect(items.revisionOf(next.id)).resolves.toBe(4);
+      });
+
+      it('upsert with an equal revision (a replay) changes nothing and returns false', async () => {
+        const items = fresh();
+        const stored = item(1, { status: 'pending' });
+        await items.upsert(stored, 3);
+        await expect(items.upsert(item(1, { status: 'replayed' }), 3)).resolves.toBe(false);
+        await expect(items.get(stored.id)).resolves.toStrictEqual(stored);
+        await expect(items.revisionOf(stored.id)).resolves.toBe(3);
+      });
+
+      it('upsert with a lower revision (a stale event) changes nothing and returns false', async () => {
+        const items = fresh();
+        const stored = item(1, { status: 'done' });
+        await items.upsert(stored, 5);
+        await expect(items.upsert(item(1, { status: 'stale' }), 2)).resolves.toBe(false);
+        await expect(items.upsert(item(1, { status: 'stale' }), 0)).resolves.toBe(false);
+        await expect(items.get(stored.id)).resolves.toStrictEqual(stored);
+        await expect(items.revisionOf(stored.id)).resolves.toBe(5);
+      });
+
+      it('revisionOf a missing id is null', async () => {
+        await expect(fresh().revisionOf(docId(1))).resolves.toBeNull();
+      });
+
+      it('insert stores only when the id is absent', async () => {
+        const items = fresh();
+        const first = item(1, { status: 'pending' });
+        await expect(items.insert(first)).resolves.toBe(true);
+        await expect(items.insert(item(1, { status: 'other' }))).resolves.toBe(false);
+        await expect(items.get(first.id)).resolves.toStrictEqual(first);
+      });
+
+      it('insert does not overwrite an upserted document', async () => {
+        const items = fresh();
+        const projected = item(1, { status: 'projected' });
+        await items.upsert(projected, 2);
+        await expect(items.insert(item(1, { status: 'inserted' }))).resolves.toBe(false);
+        await expect(items.get(projected.id)).resolves.toStrictEqual(projected);
+        await expect(items.revisionOf(projected.id)).resolves.toBe(2);
+      });
+
+      it('delete removes a document and says whether there was one', async () => {
+        const items = fresh();
+        await items.upsert(item(1), 7);
+        await items.upsert(item(2), 0);
+        await expect(items.delete(docId(1))).resolves.toBe(true);
+        await expect(items.get(docId(1))).resolves.toBeNull();
+        await expect(items.revisionOf(docId(1))).resolves.toBeNull();
+        await expect(items.delete(docId(1))).resolves.toBe(false);
+        await expect(items.get(docId(2))).resolves.toStrictEqual(item(2));
+      });
+
+      it('forgets the revision of a deleted document', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { status: 'old' }), 7);
+        await items.delete(docId(1));
+        await expect(items.upsert(item(1, { status: 'new' }), 0)).resolves.toBe(true);
+        await expect(items.get(docId(1))).resolves.toStrictEqual(item(1, { status: 'new' }));
+      });
+
+      it('keeps collections apart', async () => {
+        const a = fresh();
+        const b = fresh();
+        await a.upsert(item(1, { status: 'in a' }), 1);
+        await expect(b.get(docId(1))).resolves.toBeNull();
+        await expect(b.upsert(item(1, { status: 'in b' }), 0)).resolves.toBe(true);
+        await expect(a.get(docId(1))).resolves.toStrictEqual(item(1, { status: 'in a' }));
+        await expect(b.count({})).resolves.toBe(1);
+      });
+
+      it('round-trips documents exactly, nested objects, arrays and unicode included', async () => {
+        const items = fresh();
+        const doc: Item = {
+          id: docId(1),
+          text: 'héllo wörld — 日本語 🚀 "quoted" \\ back\\slash\nnew line\ttab',
+          empty: '',
+          zero: 0,
+          negative: -42,
+          float: 3.14159,
+          big: Number.MAX_SAFE_INTEGER,
+          yes: true,
+          no: false,
+          nothing: null,
+          list: [1, 'two', { three: [3] }, null, true, []],
+          nested: { a: { b: { c: 'deep', emoji: '👍🏽' } }, empty: {} },
+        };
+        await items.upsert(doc, 0);
+        await expect(items.get(doc.id)).resolves.toStrictEqual(doc);
+        await expect(items.find({})).resolves.toStrictEqual({ items: [doc], hasMore: false });
+
+        const inserted = { ...doc, id: docId(2) };
+        await items.insert(inserted);
+        await expect(items.get(inserted.id)).resolves.toStrictEqual(inserted);
+      });
+    });
+
+    describe('update', () => {
+      it('merges top-level fields and returns the updated document', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { status: 'pending', n: 1, nested: { keep: true } }), 0);
+        const updated = await items.update(docId(1), { status: 'done', attempts: 2 });
+        const expected = item(1, { status: 'done', n: 1, nested: { keep: true }, attempts: 2 });
+        expect(updated).toStrictEqual(expected);
+        await expect(items.get(docId(1))).resolves.toStrictEqual(expected);
+      });
+
+      it('replaces a nested object as a whole (the merge is top-level only)', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { nested: { a: 1, b: 2 } }), 0);
+        await expect(items.update(docId(1), { nested: { c: 3 } })).resolves.toStrictEqual(item(1, { nested: { c: 3 } }));
+      });
+
+      it('leaves undefined fields unchanged and stores null', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { status: 'pending', note: 'keep me', tag: 'x' }), 0);
+        const updated = await items.update(docId(1), { note: undefined, tag: null });
+        const expected = item(1, { status: 'pending', note: 'keep me', tag: null });
+        expect(updated).toStrictEqual(expected);
+        await expect(items.get(docId(1))).resolves.toStrictEqual(expected);
+      });
+
+      it('returns null for a missing id and creates nothing', async () => {
+        const items = fresh();
+        await expect(items.update(docId(1), { status: 'done' })).resolves.toBeNull();
+        await expect(items.get(docId(1))).resolves.toBeNull();
+      });
+
+      it('applies the patch when the document matches where', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { status: 'pending', attempts: 1 }), 0);
+        await expect(items.update(docId(1), { status: 'sent' }, { status: 'pending', attempts: { $lt: 3 } })).resolves.toStrictEqual(
+          item(1, { status: 'sent', attempts: 1 }),
+        );
+      });
+
+      it('changes nothing and returns null when where does not match (compare-and-set)', async () => {
+        const items = fresh();
+        const stored = item(1, { status: 'sent', attempts: 1 });
+        await items.upsert(stored, 0);
+        await expect(items.update(docId(1), { status: 'failed' }, { status: 'pending' })).resolves.toBeNull();
+        await expect(items.update(docId(1), { status: 'failed' }, { attempts: { $gte: 2 } })).resolves.toBeNull();
+        await expect(items.get(docId(1))).resolves.toStrictEqual(stored);
+      });
+
+      it('only the first of two racing compare-and-sets wins', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { status: 'pending' }), 0);
+        const results = await Promise.all(['a', 'b', 'c'].map((by) => items.update(docId(1), { status: 'taken', by }, { status: 'pending' })));
+        const winners = results.filter((r) => r !== null);
+        expect(winners).toHaveLength(1);
+        await expect(items.get(docId(1))).resolves.toStrictEqual(winners[0]);
+      });
+
+      it('keeps the revision, so replays of the projected event still change nothing', async () => {
+        const items = fresh();
+        await items.upsert(item(1, { status: 'pending' }), 5);
+        await items.update(docId(1), { status: 'sent' });
+        await expect(items.revisionOf(docId(1))).resolves.toBe(5);
+        await expect(items.upsert(item(1, { status: 'pending' }), 5)).resolves.toBe(false);
+        await expect(items.get(docId(1))).resolves.toStrictEqual(item(1, { status: 'sent' }));
+      });
+    });
+
+    describe('claim', () => {
+      it('picks the oldest matching document by id, patches it and returns it', async () => {
+        const items = fresh({ indexes: ['status'] });
+        // Inserted out of order, so that insertion order cannot pass for id order.
+        for (const i of [3, 1, 4, 2]) await items.insert(item(i, { status: i === 1 ? 'done' : 'pending' }));
+        await expect(items.claim({ status: 'pending' }, { status: 'claimed' })).resolves.toStrictEqual(item(2, { status: 'claimed' }));
+        await expect(items.claim({ status: 'pending' }, { status: 'claimed' })).resolves.toStrictEqual(item(3, { status: 'claimed' }));
+        await expect(items.get(docId(2))).resolves.toStrictEqual(item(2, { status: 'claimed' }));
+        await expect(items.count({ status: 'pending' })).resolves.toBe(1);
+      });
+
+      it('orders by another field when asked', async () => {
+        const items = fresh({ indexes: ['status', 'dueAt'] });
+        await items.insert(item(1, { status: 'pending', dueAt: 300 }));
+        await items.insert(item(2, { status: 'pending', dueAt: 100 }));
+        await items.insert(item(3, { status: 'pending', dueAt: 200 }));
+        await items.insert(item(4, { status: 'pending', dueAt: 50, held: true }));
+        const claimed = await items.claim({ status: 'pending', held: null }, { status: 'claimed' }, 'dueAt');
+        expect(claimed).toStrictEqual(item(2, { status: 'claimed', dueAt: 100 }));
+        await expect(items.claim({ status: 'pending', dueAt: { $lte: 250 }, held: null }, { status: 'claimed' }, 'dueAt')).resolves.toStrictEqual(
+          item(3, { status: 'claimed', dueAt: 200 }),
+        );
+      });
+
+      it('returns null when nothing matches', async () => {
+        const items = fresh();
+        await expect(items.claim({ status: 'pending' }, { status: 'claimed' })).resolves.toBeNull();
+        await items.insert(item(1, { status: 'done' }));
+        await expect(items.claim({ status: 'pending' }, { status: 'claimed' })).resolves.toBeNull();
+        await expect(items.get(docId(1))).resolves.toStrictEqual(item(1, { status: 'done' }));
+      });
+
+      it('gives every document to exactly one of many concurrent claimers', async () => {
+        const items = fresh({ indexes: ['status'] });
+        const total = 50;
+        for (let i = 1; i <= total; i++) await items.insert(item(i, { status: 'pending' }));
+
+        const claimer = async (worker: string): Promise<Item[]> => {
+          const claimed: Item[] = [];
+          for (;;) {
+            const doc = await items.claim({ status: 'pending' }, { status: 'claimed', by: worker });
+            if (!doc) return claimed;
+            claimed.push(doc);
+          }
+        };
+        const workers = Array.from({ length: 10 }, (_, w) => `worker-${w}`);
+        const results = await Promise.all(workers.map(claimer));
+
+        const ids = results.flat().map((doc) => doc.id);
+        expect(ids).toHaveLength(total);
+        expect(new Set(ids).size).toBe(total);
+        for (const [w, claimed] of results.entries()) {
+          for (const doc of claimed) {
+            expect(doc).toStrictEqual(item(Number(doc.id.slice(4)), { status: 'claimed', by: workers[w] }));
+            await expect(items.get(doc.id)).resolves.toStrictEqual(doc);
+          }
+        }
+        await expect(items.count({ status: 'pending' })).resolves.toBe(0);
+      });
+    });
+
+    describe.each([
+      ['with indexes', ['status', 'n', 'flag', 'note', 'tag']],
+      ['without indexes', []],
+    ])('filters (%s)', (_label, indexes) => {
+      let items: Collection<Item>;
+
+      beforeAll(async () => {
+        items = fresh({ indexes });
+        // Same field names with values of other types, to check that filters compare like with like.
+        await items.insert(item(1, { status: 'pending', n: 1, flag: true, tag: 'x', note: null }));
+        await items.insert(item(2, { status: 'done', n: 2, flag: false, tag: 'y' }));
+        await items.insert(item(3, { status: 'pending', n: 3, flag: true, note: 'hi' }));
+        await items.insert(item(4, { status: 'failed', n: 10, flag: false, tag: 'x', note: null }));
+        await items.insert(item(5, { status: 'pending', n: '3', flag: 1, tag: 'z' }));
+        await items.insert(item(6, { status: 'queued', n: 2.5, flag: 0, tag: '' }));
+      });
+
+      const cases: [string, Filter, number[]][] = [
+        ['an empty filter matches everything', {}, [1, 2, 3, 4, 5, 6]],
+        ['equality on a string', { status: 'pending' }, [1, 3, 5]],
+        ['equality on an empty string', { tag: '' }, [6]],
+        ['equality on a number matches numbers only', { n: 3 }, [3]],
+        ['equality on a float', { n: 2.5 }, [6]],
+        ['equality on a numeric string matches strings only', { n: '3' }, [5]],
+        ['equality on true matches booleans, not 1', { flag: true }, [1, 3]],
+        ['equality on false matches booleans, not 0', { flag: false }, [2, 4]],
+        ['equality on 1 matches numbers, not true', { flag: 1 }, [5]],
+        ['equality on null matches null and missing fields', { note: null }, [1, 2, 4, 5, 6]],
+        ['equality on a field no document has', { nowhere: 'x' }, []],
+        ['equality on null for a field no document has', { nowhere: null }, [1, 2, 3, 4, 5, 6]],
+        ['$gte and $lte on numbers', { n: { $gte: 2, $lte: 10 } }, [2, 3, 4, 6]],
+        ['$gt and $lt on numbers', { n: { $gt: 1, $lt: 10 } }, [2, 3, 6]],
+        ['a number range skips strings', { n: { $gte: 0 } }, [1, 2, 3, 4, 6]],
+        ['a string range skips numbers', { n: { $lt: 'z' } }, [5]],
+        ['a range on strings compares them as strings', { status: { $gte: 'e', $lt: 'p' } }, [4]],
+        ['$in on strings', { status: { $in: ['done', 'failed'] } }, [2, 4]],
+        ['$in with mixed types matches each by its type', { n: { $in: [1, 10, '3'] } }, [1, 4, 5]],
+        ['$in on booleans', { flag: { $in: [false] } }, [2, 4]],
+        ['$in with null matches null and missing fields', { note: { $in: [null, 'hi'] } }, [1, 2, 3, 4, 5, 6]],
+        ['an empty $in matches nothing', { status: { $in: [] } }, []],
+        ['combined conditions all apply', { status: 'pending', flag: true, n: { $lte: 2 } }, [1]],
+        ['combined equality and $in', { tag: 'x', status: { $in: ['pending', 'done'] } }, [1]],
+        ['$in on id', { id: { $in: [docId(2), docId(5), docId(99)] } }, [2, 5]],
+        ['a range on id', { id: { $gt: docId(4) } }, [5, 6]],
+      ];
+
+      it.each(cases)('%s', async (_description, where, expected) => {
+        const found = await items.find(where, { order: 'asc', limit: 100 });
+        expect(found.items.map((doc) => doc.id)).toEqual(expected.map(docId));
+        expect(found.hasMore).toBe(false);
+        await expect(items.count(where)).resolves.toBe(expected.length);
+      });
+    });
+
+    describe('find', () => {
+      const seed = async (total: number, fields: (i: number) => Record<string, unknown> = () => ({})): Promise<Collection<Item>> => {
+        const items = fresh({ indexes: ['status'] });
+        // Shuffled inserts: ordering must come from the ids, not from the insertion order.
+        const order = Array.from({ length: total }, (_, i) => i + 1).sort(() => Math.random() - 0.5);
+        for (const i of order) await items.insert(item(i, fields(i)));
+        return items;
+      };
+      const range = (from: number, to: number) =>
+        Array.from({ length: Math.abs(to - from) + 1 }, (_, k) => docId(from <= to ? from + k : from - k));
+
+      it('lists newest first, 20 by default', async () => {
+        const items = await seed(25);
+        const page = await items.find({});
+        expect(page.items.map((doc) => doc.id)).toEqual(range(25, 6));
+        expect(page.hasMore).toBe(true);
+      });
+
+      it('lists oldest first with order asc', async () => {
+        const items = await seed(8);
+        const page = await items.find({}, { order: 'asc' });
+        expect(page.items.map((doc) => doc.id)).toEqual(range(1, 8));
+        expect(page.hasMore).toBe(false);
+      });
+
+      it('honours limit, and hasMore is false when exactly limit documents remain', async () => {
+        const items = await seed(5);
+        await expect(items.find({}, { limit: 3 })).resolves.toMatchObject({ hasMore: true });
+        expect((await items.find({}, { limit: 3 })).items.map((doc) => doc.id)).toEqual(range(5, 3));
+        await expect(items.find({}, { limit: 5 })).resolves.toMatchObject({ hasMore: false });
+        await expect(items.find({}, { limit: 1000 })).resolves.toMatchObject({ hasMore: false });
+        expect((await items.find({}, { limit: 1 })).items.map((doc) => doc.id)).toEqual([docId(5)]);
+      });
+
+      it('returns an empty page from an empty collection', async () => {
+        await expect(fresh().find({})).resolves.toStrictEqual({ items: [], hasMore: false });
+      });
+
+      it.each([0, 1001, 2.5, -1])('rejects limit %p', async (limit) => {
+        await expect(fresh().find({}, { limit })).rejects.toThrow();
+      });
+
+      it.each([
+        ['desc', 23, 5],
+        ['asc', 23, 5],
+        ['desc', 20, 5],
+        ['asc', 20, 5],
+      ] as const)('pages %s through %i documents %i at a time, every document exactly once', async (order, total, limit) => {
+        const items = await seed(total);
+        const seen: string[] = [];
+        const hasMore: boolean[] = [];
+        let startingAfter: string | undefined;
+        for (let guard = 0; guard < total; guard++) {
+          const page = await items.find({}, { order, limit, startingAfter });
+          seen.push(...page.items.map((doc) => doc.id));
+          hasMore.push(page.hasMore);
+          if (!page.hasMore) break;
+          startingAfter = page.items[page.items.length - 1].id;
+        }
+        expect(seen).toEqual(order === 'desc' ? range(total, 1) : range(1, total));
+        const pages = Math.ceil(total / limit);
+        expect(hasMore).toEqual([...Array<boolean>(pages - 1).fill(true), false]);
+      });
+
+      it('pages through a filtered list', async () => {
+        const items = await seed(30, (i) => ({ status: i % 3 === 0 ? 'done' : 'pending' }));
+        const first = await items.find({ status: 'done' }, { limit: 4 });
+        expect(first.items.map((doc) => doc.id)).toEqual([30, 27, 24, 21].map(docId));
+        expect(first.hasMore).toBe(true);
+        const second = await items.find({ status: 'done' }, { limit: 4, startingAfter: docId(21) });
+        expect(second.items.map((doc) => doc.id)).toEqual([18, 15, 12, 9].map(docId));
+        const last = await items.find({ status: 'done' }, { limit: 4, startingAfter: docId(9) });
+        expect(last).toStrictEqual({ items: [item(6, { status: 'done' }), item(3, { status: 'done' })], hasMore: false });
+      });
+
+      it('treats startingAfter as a position, so a deleted cursor document still works', async () => {
+        const items = await seed(6);
+        await items.delete(docId(4));
+        expect((await items.find({}, { startingAfter: docId(4) })).items.map((doc) => doc.id)).toEqual(range(3, 1));
+        expect((await items.find({}, { order: 'asc', startingAfter: docId(4) })).items.map((doc) => doc.id)).toEqual(range(5, 6));
+        await expect(items.find({}, { startingAfter: docId(1) })).resolves.toStrictEqual({ items: [], hasMore: false });
+      });
+
+      it('counts matching documents', async () => {
+        const items = await seed(12, (i) => ({ status: i <= 5 ? 'done' : 'pending' }));
+        await expect(items.count({})).resolves.toBe(12);
+        await expect(items.count({ status: 'done' })).resolves.toBe(5);
+        await expect(items.count({ status: 'gone' })).resolves.toBe(0);
+        await expect(fresh().count({})).resolves.toBe(0);
+      });
+    });
+
+    describe('checkpoints', () => {
+      it('are undefined until set', async () => {
+        await expect(store.checkpoints.get(unique('checkpoint'))).resolves.toBeUndefined();
+      });
+
+      it('store a position and overwrite it', async () => {
+        const name = unique('checkpoint');
+        await store.checkpoints.set(name, '42');
+        await expect(store.checkpoints.get(name)).resolves.toBe('42');
+        await store.checkpoints.set(name, '1337');
+        await expect(store.checkpoints.get(name)).resolves.toBe('1337');
+      });
+
+      it('keep names apart and positions verbatim', async () => {
+        const a = unique('checkpoint');
+        const b = unique('checkpoint');
+        const position = 'C:0000012345/P:0000012345';
+        await store.checkpoints.set(a, position);
+        await store.checkpoints.set(b, '0');
+        await expect(store.checkpoints.get(a)).resolves.toBe(position);
+        await expect(store.checkpoints.get(b)).resolves.toBe('0');
+      });
+    });
+  });
+}
+
+type Item = Doc & Record<string, unknown>;
+
+/** Zero-padded, so that string order is numeric order, as with the ULID-based ids in production. */
+function docId(i: number): string {
+  return `doc_${String(i).padStart(4, '0')}`;
+}
+
+function item(i: number, fields: Record<string, unknown> = {}): Item {
+  return { id: docId(i), ...fields };
+}

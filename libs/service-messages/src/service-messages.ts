@@ -1,0 +1,96 @@
+import type { CampaignSpec, Channel } from '@campaign-ops/channels';
+
+/**
+ * The requests the gateway sends to the services over the bus, and their replies. Replies are
+ * `Outcome`s from @campaign-ops/api-errors: a value, or an API error as a value.
+ */
+export const SUBJECTS = {
+  dispatchCreate: 'svc.dispatch.create',
+  dispatchGet: 'svc.dispatch.get',
+  dispatchList: 'svc.dispatch.list',
+  dispatchRetry: 'svc.dispatch.retry',
+  dispatchEvents: 'svc.dispatch.events',
+  connectionResolve: 'svc.connection.resolve',
+  webhookCreate: 'svc.webhook.create',
+  webhookList: 'svc.webhook.list',
+  webhookGet: 'svc.webhook.get',
+  webhookUpdate: 'svc.webhook.update',
+  webhookDelete: 'svc.webhook.delete',
+  webhookRotateSecret: 'svc.webhook.rotate-secret',
+  webhookDeliveries: 'svc.webhook.deliveries',
+  webhookRedeliver: 'svc.webhook.redeliver',
+} as const;
+
+export type Mode = 'live' | 'test';
+
+/** Who is asking: every read and write is scoped to this account and mode. */
+export interface Caller {
+  accountId: string;
+  mode: Mode;
+  requestId: string;
+}
+
+export interface ListQuery {
+  limit: number;
+  startingAfter?: string;
+}
+
+export interface ListResult<T> {
+  data: T[];
+  hasMore: boolean;
+}
+
+export interface CreateDispatchRequest {
+  caller: Caller;
+  channel: Channel;
+  campaign: CampaignSpec;
+  idempotencyKey: string | null;
+}
+export interface DispatchByIdRequest {
+  caller: Caller;
+  id: string;
+}
+export interface ListDispatchesRequest {
+  caller: Caller;
+  query: ListQuery & { status?: string; channel?: string };
+}
+
+export interface ResolveConnectionRequest {
+  accountId: string;
+  mode: Mode;
+  channel: Channel;
+}
+export interface ResolvedConnection {
+  connection: { id: string; status: 'pending' | 'active' | 'reauth_required' | 'revoked' } | null;
+}
+
+export interface CreateWebhookRequest {
+  caller: Caller;
+  url: string;
+  events: string[];
+}
+export interface WebhookByIdRequest {
+  caller: Caller;
+  id: string;
+}
+export interface UpdateWebhookRequest {
+  caller: Caller;
+  id: string;
+  url?: string;
+  events?: string[];
+  enabled?: boolean;
+}
+export interface ListWebhooksRequest {
+  caller: Caller;
+  query: ListQuery;
+}
+export interface ListDeliveriesRequest {
+  caller: Caller;
+  id: string;
+  query: ListQuery;
+}
+export interface RedeliverRequest {
+  caller: Caller;
+  id: string;
+  deliveryId: string;
+}

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from '@campaign-ops/webhook-domain';
+
+export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'connection-service' | 'webhook-delivery-service' | 'ops-cli';
+
+/** Everything an app reads from its environment, read and checked once at start-up. */
+export interface ServiceConfig {
+  app: AppName;
+  port: number;
+  /** Embedded storage (SQLite files) and generated keys live here. */
+  dataDir: string;
+  /** Set: the bus is NATS JetStream; unset: in-process (standalone only). */
+  natsUrl: string | null;
+  adminToken: string | null;
+  /** 64 hex characters; seals webhook signing secrets at rest. */
+  webhookSecretKey: string;
+  webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number };
+  executorConcurrency: number;
+  requestTimeoutMs: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  version: string;
+}
+
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new ConfigError(name, `must be true or false, not "${raw}"`);
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, not "${raw}"`);
+  return Number(raw);
+}
+
+function url(env: Env, name: string, schemes: string[]): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  const parts = raw.split(',').map((p) => p.trim());
+  for (const part of parts) {
+    let parsed: URL;
+    try {
+      parsed = new URL(part);
+    } catch {
+      throw new ConfigError(name, `must be a URL such as ${schemes[0]}://host:port, not "${part}"`);
+    }
+    if (!schemes.includes(parsed.protocol.replace(':', ''))) throw new ConfigError(name, `must use ${schemes.join(' or ')}://, not "${parsed.protocol}"`);
+  }
+  return raw;
+}
+
+const DEFAULT_PORTS: Record<AppName, number> = {
+  standalone: 3000,
+  'api-gateway': 3000,
+  'dispatch-service': 3001,
+  'connection-service': 3002,
+  'webhook-delivery-service': 3003,
+  'ops-cli': 0,
+};
+
+/**
+ * A key that seals secrets at rest. Only the standalone process (and the ops command line beside
+ * it) may generate one into DATA_DIR; a service run on its own must be given it, so replicas agree.
+ */
+function secretKey(env: Env, name: string, app: AppName, dataDir: string): string {
+  const raw = env[name];
+  if (raw !== undefined && raw !== '') {
+    if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(name, 'must be 32 bytes written as 64 hexadecimal characters');
+    return raw.toLowerCase();
+  }
+  const file = join(dataDir, 'generated-keys.json');
+  const stored: Record<string, string> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  if (stored[name]) return stored[name];
+  if (app !== 'standalone') throw new ConfigError(name, `is required (64 hexadecimal characters; generate one with: openssl rand -hex 32)`);
+  stored[name] = randomBytes(32).toString('hex');
+  writeFileSync(file, JSON.stringify(stored, null, 2), { mode: 0o600 });
+  return stored[name];
+}
+
+/** The version in the root package.json, found from here in source and in dist alike. */
+function packageVersion(): string {
+  for (let dir = __dirname; dir !== resolve(dir, '..'); dir = resolve(dir, '..')) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'campaign-ops' && pkg.version) return pkg.version;
+    }
+  }
+  return '0.0.0';
+}
+
+export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig {
+  const dataDir = resolve(env.DATA_DIR || './data');
+  mkdirSync(dataDir, { recursive: true });
+  let retrySchedule: number[];
+  try {
+    retrySchedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE);
+  } catch (error) {
+    throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', (error as Error).message);
+  }
+  const adminToken = env.ADMIN_TOKEN || null;
+  if (adminToken !== null && adminToken.length < 16) throw new ConfigError('ADMIN_TOKEN', 'must have at least 16 characters');
+  const logLevel = (env.LOG_LEVEL || 'info') as ServiceConfig['logLevel'];
+  if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new ConfigError('LOG_LEVEL', 'must be debug, info, warn or error');
+  const needsWebhookKey = app === 'standalone' || app === 'webhook-delivery-service';
+  return {
+    app,
+    port: integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535),
+    dataDir,
+    natsUrl: url(env, 'NATS_URL', ['nats', 'tls']),
+    adminToken,
+    webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',
+    webhook: {
+      allowHttp: boolean(env, 'WEBHOOK_ALLOW_HTTP', false),
+      allowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+      retrySchedule,
+      concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
+    },
+    executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),
+    requestTimeoutMs: integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
+    logLevel,
+    version: packageVersion(),
+  };
+}

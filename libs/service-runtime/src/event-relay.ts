@@ -1,0 +1,67 @@
+import { Logger } from '@nestjs/common';
+import { EventStore, RecordedEvent, Subscription } from '@campaign-ops/event-store';
+import { CheckpointStore } from '@campaign-ops/read-store';
+
+export interface CheckpointedOptions {
+  /** Names the checkpoint: one per processor, e.g. `dispatch-relay`. */
+  name: string;
+  eventStore: EventStore;
+  checkpoints: CheckpointStore;
+  streamPrefixes: string[];
+  /** Must be idempotent: after a crash the events since the last checkpoint come again. */
+  handle(event: RecordedEvent): Promise<void>;
+}
+
+/**
+ * Follows the event store from a stored checkpoint and hands each event, in order, to `handle`,
+ * saving the checkpoint after it. A failure restarts from the checkpoint after a backoff, so an
+ * event is never skipped; a crash repeats at most the events since the last checkpoint.
+ * Relays (event store → bus) and projections (event store → read models) are both this.
+ */
+export class CheckpointedProcessor {
+  private readonly logger: Logger;
+  private subscription: Subscription | null = null;
+  private stopped = false;
+  private failures = 0;
+  private restartTimer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly options: CheckpointedOptions) {
+    this.logger = new Logger(`processor:${options.name}`);
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    const from = await this.options.checkpoints.get(this.options.name);
+    if (this.stopped) return;
+    this.subscription = this.options.eventStore.subscribeToAll({
+      fromPosition: from,
+      streamPrefixes: this.options.streamPrefixes,
+      onEvent: async (event) => {
+        await this.options.handle(event);
+        await this.options.checkpoints.set(this.options.name, event.position);
+        this.failures = 0;
+      },
+      onError: (error) => this.restartAfterFailure(error),
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    await this.subscription?.close();
+    this.subscription = null;
+  }
+
+  private restartAfterFailure(error: Error): void {
+    if (this.stopped) return;
+    this.failures++;
+    const delay = Math.min(30_000, 200 * 2 ** Math.min(this.failures, 8));
+    this.logger.warn(`stopped on an error, restarting from the checkpoint in ${delay} ms: ${error.message}`);
+    this.subscription = null;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      this.start().catch((e: Error) => this.restartAfterFailure(e));
+    }, delay);
+    this.restartTimer.unref();
+  }
+}

@@ -1,0 +1,38 @@
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import { INFRASTRUCTURE } from './infrastructure.tokens';
+import { Infrastructure } from './infrastructure';
+import { newId } from '@campaign-ops/ids';
+
+/** Liveness and readiness for Kubernetes probes, in the API's envelope. */
+@Controller()
+export class HealthController {
+  constructor(@Inject(INFRASTRUCTURE) private readonly infrastructure: Infrastructure) {}
+
+  @Get('healthz')
+  healthz(@Res() res: Response) {
+    res.json({ success: true, data: { status: 'ok' }, request_id: res.getHeader('X-Request-Id') ?? newId('req') });
+  }
+
+  @Get('readyz')
+  async readyz(@Res() res: Response) {
+    const checks = await Promise.all(
+      (['eventStore', 'readStore', 'bus'] as const).map(async (name) => {
+        try {
+          await this.infrastructure[name].ping();
+          return [name, 'ok'] as const;
+        } catch (error) {
+          return [name, `unreachable: ${(error as Error).message}`] as const;
+        }
+      }),
+    );
+    const ready = checks.every(([, status]) => status === 'ok');
+    const requestId = res.getHeader('X-Request-Id') ?? newId('req');
+    if (ready) {
+      res.json({ success: true, data: { status: 'ready', checks: Object.fromEntries(checks) }, request_id: requestId });
+    } else {
+      res.status(503).setHeader('Retry-After', '5');
+      res.json({ success: false, error: { type: 'api_error', code: 'service_unavailable', message: 'A dependency is unreachable.', checks: Object.fromEntries(checks) }, request_id: requestId });
+    }
+  }
+}

@@ -1,0 +1,35 @@
+import { DynamicModule, Global, Inject, Module, OnApplicationShutdown } from '@nestjs/common';
+import { BUS } from '@campaign-ops/bus';
+import { EVENT_STORE } from '@campaign-ops/event-store';
+import { READ_STORE } from '@campaign-ops/read-store';
+import { ServiceConfig } from './config';
+import { closeInfrastructure, Infrastructure, openInfrastructure } from './infrastructure';
+import { HealthController } from './health.http.controller';
+import { CONFIG, INFRASTRUCTURE } from './infrastructure.tokens';
+
+
+/** Provides the ports (by token) and the config to every feature module of an app. */
+@Global()
+@Module({})
+export class InfrastructureModule implements OnApplicationShutdown {
+  constructor(@Inject(INFRASTRUCTURE) private readonly infrastructure: Infrastructure) {}
+
+  static forRoot(config: ServiceConfig, options: { health?: boolean } = {}): DynamicModule {
+    return {
+      module: InfrastructureModule,
+      controllers: options.health === false ? [] : [HealthController],
+      providers: [
+        { provide: CONFIG, useValue: config },
+        { provide: INFRASTRUCTURE, useFactory: () => openInfrastructure(config) },
+        { provide: EVENT_STORE, useFactory: (i: Infrastructure) => i.eventStore, inject: [INFRASTRUCTURE] },
+        { provide: READ_STORE, useFactory: (i: Infrastructure) => i.readStore, inject: [INFRASTRUCTURE] },
+        { provide: BUS, useFactory: (i: Infrastructure) => i.bus, inject: [INFRASTRUCTURE] },
+      ],
+      exports: [CONFIG, EVENT_STORE, READ_STORE, BUS],
+    };
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await closeInfrastructure(this.infrastructure);
+  }
+}

@@ -1,0 +1,2 @@
+export const CONFIG = Symbol('CONFIG');
+export const INFRASTRUCTURE = Symbol('INFRASTRUCTURE');

@@ -1,0 +1,46 @@
+import { failure, Outcome, success } from '@campaign-ops/api-errors';
+import { newId } from '@campaign-ops/ids';
+import { Collection } from '@campaign-ops/read-store';
+import { Delivery, toDeliveryResource } from '@campaign-ops/webhook-domain';
+import { ListDeliveriesRequest, ListResult, RedeliverRequest } from '@campaign-ops/service-messages';
+import { EndpointStore } from './endpoint-store';
+
+type DeliveryResource = ReturnType<typeof toDeliveryResource>;
+
+/** The delivery log of an endpoint, and redelivery of any of its deliveries. */
+export class DeliveryQueries {
+  constructor(
+    private readonly endpoints: EndpointStore,
+    private readonly deliveries: Collection<Delivery>,
+    private readonly onStored: () => void,
+  ) {}
+
+  async list({ caller, id, query }: ListDeliveriesRequest): Promise<Outcome<ListResult<DeliveryResource>>> {
+    if (!(await this.endpoints.owned(id, caller.accountId, caller.mode))) return failure('resource_missing', `No such webhook endpoint: ${id}`, 'id');
+    const page = await this.deliveries.find({ endpoint_id: id }, { limit: query.limit, startingAfter: query.startingAfter });
+    return success({ data: page.items.map(toDeliveryResource), hasMore: page.hasMore });
+  }
+
+  /** A new delivery of the same event, with the same body (and so the same event id). */
+  async redeliver({ caller, id, deliveryId }: RedeliverRequest): Promise<Outcome<DeliveryResource>> {
+    if (!(await this.endpoints.owned(id, caller.accountId, caller.mode))) return failure('resource_missing', `No such webhook endpoint: ${id}`, 'id');
+    const original = await this.deliveries.get(deliveryId);
+    if (!original || original.endpoint_id !== id) return failure('resource_missing', `No such delivery: ${deliveryId}`, 'delivery_id');
+    const now = new Date().toISOString();
+    const fresh: Delivery = {
+      ...original,
+      id: newId('dlv'),
+      status: 'pending',
+      attempts: 0,
+      last_status_code: null,
+      last_error: null,
+      next_attempt_at: now,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.deliveries.insert(fresh);
+    this.onStored();
+    return success(toDeliveryResource(fresh));
+  }
+}

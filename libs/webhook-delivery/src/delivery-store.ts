@@ -1,0 +1,19 @@
+import { Collection, ReadStore } from '@campaign-ops/read-store';
+import { Delivery } from '@campaign-ops/webhook-domain';
+
+/** A partner event as the Events API serves it, kept for 30 days. */
+export interface StoredPartnerEvent {
+  id: string;
+  account_id: string;
+  mode: 'live' | 'test';
+  type: string;
+  created_at: string;
+  data: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+export const deliveriesOf = (readStore: ReadStore): Collection<Delivery> =>
+  readStore.collection<Delivery>('webhook_deliveries', { indexes: ['status', 'next_attempt_at', 'endpoint_id', 'event_id'] });
+
+export const partnerEventsOf = (readStore: ReadStore): Collection<StoredPartnerEvent> =>
+  readStore.collection<StoredPartnerEvent>('partner_events', { indexes: ['account_id', 'mode', 'type', 'created_at'] });

@@ -1,0 +1,71 @@
+import { Logger } from '@nestjs/common';
+import { Collection } from '@campaign-ops/read-store';
+import { SecretBox } from '@campaign-ops/secret-box';
+import { afterAttempt, AttemptResult, Delivery } from '@campaign-ops/webhook-domain';
+import { signBody } from '@campaign-ops/webhook-signing';
+import { postWebhook } from '@campaign-ops/webhook-sender';
+import { UrlPolicy } from '@campaign-ops/url-guard';
+import { EndpointStore } from './endpoint-store';
+
+export interface DeliveryWorkerOptions {
+  timeoutMs: number;
+  retrySchedule: number[];
+  policy: UrlPolicy;
+  userAgent: string;
+}
+
+/**
+ * Sends due deliveries. A delivery is claimed with a lease (its next attempt moved past the
+ * timeout), so a worker that dies mid-send leaves it to be picked up again: at least once.
+ */
+export class DeliveryWorker {
+  private readonly logger = new Logger('webhook-delivery');
+
+  constructor(
+    private readonly deliveries: Collection<Delivery>,
+    private readonly endpoints: EndpointStore,
+    private readonly secrets: SecretBox,
+    private readonly options: DeliveryWorkerOptions,
+  ) {}
+
+  /** Sends one due delivery; false when none is due. */
+  async sendNextDue(): Promise<boolean> {
+    const now = new Date();
+    const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 30_000).toISOString();
+    const delivery = await this.deliveries.claim(
+      { status: 'pending', next_attempt_at: { $lte: now.toISOString() } },
+      { next_attempt_at: leaseUntil, lease_until: leaseUntil },
+      'next_attempt_at',
+    );
+    if (!delivery) return false;
+    const result = await this.attempt(delivery);
+    const next = afterAttempt(delivery, result, new Date(), this.options.retrySchedule);
+    // Only the holder of this lease records its outcome.
+    await this.deliveries.update(delivery.id, next, { lease_until: leaseUntil });
+    if (!result.ok) this.logger.warn(`delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`);
+    return true;
+  }
+
+  private async attempt(delivery: Delivery): Promise<AttemptResult> {
+    const endpoint = await this.endpoints.views.get(delivery.endpoint_id);
+    if (!endpoint || endpoint.deleted) return { ok: false, statusCode: null, error: 'endpoint_deleted' };
+    if (!endpoint.enabled) return { ok: false, statusCode: null, error: 'endpoint_disabled' };
+    const secret = this.secrets.open(endpoint.sealed_secret);
+    const response = await postWebhook({
+      url: endpoint.url,
+      body: delivery.body,
+      timeoutMs: this.options.timeoutMs,
+      policy: this.options.policy,
+      headers: {
+        'Content-Type': 'application/json',
+        'User-Agent': this.options.userAgent,
+        'X-SERVICE-Signature': signBody(secret, delivery.body),
+        'X-SERVICE-Timestamp': String(Math.floor(Date.now() / 1000)),
+        'X-SERVICE-Event': delivery.event,
+        'X-SERVICE-Event-Id': delivery.event_id,
+        'X-SERVICE-Delivery-Id': delivery.id,
+      },
+    });
+    return { ok: response.ok, statusCode: response.statusCode, error: response.error };
+  }
+}

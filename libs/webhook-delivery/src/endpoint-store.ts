@@ -1,0 +1,78 @@
+import { AggregateRepository } from '@campaign-ops/event-sourcing';
+import { EventStore } from '@campaign-ops/event-store';
+import { Collection, ReadStore } from '@campaign-ops/read-store';
+import {
+  upcastWebhookEndpointEvent,
+  WebhookEndpoint,
+  WebhookEndpointCommand,
+  webhookEndpointDecider,
+  WebhookEndpointEvent,
+  WebhookEndpointState,
+  WebhookEventType,
+} from '@campaign-ops/webhook-domain';
+
+/** An endpoint as the `webhook_endpoints` read model keeps it; `sealed_secret` never leaves the service. */
+export interface EndpointView {
+  id: string;
+  account_id: string;
+  mode: 'live' | 'test';
+  url: string;
+  events: WebhookEventType[];
+  enabled: boolean;
+  disabled_reason: string | null;
+  deleted: boolean;
+  sealed_secret: string;
+  created_at: string;
+  updated_at: string;
+  [key: string]: unknown;
+}
+
+/** The endpoint as partners see it (SPEC.md §2.2); the signing secret is added only where shown. */
+export const toEndpointResource = (v: EndpointView) => ({
+  id: v.id,
+  url: v.url,
+  events: v.events,
+  enabled: v.enabled,
+  disabled_reason: v.disabled_reason,
+  created_at: v.created_at,
+});
+export type EndpointResource = ReturnType<typeof toEndpointResource>;
+
+const toView = (e: WebhookEndpoint): EndpointView => ({
+  id: e.id,
+  account_id: e.accountId,
+  mode: e.mode,
+  url: e.url,
+  events: e.events,
+  enabled: e.enabled,
+  disabled_reason: e.disabledReason,
+  deleted: e.deleted,
+  sealed_secret: e.sealedSecret,
+  created_at: e.createdAt,
+  updated_at: e.updatedAt,
+});
+
+export class EndpointStore {
+  readonly repository: AggregateRepository<WebhookEndpointCommand, WebhookEndpointEvent, WebhookEndpointState>;
+  readonly views: Collection<EndpointView>;
+
+  constructor(events: EventStore, readStore: ReadStore) {
+    this.repository = new AggregateRepository(events, webhookEndpointDecider, upcastWebhookEndpointEvent);
+    this.views = readStore.collection<EndpointView>('webhook_endpoints', { indexes: ['account_id', 'mode', 'enabled', 'deleted'] });
+  }
+
+  /** Revision-guarded, so the inline refresh and the projection agree. */
+  async refreshView(streamId: string): Promise<EndpointView | null> {
+    const { state, revision } = await this.repository.load(streamId);
+    if (state.status === 'none' || revision === null) return null;
+    const view = toView(state);
+    await this.views.upsert(view, revision);
+    return view;
+  }
+
+  /** An endpoint of this caller, or null: other accounts' and modes' endpoints do not exist for it. */
+  async owned(id: string, accountId: string, mode: string): Promise<EndpointView | null> {
+    const view = await this.views.get(id);
+    return view && !view.deleted && view.account_id === accountId && view.mode === mode ? view : null;
+  }
+}

@@ -1,0 +1,54 @@
+import { deterministicUlid } from '@campaign-ops/ids';
+import { Collection } from '@campaign-ops/read-store';
+import { Delivery, PartnerEvent, webhookBody } from '@campaign-ops/webhook-domain';
+import { StoredPartnerEvent } from './delivery-store';
+import { EndpointStore } from './endpoint-store';
+
+/**
+ * Turns one partner event into one stored delivery per subscribed endpoint of the same account
+ * and mode. Delivery ids derive from (event, endpoint), so a redelivered event adds nothing: the
+ * fan-out is idempotent, and every delivery is stored before anything is sent.
+ */
+export class FanOut {
+  constructor(
+    private readonly endpoints: EndpointStore,
+    private readonly deliveries: Collection<Delivery>,
+    private readonly events: Collection<StoredPartnerEvent>,
+    private readonly onStored: () => void,
+  ) {}
+
+  async handle(event: PartnerEvent): Promise<void> {
+    await this.events.insert({ id: event.id, account_id: event.accountId, mode: event.mode, type: event.event, created_at: event.timestamp, data: event.data });
+    const body = webhookBody(event);
+    const now = new Date().toISOString();
+    let startingAfter: string | undefined;
+    let stored = 0;
+    for (;;) {
+      const page = await this.endpoints.views.find({ account_id: event.accountId, mode: event.mode, enabled: true, deleted: false }, { limit: 100, startingAfter, order: 'asc' });
+      for (const endpoint of page.items) {
+        if (!endpoint.events.includes(event.event)) continue;
+        const inserted = await this.deliveries.insert({
+          id: `dlv_${deterministicUlid(Date.parse(event.timestamp), `${event.id}:${endpoint.id}`)}`,
+          endpoint_id: endpoint.id,
+          account_id: event.accountId,
+          mode: event.mode,
+          event_id: event.id,
+          event: event.event,
+          body,
+          status: 'pending',
+          attempts: 0,
+          last_status_code: null,
+          last_error: null,
+          next_attempt_at: now,
+          lease_until: null,
+          created_at: now,
+          updated_at: now,
+        });
+        if (inserted) stored++;
+      }
+      if (!page.hasMore) break;
+      startingAfter = page.items[page.items.length - 1].id;
+    }
+    if (stored > 0) this.onStored();
+  }
+}
