@@ -10,6 +10,11 @@ export const BUS = Symbol('BUS');
 
 export const DURABLE_SUBJECT_ROOT = 'evt';
 
+// The defaults documented below, shared by the adapters.
+export const DEFAULT_REQUEST_TIMEOUT_MS = 5000;
+export const DEFAULT_ACK_WAIT_MS = 30000;
+export const DEFAULT_MAX_DELIVER = 100;
+
 export interface BusHeaders {
   [name: string]: string;
 }
@@ -21,7 +26,10 @@ export interface RequestOptions {
 }
 
 export interface PublishOptions {
-  /** De-duplication id: a second publish with the same id is dropped (NATS `Nats-Msg-Id`). */
+  /**
+   * De-duplication id: a second publish with the same id is dropped (NATS `Nats-Msg-Id`), at least
+   * within the de-duplication window (NATS: 2 minutes by default; in-process: forever).
+   */
   msgId?: string;
   headers?: BusHeaders;
 }
@@ -53,6 +61,8 @@ export interface Consumer {
 }
 
 export interface RequestContext {
+  /** The concrete subject requested: what a wildcard responder (`rpc.accounts.*`) needs to know which one. */
+  subject: string;
   headers: BusHeaders;
 }
 

@@ -1,0 +1,133 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { BusLogger } from './bus-logger';
+import { DeliveredMessage } from './bus.port';
+import { InProcessBus } from './in-process-bus';
+import { busContract } from './testing/bus.contract';
+import { sleep, waitFor } from './testing/wait-for';
+
+// Failures the tests provoke on purpose (thrown handlers, maxDeliver) would only add noise.
+const quietLogger: BusLogger = { warn: () => undefined, error: () => undefined };
+
+busContract('InProcessBus in memory', async () => InProcessBus.open({ logger: quietLogger }));
+
+const contractDir = mkdtempSync(join(tmpdir(), 'in-process-bus-'));
+busContract(
+  'InProcessBus on a SQLite file',
+  async () => InProcessBus.open({ file: join(contractDir, 'bus.db'), logger: quietLogger }),
+  async () => rmSync(contractDir, { recursive: true, force: true }),
+);
+
+describe('InProcessBus durability on a file', () => {
+  let dir: string;
+  let file: string;
+  const open = () => InProcessBus.open({ file, logger: quietLogger });
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'in-process-bus-'));
+    file = join(dir, 'bus.db');
+  });
+  afterEach(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps unacked messages and consumer positions across close and reopen', async () => {
+    const options = { durable: 'reopen', subject: 'evt.reopen.>' };
+    const seen: Array<[string, number]> = [];
+    const record = async (message: DeliveredMessage<{ id: string }>) => {
+      seen.push([message.data.id, message.deliveryCount]);
+      // 'retried' stays unacked: it is due again long after the bus is closed.
+      return message.data.id === 'retried' && message.deliveryCount === 1 ? { retryInMs: 300 } : undefined;
+    };
+
+    const first = open();
+    await first.consume(options, record);
+    await first.publish('evt.reopen.a', { id: 'acked' });
+    await first.publish('evt.reopen.a', { id: 'retried' });
+    await waitFor(() => seen.length >= 2, 'both messages');
+    await first.close();
+
+    const publisher = open();
+    await publisher.publish('evt.reopen.a', { id: 'while-closed' });
+    await publisher.close();
+
+    const second = open();
+    await second.consume(options, record);
+    await waitFor(() => seen.length >= 4, 'the unacked and the new message');
+    await sleep(300);
+    await second.close();
+
+    // 'while-closed' and the second 'retried' may come in either order, depending on how fast the reopen was.
+    expect(seen.slice(0, 2)).toEqual([
+      ['acked', 1],
+      ['retried', 1],
+    ]);
+    expect(seen.slice(2).sort()).toEqual([
+      ['retried', 2],
+      ['while-closed', 1],
+    ]);
+  });
+
+  it('remembers msgIds across reopen', async () => {
+    const first = open();
+    await first.publish('evt.dedupe.a', { id: 'original' }, { msgId: 'same' });
+    await first.close();
+
+    const second = open();
+    await second.publish('evt.dedupe.a', { id: 'duplicate' }, { msgId: 'same' });
+    const seen: string[] = [];
+    await second.consume<{ id: string }>({ durable: 'dedupe', subject: 'evt.dedupe.>' }, async (message) => {
+      seen.push(message.data.id);
+    });
+    await waitFor(() => seen.length >= 1, 'the message');
+    await sleep(300);
+    await second.close();
+
+    expect(seen).toEqual(['original']);
+  });
+
+  it('redelivers, once restarted, the message a killed process was handling', async () => {
+    const options = { durable: 'crash', subject: 'evt.crash.>', ackWaitMs: 500 };
+    const publisher = open();
+    await publisher.publish('evt.crash.a', { id: 'in-flight' });
+    await publisher.close();
+
+    const child = await startHungConsumer(file, options);
+    child.kill('SIGKILL');
+    await new Promise((exited) => child.once('exit', exited));
+
+    const restarted = open();
+    const seen: Array<[string, number]> = [];
+    await restarted.consume<{ id: string }>(options, async (message) => {
+      seen.push([message.data.id, message.deliveryCount]);
+    });
+    await waitFor(() => seen.length >= 1, 'the redelivery after the lease ran out');
+    await sleep(300);
+    await restarted.close();
+
+    expect(seen).toEqual([['in-flight', 2]]);
+  });
+});
+
+/** Runs testing/hung-consumer.fixture.ts in a child process and resolves once its handler holds a message. */
+async function startHungConsumer(file: string, options: { durable: string; subject: string; ackWaitMs: number }): Promise<ChildProcess> {
+  const fixture = resolve(__dirname, 'testing/hung-consumer.fixture.ts');
+  const child = spawn(
+    process.execPath,
+    ['-r', '@swc-node/register', fixture, file, options.durable, options.subject, String(options.ackWaitMs)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  try {
+    await waitFor(() => output.includes('handling') || child.exitCode !== null, 'the child process to take the message', 15_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  if (!output.includes('handling')) throw new Error(`hung consumer exited early:\n${output}`);
+  return child;
+}

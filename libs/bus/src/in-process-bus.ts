@@ -1,0 +1,286 @@
+import {
+  Bus,
+  BusRemoteError,
+  BusTimeoutError,
+  BusUnavailableError,
+  Consumer,
+  ConsumerOptions,
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_MAX_DELIVER,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  DeliveredMessage,
+  HandlerOutcome,
+  PublishOptions,
+  RequestContext,
+  RequestOptions,
+} from './bus.port';
+import { BusLogger, consoleBusLogger } from './bus-logger';
+import { decodePayload, encodePayload, errorMessage } from './payload';
+import { backoffAfterFailureMs } from './redelivery';
+import { ClaimedDelivery, SqliteBusStore } from './sqlite-bus-store';
+import { assertConsumerSubject, assertDurableName, assertPublishSubject, subjectMatches } from './subjects';
+
+export interface InProcessBusOptions {
+  /** SQLite file holding the durable events and consumer positions. Default `:memory:` (nothing survives close). */
+  file?: string;
+  /** How often idle consumers look for messages published by another process on the same file. Default 100 ms. */
+  pollIntervalMs?: number;
+  logger?: BusLogger;
+}
+
+const DEFAULT_POLL_INTERVAL_MS = 100;
+
+type RequestHandler = (data: unknown, context: RequestContext) => Promise<unknown>;
+type MessageHandler = (message: DeliveredMessage<unknown>) => Promise<HandlerOutcome>;
+
+/** The replicas responding on one subject pattern: each request goes to the next one. */
+interface ResponderGroup {
+  pattern: string;
+  handlers: RequestHandler[];
+  next: number;
+}
+
+/**
+ * The bus inside one process (the standalone deployment): request/reply is a function call,
+ * durable events live in SQLite. It behaves like the NATS adapter as far as callers can tell:
+ * payloads are copied through JSON, subjects use NATS wildcards, delivery is at-least-once with
+ * ack wait, retries and maxDeliver.
+ */
+export class InProcessBus implements Bus {
+  private closed = false;
+  private readonly responderGroups: ResponderGroup[] = [];
+  private readonly consumers = new Set<InProcessConsumer>();
+
+  private constructor(
+    private readonly store: SqliteBusStore,
+    private readonly pollIntervalMs: number,
+    private readonly logger: BusLogger,
+  ) {}
+
+  static open(options: InProcessBusOptions = {}): InProcessBus {
+    return new InProcessBus(
+      new SqliteBusStore(options.file ?? ':memory:'),
+      options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+      options.logger ?? consoleBusLogger,
+    );
+  }
+
+  async request<Res = unknown, Req = unknown>(subject: string, data: Req, options: RequestOptions = {}): Promise<Res> {
+    this.assertOpen(subject);
+    const handler = this.pickResponder(subject);
+    if (!handler) throw new BusUnavailableError(subject, 'no responders');
+    const request = encodePayload(data);
+    const context: RequestContext = { subject, headers: { ...options.headers } };
+    const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BusTimeoutError(subject)), timeoutMs);
+    });
+    const reply = (async () => {
+      try {
+        // Through JSON like the request: the caller gets a copy, and an unserializable result fails as on NATS.
+        return decodePayload<Res>(encodePayload(await handler(decodePayload(request), context)));
+      } catch (error) {
+        throw new BusRemoteError(subject, errorMessage(error));
+      }
+    })();
+    try {
+      return await Promise.race([reply, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async respond<Req = unknown, Res = unknown>(
+    subject: string,
+    handler: (data: Req, context: RequestContext) => Promise<Res>,
+  ): Promise<void> {
+    this.assertOpen(subject);
+    let group = this.responderGroups.find((candidate) => candidate.pattern === subject);
+    if (!group) {
+      group = { pattern: subject, handlers: [], next: 0 };
+      this.responderGroups.push(group);
+    }
+    group.handlers.push(handler as RequestHandler);
+  }
+
+  async publish<T>(subject: string, data: T, options: PublishOptions = {}): Promise<void> {
+    assertPublishSubject(subject);
+    this.assertOpen(subject);
+    this.store.append(subject, encodePayload(data), { ...options.headers }, options.msgId);
+    for (const consumer of this.consumers) {
+      if (subjectMatches(consumer.filter, subject)) consumer.wake();
+    }
+  }
+
+  async consume<T>(options: ConsumerOptions, handler: (message: DeliveredMessage<T>) => Promise<HandlerOutcome>): Promise<Consumer> {
+    assertConsumerSubject(options.subject);
+    assertDurableName(options.durable);
+    this.assertOpen(options.subject);
+    this.store.registerConsumer(options.durable, options.subject);
+    const consumer = new InProcessConsumer(
+      this.store,
+      {
+        durable: options.durable,
+        filter: options.subject,
+        ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+        maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
+        pollIntervalMs: this.pollIntervalMs,
+      },
+      handler as MessageHandler,
+      this.logger,
+      () => this.consumers.delete(consumer),
+    );
+    this.consumers.add(consumer);
+    return consumer;
+  }
+
+  async ping(): Promise<void> {
+    this.assertOpen('in-process bus');
+  }
+
+  /** Stops every consumer (waiting for handlers in flight), then closes the database. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
+    this.store.close();
+  }
+
+  /**
+   * NATS sends a request to every queue group whose subject matches and keeps the first reply;
+   * here the first matching group (in registration order) answers, its replicas taking turns.
+   */
+  private pickResponder(subject: string): RequestHandler | undefined {
+    const group = this.responderGroups.find((candidate) => subjectMatches(candidate.pattern, subject));
+    if (!group) return undefined;
+    const handler = group.handlers[group.next % group.handlers.length];
+    group.next = (group.next + 1) % group.handlers.length;
+    return handler;
+  }
+
+  private assertOpen(subject: string): void {
+    if (this.closed) throw new BusUnavailableError(subject, 'bus closed');
+  }
+}
+
+interface InProcessConsumerSettings {
+  durable: string;
+  filter: string;
+  ackWaitMs: number;
+  maxDeliver: number;
+  pollIntervalMs: number;
+}
+
+/**
+ * One consume() call: a loop that claims one due delivery at a time and handles it before the
+ * next. Instances of the same durable (in this process or another one on the same file) share
+ * the work through the store's leases. Idle, it sleeps until woken by a publish in this process,
+ * the poll interval, or the next scheduled retry, whichever comes first.
+ */
+class InProcessConsumer implements Consumer {
+  private stopping = false;
+  private endSleep: (() => void) | undefined;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly store: SqliteBusStore,
+    private readonly settings: InProcessConsumerSettings,
+    private readonly handler: MessageHandler,
+    private readonly logger: BusLogger,
+    private readonly onStopped: () => void,
+  ) {
+    this.loop = this.run();
+  }
+
+  get filter(): string {
+    return this.settings.filter;
+  }
+
+  wake(): void {
+    this.endSleep?.();
+  }
+
+  /** Stops claiming and resolves once the delivery being handled (if any) is settled. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    await this.loop;
+    this.onStopped();
+  }
+
+  private async run(): Promise<void> {
+    const { durable, filter, ackWaitMs, maxDeliver } = this.settings;
+    while (!this.stopping) {
+      let claimed: ClaimedDelivery | undefined;
+      try {
+        const result = this.store.claim(durable, filter, ackWaitMs, maxDeliver);
+        for (const parked of result.parked) {
+          this.logger.error(
+            `consumer ${durable}: ${parked.subject} #${parked.seq} not acked after ${parked.deliveryCount} deliveries (maxDeliver); parked`,
+          );
+        }
+        claimed = result.claimed;
+      } catch (error) {
+        // E.g. SQLITE_BUSY past the busy timeout while another process holds the file: try again later.
+        this.logger.warn(`consumer ${durable} cannot claim (${errorMessage(error)}), retrying`);
+      }
+      if (claimed) {
+        await this.handle(claimed);
+        // Let timers and I/O run between messages even when handlers resolve synchronously.
+        await new Promise((resolve) => setImmediate(resolve));
+      } else {
+        await this.sleep();
+      }
+    }
+  }
+
+  private async handle(delivery: ClaimedDelivery): Promise<void> {
+    const { durable } = this.settings;
+    let outcome: HandlerOutcome;
+    try {
+      outcome = await this.handler({
+        subject: delivery.subject,
+        data: decodePayload(delivery.data),
+        headers: { ...delivery.headers },
+        deliveryCount: delivery.deliveryCount,
+      });
+    } catch (error) {
+      const delayMs = backoffAfterFailureMs(delivery.deliveryCount);
+      this.logger.warn(
+        `consumer ${durable}: handler failed on ${delivery.subject} #${delivery.seq} (delivery ${delivery.deliveryCount}): ${errorMessage(error)}; retry in ${delayMs} ms`,
+      );
+      this.settleLater(delivery, delayMs);
+      return;
+    }
+    if (outcome) this.settleLater(delivery, outcome.retryInMs);
+    else this.store.ack(durable, delivery.seq);
+  }
+
+  private settleLater(delivery: ClaimedDelivery, delayMs: number): void {
+    const { durable, maxDeliver } = this.settings;
+    if (delivery.deliveryCount >= maxDeliver) {
+      this.store.park(durable, delivery);
+      this.logger.error(`consumer ${durable}: ${delivery.subject} #${delivery.seq} failed ${delivery.deliveryCount} deliveries (maxDeliver); parked`);
+    } else {
+      this.store.retryAt(durable, delivery, Date.now() + delayMs);
+    }
+  }
+
+  private sleep(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    const nextDueAt = this.store.nextDueAt(this.settings.durable);
+    const untilDue = nextDueAt === undefined ? Infinity : Math.max(nextDueAt - Date.now(), 0);
+    const ms = Math.min(this.settings.pollIntervalMs, untilDue);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.endSleep = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.endSleep = done;
+    });
+  }
+}

@@ -1,0 +1,78 @@
+import { connect, nanos, StorageType } from 'nats';
+import { BusLogger } from './bus-logger';
+import { NatsBus } from './nats-bus';
+import { busContract } from './testing/bus.contract';
+import { NatsServerHandle, startNatsServer } from './testing/nats-server';
+import { eventually, waitFor } from './testing/wait-for';
+
+// Failures the tests provoke on purpose (thrown handlers, maxDeliver, restarts) would only add noise.
+const quietLogger: BusLogger = { warn: () => undefined, error: () => undefined };
+
+let server: NatsServerHandle;
+
+beforeAll(async () => {
+  server = await startNatsServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+busContract('NatsBus', () => NatsBus.connect({ servers: server.url, name: 'bus-contract', logger: quietLogger }));
+
+describe('NatsBus', () => {
+  it('creates its stream idempotently when services start together on a fresh server', async () => {
+    const fresh = await startNatsServer();
+    try {
+      const connectAll = () =>
+        Promise.all([1, 2, 3].map((i) => NatsBus.connect({ servers: fresh.url, name: `service-${i}`, logger: quietLogger })));
+      for (const bus of await connectAll()) await bus.close();
+      // Reconnecting with a changed duplicate window updates the stream in place.
+      const updated = await NatsBus.connect({ servers: fresh.url, name: 'updated', duplicateWindowMs: 60_000, logger: quietLogger });
+      await updated.close();
+
+      const nc = await connect({ servers: fresh.url });
+      const { config } = await (await nc.jetstreamManager()).streams.info('CAMPAIGN_OPS_EVENTS');
+      await nc.close();
+      expect(config).toMatchObject({ subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(60_000) });
+    } finally {
+      await fresh.stop();
+    }
+  });
+
+  it.each([
+    ['a restart', () => server.restart()],
+    [
+      'a crash and restart',
+      async () => {
+        server.kill();
+        await server.restart();
+      },
+    ],
+  ])('keeps consuming and responding across %s of nats-server', async (_, restart) => {
+    const bus = await NatsBus.connect({ servers: server.url, name: 'restart', logger: quietLogger });
+    const root = `evt.restart${Math.random().toString(36).slice(2, 8)}`;
+    try {
+      const seen: string[] = [];
+      const consumer = await bus.consume<{ id: string }>({ durable: root.replace('.', '_'), subject: `${root}.>` }, async (message) => {
+        seen.push(message.data.id);
+      });
+      await bus.respond(`rpc.${root}.echo`, async (data) => data);
+
+      await bus.publish(`${root}.happened`, { id: 'before' });
+      await waitFor(() => seen.includes('before'), 'the message published before the restart');
+
+      await restart();
+      // Refused while the client is disconnected; it reconnects on its own. The msgId makes retrying safe.
+      await eventually(() => bus.publish(`${root}.happened`, { id: 'after' }, { msgId: `${root}-after` }), 'a publish after the restart', 15_000);
+      await waitFor(() => seen.includes('after'), 'the message published after the restart', 15_000);
+      await expect(bus.request(`rpc.${root}.echo`, { ok: 1 })).resolves.toEqual({ ok: 1 });
+
+      await consumer.stop();
+      // At least once: an ack the server had not yet processed or persisted when it went down means 'before' again.
+      expect([...new Set(seen)]).toEqual(['before', 'after']);
+    } finally {
+      await bus.close();
+    }
+  });
+});
+

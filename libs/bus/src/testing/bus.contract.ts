@@ -1,0 +1,334 @@
+import { randomBytes } from 'node:crypto';
+import {
+  Bus,
+  BusRemoteError,
+  BusTimeoutError,
+  BusUnavailableError,
+  ConsumerOptions,
+  DeliveredMessage,
+  HandlerOutcome,
+} from '../bus.port';
+import { deferred, sleep, waitFor } from './wait-for';
+
+interface Item {
+  id: string;
+}
+
+/** A delivery as a test sees it: what arrived, to which instance, and when. */
+interface Seen {
+  subject: string;
+  id: string;
+  headers: Record<string, string>;
+  deliveryCount: number;
+  instance: string;
+  at: number;
+}
+
+// Long enough for a stray duplicate or redelivery to show up, short enough to keep the suite fast.
+const SETTLE_MS = 300;
+
+/**
+ * What every Bus adapter must do, through the port only. Each test opens a fresh bus and uses
+ * unique subjects and durables, so adapters backed by a shared server or file need no reset.
+ */
+export function busContract(name: string, open: () => Promise<Bus>, cleanup?: () => Promise<void>): void {
+  describe(`${name} satisfies the bus contract`, () => {
+    let bus: Bus;
+
+    beforeEach(async () => {
+      bus = await open();
+    });
+    afterEach(async () => {
+      await bus.close();
+    });
+    if (cleanup) afterAll(cleanup);
+
+    describe('request/reply', () => {
+      it('round-trips data and headers', async () => {
+        const subject = `rpc.${unique()}.echo`;
+        await bus.respond(subject, async (data, context) => ({ received: data, headers: context.headers }));
+
+        const sent = { name: 'spring', budget: { amount: 1200, currency: 'EUR' }, tags: ['a', 'b'] };
+        const reply = await bus.request(subject, sent, { headers: { 'x-request-id': 'req-1' } });
+
+        expect(reply).toEqual({ received: sent, headers: { 'x-request-id': 'req-1' } });
+      });
+
+      it('copies data both ways, as over the wire', async () => {
+        const subject = `rpc.${unique()}.state`;
+        const state = { items: ['kept'] };
+        await bus.respond(subject, async (data: { items?: string[] }) => {
+          data.items = ['changed by responder'];
+          return state;
+        });
+
+        const sent: { items?: string[] } = {};
+        const reply = await bus.request<{ items: string[] }>(subject, sent);
+        reply.items.push('changed by caller');
+
+        expect(sent).toEqual({});
+        expect(state).toEqual({ items: ['kept'] });
+      });
+
+      it('routes requests to wildcard responders', async () => {
+        const root = `rpc.${unique()}`;
+        await bus.respond(`${root}.accounts.*`, async (_, context) => `one token: ${context.subject}`);
+        await bus.respond(`${root}.dispatches.>`, async (_, context) => `the rest: ${context.subject}`);
+
+        await expect(bus.request(`${root}.accounts.acct_1`, {})).resolves.toBe(`one token: ${root}.accounts.acct_1`);
+        await expect(bus.request(`${root}.dispatches.dsp_1.status`, {})).resolves.toBe(`the rest: ${root}.dispatches.dsp_1.status`);
+        await expect(bus.request(`${root}.accounts.acct_1.keys`, {}, { timeoutMs: 1000 })).rejects.toBeInstanceOf(BusUnavailableError);
+      });
+
+      it('rejects with BusTimeoutError when no reply comes in time', async () => {
+        const subject = `rpc.${unique()}.slow`;
+        const release = deferred();
+        // The responder cannot answer before the request has failed: only the timeout can end it.
+        await bus.respond(subject, () => release.promise);
+
+        const started = Date.now();
+        try {
+          await expect(bus.request(subject, {}, { timeoutMs: 150 })).rejects.toBeInstanceOf(BusTimeoutError);
+          expect(Date.now() - started).toBeLessThan(2000);
+        } finally {
+          release.resolve();
+        }
+      });
+
+      it('rejects with BusUnavailableError when nobody responds on the subject', async () => {
+        await expect(bus.request(`rpc.${unique()}.nobody`, {}, { timeoutMs: 1000 })).rejects.toBeInstanceOf(BusUnavailableError);
+      });
+
+      it("rejects with BusRemoteError carrying the responder's message", async () => {
+        const subject = `rpc.${unique()}.failing`;
+        await bus.respond(subject, async () => {
+          throw new Error('account acct_1 is suspended');
+        });
+
+        const error = await bus.request(subject, {}).catch((caught: unknown) => caught);
+
+        expect(error).toBeInstanceOf(BusRemoteError);
+        expect((error as BusRemoteError).message).toBe('account acct_1 is suspended');
+      });
+
+      it('shares the requests of a subject between responders', async () => {
+        const subject = `rpc.${unique()}.shared`;
+        const handled = { first: 0, second: 0 };
+        await bus.respond(subject, async () => ++handled.first);
+        await bus.respond(subject, async () => ++handled.second);
+
+        for (let i = 0; i < 40; i++) await bus.request(subject, { i });
+
+        expect(handled.first + handled.second).toBe(40);
+        expect(handled.first).toBeGreaterThan(0);
+        expect(handled.second).toBeGreaterThan(0);
+      });
+
+      it('answers ping while open and rejects requests with BusUnavailableError once closed', async () => {
+        await expect(bus.ping()).resolves.toBeUndefined();
+        await bus.close();
+        await expect(bus.request(`rpc.${unique()}.closed`, {})).rejects.toBeInstanceOf(BusUnavailableError);
+      });
+    });
+
+    describe('durable publish/consume', () => {
+      it('delivers every published message once, with its headers, when acked', async () => {
+        const { subject, options } = durableSetup();
+        const ids = Array.from({ length: 20 }, (_, i) => `m${i}`);
+        for (const id of ids) await bus.publish(subject, { id }, { headers: { 'x-correlation-id': `c-${id}` } });
+
+        const seen: Seen[] = [];
+        const consumer = await bus.consume(options, record(seen));
+        await waitFor(() => seen.length >= ids.length, 'all messages');
+        await sleep(SETTLE_MS);
+        await consumer.stop();
+
+        expect(seen.map((message) => message.id)).toEqual(ids);
+        expect(seen.every((message) => message.deliveryCount === 1 && message.subject === subject)).toBe(true);
+        expect(seen[3].headers).toEqual({ 'x-correlation-id': 'c-m3' });
+      });
+
+      it('drops a second publish with the same msgId', async () => {
+        const { subject, options } = durableSetup();
+        const msgId = `msg-${unique()}`;
+        await bus.publish(subject, { id: 'original' }, { msgId });
+        await bus.publish(subject, { id: 'duplicate' }, { msgId });
+        await bus.publish(subject, { id: 'next' }, { msgId: `${msgId}-next` });
+
+        const seen: Seen[] = [];
+        const consumer = await bus.consume(options, record(seen));
+        await waitFor(() => seen.some((message) => message.id === 'next'), 'the message after the duplicate');
+        await sleep(SETTLE_MS);
+        await consumer.stop();
+
+        expect(seen.map((message) => message.id)).toEqual(['original', 'next']);
+      });
+
+      it("delivers only messages matching the consumer's subject", async () => {
+        const root = `evt.${unique()}`;
+        const durable = `d_${unique()}`;
+        const seen: Seen[] = [];
+        const consumer = await bus.consume({ durable, subject: `${root}.a.>` }, record(seen));
+        await bus.publish(`${root}.b.x`, { id: 'other' });
+        await bus.publish(`${root}.a`, { id: 'parent' });
+        await bus.publish(`${root}.a.y.z`, { id: 'wanted' });
+
+        await waitFor(() => seen.length >= 1, 'the matching message');
+        await sleep(SETTLE_MS);
+        await consumer.stop();
+
+        expect(seen.map((message) => [message.subject, message.id])).toEqual([[`${root}.a.y.z`, 'wanted']]);
+      });
+
+      it('redelivers after the retryInMs the handler asked for', async () => {
+        const { subject, options } = durableSetup();
+        const seen: Seen[] = [];
+        const consumer = await bus.consume(options, record(seen, (message) => (message.deliveryCount === 1 ? { retryInMs: 200 } : undefined)));
+        await bus.publish(subject, { id: 'later' });
+
+        await waitFor(() => seen.length >= 2, 'the redelivery');
+        await sleep(SETTLE_MS);
+        await consumer.stop();
+
+        expect(seen.map((message) => message.deliveryCount)).toEqual([1, 2]);
+        expect(seen[1].at - seen[0].at).toBeGreaterThanOrEqual(190);
+      });
+
+      it('redelivers a message whose handler threw', async () => {
+        const { subject, options } = durableSetup();
+        const seen: Seen[] = [];
+        const consumer = await bus.consume(
+          options,
+          record(seen, (message) => {
+            if (message.deliveryCount === 1) throw new Error('provider briefly down');
+          }),
+        );
+        await bus.publish(subject, { id: 'flaky' });
+
+        await waitFor(() => seen.length >= 2, 'the redelivery after the failure', 8000);
+        await sleep(SETTLE_MS);
+        await consumer.stop();
+
+        expect(seen.map((message) => [message.id, message.deliveryCount])).toEqual([
+          ['flaky', 1],
+          ['flaky', 2],
+        ]);
+      });
+
+      it('shares a durable between instances without duplicates', async () => {
+        const { subject, options } = durableSetup();
+        const seen: Seen[] = [];
+        const slowly = async () => {
+          await sleep(5);
+        };
+        const first = await bus.consume(options, record(seen, slowly, 'first'));
+        const second = await bus.consume(options, record(seen, slowly, 'second'));
+        const ids = Array.from({ length: 30 }, (_, i) => `m${i}`);
+        for (const id of ids) await bus.publish(subject, { id });
+
+        await waitFor(() => seen.length >= ids.length, 'all messages');
+        await sleep(SETTLE_MS);
+        await Promise.all([first.stop(), second.stop()]);
+
+        expect(seen.map((message) => message.id).sort()).toEqual([...ids].sort());
+        expect(seen.some((message) => message.instance === 'first')).toBe(true);
+        expect(seen.some((message) => message.instance === 'second')).toBe(true);
+      });
+
+      it('resumes a durable after stop with only the messages not yet acked', async () => {
+        const { subject, options } = durableSetup();
+        const seen: Seen[] = [];
+        const before = await bus.consume(options, record(seen, undefined, 'before'));
+        await bus.publish(subject, { id: 'a' });
+        await bus.publish(subject, { id: 'b' });
+        await waitFor(() => seen.length >= 2, 'the first messages');
+        await before.stop();
+
+        await bus.publish(subject, { id: 'while-stopped' });
+        const after = await bus.consume(options, record(seen, undefined, 'after'));
+        await waitFor(() => seen.length >= 3, 'the message published while stopped');
+        await sleep(SETTLE_MS);
+        await after.stop();
+
+        expect(seen.map((message) => [message.instance, message.id])).toEqual([
+          ['before', 'a'],
+          ['before', 'b'],
+          ['after', 'while-stopped'],
+        ]);
+      });
+
+      it('redelivers a message not acked within ackWaitMs', async () => {
+        const { subject, options } = durableSetup({ ackWaitMs: 500 });
+        const seen: Seen[] = [];
+        const release = deferred();
+        // The first instance holds the message past its ack wait, as if its process hung.
+        const stuck = await bus.consume(options, record(seen, () => release.promise, 'stuck'));
+        await bus.publish(subject, { id: 'held' });
+        await waitFor(() => seen.length >= 1, 'the first delivery');
+        const healthy = await bus.consume(options, record(seen, undefined, 'healthy'));
+        try {
+          await waitFor(() => seen.length >= 2, 'the redelivery after ackWait', 5000);
+        } finally {
+          release.resolve();
+          await Promise.all([stuck.stop(), healthy.stop()]);
+        }
+
+        expect(seen.map((message) => [message.instance, message.deliveryCount])).toEqual([
+          ['stuck', 1],
+          ['healthy', 2],
+        ]);
+        expect(seen[1].at - seen[0].at).toBeGreaterThanOrEqual(450);
+      });
+
+      it('stops delivering a message after maxDeliver deliveries, and goes on with the next', async () => {
+        const { subject, options } = durableSetup({ maxDeliver: 2 });
+        const seen: Seen[] = [];
+        const consumer = await bus.consume(
+          options,
+          record(seen, (message) => (message.data.id === 'poison' ? { retryInMs: 50 } : undefined)),
+        );
+        await bus.publish(subject, { id: 'poison' });
+        await waitFor(() => seen.length >= 2, 'both allowed deliveries');
+        await sleep(SETTLE_MS + 200);
+        await bus.publish(subject, { id: 'healthy' });
+        await waitFor(() => seen.some((message) => message.id === 'healthy'), 'the next message');
+        await consumer.stop();
+
+        expect(seen.map((message) => [message.id, message.deliveryCount])).toEqual([
+          ['poison', 1],
+          ['poison', 2],
+          ['healthy', 1],
+        ]);
+      });
+    });
+  });
+}
+
+function unique(): string {
+  return randomBytes(5).toString('hex');
+}
+
+/** A fresh subject and a durable consuming exactly it. */
+function durableSetup(overrides: Partial<ConsumerOptions> = {}): { subject: string; options: ConsumerOptions } {
+  const subject = `evt.${unique()}.happened`;
+  return { subject, options: { durable: `d_${unique()}`, subject, ...overrides } };
+}
+
+/** A handler that records each delivery, then lets `then` decide the outcome (ack by default). */
+function record(
+  seen: Seen[],
+  then?: (message: DeliveredMessage<Item>) => HandlerOutcome | Promise<HandlerOutcome>,
+  instance = 'only',
+): (message: DeliveredMessage<Item>) => Promise<HandlerOutcome> {
+  return async (message) => {
+    seen.push({
+      subject: message.subject,
+      id: message.data.id,
+      headers: message.headers,
+      deliveryCount: message.deliveryCount,
+      instance,
+      at: Date.now(),
+    });
+    return then?.(message);
+  };
+}

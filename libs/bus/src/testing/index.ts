@@ -1,0 +1,3 @@
+export * from './bus.contract';
+export * from './nats-server';
+export * from './wait-for';

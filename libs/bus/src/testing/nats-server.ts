@@ -1,0 +1,173 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+/**
+ * A throwaway nats-server with JetStream for tests: its own free port and store directory,
+ * so tests never touch a NATS that happens to run on the machine.
+ */
+export interface NatsServerHandle {
+  url: string;
+  port: number;
+  storeDir: string;
+  /** SIGTERM, wait for the exit, and delete the store directory. Final. */
+  stop(): Promise<void>;
+  /** SIGKILL, like a crash; the store directory stays, so `restart()` recovers it. */
+  kill(): void;
+  /** Stops the server if it runs, then starts it again on the same port and store directory. */
+  restart(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+const READY_TIMEOUT_MS = 10_000;
+const EXIT_TIMEOUT_MS = 10_000;
+const STDERR_TAIL_CHARS = 4_000;
+const DEBIAN_BINARY = '/usr/sbin/nats-server';
+
+// Servers alive in this process: killed on exit even if a test forgot `stop()` or crashed.
+const running = new Set<ChildProcess>();
+const storeDirs = new Set<string>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+  for (const dir of storeDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+export async function startNatsServer(): Promise<NatsServerHandle> {
+  const binary = resolveBinary();
+  const port = await freePort();
+  const storeDir = mkdtempSync(join(tmpdir(), 'nats-js-'));
+  storeDirs.add(storeDir);
+  let server = await launch(binary, port, storeDir);
+
+  return {
+    url: `nats://${HOST}:${port}`,
+    port,
+    storeDir,
+    async stop() {
+      await server.terminate();
+      rmSync(storeDir, { recursive: true, force: true });
+      storeDirs.delete(storeDir);
+    },
+    kill() {
+      server.child.kill('SIGKILL');
+    },
+    async restart() {
+      await server.terminate();
+      server = await launch(binary, port, storeDir);
+    },
+  };
+}
+
+function resolveBinary(): string {
+  const fromEnv = process.env.NATS_SERVER_BIN;
+  if (fromEnv) {
+    if (!isExecutable(fromEnv)) throw new Error(`NATS_SERVER_BIN=${fromEnv} is not an executable file`);
+    return fromEnv;
+  }
+  const onPath = (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter(Boolean)
+    .map((dir) => join(dir, 'nats-server'))
+    .find(isExecutable);
+  if (onPath) return onPath;
+  if (isExecutable(DEBIAN_BINARY)) return DEBIAN_BINARY;
+  // Never skip: a bus test that silently does not run proves nothing.
+  throw new Error(
+    'nats-server not found (NATS_SERVER_BIN, PATH, /usr/sbin/nats-server). ' +
+      "Install Debian's nats-server: apt-get install -y nats-server",
+  );
+}
+
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Asks the OS for a free port. Another process could grab it before nats-server binds; rare enough for tests. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, HOST, () => {
+      const address = probe.address();
+      probe.close(() => {
+        if (address && typeof address === 'object') resolve(address.port);
+        else reject(new Error('could not determine a free port'));
+      });
+    });
+  });
+}
+
+interface RunningServer {
+  child: ChildProcess;
+  /** SIGTERM (if still running) and resolve once the process has exited. */
+  terminate(): Promise<void>;
+}
+
+async function launch(binary: string, port: number, storeDir: string): Promise<RunningServer> {
+  const child = spawn(binary, ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  running.add(child);
+
+  let stderrTail = '';
+  child.stderr?.setEncoding('utf8');
+  child.stderr?.on('data', (chunk: string) => {
+    stderrTail = (stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+  });
+
+  let spawnError: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    const gone = () => {
+      running.delete(child);
+      resolve();
+    };
+    child.once('exit', gone);
+    child.once('error', (error) => {
+      spawnError = error;
+      gone();
+    });
+  });
+
+  const terminate = async () => {
+    if (child.exitCode === null && child.signalCode === null && !spawnError) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), EXIT_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  while (!(await greetsAsNats(port))) {
+    const hasExited = child.exitCode !== null || child.signalCode !== null || spawnError !== undefined;
+    if (hasExited || Date.now() > deadline) {
+      await terminate();
+      const reason = spawnError ? spawnError.message : hasExited ? 'exited' : `not ready within ${READY_TIMEOUT_MS} ms`;
+      throw new Error(`nats-server on port ${port} ${reason}:\n${stderrTail}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return { child, terminate };
+}
+
+/** True once a NATS server greets on the port with its INFO line (a mere TCP accept could be another program). */
+function greetsAsNats(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: HOST, port });
+    const finish = (result: boolean) => {
+      socket.destroy();
+      resolve(result);
+    };
+    socket.setTimeout(1000, () => finish(false));
+    socket.once('data', (chunk) => finish(chunk.toString('utf8').startsWith('INFO ')));
+    socket.once('error', () => finish(false));
+    socket.once('close', () => finish(false));
+  });
+}

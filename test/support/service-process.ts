@@ -1,0 +1,100 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+
+export const ROOT = resolve(__dirname, '../..');
+
+/** A free TCP port on 127.0.0.1 (bound, read, released). */
+export function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+  });
+}
+
+export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'connection-service' | 'webhook-delivery-service';
+
+/**
+ * One of our apps as a real process, started from the build in dist/ exactly as an operator
+ * would (`node dist/apps/<app>/src/main.js`), with its logs kept for failure messages.
+ */
+export class ServiceProcess {
+  private child: ChildProcess | null = null;
+  private output = '';
+  readonly url: string;
+
+  constructor(
+    readonly app: AppName,
+    readonly port: number,
+    private readonly env: Record<string, string>,
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  static async start(app: AppName, env: Record<string, string>): Promise<ServiceProcess> {
+    const port = await freePort();
+    const service = new ServiceProcess(app, port, env);
+    await service.start();
+    return service;
+  }
+
+  async start(): Promise<void> {
+    const main = join(ROOT, 'dist', 'apps', this.app, 'src', 'main.js');
+    if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first (npm test does)`);
+    this.child = spawn(process.execPath, [main], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...this.env, PORT: String(this.port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-20_000);
+    };
+    this.child.stdout?.on('data', keep);
+    this.child.stderr?.on('data', keep);
+    await this.waitUntilHealthy();
+  }
+
+  logs(): string {
+    return this.output;
+  }
+
+  /** SIGKILL: no shutdown hooks, nothing flushed; what a crash or an OOM kill does. */
+  async kill(): Promise<void> {
+    await this.signal('SIGKILL');
+  }
+
+  async stop(): Promise<void> {
+    await this.signal('SIGTERM');
+  }
+
+  private async signal(signal: NodeJS.Signals): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((done) => child.once('exit', () => done()));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+    this.child = null;
+  }
+
+  private async waitUntilHealthy(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!this.child || this.child.exitCode !== null) throw new Error(`${this.app} exited during start:\n${this.output}`);
+      try {
+        const response = await fetch(`${this.url}/readyz`);
+        if (response.ok) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`${this.app} did not become ready in ${timeoutMs} ms:\n${this.output}`);
+  }
+}
