@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestCertificates, PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
+import { AcceptedWebhook, createTestCertificates, PartnerReceiver, startPartnerReceiver, WebhookEnvelope } from '@campaign-ops/testing/webhook-sender';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { ServiceProcess } from '../support/service-process';
 
@@ -24,7 +24,7 @@ describe('standalone service, as a partner sees it', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-e2e-'));
-    const certificates = createTestCertificates(join(dataDir, 'tls'));
+    const certificates = await createTestCertificates(join(dataDir, 'tls'));
     receiver = await startPartnerReceiver({ tls: { key: certificates.key, cert: certificates.cert } });
     service = await ServiceProcess.start('standalone', {
       ADMIN_TOKEN,
@@ -143,11 +143,11 @@ describe('standalone service, as a partner sees it', () => {
     expect(read.status).toBe(200);
     expect(read.body.data.id).toBe(dispatch.id);
 
-    const received = await receiver.waitFor(
-      (events) => ['dispatch.accepted', 'dispatch.completed'].every((name) => events.some((e) => e.body.event === name && e.body.data.dispatch_id === dispatch.id)),
-      20_000,
-    );
-    const completed = received.find((e) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === dispatch.id)!;
+    const ofThisDispatch = (name: string) => (e: AcceptedWebhook) => e.body.event === name && e.body.data.dispatch_id === dispatch.id;
+    const [accepted] = await receiver.waitFor(ofThisDispatch('dispatch.accepted'), 20_000);
+    const [completed] = await receiver.waitFor(ofThisDispatch('dispatch.completed'), 20_000);
+    expect(accepted.body.data).toMatchObject({ dispatch_id: dispatch.id, status: 'accepted', channel: 'meta_ads' });
+    expect(accepted.signatureValid).toBe(true);
     expect(completed.body).toEqual({
       id: expect.stringMatching(/^evt_/),
       event: 'dispatch.completed',
@@ -182,10 +182,13 @@ describe('standalone service, as a partner sees it', () => {
     receiver.failNext(1, 503);
     const launch = await partner.post('/v1/campaigns', sandboxCampaign('Retry me'));
     const id = launch.body.data.id;
-    await receiver.waitFor((events) => events.some((e) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === id), 20_000);
-    const attempts = receiver.requests().filter((r) => r.body?.data?.dispatch_id === id && r.body.event === 'dispatch.completed');
+    await receiver.waitFor((e) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === id, 20_000);
+    const attempts = receiver
+      .requests()
+      .map((r) => r.body as WebhookEnvelope | null)
+      .filter((b): b is WebhookEnvelope => b !== null && b.data?.dispatch_id === id && b.event === 'dispatch.completed');
     expect(attempts.length).toBeGreaterThanOrEqual(2);
-    expect(new Set(attempts.map((a) => a.body.id)).size).toBe(1);
+    expect(new Set(attempts.map((a) => a.id)).size).toBe(1);
     await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
   });
 

@@ -1,0 +1,1 @@
+export { signBody, verifySignature } from './signing';
