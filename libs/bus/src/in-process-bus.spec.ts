@@ -111,6 +111,51 @@ describe('InProcessBus durability on a file', () => {
   });
 });
 
+describe('in-process bus owned by one process', () => {
+  it('releases a dead run\'s leases on open, so the work resumes at once rather than after the ack wait', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'bus-release-')), 'bus.sqlite');
+    const options = { durable: 'owned', subject: 'evt.owned.>', ackWaitMs: 60_000 };
+    const publisher = InProcessBus.open({ file });
+    await publisher.publish('evt.owned.a', { id: 'in-flight' });
+    await publisher.close();
+
+    const child = await startHungConsumer(file, options);
+    child.kill('SIGKILL');
+    await new Promise((exited) => child.once('exit', exited));
+
+    const restarted = InProcessBus.open({ file, releaseLeasesOnOpen: true });
+    const seen: Array<[string, number]> = [];
+    const started = Date.now();
+    await restarted.consume<{ id: string }>(options, async (message) => {
+      seen.push([message.data.id, message.deliveryCount]);
+    });
+    await waitFor(() => seen.length >= 1, 'the redelivery right after the restart', 5_000);
+    await restarted.close();
+    expect(seen).toEqual([['in-flight', 2]]);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('keeps a delayed retry delayed when releasing leases', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'bus-release-')), 'bus.sqlite');
+    const first = InProcessBus.open({ file });
+    await first.publish('evt.later.a', { id: 'later' });
+    let handled = 0;
+    await first.consume({ durable: 'later', subject: 'evt.later.>' }, async () => {
+      handled++;
+      return { retryInMs: 60_000 };
+    });
+    await waitFor(() => handled >= 1, 'the first delivery');
+    await first.close();
+
+    const second = InProcessBus.open({ file, releaseLeasesOnOpen: true });
+    const seen: string[] = [];
+    await second.consume<{ id: string }>({ durable: 'later', subject: 'evt.later.>' }, async (m) => void seen.push(m.data.id));
+    await sleep(400);
+    await second.close();
+    expect(seen).toEqual([]);
+  });
+});
+
 /** Runs testing/hung-consumer.fixture.ts in a child process and resolves once its handler holds a message. */
 async function startHungConsumer(file: string, options: { durable: string; subject: string; ackWaitMs: number }): Promise<ChildProcess> {
   const fixture = resolve(__dirname, 'testing/hung-consumer.fixture.ts');

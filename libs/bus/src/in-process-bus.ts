@@ -26,6 +26,12 @@ export interface InProcessBusOptions {
   /** How often idle consumers look for messages published by another process on the same file. Default 100 ms. */
   pollIntervalMs?: number;
   logger?: BusLogger;
+  /**
+   * This process is the file's only user (the standalone deployment): leases left by a previous
+   * run that died are released at once, so its work resumes right after a restart instead of
+   * after the ack wait. Never set it where several processes share the file.
+   */
+  releaseLeasesOnOpen?: boolean;
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 100;
@@ -58,8 +64,10 @@ export class InProcessBus implements Bus {
   ) {}
 
   static open(options: InProcessBusOptions = {}): InProcessBus {
+    const store = new SqliteBusStore(options.file ?? ':memory:');
+    if (options.releaseLeasesOnOpen) store.releaseAllLeases();
     return new InProcessBus(
-      new SqliteBusStore(options.file ?? ':memory:'),
+      store,
       options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
       options.logger ?? consoleBusLogger,
     );

@@ -54,6 +54,8 @@ const SCHEMA = `
     due_at INTEGER NOT NULL,
     delivery_count INTEGER NOT NULL,
     parked INTEGER NOT NULL DEFAULT 0,
+    -- 1 while a handler holds it (due_at is the end of the lease), 0 when waiting or retrying later
+    leased INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (durable, seq)
   );
 `;
@@ -116,6 +118,14 @@ export class SqliteBusStore {
   /** Stop delivering: the row stays for inspection. Same fencing as `retryAt`. */
   park(durable: string, delivery: ClaimedDelivery): void {
     this.statements.park.run(durable, delivery.seq, delivery.deliveryCount);
+  }
+
+  /**
+   * Ends every lease at once. Only for the single process that owns the file, at start: any lease
+   * then belongs to a previous run that died, so there is no point waiting for it to run out.
+   */
+  releaseAllLeases(): number {
+    return this.statements.releaseLeases.run().changes;
   }
 
   close(): void {
@@ -185,15 +195,16 @@ function prepareStatements(db: Database.Database) {
        ORDER BY d.seq LIMIT 1`,
     ),
     lease: db.prepare<[number, string, number]>(
-      'UPDATE bus_deliveries SET due_at = ?, delivery_count = delivery_count + 1 WHERE durable = ? AND seq = ?',
+      'UPDATE bus_deliveries SET due_at = ?, delivery_count = delivery_count + 1, leased = 1 WHERE durable = ? AND seq = ?',
     ),
     nextDueAt: db.prepare<[string], { dueAt: number | null }>(
       'SELECT MIN(due_at) AS dueAt FROM bus_deliveries WHERE durable = ? AND parked = 0',
     ),
     remove: db.prepare<[string, number]>('DELETE FROM bus_deliveries WHERE durable = ? AND seq = ?'),
     reschedule: db.prepare<[number, string, number, number]>(
-      'UPDATE bus_deliveries SET due_at = ? WHERE durable = ? AND seq = ? AND delivery_count = ?',
+      'UPDATE bus_deliveries SET due_at = ?, leased = 0 WHERE durable = ? AND seq = ? AND delivery_count = ?',
     ),
+    releaseLeases: db.prepare<[]>('UPDATE bus_deliveries SET due_at = 0, leased = 0 WHERE leased = 1 AND parked = 0'),
     park: db.prepare<[string, number, number]>(
       'UPDATE bus_deliveries SET parked = 1 WHERE durable = ? AND seq = ? AND delivery_count = ?',
     ),

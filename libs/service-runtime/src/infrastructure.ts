@@ -25,7 +25,7 @@ export async function openInfrastructure(config: ServiceConfig): Promise<Infrast
   const { eventStore, readStore } = openStores(config);
   const bus = config.natsUrl
     ? await NatsBus.connect({ servers: config.natsUrl, name: config.app })
-    : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite') });
+    : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true });
   return { eventStore, readStore, bus };
 }
 

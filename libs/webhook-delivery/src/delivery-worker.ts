@@ -28,10 +28,24 @@ export class DeliveryWorker {
     private readonly options: DeliveryWorkerOptions,
   ) {}
 
+  /**
+   * Makes deliveries claimed by a previous run due again. Only where this process is the only
+   * worker (standalone): its leases at start can only belong to a run that died mid-send.
+   */
+  async releaseLeases(): Promise<number> {
+    const now = new Date().toISOString();
+    let released = 0;
+    for (;;) {
+      const claimed = await this.deliveries.claim({ status: 'pending', lease_until: { $gt: now } }, { next_attempt_at: now, lease_until: null });
+      if (!claimed) return released;
+      released++;
+    }
+  }
+
   /** Sends one due delivery; false when none is due. */
   async sendNextDue(): Promise<boolean> {
     const now = new Date();
-    const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 30_000).toISOString();
+    const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 5_000).toISOString();
     const delivery = await this.deliveries.claim(
       { status: 'pending', next_attempt_at: { $lte: now.toISOString() } },
       { next_attempt_at: leaseUntil, lease_until: leaseUntil },

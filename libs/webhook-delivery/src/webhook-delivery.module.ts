@@ -30,6 +30,7 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
   private readonly logger = new Logger('webhooks');
   private readonly endpoints: EndpointStore;
   private readonly loop: BackgroundLoop;
+  private readonly worker: DeliveryWorker;
   private readonly commands: EndpointCommands;
   private readonly queries: DeliveryQueries;
   private readonly fanOut: FanOut;
@@ -46,12 +47,12 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
     const policy = { allowHttp: config.webhook.allowHttp, allowPrivateNetworks: config.webhook.allowPrivateNetworks };
     const deliveries = deliveriesOf(readStore);
     this.endpoints = new EndpointStore(eventStore, readStore);
-    const worker = new DeliveryWorker(deliveries, this.endpoints, secrets, {
+    const worker = (this.worker = new DeliveryWorker(deliveries, this.endpoints, secrets, {
       timeoutMs: config.webhook.timeoutMs,
       retrySchedule: config.webhook.retrySchedule,
       policy,
       userAgent: `campaign-ops-webhooks/${config.version}`,
-    });
+    }));
     this.loop = new BackgroundLoop('webhook-delivery', () => worker.sendNextDue(), { intervalMs: 250, concurrency: config.webhook.concurrency });
     this.commands = new EndpointCommands(this.endpoints, secrets, policy);
     this.queries = new DeliveryQueries(this.endpoints, deliveries, () => this.loop.kick());
@@ -78,6 +79,10 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
     });
     await this.projection.start();
     this.consumer = await this.bus.consume<PartnerEvent>({ durable: 'webhook-fan-out', subject: PARTNER_EVENT_SUBJECTS }, (message) => this.fanOut.handle(message.data));
+    if (this.config.app === 'standalone') {
+      const released = await this.worker.releaseLeases();
+      if (released > 0) this.logger.warn(`resumed ${released} deliveries a previous run left mid-send`);
+    }
     this.loop.start();
     this.logger.log('webhook-delivery-service ready');
   }

@@ -1,0 +1,69 @@
+/**
+ * Kill -9 right after a launch is accepted; after a restart the dispatch completes and its
+ * webhooks arrive: at least once, and exactly once per event id once the receiver de-duplicates.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
+import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
+import { ServiceProcess } from '../support/service-process';
+
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
+
+describe('a standalone process killed with SIGKILL', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+  let receiver: PartnerReceiver;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-crash-'));
+    receiver = await startPartnerReceiver();
+    service = await ServiceProcess.start('standalone', {
+      ADMIN_TOKEN,
+      DATA_DIR: dataDir,
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '1s,1s,2s',
+    });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it.each([
+    ['while the provider call is under way', '[sandbox:slow] crash test'],
+    ['at once after the answer', 'crash test'],
+  ])('completes the dispatch and delivers its webhooks after a restart (killed %s)', async (_, name) => {
+    const keys = await openAccountWithKeys(new PartnerClient(service.url, ADMIN_TOKEN));
+    const partner = new PartnerClient(service.url, keys.testKey);
+    const endpoint = await partner.post('/v1/webhooks', { url: receiver.url, events: ['dispatch.accepted', 'dispatch.completed'] });
+    receiver.addSecret(endpoint.body.data.signing_secret);
+
+    const launch = await partner.post('/v1/campaigns', sandboxCampaign(name));
+    expect(launch.status).toBe(200);
+    const id: string = launch.body.data.id;
+    await service.kill();
+    await service.start();
+
+    const ofDispatch = (event: string) => (e: { body: { event: string; data: Record<string, unknown> } }) => e.body.event === event && e.body.data.dispatch_id === id;
+    await receiver.waitFor(ofDispatch('dispatch.accepted'), 30_000);
+    await receiver.waitFor(ofDispatch('dispatch.completed'), 30_000);
+    const dispatch = await eventually(async () => {
+      const answer = await partner.get(`/v1/dispatches/${id}`);
+      return answer.body.data?.status === 'completed' && answer.body.data;
+    }, 15_000, 'the dispatch to read completed');
+    expect(dispatch.attempts).toBe(1);
+
+    // Let any duplicate a crash could cause arrive, then count: one event per transition.
+    await new Promise((r) => setTimeout(r, 1500));
+    const events = receiver.events().filter((e) => e.body.data.dispatch_id === id);
+    expect(events.map((e) => e.body.event).sort()).toEqual(['dispatch.accepted', 'dispatch.completed']);
+    const history = await partner.get(`/v1/dispatches/${id}/events`);
+    expect(history.body.data.map((e: { type: string }) => e.type)).toEqual(['DispatchAccepted', 'DispatchCompleted']);
+    expect(events.find((e) => e.body.event === 'dispatch.completed')!.body.id).toBe(history.body.data[1].id);
+  });
+});

@@ -1,0 +1,100 @@
+/**
+ * The four apps as separate processes, each with its own storage, talking only over a real
+ * nats-server: the same partner-visible behaviour as the standalone process.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
+import { AcceptedWebhook, createTestCertificates, PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
+import { createHmac } from 'node:crypto';
+import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
+import { AppName, ServiceProcess } from '../support/service-process';
+
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
+
+describe('the four apps over NATS', () => {
+  let dataDir: string;
+  let nats: NatsServerHandle;
+  let receiver: PartnerReceiver;
+  const apps = new Map<AppName, ServiceProcess>();
+  let gateway: ServiceProcess;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-distributed-'));
+    const certificates = await createTestCertificates(join(dataDir, 'tls'));
+    receiver = await startPartnerReceiver({ tls: { key: certificates.key, cert: certificates.cert } });
+    nats = await startNatsServer();
+    const common = {
+      NATS_URL: nats.url,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '1s,1s,2s',
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+      NODE_EXTRA_CA_CERTS: certificates.caCertPath,
+      BUS_REQUEST_TIMEOUT_MS: '3000',
+    };
+    const start = async (app: AppName, extra: Record<string, string> = {}) =>
+      apps.set(app, await ServiceProcess.start(app, { ...common, DATA_DIR: join(dataDir, app), ...extra }));
+    await Promise.all([start('connection-service'), start('dispatch-service'), start('webhook-delivery-service')]);
+    await start('api-gateway', { ADMIN_TOKEN });
+    gateway = apps.get('api-gateway')!;
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([...apps.values()].map((app) => app.stop()));
+    await nats?.stop();
+    await receiver?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('launches, reads back and delivers signed webhooks across processes', async () => {
+    const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
+    const partner = new PartnerClient(gateway.url, keys.testKey);
+    const endpoint = await partner.post('/v1/webhooks', { url: receiver.url, events: ['dispatch.accepted', 'dispatch.completed'] });
+    expect(endpoint.status).toBe(200);
+    const secret: string = endpoint.body.data.signing_secret;
+    receiver.addSecret(secret);
+    const listed = await partner.get('/v1/webhooks');
+    expect(listed.body.data).toEqual([expect.not.objectContaining({ signing_secret: expect.anything() })]);
+
+    const launch = await partner.post('/v1/campaigns', sandboxCampaign('Across processes'));
+    expect(launch.status).toBe(200);
+    expect(launch.body.data).toMatchObject({ status: 'accepted', environment: 'sandbox', credits_charged: 1, resource_type: 'campaign', action: 'create' });
+    const id = launch.body.data.id;
+    expect((await partner.get(`/v1/dispatches/${id}`)).body.data.id).toBe(id);
+
+    const ofDispatch = (event: string) => (e: AcceptedWebhook) => e.body.event === event && e.body.data.dispatch_id === id;
+    await receiver.waitFor(ofDispatch('dispatch.accepted'), 20_000);
+    const [completed] = await receiver.waitFor(ofDispatch('dispatch.completed'), 20_000);
+    expect(completed.headers['x-service-signature']).toBe('sha256=' + createHmac('sha256', secret).update(completed.rawBody).digest('hex'));
+    expect(completed.body.data).toMatchObject({ status: 'completed', channel: 'meta_ads', provider_resource_id: expect.stringMatching(/^sbx_meta_ads_\d+$/) });
+    await eventually(async () => (await partner.get(`/v1/dispatches/${id}`)).body.data.status === 'completed');
+
+    const deleted = await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
+    expect(deleted.body.data).toEqual({ id: endpoint.body.data.id, deleted: true });
+  });
+
+  it('asks connection-service over NATS before a live launch', async () => {
+    const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
+    const live = await new PartnerClient(gateway.url, keys.liveKey).post('/v1/campaigns', sandboxCampaign());
+    expect([live.status, live.body.error.code]).toEqual([422, 'connection_required']);
+  });
+
+  it('answers 503 service_unavailable, with Retry-After, while dispatch-service is down', async () => {
+    const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
+    const partner = new PartnerClient(gateway.url, keys.testKey);
+    const dispatchService = apps.get('dispatch-service')!;
+    await dispatchService.stop();
+    try {
+      const answer = await partner.post('/v1/campaigns', sandboxCampaign());
+      expect(answer.status).toBe(503);
+      expect(answer.body.error).toMatchObject({ type: 'api_error', code: 'service_unavailable' });
+      expect(answer.headers.get('retry-after')).toBe('1');
+    } finally {
+      await dispatchService.start();
+    }
+    const again = await partner.post('/v1/campaigns', sandboxCampaign());
+    expect(again.status).toBe(200);
+  });
+});
