@@ -16,7 +16,7 @@ export type WebhookRequest = {
   policy: UrlPolicy;
   /**
    * Trust anchors for https, replacing Node's default CA store for this request. Meant for tests
-   * against a local CA; production leaves it unset, so the system store plus NODE_EXTRA_CA_CERTS apply.
+   * against a local CA; production leaves it unset, so Node's bundled CAs plus NODE_EXTRA_CA_CERTS apply.
    */
   ca?: string | Buffer;
 };
@@ -29,8 +29,8 @@ export type WebhookResult = {
   /**
    * Null on success; otherwise a short code for logs and the delivery record: `http_<status>`,
    * `timeout`, `forbidden_host`, `url_not_https`, `url_invalid`, or the system/TLS error code
-   * (`ECONNREFUSED`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, ...). Never a message that could carry
-   * the URL or a header.
+   * (`ECONNREFUSED`, `UNABLE_TO_VERIFY_LEAF_SIGNATURE`, ...), or `request_failed` for an error
+   * without a code. Never a message, which could carry the URL or a header.
    */
   error: string | null;
   durationMs: number;

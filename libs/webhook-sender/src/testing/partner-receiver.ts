@@ -156,7 +156,9 @@ function bodyProblems(body: unknown): string[] {
     ISO_MILLIS_UTC.test(timestamp) &&
     !Number.isNaN(Date.parse(timestamp)) &&
     new Date(timestamp).toISOString() === timestamp;
-  if (!isIsoMillis) problems.push('body.timestamp must be ISO 8601 UTC with milliseconds, e.g. 2024-05-01T12:00:00.000Z');
+  if (!isIsoMillis) {
+    problems.push('body.timestamp must be ISO 8601 UTC with milliseconds, e.g. 2024-05-01T12:00:00.000Z');
+  }
   if (!isObject(body.data)) problems.push('body.data must be an object');
   return problems;
 }
@@ -279,10 +281,11 @@ class FakePartner implements PartnerReceiver {
   async close(): Promise<void> {
     for (const timer of this.pendingAnswers) clearTimeout(timer);
     this.pendingAnswers.clear();
-    for (const waiter of [...this.waiters]) waiter.fail(new Error(`waitFor: the receiver was closed. ${this.report()}`));
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const closed = new Error(`waitFor: the receiver was closed. ${this.report()}`);
+    for (const waiter of [...this.waiters]) waiter.fail(closed);
+    const stopped = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
-    await closed;
+    await stopped;
   }
 
   private report(): string {
@@ -313,6 +316,8 @@ class FakePartner implements PartnerReceiver {
     // A simulated outage only applies to deliveries we would otherwise accept.
     const status = problems.length > 0 ? 400 : (this.failures.shift() ?? 200);
 
+    // Recorded on arrival, before any delayed answer: like a real partner that handled the event
+    // but answered too late, a delivery the sender gave up on has still been received.
     this.received.push({
       method,
       path,
@@ -326,8 +331,9 @@ class FakePartner implements PartnerReceiver {
     });
     for (const waiter of [...this.waiters]) waiter.check();
 
+    const payload = answerBody(status, problems);
     const send = () => {
-      if (!res.destroyed) res.writeHead(status, { 'content-type': 'application/json' }).end(answerBody(status, problems));
+      if (!res.destroyed) res.writeHead(status, { 'content-type': 'application/json' }).end(payload);
     };
     const delay = this.delays.shift();
     if (delay === undefined) {

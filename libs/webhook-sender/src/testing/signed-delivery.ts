@@ -16,12 +16,14 @@ export type SignedDeliveryOptions = {
  * A delivery as the contract describes it (envelope, signature and headers), for tests of the
  * sender and the fake partner. Overrides let a test break exactly one thing.
  */
-export function signedDelivery(secret: string, options: SignedDeliveryOptions = {}): { body: string; headers: Record<string, string> } {
+export function signedDelivery(
+  secret: string,
+  options: SignedDeliveryOptions = {},
+): { body: string; headers: Record<string, string> } {
   const id = newId('evt');
   const event = options.event ?? 'dispatch.succeeded';
-  const body =
-    options.rawBody ??
-    JSON.stringify({ id, event, timestamp: new Date().toISOString(), data: options.data ?? { dispatchId: newId('dsp') } });
+  const data = options.data ?? { dispatch_id: newId('dsp') };
+  const body = options.rawBody ?? JSON.stringify({ id, event, timestamp: new Date().toISOString(), data });
   const headers: Record<string, string | undefined> = {
     'Content-Type': 'application/json',
     'User-Agent': TEST_USER_AGENT,
