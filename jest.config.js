@@ -22,4 +22,5 @@ module.exports = {
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   testTimeout: 30000,
+  globalSetup: '<rootDir>/test/support/global-setup.js',
 };
