@@ -192,6 +192,24 @@ describe('standalone service, as a partner sees it', () => {
     await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
   });
 
+  it('charges one credit per launch, answers 402 below one, and takes credit grants', async () => {
+    const account = await admin.post('/admin/v1/accounts', { name: 'Frugal', credits: 1 });
+    expect(account.body.data).toMatchObject({ name: 'Frugal', credits: { live: 1, test: 1 } });
+    const key = await admin.post(`/admin/v1/accounts/${account.body.data.id}/keys`, { mode: 'test' });
+    const frugal = anonymous.as(key.body.data.key);
+    expect((await frugal.post('/v1/campaigns', sandboxCampaign())).status).toBe(200);
+    expect((await frugal.get('/v1/account')).body.data.credits_balance).toBe(0);
+    const broke = await frugal.post('/v1/campaigns', sandboxCampaign());
+    expect(broke.status).toBe(402);
+    expect(broke.body.error).toMatchObject({ type: 'invalid_request_error', code: 'insufficient_credits' });
+    expect((await frugal.get('/v1/dispatches')).body.data).toHaveLength(1);
+
+    const granted = await admin.post(`/admin/v1/accounts/${account.body.data.id}/credits`, { mode: 'test', amount: 5 });
+    expect(granted.body.data.credits).toEqual({ live: 1, test: 5 });
+    expect((await frugal.post('/v1/campaigns', sandboxCampaign())).status).toBe(200);
+    expect((await frugal.get('/v1/account')).body.data.credits_balance).toBe(4);
+  });
+
   it('needs a connection for a live launch', async () => {
     const live = await anonymous.as(keys.liveKey).post('/v1/campaigns', sandboxCampaign());
     expect(live.status).toBe(422);

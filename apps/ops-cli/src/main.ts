@@ -44,15 +44,18 @@ async function run(argv: string[]): Promise<unknown> {
   const directory = new AccountDirectory(stores.eventStore, stores.readStore);
   try {
     switch (`${resource} ${action}`) {
-      case 'accounts create':
-        return await directory.openAccount(option(values, 'name'), values.credits === undefined ? undefined : count(values.credits, 'credits'));
+      case 'accounts create': {
+        // The running service applies the starting credits when it sees the account's event.
+        const { account } = await directory.openAccount(option(values, 'name'), values.credits === undefined ? undefined : count(values.credits, 'credits'));
+        return { id: account.id, name: account.name, credits_granted: account.credits, created_at: account.created_at };
+      }
       case 'keys create':
         return unwrap(await directory.issueKey(option(values, 'account'), mode(option(values, 'mode'))));
       case 'keys revoke':
         if (!id) throw new UsageError('keys revoke needs the key id');
         return unwrap(await directory.revokeKey(id));
       case 'credits grant':
-        return unwrap(await directory.grantCredits(option(values, 'account'), mode(option(values, 'mode')), count(option(values, 'amount'), 'amount')));
+        return unwrap(await directory.grantCredits(option(values, 'account'), mode(option(values, 'mode')), count(option(values, 'amount'), 'amount'))).account;
       default:
         throw new UsageError(`unknown command: ${resource} ${action ?? ''}`);
     }

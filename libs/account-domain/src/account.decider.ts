@@ -90,3 +90,22 @@ export function upcastAccountEvent(type: string, data: Record<string, unknown>, 
   if (!ACCOUNT_EVENT_TYPES.includes(type) || version !== 1) throw new Error(`cannot read account event ${type} v${version}`);
   return { type, version, data } as AccountEvent;
 }
+
+/** Credits an account event grants, each with an id derived from the event, so applying twice counts once. */
+export interface CreditGrant {
+  grantId: string;
+  mode: KeyMode;
+  amount: number;
+}
+
+export function creditGrantsOf(event: { id: string; type: string; data: Record<string, unknown> }): CreditGrant[] {
+  if (event.type === 'AccountOpened') {
+    const credits = (event.data as AccountOpened['data']).credits;
+    return KEY_MODES.filter((mode) => credits[mode] > 0).map((mode) => ({ grantId: `${event.id}:${mode}`, mode, amount: credits[mode] }));
+  }
+  if (event.type === 'CreditsGranted') {
+    const { mode, amount } = event.data as CreditsGranted['data'];
+    return [{ grantId: event.id, mode, amount }];
+  }
+  return [];
+}

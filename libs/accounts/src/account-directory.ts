@@ -1,5 +1,7 @@
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import {
+  CreditGrant,
+  creditGrantsOf,
   AccountCommand,
   accountDecider,
   AccountEvent,
@@ -65,10 +67,11 @@ export class AccountDirectory {
     this.keys = readStore.collection<ApiKeyView>('api_keys', { indexes: ['key_hash', 'account_id'] });
   }
 
-  async openAccount(name: string, credits = DEFAULT_STARTING_CREDITS): Promise<AccountResource> {
+  /** Opens an account; its starting credits are grants that dispatch-service's ledgers apply. */
+  async openAccount(name: string, credits = DEFAULT_STARTING_CREDITS): Promise<{ account: AccountResource; grants: CreditGrant[] }> {
     const accountId = newId('acct');
-    await this.run(accountId, { type: 'OpenAccount', accountId, name, credits, now: new Date().toISOString() });
-    return toResource((await this.accounts.get(accountId))!);
+    const grants = await this.run(accountId, { type: 'OpenAccount', accountId, name, credits, now: new Date().toISOString() });
+    return { account: toResource((await this.accounts.get(accountId))!), grants };
   }
 
   async issueKey(accountId: string, mode: KeyMode): Promise<Outcome<IssuedKey>> {
@@ -96,14 +99,15 @@ export class AccountDirectory {
     return success({ id: keyId, revoked: true });
   }
 
-  async grantCredits(accountId: string, mode: KeyMode, amount: number): Promise<Outcome<AccountResource>> {
+  async grantCredits(accountId: string, mode: KeyMode, amount: number): Promise<Outcome<{ account: AccountResource; grants: CreditGrant[] }>> {
+    let grants: CreditGrant[];
     try {
-      await this.run(accountId, { type: 'GrantCredits', mode, amount, now: new Date().toISOString() });
+      grants = await this.run(accountId, { type: 'GrantCredits', mode, amount, now: new Date().toISOString() });
     } catch (error) {
       if (error instanceof AccountNotFound) return failure('resource_missing', `No such account: ${accountId}`, 'id');
       throw error;
     }
-    return success(toResource((await this.accounts.get(accountId))!));
+    return success({ account: toResource((await this.accounts.get(accountId))!), grants });
   }
 
   async account(accountId: string): Promise<AccountResource | null> {
@@ -132,8 +136,10 @@ export class AccountDirectory {
     }
   }
 
-  private async run(accountId: string, command: AccountCommand): Promise<void> {
-    await this.repository.execute(accountStreamId(accountId), command, { accountId });
+  /** Runs a command; answers the credit grants its events make. */
+  private async run(accountId: string, command: AccountCommand): Promise<CreditGrant[]> {
+    const { recorded } = await this.repository.execute(accountStreamId(accountId), command, { accountId });
     await this.refreshViews(accountStreamId(accountId));
+    return recorded.flatMap(creditGrantsOf);
   }
 }

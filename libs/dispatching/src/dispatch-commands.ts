@@ -1,10 +1,25 @@
 import { Logger } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
-import { DispatchNotFound, DispatchNotRetryable, dispatchStreamId, DispatchResource } from '@campaign-ops/dispatch-domain';
-import { newId } from '@campaign-ops/ids';
+import {
+  decide,
+  evolve,
+  Dispatch,
+  toDispatchResource,
+  DispatchCharged,
+  DispatchNotFound,
+  DispatchNotRetryable,
+  dispatchStreamId,
+  DispatchResource,
+  InsufficientCredits,
+  Mode,
+} from '@campaign-ops/dispatch-domain';
+import { toStoredEvent } from '@campaign-ops/event-sourcing';
+import { RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
+import { derivedUuid, newId } from '@campaign-ops/ids';
+import { CreditLedgers } from './credit-ledgers';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
-import { DispatchStore, fromView } from './dispatch-store';
+import { DispatchStore } from './dispatch-store';
 
 /** The write side of dispatches: launch and retry. */
 export class DispatchCommands {
@@ -12,6 +27,7 @@ export class DispatchCommands {
 
   constructor(
     private readonly store: DispatchStore,
+    private readonly ledgers: CreditLedgers,
     private readonly bus: Bus,
   ) {}
 
@@ -27,48 +43,69 @@ export class DispatchCommands {
         return failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel');
     }
     const dispatchId = newId('dsp');
-    const streamId = dispatchStreamId(dispatchId);
-    await this.store.repository.execute(
-      streamId,
-      {
-        type: 'CreateDispatch',
-        dispatchId,
-        accountId: caller.accountId,
-        mode: caller.mode,
-        channel,
-        campaign,
-        connectionId: found?.status === 'active' ? found.id : null,
-        idempotencyKey,
-        now: new Date().toISOString(),
-      },
-      { accountId: caller.accountId, mode: caller.mode, requestId: caller.requestId },
+    let charge: RecordedEvent;
+    try {
+      const charged = await this.ledgers.execute(
+        caller.accountId,
+        caller.mode,
+        {
+          type: 'ChargeForDispatch',
+          dispatch: { dispatchId, channel, campaign, connectionId: found?.status === 'active' ? found.id : null, idempotencyKey, requestId: caller.requestId },
+          now: new Date().toISOString(),
+        },
+        { requestId: caller.requestId },
+      );
+      charge = charged.recorded[0];
+    } catch (error) {
+      if (error instanceof InsufficientCredits) return failure('insufficient_credits', `${error.message} Add credits to launch more.`);
+      throw error;
+    }
+    const accepted = await this.createChargedDispatch(charge, caller.accountId, caller.mode);
+    // The answer is the dispatch as accepted, even if the executor has already moved it on.
+    return success(toDispatchResource(accepted));
+  }
+
+  /**
+   * The dispatch a charge paid for: created right after the charge, and again by the ledger
+   * processor should this process die in between. The event id derives from the charge's, so the
+   * second append is a no-op: one charge, one dispatch.
+   */
+  async createChargedDispatch(charge: Pick<RecordedEvent, 'id' | 'data'>, accountId: string, mode: Mode): Promise<Dispatch> {
+    const { dispatch, chargedAt } = (charge.data as DispatchCharged['data']);
+    const streamId = dispatchStreamId(dispatch.dispatchId);
+    const [accepted] = decide(
+      { type: 'CreateDispatch', dispatchId: dispatch.dispatchId, accountId, mode, channel: dispatch.channel, campaign: dispatch.campaign, connectionId: dispatch.connectionId, idempotencyKey: dispatch.idempotencyKey, now: chargedAt },
+      { status: 'none' },
     );
+    const stored = { ...toStoredEvent(accepted, { accountId, mode, requestId: dispatch.requestId }), id: derivedUuid(`dispatch-accepted:${charge.id}`) };
+    try {
+      await this.store.events.append(streamId, [stored], { expectedRevision: 'no_stream' });
+    } catch (error) {
+      if (!(error instanceof WrongExpectedRevisionError)) throw error;
+    }
     await this.store.refreshView(streamId);
-    return this.current(dispatchId);
+    return evolve({ status: 'none' }, accepted) as Dispatch;
   }
 
   async retry({ caller, id }: DispatchByIdRequest): Promise<Outcome<DispatchResource>> {
     const view = await this.store.views.get(id);
     if (!view || view.account_id !== caller.accountId || view.mode !== caller.mode) return failure('resource_missing', `No such dispatch: ${id}`, 'id');
     const streamId = dispatchStreamId(id);
+    let retried: Dispatch;
     try {
-      await this.store.repository.execute(
+      const decided = await this.store.repository.execute(
         streamId,
         { type: 'RetryDispatch', requestId: caller.requestId, now: new Date().toISOString() },
         { accountId: caller.accountId, mode: caller.mode, requestId: caller.requestId },
       );
+      retried = decided.state as Dispatch;
     } catch (error) {
       if (error instanceof DispatchNotRetryable) return failure('dispatch_not_retryable', error.message, 'id');
       if (error instanceof DispatchNotFound) return failure('resource_missing', `No such dispatch: ${id}`, 'id');
       throw error;
     }
     await this.store.refreshView(streamId);
-    return this.current(id);
-  }
-
-  private async current(id: string): Promise<Outcome<DispatchResource>> {
-    const view = await this.store.views.get(id);
-    return view ? success(fromView(view)) : failure('internal_error', 'The dispatch was recorded but cannot be read back yet.');
+    return success(toDispatchResource(retried));
   }
 
   private async resolveConnection(request: ResolveConnectionRequest): Promise<Outcome<ResolvedConnection>> {

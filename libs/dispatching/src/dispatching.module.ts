@@ -5,8 +5,10 @@ import { SandboxSimulator } from '@campaign-ops/channels';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
-import { CreateDispatchRequest, DispatchByIdRequest, ListDispatchesRequest, SUBJECTS } from '@campaign-ops/service-messages';
-import { DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
+import { CreateDispatchRequest, CreditBalancesRequest, DispatchByIdRequest, GrantCreditsRequest, ListDispatchesRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { CREDIT_LEDGER_STREAM_PREFIX, DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
+import { CreditHandlers } from './credit-handlers';
+import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchExecutor, ChannelProviders } from './dispatch-executor';
 import { DispatchQueries } from './dispatch-queries';
@@ -31,7 +33,9 @@ const sandboxOnly: ChannelProviders = {
   providers: [
     { provide: DispatchStore, useFactory: (events: EventStore, reads: ReadStore) => new DispatchStore(events, reads), inject: [EVENT_STORE, READ_STORE] },
     { provide: CHANNEL_PROVIDERS, useValue: sandboxOnly },
-    { provide: DispatchCommands, useFactory: (store: DispatchStore, bus: Bus) => new DispatchCommands(store, bus), inject: [DispatchStore, BUS] },
+    { provide: CreditLedgers, useFactory: (events: EventStore, reads: ReadStore) => new CreditLedgers(events, reads), inject: [EVENT_STORE, READ_STORE] },
+    { provide: DispatchCommands, useFactory: (store: DispatchStore, ledgers: CreditLedgers, bus: Bus) => new DispatchCommands(store, ledgers, bus), inject: [DispatchStore, CreditLedgers, BUS] },
+    { provide: CreditHandlers, useFactory: (ledgers: CreditLedgers, commands: DispatchCommands) => new CreditHandlers(ledgers, commands), inject: [CreditLedgers, DispatchCommands] },
     { provide: DispatchQueries, useFactory: (store: DispatchStore) => new DispatchQueries(store), inject: [DispatchStore] },
     { provide: DispatchExecutor, useFactory: (store: DispatchStore, providers: ChannelProviders) => new DispatchExecutor(store, providers), inject: [DispatchStore, CHANNEL_PROVIDERS] },
   ],
@@ -50,6 +54,7 @@ export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestro
     private readonly commands: DispatchCommands,
     private readonly queries: DispatchQueries,
     private readonly executor: DispatchExecutor,
+    private readonly credits: CreditHandlers,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -59,13 +64,27 @@ export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestro
     await respond<DispatchByIdRequest>(SUBJECTS.dispatchGet, (r) => this.queries.get(r));
     await respond<ListDispatchesRequest>(SUBJECTS.dispatchList, (r) => this.queries.list(r));
     await respond<DispatchByIdRequest>(SUBJECTS.dispatchEvents, (r) => this.queries.history(r));
+    await respond<GrantCreditsRequest>(SUBJECTS.creditsGrant, (r) => this.credits.grant(r));
+    await respond<CreditBalancesRequest>(SUBJECTS.creditsBalances, (r) => this.credits.balances(r));
 
     const common = { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [DISPATCH_STREAM_PREFIX] };
     this.processors.push(
       new CheckpointedProcessor({ ...common, name: 'dispatch-relay', handle: (event) => relayDispatchEvent(this.store, this.bus, event) }),
       new CheckpointedProcessor({ ...common, name: 'dispatch-views', handle: (event) => this.store.refreshView(event.streamId) }),
     );
+    this.processors.push(
+      new CheckpointedProcessor({
+        eventStore: this.eventStore,
+        checkpoints: this.readStore.checkpoints,
+        streamPrefixes: [CREDIT_LEDGER_STREAM_PREFIX],
+        name: 'credit-ledgers',
+        handle: (event) => this.credits.onLedgerEvent(event),
+      }),
+    );
     await Promise.all(this.processors.map((p) => p.start()));
+    this.consumers.push(
+      await this.bus.consume<RelayedEvent>({ durable: 'credit-grants', subject: 'evt.account.>' }, (message) => this.credits.onAccountEvent(message.data)),
+    );
 
     // Several lanes of one durable consumer: a slow provider call does not hold up the others.
     for (let lane = 0; lane < this.config.executorConcurrency; lane++) {

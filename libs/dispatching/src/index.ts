@@ -4,3 +4,5 @@ export * from './dispatch-commands';
 export * from './dispatch-queries';
 export * from './dispatch-executor';
 export * from './dispatch-relay';
+export * from './credit-ledgers';
+export * from './credit-handlers';

@@ -4,6 +4,8 @@ import { AccountDirectory } from '@campaign-ops/accounts';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor } from '@campaign-ops/service-runtime';
+import { Bus, BUS } from '@campaign-ops/bus';
+import { creditGrantsOf } from '@campaign-ops/account-domain';
 import { AccountController } from './controllers/account.http.controller';
 import { AdminController } from './controllers/admin.http.controller';
 import { CampaignsController } from './controllers/campaigns.http.controller';
@@ -12,6 +14,9 @@ import { WebhooksController } from './controllers/webhooks.http.controller';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { AdminTokenGuard, ApiKeyGuard } from './http/auth.guards';
 import { EnvelopeInterceptor } from './http/envelope.interceptor';
+import { idempotencyStoreProvider } from './http/idempotency';
+import { IdempotencyInterceptor } from './http/idempotency.interceptor';
+import { RateLimitMiddleware } from './http/rate-limit.middleware';
 import { ServiceClient } from './http/service-client';
 
 /**
@@ -25,31 +30,42 @@ import { ServiceClient } from './http/service-client';
     ServiceClient,
     ApiKeyGuard,
     AdminTokenGuard,
+    RateLimitMiddleware,
+    idempotencyStoreProvider,
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
+    // Outermost first: a replayed answer skips the envelope (it is already enveloped).
+    { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
     { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
   ],
 })
 export class GatewayModule implements OnApplicationBootstrap, OnModuleDestroy {
-  private projection: CheckpointedProcessor | null = null;
+  private readonly processors: CheckpointedProcessor[] = [];
 
   constructor(
     private readonly directory: AccountDirectory,
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) private readonly readStore: ReadStore,
+    @Inject(BUS) private readonly bus: Bus,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    this.projection = new CheckpointedProcessor({
-      name: 'account-views',
-      eventStore: this.eventStore,
-      checkpoints: this.readStore.checkpoints,
-      streamPrefixes: ['account-'],
-      handle: (event) => this.directory.refreshViews(event.streamId),
-    });
-    await this.projection.start();
+    const common = { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: ['account-'] };
+    this.processors.push(
+      new CheckpointedProcessor({ ...common, name: 'account-views', handle: (event) => this.directory.refreshViews(event.streamId) }),
+      // Account events on the bus: dispatch-service applies their credit grants to its ledgers.
+      new CheckpointedProcessor({
+        ...common,
+        name: 'account-relay',
+        handle: async ({ position: _position, ...event }) => {
+          // Only what carries credits leaves the gateway; key events (hashes) stay here.
+          if (creditGrantsOf(event).length > 0) await this.bus.publish(`evt.account.${event.type}`, event, { msgId: event.id });
+        },
+      }),
+    );
+    await Promise.all(this.processors.map((p) => p.start()));
   }
 
   async onModuleDestroy(): Promise<void> {
-    await this.projection?.stop();
+    await Promise.all(this.processors.map((p) => p.stop()));
   }
 }

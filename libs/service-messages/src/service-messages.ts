@@ -19,7 +19,30 @@ export const SUBJECTS = {
   webhookRotateSecret: 'svc.webhook.rotate-secret',
   webhookDeliveries: 'svc.webhook.deliveries',
   webhookRedeliver: 'svc.webhook.redeliver',
+  creditsGrant: 'svc.credits.grant',
+  creditsBalances: 'svc.credits.balances',
+  eventsList: 'svc.events.list',
+  eventsGet: 'svc.events.get',
 } as const;
+
+/** Credits granted by account events (ids derived from the events, so a grant applies once). */
+export interface GrantCreditsRequest {
+  accountId: string;
+  grants: Array<{ grantId: string; mode: Mode; amount: number }>;
+}
+export interface CreditBalancesRequest {
+  accountId: string;
+}
+export type CreditBalances = Record<Mode, number>;
+
+export interface ListEventsRequest {
+  caller: Caller;
+  query: ListQuery & { type?: string; createdAfter?: string };
+}
+export interface EventByIdRequest {
+  caller: Caller;
+  id: string;
+}
 
 export type Mode = 'live' | 'test';
 

@@ -1,13 +1,18 @@
 import { Controller, Get, Req, UseGuards } from '@nestjs/common';
 import { ApiError } from '@campaign-ops/api-errors';
 import { AccountDirectory } from '@campaign-ops/accounts';
+import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
+import { ServiceClient } from '../http/service-client';
 import { callerOf, GatewayRequest } from '../http/request-context';
 
 @Controller('v1/account')
 @UseGuards(ApiKeyGuard)
 export class AccountController {
-  constructor(private readonly directory: AccountDirectory) {}
+  constructor(
+    private readonly directory: AccountDirectory,
+    private readonly services: ServiceClient,
+  ) {}
 
   /** The key's account, seen from the key's mode. */
   @Get()
@@ -15,6 +20,7 @@ export class AccountController {
     const caller = callerOf(request);
     const account = await this.directory.account(caller.accountId);
     if (!account) throw new ApiError('resource_missing', 'The account of this key no longer exists.');
-    return { id: account.id, name: account.name, environment: caller.mode === 'live' ? 'live' : 'sandbox', credits_balance: account.credits[caller.mode] };
+    const balances = await this.services.call<CreditBalances>(SUBJECTS.creditsBalances, { caller, accountId: caller.accountId });
+    return { id: account.id, name: account.name, environment: caller.mode === 'live' ? 'live' : 'sandbox', credits_balance: balances[caller.mode] };
   }
 }

@@ -1,8 +1,10 @@
 import { Body, Controller, Delete, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
 import { createAccountSchema, createKeySchema, grantCreditsSchema } from '@campaign-ops/api-contract';
 import { unwrap } from '@campaign-ops/api-errors';
-import { AccountDirectory } from '@campaign-ops/accounts';
-import { KeyMode } from '@campaign-ops/account-domain';
+import { AccountDirectory, AccountResource } from '@campaign-ops/accounts';
+import { CreditGrant, KeyMode } from '@campaign-ops/account-domain';
+import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
+import { ServiceClient } from '../http/service-client';
 import { AdminTokenGuard } from '../http/auth.guards';
 import { parseBody } from '../http/validation';
 
@@ -10,13 +12,17 @@ import { parseBody } from '../http/validation';
 @Controller('admin/v1')
 @UseGuards(AdminTokenGuard)
 export class AdminController {
-  constructor(private readonly directory: AccountDirectory) {}
+  constructor(
+    private readonly directory: AccountDirectory,
+    private readonly services: ServiceClient,
+  ) {}
 
   @Post('accounts')
   @HttpCode(200)
-  openAccount(@Body() body: unknown) {
+  async openAccount(@Body() body: unknown) {
     const { name, credits } = parseBody<{ name: string; credits?: number }>(createAccountSchema, body);
-    return this.directory.openAccount(name, credits);
+    const { account, grants } = await this.directory.openAccount(name, credits);
+    return this.withBalances(account, grants);
   }
 
   @Post('accounts/:id/keys')
@@ -31,7 +37,17 @@ export class AdminController {
   @HttpCode(200)
   async grantCredits(@Param('id') accountId: string, @Body() body: unknown) {
     const { mode, amount } = parseBody<{ mode: KeyMode; amount: number }>(grantCreditsSchema, body);
-    return unwrap(await this.directory.grantCredits(accountId, mode, amount));
+    const { account, grants } = unwrap(await this.directory.grantCredits(accountId, mode, amount));
+    return this.withBalances(account, grants);
+  }
+
+  /**
+   * Applies the grants at once (dispatch-service keeps the ledgers) and answers the balances. The
+   * account events reach the ledgers over the bus as well, so a grant is never lost; it counts once.
+   */
+  private async withBalances(account: AccountResource, grants: CreditGrant[]) {
+    const credits = await this.services.call<CreditBalances>(SUBJECTS.creditsGrant, { accountId: account.id, grants });
+    return { id: account.id, name: account.name, credits, created_at: account.created_at };
   }
 
   @Delete('keys/:id')

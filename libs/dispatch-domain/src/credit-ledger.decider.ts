@@ -1,0 +1,81 @@
+import { assertNever, Decider, DomainEvent, DomainRuleViolation } from '@campaign-ops/decider';
+import { CampaignSpec, Channel } from '@campaign-ops/channels';
+import { CREDITS_PER_DISPATCH } from './dispatch.decider';
+import { Mode } from './dispatch.events';
+
+/**
+ * One account's credits in one mode. A charge carries the whole dispatch it pays for, so a
+ * dispatch can always be completed from its charge: credits are never taken without a dispatch.
+ */
+export interface DispatchToCreate {
+  dispatchId: string;
+  channel: Channel;
+  campaign: CampaignSpec;
+  connectionId: string | null;
+  idempotencyKey: string | null;
+  requestId: string | null;
+}
+
+export type CreditsGranted = DomainEvent<'CreditsGranted', { grantId: string; amount: number; grantedAt: string }>;
+export type DispatchCharged = DomainEvent<'DispatchCharged', { amount: number; chargedAt: string; dispatch: DispatchToCreate }>;
+export type CreditLedgerEvent = CreditsGranted | DispatchCharged;
+
+export interface CreditLedger {
+  accountId: string;
+  mode: Mode;
+  balance: number;
+  /** Grants already applied: a grant delivered twice counts once. */
+  grantIds: string[];
+}
+
+export type CreditLedgerCommand =
+  | { type: 'GrantCredits'; grantId: string; amount: number; now: string }
+  | { type: 'ChargeForDispatch'; dispatch: DispatchToCreate; now: string };
+
+export class InsufficientCredits extends DomainRuleViolation {
+  readonly rule = 'insufficient_credits';
+  constructor(readonly balance: number) {
+    super(`A dispatch costs ${CREDITS_PER_DISPATCH} credit; the balance is ${balance}.`);
+  }
+}
+
+export const creditLedgerStreamId = (accountId: string, mode: Mode) => `credits-${accountId}-${mode}`;
+export const CREDIT_LEDGER_STREAM_PREFIX = 'credits-';
+
+export const emptyLedger = (accountId: string, mode: Mode): CreditLedger => ({ accountId, mode, balance: 0, grantIds: [] });
+
+function decide(command: CreditLedgerCommand, state: CreditLedger): CreditLedgerEvent[] {
+  switch (command.type) {
+    case 'GrantCredits':
+      if (state.grantIds.includes(command.grantId)) return [];
+      return [{ type: 'CreditsGranted', version: 1, data: { grantId: command.grantId, amount: command.amount, grantedAt: command.now } }];
+    case 'ChargeForDispatch':
+      if (state.balance < CREDITS_PER_DISPATCH) throw new InsufficientCredits(state.balance);
+      return [{ type: 'DispatchCharged', version: 1, data: { amount: CREDITS_PER_DISPATCH, chargedAt: command.now, dispatch: command.dispatch } }];
+    default:
+      return assertNever(command);
+  }
+}
+
+function evolve(state: CreditLedger, event: CreditLedgerEvent): CreditLedger {
+  switch (event.type) {
+    case 'CreditsGranted':
+      return { ...state, balance: state.balance + event.data.amount, grantIds: [...state.grantIds, event.data.grantId] };
+    case 'DispatchCharged':
+      return { ...state, balance: state.balance - event.data.amount };
+    default:
+      return assertNever(event);
+  }
+}
+
+/** The ledger's decider for one account and mode (its initial state names them). */
+export const creditLedgerDecider = (accountId: string, mode: Mode): Decider<CreditLedgerCommand, CreditLedgerEvent, CreditLedger> => ({
+  initialState: emptyLedger(accountId, mode),
+  decide,
+  evolve,
+});
+
+export function upcastCreditLedgerEvent(type: string, data: Record<string, unknown>, version: number): CreditLedgerEvent {
+  if ((type !== 'CreditsGranted' && type !== 'DispatchCharged') || version !== 1) throw new Error(`cannot read credit ledger event ${type} v${version}`);
+  return { type, version, data } as CreditLedgerEvent;
+}
