@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
+import { Channel } from '@campaign-ops/channels';
 import {
   decide,
   evolve,
@@ -29,6 +30,8 @@ export class DispatchCommands {
     private readonly store: DispatchStore,
     private readonly ledgers: CreditLedgers,
     private readonly bus: Bus,
+    /** Whether live dispatches can run on a channel (a live provider adapter exists for it). */
+    private readonly liveChannelAvailable: (channel: Channel) => boolean = () => false,
   ) {}
 
   async create(request: CreateDispatchRequest): Promise<Outcome<DispatchResource>> {
@@ -41,6 +44,8 @@ export class DispatchCommands {
         return failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel');
       if (found.status === 'reauth_required')
         return failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel');
+      if (!this.liveChannelAvailable(channel))
+        return failure('channel_live_unavailable', `Live dispatches to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
     }
     const dispatchId = newId('dsp');
     let charge: RecordedEvent;

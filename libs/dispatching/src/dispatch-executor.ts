@@ -8,6 +8,7 @@ import { RelayedEvent } from './dispatch-relay';
 /** Which provider runs a dispatch: the simulator for test keys, a live adapter for live keys. */
 export interface ChannelProviders {
   forDispatch(dispatch: Dispatch): ChannelProvider | null;
+  liveChannelAvailable(channel: Dispatch['channel']): boolean;
 }
 
 /** Waits between transient provider errors within one dispatch. */

@@ -18,11 +18,10 @@ import { DispatchStore } from './dispatch-store';
 export const CHANNEL_PROVIDERS = Symbol('CHANNEL_PROVIDERS');
 
 /** Test keys run on the simulator; live adapters arrive with connections (a later issue). */
+const simulator = new SandboxSimulator();
 const sandboxOnly: ChannelProviders = {
-  forDispatch: (() => {
-    const simulator = new SandboxSimulator();
-    return (dispatch) => (dispatch.mode === 'test' ? simulator : null);
-  })(),
+  forDispatch: (dispatch) => (dispatch.mode === 'test' ? simulator : null),
+  liveChannelAvailable: () => false,
 };
 
 /**
@@ -34,7 +33,12 @@ const sandboxOnly: ChannelProviders = {
     { provide: DispatchStore, useFactory: (events: EventStore, reads: ReadStore) => new DispatchStore(events, reads), inject: [EVENT_STORE, READ_STORE] },
     { provide: CHANNEL_PROVIDERS, useValue: sandboxOnly },
     { provide: CreditLedgers, useFactory: (events: EventStore, reads: ReadStore) => new CreditLedgers(events, reads), inject: [EVENT_STORE, READ_STORE] },
-    { provide: DispatchCommands, useFactory: (store: DispatchStore, ledgers: CreditLedgers, bus: Bus) => new DispatchCommands(store, ledgers, bus), inject: [DispatchStore, CreditLedgers, BUS] },
+    {
+      provide: DispatchCommands,
+      useFactory: (store: DispatchStore, ledgers: CreditLedgers, bus: Bus, providers: ChannelProviders) =>
+        new DispatchCommands(store, ledgers, bus, (channel) => providers.liveChannelAvailable(channel)),
+      inject: [DispatchStore, CreditLedgers, BUS, CHANNEL_PROVIDERS],
+    },
     { provide: CreditHandlers, useFactory: (ledgers: CreditLedgers, commands: DispatchCommands) => new CreditHandlers(ledgers, commands), inject: [CreditLedgers, DispatchCommands] },
     { provide: DispatchQueries, useFactory: (store: DispatchStore) => new DispatchQueries(store), inject: [DispatchStore] },
     { provide: DispatchExecutor, useFactory: (store: DispatchStore, providers: ChannelProviders) => new DispatchExecutor(store, providers), inject: [DispatchStore, CHANNEL_PROVIDERS] },

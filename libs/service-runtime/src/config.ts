@@ -16,9 +16,11 @@ export interface ServiceConfig {
   adminToken: string | null;
   /** 64 hex characters; seals webhook signing secrets at rest. */
   webhookSecretKey: string;
-  webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number };
+  webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; disableAfterMs: number };
   executorConcurrency: number;
   requestTimeoutMs: number;
+  /** Gateway token bucket per API key (and per client IP without one): refill rate and bucket size. */
+  rateLimit: { perSecond: number; burst: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   version: string;
 }
@@ -61,6 +63,18 @@ function url(env: Env, name: string, schemes: string[]): string | null {
     if (!schemes.includes(parsed.protocol.replace(':', ''))) throw new ConfigError(name, `must use ${schemes.join(' or ')}://, not "${parsed.protocol}"`);
   }
   return raw;
+}
+
+/** A single duration such as `5d` or `90s` (the retry schedule's units). */
+function duration(env: Env, name: string, fallback: string): number {
+  const raw = env[name] || fallback;
+  try {
+    const steps = parseRetrySchedule(raw);
+    if (steps.length !== 1) throw new Error('must be one duration');
+    return steps[0];
+  } catch {
+    throw new ConfigError(name, `must be one duration with a unit (ms, s, m, h, d), such as 5d, not "${raw}"`);
+  }
 }
 
 const DEFAULT_PORTS: Record<AppName, number> = {
@@ -130,9 +144,14 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
       retrySchedule,
       concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
+      disableAfterMs: duration(env, 'WEBHOOK_DISABLE_AFTER', '5d'),
     },
     executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),
     requestTimeoutMs: integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
+    rateLimit: {
+      perSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
+      burst: integer(env, 'RATE_LIMIT_BURST', 200, 1, 1_000_000),
+    },
     logLevel,
     version: packageVersion(),
   };

@@ -5,6 +5,7 @@ import { afterAttempt, AttemptResult, Delivery } from '@campaign-ops/webhook-dom
 import { signBody } from '@campaign-ops/webhook-signing';
 import { postWebhook } from '@campaign-ops/webhook-sender';
 import { UrlPolicy } from '@campaign-ops/url-guard';
+import { EndpointHealth } from './endpoint-health';
 import { EndpointStore } from './endpoint-store';
 
 export interface DeliveryWorkerOptions {
@@ -25,6 +26,7 @@ export class DeliveryWorker {
     private readonly deliveries: Collection<Delivery>,
     private readonly endpoints: EndpointStore,
     private readonly secrets: SecretBox,
+    private readonly health: EndpointHealth,
     private readonly options: DeliveryWorkerOptions,
   ) {}
 
@@ -56,6 +58,8 @@ export class DeliveryWorker {
     const next = afterAttempt(delivery, result, new Date(), this.options.retrySchedule);
     // Only the holder of this lease records its outcome.
     await this.deliveries.update(delivery.id, next, { lease_until: leaseUntil });
+    if (result.ok) await this.health.recordSuccess(delivery.endpoint_id);
+    else if (result.statusCode !== null || !result.error?.startsWith('endpoint_')) await this.health.recordFailure(delivery.endpoint_id, new Date());
     if (!result.ok) this.logger.warn(`delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`);
     return true;
   }

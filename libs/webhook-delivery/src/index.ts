@@ -5,3 +5,5 @@ export * from './fan-out';
 export * from './delivery-worker';
 export * from './delivery-queries';
 export * from './delivery-store';
+export * from './event-queries';
+export * from './endpoint-health';

@@ -6,6 +6,8 @@ import { SecretBox } from '@campaign-ops/secret-box';
 import { BackgroundLoop, CheckpointedProcessor, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import {
   CreateWebhookRequest,
+  EventByIdRequest,
+  ListEventsRequest,
   ListDeliveriesRequest,
   ListWebhooksRequest,
   RedeliverRequest,
@@ -20,6 +22,8 @@ import { DeliveryWorker } from './delivery-worker';
 import { EndpointCommands } from './endpoint-commands';
 import { EndpointStore } from './endpoint-store';
 import { FanOut } from './fan-out';
+import { EndpointHealth } from './endpoint-health';
+import { EventQueries } from './event-queries';
 
 /**
  * webhook-delivery-service: owns webhook endpoints (event-sourced) and deliveries. Fans every
@@ -34,6 +38,8 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
   private readonly commands: EndpointCommands;
   private readonly queries: DeliveryQueries;
   private readonly fanOut: FanOut;
+  private readonly eventQueries: EventQueries;
+  private purgeTimer: NodeJS.Timeout | null = null;
   private projection: CheckpointedProcessor | null = null;
   private consumer: Consumer | null = null;
 
@@ -47,7 +53,8 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
     const policy = { allowHttp: config.webhook.allowHttp, allowPrivateNetworks: config.webhook.allowPrivateNetworks };
     const deliveries = deliveriesOf(readStore);
     this.endpoints = new EndpointStore(eventStore, readStore);
-    const worker = (this.worker = new DeliveryWorker(deliveries, this.endpoints, secrets, {
+    const health = new EndpointHealth(readStore, this.endpoints, config.webhook.disableAfterMs);
+    const worker = (this.worker = new DeliveryWorker(deliveries, this.endpoints, secrets, health, {
       timeoutMs: config.webhook.timeoutMs,
       retrySchedule: config.webhook.retrySchedule,
       policy,
@@ -57,6 +64,7 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
     this.commands = new EndpointCommands(this.endpoints, secrets, policy);
     this.queries = new DeliveryQueries(this.endpoints, deliveries, () => this.loop.kick());
     this.fanOut = new FanOut(this.endpoints, deliveries, partnerEventsOf(readStore), () => this.loop.kick());
+    this.eventQueries = new EventQueries(partnerEventsOf(readStore));
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -69,6 +77,8 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
     await respond<WebhookByIdRequest>(SUBJECTS.webhookRotateSecret, (r) => this.commands.rotateSecret(r));
     await respond<ListDeliveriesRequest>(SUBJECTS.webhookDeliveries, (r) => this.queries.list(r));
     await respond<RedeliverRequest>(SUBJECTS.webhookRedeliver, (r) => this.queries.redeliver(r));
+    await respond<ListEventsRequest>(SUBJECTS.eventsList, (r) => this.eventQueries.list(r));
+    await respond<EventByIdRequest>(SUBJECTS.eventsGet, (r) => this.eventQueries.get(r));
 
     this.projection = new CheckpointedProcessor({
       name: 'webhook-endpoint-views',
@@ -84,10 +94,13 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
       if (released > 0) this.logger.warn(`resumed ${released} deliveries a previous run left mid-send`);
     }
     this.loop.start();
+    this.purgeTimer = setInterval(() => void this.eventQueries.purgeExpired().catch((e: Error) => this.logger.warn(`event purge failed: ${e.message}`)), 3_600_000);
+    this.purgeTimer.unref();
     this.logger.log('webhook-delivery-service ready');
   }
 
   async onModuleDestroy(): Promise<void> {
+    if (this.purgeTimer) clearInterval(this.purgeTimer);
     await this.consumer?.stop();
     await this.projection?.stop();
     await this.loop.stop();

@@ -1,0 +1,115 @@
+/**
+ * One test per error code of API.md §1, each caused through the API as a partner would, against
+ * the standalone process with production-like settings (https only, no private hosts).
+ * Covered elsewhere, where they need their own set-up: idempotency_key_reused/in_use
+ * (idempotency.e2e), rate_limited (rate-limit.e2e), service_unavailable (distributed.e2e),
+ * internal_error (libs/gateway api-exception.filter.spec).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteReadStore } from '@campaign-ops/read-store';
+import { ApiAnswer, eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
+import { ServiceProcess } from '../support/service-process';
+
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
+
+describe('every error code, in the envelope', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+  let admin: PartnerClient;
+  let partner: PartnerClient;
+  let live: PartnerClient;
+  let keys: Awaited<ReturnType<typeof openAccountWithKeys>>;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-errors-'));
+    service = await ServiceProcess.start('standalone', { ADMIN_TOKEN, DATA_DIR: dataDir });
+    admin = new PartnerClient(service.url, ADMIN_TOKEN);
+    keys = await openAccountWithKeys(admin, 'Errors');
+    partner = new PartnerClient(service.url, keys.testKey);
+    live = new PartnerClient(service.url, keys.liveKey);
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const expectError = (answer: ApiAnswer, status: number, type: string, code: string, param?: string) => {
+    expect({ status: answer.status, success: answer.body.success, type: answer.body.error?.type, code: answer.body.error?.code }).toEqual({ status, success: false, type, code });
+    expect(answer.body.request_id).toMatch(/^req_/);
+    expect(typeof answer.body.error.message).toBe('string');
+    if (param !== undefined) expect(answer.body.error.param).toBe(param);
+    // never a stack trace or a secret
+    expect(JSON.stringify(answer.body)).not.toMatch(/at .+\.js:\d+|mk_(test|live)_[0-9A-Za-z]{20}|whsec_/);
+  };
+
+  it('body_invalid_json', async () => expectError(await partner.call('POST', '/v1/campaigns', '{"channel": "meta_ads",'), 400, 'invalid_request_error', 'body_invalid_json'));
+  it('parameter_missing', async () => expectError(await partner.post('/v1/campaigns', { campaign: sandboxCampaign().campaign }), 400, 'invalid_request_error', 'parameter_missing', 'channel'));
+  it('parameter_invalid', async () => {
+    const body = sandboxCampaign();
+    body.campaign.schedule.timezone = 'Nowhere/Special';
+    expectError(await partner.post('/v1/campaigns', body), 400, 'invalid_request_error', 'parameter_invalid', 'campaign.schedule.timezone');
+  });
+  it('parameter_unknown', async () => expectError(await partner.post('/v1/webhooks', { url: 'https://example.com/h', events: ['dispatch.completed'], secret: 'x' }), 400, 'invalid_request_error', 'parameter_unknown', 'secret'));
+  it('parameter_unknown in a query', async () => expectError(await partner.get('/v1/dispatches?colour=red'), 400, 'invalid_request_error', 'parameter_unknown', 'colour'));
+  it('url_invalid', async () => expectError(await partner.post('/v1/webhooks', { url: 'not a url', events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_invalid', 'url'));
+  it('url_not_https', async () => expectError(await partner.post('/v1/webhooks', { url: 'http://example.com/h', events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_not_https', 'url'));
+  it.each(['https://127.0.0.1/h', 'https://localhost/h', 'https://169.254.169.254/latest/meta-data', 'https://10.0.0.8/h', 'https://[::1]/h'])(
+    'url_forbidden_host for %s',
+    async (url) => expectError(await partner.post('/v1/webhooks', { url, events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_forbidden_host', 'url'),
+  );
+  it('event_unknown', async () => expectError(await partner.post('/v1/webhooks', { url: 'https://example.com/h', events: ['dispatch.teleported'] }), 400, 'invalid_request_error', 'event_unknown', 'events.0'));
+  it('api_key_missing', async () => expectError(await new PartnerClient(service.url).get('/v1/account'), 401, 'authentication_error', 'api_key_missing'));
+  it('api_key_invalid', async () => expectError(await new PartnerClient(service.url, 'mk_live_' + 'A'.repeat(40)).get('/v1/account'), 401, 'authentication_error', 'api_key_invalid'));
+  it('api_key_revoked', async () => {
+    const spare = await admin.post(`/admin/v1/accounts/${keys.accountId}/keys`, { mode: 'test' });
+    await admin.delete(`/admin/v1/keys/${spare.body.data.id}`);
+    expectError(await new PartnerClient(service.url, spare.body.data.key).get('/v1/account'), 401, 'authentication_error', 'api_key_revoked');
+  });
+  it('insufficient_credits', async () => {
+    const account = await admin.post('/admin/v1/accounts', { name: 'Broke', credits: 0 });
+    const key = await admin.post(`/admin/v1/accounts/${account.body.data.id}/keys`, { mode: 'test' });
+    expectError(await new PartnerClient(service.url, key.body.data.key).post('/v1/campaigns', sandboxCampaign()), 402, 'invalid_request_error', 'insufficient_credits');
+  });
+  it('resource_missing', async () => expectError(await partner.get('/v1/dispatches/dsp_01JZZZZZZZZZZZZZZZZZZZZZZZ'), 404, 'invalid_request_error', 'resource_missing', 'id'));
+  it('route_not_found', async () => expectError(await partner.get('/v2/campaigns'), 404, 'invalid_request_error', 'route_not_found'));
+  it('method_not_allowed', async () => {
+    const answer = await partner.call('DELETE', '/v1/campaigns');
+    expectError(answer, 405, 'invalid_request_error', 'method_not_allowed');
+    expect(answer.headers.get('allow')).toBe('POST');
+  });
+  it('dispatch_not_retryable', async () => {
+    const launch = await partner.post('/v1/campaigns', sandboxCampaign());
+    await eventually(async () => (await partner.get(`/v1/dispatches/${launch.body.data.id}`)).body.data.status === 'completed');
+    expectError(await partner.post(`/v1/dispatches/${launch.body.data.id}/retry`), 409, 'invalid_request_error', 'dispatch_not_retryable');
+  });
+  it('payload_too_large', async () => {
+    const body = sandboxCampaign();
+    body.campaign.name = 'x'.repeat(70 * 1024);
+    expectError(await partner.post('/v1/campaigns', body), 413, 'invalid_request_error', 'payload_too_large');
+  });
+  it('unsupported_media_type', async () =>
+    expectError(await partner.call('POST', '/v1/campaigns', 'channel=meta_ads', { 'Content-Type': 'application/x-www-form-urlencoded' }), 415, 'invalid_request_error', 'unsupported_media_type'));
+  it('connection_required', async () => expectError(await live.post('/v1/campaigns', sandboxCampaign()), 422, 'invalid_request_error', 'connection_required'));
+
+  describe('with a connection in the read model', () => {
+    // Connections get their API in a later issue; until then the test seeds connection-service's
+    // read model directly (the service reads it on every live launch).
+    const seed = async (status: string) => {
+      const store = SqliteReadStore.open(join(dataDir, 'read-models.sqlite'));
+      const connections = store.collection('connections', { indexes: ['account_id', 'mode', 'channel', 'status'] });
+      await connections.insert({ id: `con_${status}`, account_id: keys.accountId, mode: 'live', channel: status === 'active' ? 'google_ads' : 'tiktok_ads', status });
+      await store.close();
+    };
+    it('connection_reauth_required', async () => {
+      await seed('reauth_required');
+      expectError(await live.post('/v1/campaigns', { ...sandboxCampaign(), channel: 'tiktok_ads' }), 422, 'invalid_request_error', 'connection_reauth_required');
+    });
+    it('channel_live_unavailable', async () => {
+      await seed('active');
+      expectError(await live.post('/v1/campaigns', { ...sandboxCampaign(), channel: 'google_ads' }), 422, 'invalid_request_error', 'channel_live_unavailable');
+    });
+  });
+});
