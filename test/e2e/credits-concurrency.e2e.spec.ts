@@ -1,0 +1,51 @@
+/**
+ * Credits under concurrency: 1,000 parallel launches on 500 credits make exactly 500 dispatches,
+ * the rest answer 402, and the balance ends at 0: never overdrawn, never charged without a dispatch.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PartnerClient, sandboxCampaign } from '../support/partner-client';
+import { ServiceProcess } from '../support/service-process';
+
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
+
+describe('credits under 1,000 parallel launches', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-credits-'));
+    service = await ServiceProcess.start('standalone', { ADMIN_TOKEN, DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST: '100000' });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('makes exactly 500 dispatches on 500 credits and leaves the balance at 0', async () => {
+    const admin = new PartnerClient(service.url, ADMIN_TOKEN);
+    const account = await admin.post('/admin/v1/accounts', { name: 'Busy', credits: 500 });
+    const key = await admin.post(`/admin/v1/accounts/${account.body.data.id}/keys`, { mode: 'test' });
+    const partner = new PartnerClient(service.url, key.body.data.key);
+
+    const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => partner.post('/v1/campaigns', sandboxCampaign(`Launch ${i}`))));
+    const statuses = answers.reduce<Record<number, number>>((count, a) => ({ ...count, [a.status]: (count[a.status] ?? 0) + 1 }), {});
+    expect(statuses).toEqual({ 200: 500, 402: 500 });
+    expect(answers.filter((a) => a.status === 402).every((a) => a.body.error.code === 'insufficient_credits')).toBe(true);
+
+    const ids = new Set<string>();
+    let startingAfter = '';
+    for (;;) {
+      const page = await partner.get(`/v1/dispatches?limit=100${startingAfter && `&starting_after=${startingAfter}`}`);
+      page.body.data.forEach((d: { id: string }) => ids.add(d.id));
+      if (!page.body.has_more) break;
+      startingAfter = page.body.data[page.body.data.length - 1].id;
+    }
+    expect(ids.size).toBe(500);
+    expect(new Set(answers.filter((a) => a.status === 200).map((a) => a.body.data.id))).toEqual(ids);
+    expect((await partner.get('/v1/account')).body.data.credits_balance).toBe(0);
+    expect((await new PartnerClient(service.url, ADMIN_TOKEN).post(`/admin/v1/accounts/${account.body.data.id}/credits`, { mode: 'live', amount: 1 })).body.data.credits).toEqual({ live: 501, test: 0 });
+  }, 120_000);
+});
