@@ -1,2 +1,3 @@
 export * from './read-store.port';
 export { SqliteReadStore } from './sqlite-read-store';
+export { MongoReadStore, type MongoReadStoreOptions } from './mongo-read-store';
