@@ -40,7 +40,7 @@ async function run(argv: string[]): Promise<unknown> {
   });
   const [resource, action, id] = positionals;
   if (values.help || !resource) throw new UsageError('');
-  const stores = openStores(loadConfig('ops-cli'));
+  const stores = await openStores(loadConfig('ops-cli'));
   const directory = new AccountDirectory(stores.eventStore, stores.readStore);
   try {
     switch (`${resource} ${action}`) {

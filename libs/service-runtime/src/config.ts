@@ -13,6 +13,12 @@ export interface ServiceConfig {
   dataDir: string;
   /** Set: the bus is NATS JetStream; unset: in-process (standalone only). */
   natsUrl: string | null;
+  /** Set: EventStoreDB is the event store; unset: SQLite in DATA_DIR. */
+  eventStoreUrl: string | null;
+  /** Set: MongoDB keeps the read models; unset: SQLite in DATA_DIR. */
+  mongodbUrl: string | null;
+  /** How long an unreachable dependency is retried at start before the app gives up (exit 1). */
+  startupTimeoutMs: number;
   adminToken: string | null;
   /** 64 hex characters; seals webhook signing secrets at rest. */
   webhookSecretKey: string;
@@ -61,6 +67,7 @@ function url(env: Env, name: string, schemes: string[]): string | null {
       throw new ConfigError(name, `must be a URL such as ${schemes[0]}://host:port, not "${part}"`);
     }
     if (!schemes.includes(parsed.protocol.replace(':', ''))) throw new ConfigError(name, `must use ${schemes.join(' or ')}://, not "${parsed.protocol}"`);
+    if (!parsed.hostname) throw new ConfigError(name, `must name a host, as in ${schemes[0]}://host:port`);
   }
   return raw;
 }
@@ -136,6 +143,9 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     port: integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535),
     dataDir,
     natsUrl: url(env, 'NATS_URL', ['nats', 'tls']),
+    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover']),
+    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
+    startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),
     adminToken,
     webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',
     webhook: {

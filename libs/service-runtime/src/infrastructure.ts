@@ -1,8 +1,9 @@
 import { join } from 'node:path';
+import { Logger } from '@nestjs/common';
 import { Bus, InProcessBus, NatsBus } from '@campaign-ops/bus';
-import { EventStore, SqliteEventStore } from '@campaign-ops/event-store';
-import { ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
-import { ServiceConfig } from './config';
+import { EventStore, EventStoreDbEventStore, SqliteEventStore } from '@campaign-ops/event-store';
+import { MongoReadStore, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { ConfigError, ServiceConfig } from './config';
 
 export interface Infrastructure {
   eventStore: EventStore;
@@ -10,23 +11,85 @@ export interface Infrastructure {
   bus: Bus;
 }
 
+const logger = new Logger('infrastructure');
+
 /**
- * Chooses the adapters from configuration, never from code: NATS when NATS_URL is set, else the
- * in-process bus; the embedded SQLite stores in DATA_DIR. (EventStoreDB and MongoDB slot in here.)
+ * Connects to one dependency, retrying with backoff while it does not answer, for at most
+ * `timeoutMs`; then gives up with an error that names the variable to check.
  */
-export function openStores(config: ServiceConfig): Pick<Infrastructure, 'eventStore' | 'readStore'> {
-  return {
-    eventStore: SqliteEventStore.open(join(config.dataDir, 'events.sqlite')),
-    readStore: SqliteReadStore.open(join(config.dataDir, 'read-models.sqlite')),
-  };
+export async function connectWithRetry<T extends { ping(): Promise<void>; close(): Promise<void> }>(
+  what: string,
+  variable: string,
+  timeoutMs: number,
+  connect: () => Promise<T>,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    let connected: T | null = null;
+    try {
+      // A driver may wait long on its own (server selection, reconnects): no attempt outlives the deadline.
+      const remaining = Math.max(250, deadline - Date.now());
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${remaining} ms`)), remaining);
+      });
+      try {
+        connected = await Promise.race([connect(), timeout]);
+        await Promise.race([connected.ping(), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+      return connected;
+    } catch (error) {
+      if (error instanceof ConfigError) throw error;
+      await connected?.close().catch(() => undefined);
+      const reason = (error as Error).message.split('\n')[0];
+      const wait = Math.min(5000, 250 * 2 ** (attempt - 1));
+      if (Date.now() + wait > deadline) throw new ConfigError(variable, `points at ${what}, which did not answer within ${Math.round(timeoutMs / 1000)} s: ${reason}`);
+      logger.warn(`${what} (${variable}) does not answer yet, retrying in ${wait} ms: ${reason}`);
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
+/**
+ * The stores, chosen by configuration, never by code: EventStoreDB when EVENTSTORE_URL is set and
+ * MongoDB when MONGODB_URL is set; otherwise the embedded SQLite files in DATA_DIR.
+ */
+export async function openStores(config: ServiceConfig): Promise<Pick<Infrastructure, 'eventStore' | 'readStore'>> {
+  const eventStore = config.eventStoreUrl
+    ? await connectWithRetry('EventStoreDB', 'EVENTSTORE_URL', config.startupTimeoutMs, async () => {
+        try {
+          return EventStoreDbEventStore.connect(config.eventStoreUrl!);
+        } catch (error) {
+          throw new ConfigError('EVENTSTORE_URL', `is not a valid EventStoreDB connection string: ${(error as Error).message}`);
+        }
+      })
+    : SqliteEventStore.open(join(config.dataDir, 'events.sqlite'));
+  try {
+    const readStore = config.mongodbUrl
+      ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () => MongoReadStore.connect(config.mongodbUrl!))
+      : SqliteReadStore.open(join(config.dataDir, 'read-models.sqlite'));
+    return { eventStore, readStore };
+  } catch (error) {
+    await eventStore.close();
+    throw error;
+  }
+}
+
+/** The stores and the bus: NATS JetStream when NATS_URL is set, else the durable in-process bus. */
 export async function openInfrastructure(config: ServiceConfig): Promise<Infrastructure> {
-  const { eventStore, readStore } = openStores(config);
-  const bus = config.natsUrl
-    ? await NatsBus.connect({ servers: config.natsUrl, name: config.app })
-    : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true });
-  return { eventStore, readStore, bus };
+  const stores = await openStores(config);
+  try {
+    const bus = config.natsUrl
+      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app }))
+      : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true });
+    return { ...stores, bus };
+  } catch (error) {
+    await stores.eventStore.close();
+    await stores.readStore.close();
+    throw error;
+  }
 }
 
 export async function closeInfrastructure(infrastructure: Infrastructure): Promise<void> {

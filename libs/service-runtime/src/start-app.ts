@@ -24,7 +24,7 @@ export async function startApp(
   @Module({ imports: [InfrastructureModule.forRoot(config), ...features] })
   class AppModule {}
 
-  const app = await NestFactory.create(AppModule, { bodyParser: false, logger: jsonLogger(config) });
+  const app = await NestFactory.create(AppModule, { bodyParser: false, logger: jsonLogger(config), abortOnError: false });
   configure(app);
   app.enableShutdownHooks();
   await app.listen(config.port, process.env.HOST || '0.0.0.0');

@@ -1,0 +1,69 @@
+/**
+ * An app with a missing or malformed setting, or an unreachable dependency, stops at start with
+ * a message that names the variable, and exits non-zero: never a half-started service.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, ROOT } from '../support/service-process';
+
+async function startFailing(app: string, env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; output: string; ms: number }> {
+  const started = Date.now();
+  const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(await freePort()), LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(timer);
+  return { code, output, ms: Date.now() - started };
+}
+
+describe('start-up configuration', () => {
+  let dataDir: string;
+  let closedPort: number;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-startup-'));
+    closedPort = await freePort();
+  });
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  const base = () => ({ DATA_DIR: dataDir, NATS_URL: `nats://127.0.0.1:${closedPort}` });
+
+  it.each([
+    ['EVENTSTORE_URL', 'not a url'],
+    ['EVENTSTORE_URL', 'http://eventstore:2113'],
+    ['MONGODB_URL', 'postgres://db/x'],
+    ['NATS_URL', 'nats:/'],
+    ['WEBHOOK_RETRY_SCHEDULE', '5s,soon'],
+    ['PORT', 'eighty'],
+    ['WEBHOOK_ALLOW_HTTP', 'perhaps'],
+  ])('refuses a malformed %s at once, naming it', async (variable, value) => {
+    const result = await startFailing('dispatch-service', { ...base(), [variable]: value });
+    expect(result.code).toBe(1);
+    expect(result.output).toContain(variable);
+    expect(result.ms).toBeLessThan(10_000);
+  });
+
+  it('refuses to run webhook-delivery-service without WEBHOOK_SECRET_KEY', async () => {
+    const result = await startFailing('webhook-delivery-service', base());
+    expect(result.code).toBe(1);
+    expect(result.output).toContain('WEBHOOK_SECRET_KEY');
+  });
+
+  it.each([
+    ['EVENTSTORE_URL', (port: number) => `esdb://127.0.0.1:${port}?tls=false`],
+    ['MONGODB_URL', (port: number) => `mongodb://127.0.0.1:${port}/campaign_ops`],
+    ['NATS_URL', (port: number) => `nats://127.0.0.1:${port}`],
+  ])('gives up on an unreachable %s after STARTUP_TIMEOUT_MS, naming it', async (variable, url) => {
+    const result = await startFailing('dispatch-service', { ...base(), STARTUP_TIMEOUT_MS: '1500', [variable]: url(closedPort) });
+    expect(result.code).toBe(1);
+    expect(result.output).toMatch(new RegExp(`cannot start: ${variable} points at`));
+    expect(result.ms).toBeLessThan(15_000);
+  });
+});
