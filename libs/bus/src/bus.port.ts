@@ -75,6 +75,8 @@ export interface Bus {
   publish<T>(subject: string, data: T, options?: PublishOptions): Promise<void>;
   /** A handler that throws is redelivered after a backoff. */
   consume<T>(options: ConsumerOptions, handler: (message: DeliveredMessage<T>) => Promise<HandlerOutcome>): Promise<Consumer>;
+  /** Messages a durable consumer has not acked yet (queued or in flight): its lag, for /metrics. */
+  pending(durable: string): Promise<number>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }

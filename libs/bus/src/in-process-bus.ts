@@ -144,6 +144,10 @@ export class InProcessBus implements Bus {
     return consumer;
   }
 
+  async pending(durable: string): Promise<number> {
+    return this.store.pending(durable);
+  }
+
   async ping(): Promise<void> {
     this.assertOpen('in-process bus');
   }

@@ -197,6 +197,15 @@ export class NatsBus implements Bus {
     }
   }
 
+  async pending(durable: string): Promise<number> {
+    try {
+      const info = await this.jsm.consumers.info(this.streamName, durable);
+      return info.num_pending + info.num_ack_pending;
+    } catch {
+      return 0; // not created yet
+    }
+  }
+
   /** Stops consumers and responders (waiting for handlers in flight), then drains the connection. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -128,6 +128,16 @@ export class SqliteBusStore {
     return this.statements.releaseLeases.run().changes;
   }
 
+  /** Unacked deliveries of the durable plus matching messages not yet queued for it. */
+  pending(durable: string): number {
+    const consumer = this.statements.consumer.get(durable);
+    if (!consumer) return 0;
+    const queued = this.statements.countDeliveries.get(durable)?.n ?? 0;
+    let beyond = 0;
+    for (const message of this.statements.subjectsAfter.iterate(consumer.cursor)) if (subjectMatches(consumer.filter, message.subject)) beyond++;
+    return queued + beyond;
+  }
+
   close(): void {
     this.db.close();
   }
@@ -200,6 +210,9 @@ function prepareStatements(db: Database.Database) {
     nextDueAt: db.prepare<[string], { dueAt: number | null }>(
       'SELECT MIN(due_at) AS dueAt FROM bus_deliveries WHERE durable = ? AND parked = 0',
     ),
+    consumer: db.prepare<[string], { cursor: number; filter: string }>('SELECT cursor, filter FROM bus_consumers WHERE durable = ?'),
+    countDeliveries: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM bus_deliveries WHERE durable = ? AND parked = 0'),
+    subjectsAfter: db.prepare<[number], { subject: string }>('SELECT subject FROM bus_messages WHERE seq > ?'),
     remove: db.prepare<[string, number]>('DELETE FROM bus_deliveries WHERE durable = ? AND seq = ?'),
     reschedule: db.prepare<[number, string, number, number]>(
       'UPDATE bus_deliveries SET due_at = ?, leased = 0 WHERE durable = ? AND seq = ? AND delivery_count = ?',

@@ -257,6 +257,23 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         ]);
       });
 
+      it('counts what a durable has not acked yet as pending', async () => {
+        const { subject, options } = durableSetup();
+        const seen: Seen[] = [];
+        const first = await bus.consume(options, record(seen));
+        await bus.publish(subject, { id: 'a' });
+        await waitFor(() => seen.length >= 1, 'the first message');
+        await first.stop();
+        await bus.publish(subject, { id: 'b' });
+        await bus.publish(subject, { id: 'c' });
+        await waitFor(async () => (await bus.pending(options.durable)) === 2, 'two pending messages');
+        const second = await bus.consume(options, record(seen));
+        await waitFor(() => seen.length >= 3, 'the pending messages');
+        await waitFor(async () => (await bus.pending(options.durable)) === 0, 'nothing pending');
+        await second.stop();
+        expect(await bus.pending(`d_${unique()}`)).toBe(0);
+      });
+
       it('redelivers a message not acked within ackWaitMs', async () => {
         const { subject, options } = durableSetup({ ackWaitMs: 500 });
         const seen: Seen[] = [];

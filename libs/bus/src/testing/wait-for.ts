@@ -1,7 +1,7 @@
-/** Polls `condition` until it holds; fails with `description` after `timeoutMs` so a broken test never hangs. */
-export async function waitFor(condition: () => boolean, description: string, timeoutMs = 5000): Promise<void> {
+/** Polls `condition` (sync or async) every 10 ms until it holds, or fails after `timeoutMs`. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, description: string, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
+  while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${description}`);
     await sleep(10);
   }
