@@ -5,7 +5,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Agent, request } from 'node:http';
 import { PartnerClient, sandboxCampaign } from '../support/partner-client';
+
+const pool = new Agent({ keepAlive: true, maxSockets: 200 });
+
+function postOverPool(base: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}/v1/campaigns`, { method: 'POST', agent: pool, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } }, (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
 import { ServiceProcess } from '../support/service-process';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
@@ -20,6 +36,7 @@ describe('credits under 1,000 parallel launches', () => {
   });
 
   afterAll(async () => {
+    pool.destroy();
     await service?.stop();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -30,7 +47,8 @@ describe('credits under 1,000 parallel launches', () => {
     const key = await admin.post(`/admin/v1/accounts/${account.body.data.id}/keys`, { mode: 'test' });
     const partner = new PartnerClient(service.url, key.body.data.key);
 
-    const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => partner.post('/v1/campaigns', sandboxCampaign(`Launch ${i}`))));
+    // All 1,000 sent at once; the client opens at most 200 connections and queues the rest on them.
+    const answers = await Promise.all(Array.from({ length: 1000 }, (_, i) => postOverPool(service.url, key.body.data.key, sandboxCampaign(`Launch ${i}`))));
     const statuses = answers.reduce<Record<number, number>>((count, a) => ({ ...count, [a.status]: (count[a.status] ?? 0) + 1 }), {});
     expect(statuses).toEqual({ 200: 500, 402: 500 });
     expect(answers.filter((a) => a.status === 402).every((a) => a.body.error.code === 'insufficient_credits')).toBe(true);

@@ -1,6 +1,7 @@
 import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { respondInRequestContext } from '@campaign-ops/service-runtime';
 import { ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 
 /** A connection as its read model keeps it (the aggregate and its API arrive in a later issue). */
@@ -36,7 +37,7 @@ export class ConnectionsModule implements OnApplicationBootstrap {
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    await this.bus.respond<ResolveConnectionRequest, ResolvedConnection>(SUBJECTS.connectionResolve, (request) => resolveConnection(this.readStore, request));
+    await respondInRequestContext<ResolveConnectionRequest>(this.bus, SUBJECTS.connectionResolve, (request) => resolveConnection(this.readStore, request));
     this.logger.log('connection-service ready');
   }
 }

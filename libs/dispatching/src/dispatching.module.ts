@@ -4,7 +4,7 @@ import { Bus, BUS, Consumer } from '@campaign-ops/bus';
 import { SandboxSimulator } from '@campaign-ops/channels';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
-import { CheckpointedProcessor, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { CheckpointedProcessor, CONFIG, respondInRequestContext, scrapeGauge, watchConsumerLag, ServiceConfig, withRequestId } from '@campaign-ops/service-runtime';
 import { CreateDispatchRequest, CreditBalancesRequest, DispatchByIdRequest, GrantCreditsRequest, ListDispatchesRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { CREDIT_LEDGER_STREAM_PREFIX, DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
 import { CreditHandlers } from './credit-handlers';
@@ -62,7 +62,7 @@ export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestro
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const respond = <Req>(subject: string, handler: (request: Req) => Promise<unknown>) => this.bus.respond<Req, unknown>(subject, handler);
+    const respond = <Req>(subject: string, handler: (request: Req) => Promise<unknown>) => respondInRequestContext<Req>(this.bus, subject, handler);
     await respond<CreateDispatchRequest>(SUBJECTS.dispatchCreate, (r) => this.commands.create(r));
     await respond<DispatchByIdRequest>(SUBJECTS.dispatchRetry, (r) => this.commands.retry(r));
     await respond<DispatchByIdRequest>(SUBJECTS.dispatchGet, (r) => this.queries.get(r));
@@ -93,9 +93,15 @@ export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestro
     // Several lanes of one durable consumer: a slow provider call does not hold up the others.
     for (let lane = 0; lane < this.config.executorConcurrency; lane++) {
       this.consumers.push(
-        await this.bus.consume<RelayedEvent>({ durable: 'dispatch-executor', subject: DISPATCH_EVENT_SUBJECTS, ackWaitMs: 60_000 }, (message) => this.executor.handle(message)),
+        await this.bus.consume<RelayedEvent>({ durable: 'dispatch-executor', subject: DISPATCH_EVENT_SUBJECTS, ackWaitMs: 60_000 }, (message) =>
+          withRequestId(message.data.metadata.requestId as string | undefined, () => this.executor.handle(message)),
+        ),
       );
     }
+    scrapeGauge('dispatches', 'Dispatches in the read model, by status.', ['status'], async () =>
+      Promise.all((['accepted', 'completed', 'failed'] as const).map(async (status) => [{ status }, await this.store.views.count({ status })] as [{ status: string }, number])),
+    );
+    watchConsumerLag(this.bus, ['dispatch-executor', 'credit-grants']);
     this.logger.log(`dispatch-service ready (${this.config.executorConcurrency} executor lanes)`);
   }
 

@@ -10,6 +10,8 @@ import { AccountController } from './controllers/account.http.controller';
 import { AdminController } from './controllers/admin.http.controller';
 import { CampaignsController } from './controllers/campaigns.http.controller';
 import { DispatchesController } from './controllers/dispatches.http.controller';
+import { EventsController } from './controllers/events.http.controller';
+import { OpenApiController } from './controllers/openapi.http.controller';
 import { WebhooksController } from './controllers/webhooks.http.controller';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { AdminTokenGuard, ApiKeyGuard } from './http/auth.guards';
@@ -24,7 +26,7 @@ import { ServiceClient } from './http/service-client';
  * reaches the services only over the bus. Accounts and keys are the only state it keeps.
  */
 @Module({
-  controllers: [CampaignsController, DispatchesController, WebhooksController, AccountController, AdminController],
+  controllers: [CampaignsController, DispatchesController, WebhooksController, EventsController, AccountController, AdminController, OpenApiController],
   providers: [
     { provide: AccountDirectory, useFactory: (events: EventStore, reads: ReadStore) => new AccountDirectory(events, reads), inject: [EVENT_STORE, READ_STORE] },
     ServiceClient,

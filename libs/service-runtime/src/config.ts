@@ -19,6 +19,8 @@ export interface ServiceConfig {
   mongodbUrl: string | null;
   /** How long an unreachable dependency is retried at start before the app gives up (exit 1). */
   startupTimeoutMs: number;
+  /** After SIGTERM, how long work in flight may take before the process exits anyway. */
+  shutdownGraceMs: number;
   adminToken: string | null;
   /** 64 hex characters; seals webhook signing secrets at rest. */
   webhookSecretKey: string;
@@ -146,6 +148,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover']),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
     adminToken,
     webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',
     webhook: {

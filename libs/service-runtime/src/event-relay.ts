@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { EventStore, RecordedEvent, Subscription } from '@campaign-ops/event-store';
 import { CheckpointStore } from '@campaign-ops/read-store';
+import { processorCheckpoint, processorEvents, processorLag } from './metrics';
+import { withRequestId } from './request-context';
 
 export interface CheckpointedOptions {
   /** Names the checkpoint: one per processor, e.g. `dispatch-relay`. */
@@ -37,9 +39,13 @@ export class CheckpointedProcessor {
       fromPosition: from,
       streamPrefixes: this.options.streamPrefixes,
       onEvent: async (event) => {
-        await this.options.handle(event);
+        await withRequestId(event.metadata.requestId as string | undefined, () => this.options.handle(event));
         await this.options.checkpoints.set(this.options.name, event.position);
         this.failures = 0;
+        const occurred = Date.parse(event.occurredAt);
+        processorEvents.inc({ processor: this.options.name });
+        processorLag.set({ processor: this.options.name }, Math.max(0, (Date.now() - occurred) / 1000));
+        processorCheckpoint.set({ processor: this.options.name }, occurred / 1000);
       },
       onError: (error) => this.restartAfterFailure(error),
     });

@@ -5,3 +5,6 @@ export * from './infrastructure.module';
 export * from './event-relay';
 export * from './background-loop';
 export * from './start-app';
+export * from './request-context';
+export * from './json-logger';
+export * from './metrics';

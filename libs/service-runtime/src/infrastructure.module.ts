@@ -5,6 +5,7 @@ import { READ_STORE } from '@campaign-ops/read-store';
 import { ServiceConfig } from './config';
 import { closeInfrastructure, Infrastructure, openInfrastructure } from './infrastructure';
 import { HealthController } from './health.http.controller';
+import { MetricsController } from './metrics.http.controller';
 import { CONFIG, INFRASTRUCTURE } from './infrastructure.tokens';
 
 
@@ -17,7 +18,7 @@ export class InfrastructureModule implements OnApplicationShutdown {
   static forRoot(config: ServiceConfig, options: { health?: boolean } = {}): DynamicModule {
     return {
       module: InfrastructureModule,
-      controllers: options.health === false ? [] : [HealthController],
+      controllers: options.health === false ? [] : [HealthController, MetricsController],
       providers: [
         { provide: CONFIG, useValue: config },
         { provide: INFRASTRUCTURE, useFactory: () => openInfrastructure(config) },

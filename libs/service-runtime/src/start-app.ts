@@ -1,16 +1,11 @@
-import { ConsoleLogger, INestApplication, LogLevel, Module, Type } from '@nestjs/common';
+import { INestApplication, Logger, Module, Type } from '@nestjs/common';
+import { JsonLogger } from './json-logger';
+import { httpMetricsMiddleware } from './metrics';
 import { NestFactory } from '@nestjs/core';
 import { ServiceConfig } from './config';
 import { InfrastructureModule } from './infrastructure.module';
 
-const LEVELS: Record<ServiceConfig['logLevel'], LogLevel[]> = {
-  debug: ['fatal', 'error', 'warn', 'log', 'debug'],
-  info: ['fatal', 'error', 'warn', 'log'],
-  warn: ['fatal', 'error', 'warn'],
-  error: ['fatal', 'error'],
-};
-
-export const jsonLogger = (config: ServiceConfig) => new ConsoleLogger(config.app, { json: true, colors: false, logLevels: LEVELS[config.logLevel] });
+export const jsonLogger = (config: ServiceConfig) => new JsonLogger(config.app, config.logLevel);
 
 /**
  * Starts one app: the infrastructure of its config, its feature modules, HTTP on PORT (health,
@@ -25,9 +20,15 @@ export async function startApp(
   class AppModule {}
 
   const app = await NestFactory.create(AppModule, { bodyParser: false, logger: jsonLogger(config), abortOnError: false });
+  app.use(httpMetricsMiddleware);
   configure(app);
-  app.enableShutdownHooks();
+  // Longer than the idle timeouts of load balancers and HTTP clients in front of us, so a
+  // keep-alive connection is never closed by us just as a client reuses it.
+  const server = app.getHttpServer() as import('node:http').Server;
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await app.listen(config.port, process.env.HOST || '0.0.0.0');
+  stopGracefullyOnSignals(app, config);
   return app;
 }
 
@@ -35,4 +36,34 @@ export async function startApp(
 export function exitOnStartFailure(error: Error): never {
   process.stderr.write(`${JSON.stringify({ level: 'fatal', msg: `cannot start: ${error.message}` })}\n`);
   process.exit(1);
+}
+
+/**
+ * SIGTERM/SIGINT: stop taking work (no new connections; consumers and loops stop pulling), let
+ * what is in flight finish, close the stores, exit 0. Past the grace period, exit 1 regardless.
+ */
+function stopGracefullyOnSignals(app: INestApplication, config: ServiceConfig): void {
+  const logger = new Logger('shutdown');
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    logger.log(`${signal}: finishing work in flight (at most ${config.shutdownGraceMs} ms)`);
+    setTimeout(() => {
+      logger.error('grace period over; exiting with work unfinished (it will be redone: at least once)');
+      process.exit(1);
+    }, config.shutdownGraceMs).unref();
+    const server = app.getHttpServer() as import('node:http').Server;
+    server.close();
+    server.closeIdleConnections?.();
+    app.close().then(
+      () => process.exit(0),
+      (error: Error) => {
+        logger.error(`stopping failed: ${error.message}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
 }

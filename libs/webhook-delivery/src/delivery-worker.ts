@@ -5,6 +5,7 @@ import { afterAttempt, AttemptResult, Delivery } from '@campaign-ops/webhook-dom
 import { signBody } from '@campaign-ops/webhook-signing';
 import { postWebhook } from '@campaign-ops/webhook-sender';
 import { UrlPolicy } from '@campaign-ops/url-guard';
+import { deliveryAttempts } from '@campaign-ops/service-runtime';
 import { EndpointHealth } from './endpoint-health';
 import { EndpointStore } from './endpoint-store';
 
@@ -58,6 +59,7 @@ export class DeliveryWorker {
     const next = afterAttempt(delivery, result, new Date(), this.options.retrySchedule);
     // Only the holder of this lease records its outcome.
     await this.deliveries.update(delivery.id, next, { lease_until: leaseUntil });
+    deliveryAttempts.inc({ outcome: result.ok ? 'succeeded' : 'failed' });
     if (result.ok) await this.health.recordSuccess(delivery.endpoint_id);
     else if (result.statusCode !== null || !result.error?.startsWith('endpoint_')) await this.health.recordFailure(delivery.endpoint_id, new Date());
     if (!result.ok) this.logger.warn(`delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`);

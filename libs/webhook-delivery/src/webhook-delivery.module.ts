@@ -3,7 +3,7 @@ import { Bus, BUS, Consumer } from '@campaign-ops/bus';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
-import { BackgroundLoop, CheckpointedProcessor, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { BackgroundLoop, CheckpointedProcessor, CONFIG, respondInRequestContext, scrapeGauge, watchConsumerLag, ServiceConfig, withRequestId } from '@campaign-ops/service-runtime';
 import {
   CreateWebhookRequest,
   EventByIdRequest,
@@ -15,7 +15,8 @@ import {
   UpdateWebhookRequest,
   WebhookByIdRequest,
 } from '@campaign-ops/service-messages';
-import { PARTNER_EVENT_SUBJECTS, PartnerEvent } from '@campaign-ops/webhook-domain';
+import { Delivery, PARTNER_EVENT_SUBJECTS, PartnerEvent } from '@campaign-ops/webhook-domain';
+import { Collection } from '@campaign-ops/read-store';
 import { deliveriesOf, partnerEventsOf } from './delivery-store';
 import { DeliveryQueries } from './delivery-queries';
 import { DeliveryWorker } from './delivery-worker';
@@ -39,6 +40,7 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
   private readonly queries: DeliveryQueries;
   private readonly fanOut: FanOut;
   private readonly eventQueries: EventQueries;
+  private readonly deliveries: Collection<Delivery>;
   private purgeTimer: NodeJS.Timeout | null = null;
   private projection: CheckpointedProcessor | null = null;
   private consumer: Consumer | null = null;
@@ -51,7 +53,7 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
   ) {
     const secrets = SecretBox.fromHexKey(config.webhookSecretKey);
     const policy = { allowHttp: config.webhook.allowHttp, allowPrivateNetworks: config.webhook.allowPrivateNetworks };
-    const deliveries = deliveriesOf(readStore);
+    const deliveries = (this.deliveries = deliveriesOf(readStore));
     this.endpoints = new EndpointStore(eventStore, readStore);
     const health = new EndpointHealth(readStore, this.endpoints, config.webhook.disableAfterMs);
     const worker = (this.worker = new DeliveryWorker(deliveries, this.endpoints, secrets, health, {
@@ -68,7 +70,7 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const respond = <Req>(subject: string, handler: (request: Req) => Promise<unknown>) => this.bus.respond<Req, unknown>(subject, handler);
+    const respond = <Req>(subject: string, handler: (request: Req) => Promise<unknown>) => respondInRequestContext<Req>(this.bus, subject, handler);
     await respond<CreateWebhookRequest>(SUBJECTS.webhookCreate, (r) => this.commands.create(r));
     await respond<ListWebhooksRequest>(SUBJECTS.webhookList, (r) => this.commands.list(r));
     await respond<WebhookByIdRequest>(SUBJECTS.webhookGet, (r) => this.commands.get(r));
@@ -93,6 +95,10 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
       const released = await this.worker.releaseLeases();
       if (released > 0) this.logger.warn(`resumed ${released} deliveries a previous run left mid-send`);
     }
+    scrapeGauge('webhook_deliveries', 'Webhook deliveries in the store, by status.', ['status'], async () =>
+      Promise.all((['pending', 'succeeded', 'failed'] as const).map(async (status) => [{ status }, await this.deliveries.count({ status })] as [{ status: string }, number])),
+    );
+    watchConsumerLag(this.bus, ['webhook-fan-out']);
     this.loop.start();
     this.purgeTimer = setInterval(() => void this.eventQueries.purgeExpired().catch((e: Error) => this.logger.warn(`event purge failed: ${e.message}`)), 3_600_000);
     this.purgeTimer.unref();

@@ -1,15 +1,26 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { ApiError } from '@campaign-ops/api-errors';
-import { AccountDirectory } from '@campaign-ops/accounts';
+import { AccountDirectory, Authentication } from '@campaign-ops/accounts';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { GatewayRequest } from './request-context';
 
-function bearer(request: GatewayRequest): string | null {
+export function bearer(request: GatewayRequest): string | null {
   const header = request.header('Authorization');
   if (!header) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match ? match[1] : '';
+}
+
+const AUTHENTICATION = Symbol('authentication');
+
+/**
+ * One key lookup per request: the rate limiter (before the body is read) and ApiKeyGuard share it.
+ */
+export function authenticateOnce(directory: AccountDirectory, request: GatewayRequest, key: string): Promise<Authentication> {
+  const memo = request as GatewayRequest & { [AUTHENTICATION]?: { key: string; result: Promise<Authentication> } };
+  if (memo[AUTHENTICATION]?.key !== key) memo[AUTHENTICATION] = { key, result: directory.authenticate(key) };
+  return memo[AUTHENTICATION].result;
 }
 
 /** Partners' API keys: the account and mode every /v1 call is scoped to. */
@@ -21,7 +32,7 @@ export class ApiKeyGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<GatewayRequest>();
     const key = bearer(request);
     if (key === null) throw new ApiError('api_key_missing', 'Send your API key as Authorization: Bearer <key>.');
-    const found = await this.directory.authenticate(key);
+    const found = await authenticateOnce(this.directory, request, key);
     if (!found.ok) {
       throw found.code === 'api_key_revoked'
         ? new ApiError('api_key_revoked', 'This API key has been revoked.')
@@ -46,8 +57,13 @@ export class AdminTokenGuard implements CanActivate {
     if (!this.expected) throw new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
     const token = bearer(request);
     if (token === null) throw new ApiError('api_key_missing', 'Send the admin token as Authorization: Bearer <token>.');
-    const presented = createHash('sha256').update(token).digest();
-    if (!timingSafeEqual(presented, this.expected)) throw new ApiError('api_key_invalid', 'The admin token is not valid.');
+    if (!this.accepts(token)) throw new ApiError('api_key_invalid', 'The admin token is not valid.');
     return true;
+  }
+
+  /** Whether `token` is the admin token (compared in constant time); false while the Admin API is off. */
+  accepts(token: string): boolean {
+    if (!this.expected) return false;
+    return timingSafeEqual(createHash('sha256').update(token).digest(), this.expected);
   }
 }

@@ -1,5 +1,6 @@
 import type { NextFunction, Response } from 'express';
 import { newId } from '@campaign-ops/ids';
+import { withRequestId } from '@campaign-ops/service-runtime';
 import { GatewayRequest } from './request-context';
 
 const CLIENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -9,5 +10,6 @@ export function requestIdMiddleware(request: GatewayRequest, response: Response,
   const sent = request.header('X-Request-Id');
   request.requestId = sent && CLIENT_ID.test(sent) ? (sent.startsWith('req_') ? sent : `req_${sent}`) : newId('req');
   response.setHeader('X-Request-Id', request.requestId);
-  next();
+  // Everything this request causes, here and (through the bus header) in the services, logs its id.
+  withRequestId(request.requestId, () => next());
 }

@@ -1,0 +1,215 @@
+import { Body, Controller, HttpCode, INestApplication, Param, Post } from '@nestjs/common';
+import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
+import { Test } from '@nestjs/testing';
+import type { NextFunction, Response } from 'express';
+import { ApiError } from '@campaign-ops/api-errors';
+import { SqliteReadStore } from '@campaign-ops/read-store';
+import { ApiExceptionFilter } from './api-exception.filter';
+import { EnvelopeInterceptor } from './envelope.interceptor';
+import { IdempotencyStore } from './idempotency';
+import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { jsonBodyMiddleware } from './json-body.middleware';
+import { GatewayRequest } from './request-context';
+import { requestIdMiddleware } from './request-id.middleware';
+
+/** Handlers that count their runs and answer what the test asks for. */
+const runs: string[] = [];
+let gate: Promise<void> = Promise.resolve();
+
+@Controller('v1/things')
+class ThingsController {
+  @Post()
+  @HttpCode(200)
+  create(@Body() body: { name?: string }) {
+    runs.push(`create:${body?.name}`);
+    return { id: `thing_${runs.length}`, name: body?.name ?? null, at: process.hrtime.bigint().toString() };
+  }
+
+  @Post('slow')
+  @HttpCode(200)
+  async slow() {
+    runs.push('slow');
+    await gate;
+    return { id: `slow_${runs.length}` };
+  }
+
+  @Post('fail/:code')
+  @HttpCode(200)
+  fail(@Param('code') code: string) {
+    runs.push(`fail:${code}`);
+    if (code === 'crash') throw new Error('boom');
+    throw new ApiError(code as never, `failed with ${code}`);
+  }
+}
+
+@Controller('admin/v1/things')
+class AdminThingsController {
+  @Post()
+  @HttpCode(200)
+  create() {
+    runs.push('admin');
+    return { id: `admin_${runs.length}` };
+  }
+}
+
+/** Stands in for ApiKeyGuard: `X-Account` makes the caller. */
+function fakeAuth(request: GatewayRequest, _response: Response, next: NextFunction): void {
+  const account = request.header('X-Account');
+  if (account) request.caller = { accountId: account, mode: request.header('X-Mode') === 'live' ? 'live' : 'test', requestId: request.requestId, keyId: `key_${account}` };
+  next();
+}
+
+interface RawAnswer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+describe('IdempotencyInterceptor', () => {
+  let reads: SqliteReadStore;
+  let app: INestApplication;
+  let base: string;
+
+  const post = async (path: string, body: unknown, headers: Record<string, string> = {}): Promise<RawAnswer> => {
+    const response = await fetch(base + path, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Account': 'acct_1', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    return { status: response.status, headers: response.headers, text: await response.text() };
+  };
+
+  beforeAll(async () => {
+    reads = SqliteReadStore.open(':memory:');
+    const moduleRef = await Test.createTestingModule({
+      controllers: [ThingsController, AdminThingsController],
+      providers: [
+        { provide: IdempotencyStore, useFactory: () => new IdempotencyStore(reads, { sweepIntervalMs: 0 }) },
+        { provide: APP_FILTER, useClass: ApiExceptionFilter },
+        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
+      ],
+    }).compile();
+    app = moduleRef.createNestApplication({ bodyParser: false, logger: false });
+    app.use(requestIdMiddleware);
+    app.use(jsonBodyMiddleware);
+    app.use(fakeAuth);
+    await app.listen(0, '127.0.0.1');
+    base = await app.getUrl();
+    base = base.replace('[::1]', '127.0.0.1');
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await reads?.close();
+  });
+
+  beforeEach(() => {
+    runs.length = 0;
+  });
+
+  it('replays the first answer byte for byte, with Idempotent-Replayed and the original request id', async () => {
+    const first = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'replay-1' });
+    const again = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'replay-1' });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect([again.status, again.text]).toEqual([first.status, first.text]);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('content-type')).toBe(first.headers.get('content-type'));
+    expect(again.headers.get('x-request-id')).toBe(JSON.parse(first.text).request_id);
+    expect(runs).toEqual(['create:a']);
+  });
+
+  it('answers 409 idempotency_key_reused to another body, and does not run it', async () => {
+    await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'reused-1' });
+    const other = await post('/v1/things', { name: 'b' }, { 'Idempotency-Key': 'reused-1' });
+    expect(other.status).toBe(409);
+    expect(JSON.parse(other.text)).toMatchObject({ success: false, error: { type: 'idempotency_error', code: 'idempotency_key_reused', param: 'Idempotency-Key' } });
+    // same JSON, other bytes: another request too
+    const spaced = await post('/v1/things', '{"name": "a"}', { 'Idempotency-Key': 'reused-1' });
+    expect(JSON.parse(spaced.text).error.code).toBe('idempotency_key_reused');
+    // another path with the same key
+    const elsewhere = await post('/v1/things/slow', { name: 'a' }, { 'Idempotency-Key': 'reused-1' });
+    expect(JSON.parse(elsewhere.text).error.code).toBe('idempotency_key_reused');
+    expect(runs).toEqual(['create:a']);
+  });
+
+  it('answers 409 idempotency_key_in_use while the first request runs', async () => {
+    let open!: () => void;
+    gate = new Promise((resolve) => (open = resolve));
+    const first = post('/v1/things/slow', {}, { 'Idempotency-Key': 'slow-1' });
+    while (!runs.includes('slow')) await new Promise((r) => setTimeout(r, 5));
+    const during = await post('/v1/things/slow', {}, { 'Idempotency-Key': 'slow-1' });
+    expect(during.status).toBe(409);
+    expect(JSON.parse(during.text).error).toMatchObject({ type: 'idempotency_error', code: 'idempotency_key_in_use' });
+    open();
+    const done = await first;
+    const after = await post('/v1/things/slow', {}, { 'Idempotency-Key': 'slow-1' });
+    expect([after.status, after.text, after.headers.get('idempotent-replayed')]).toEqual([200, done.text, 'true']);
+    expect(runs).toEqual(['slow']);
+  });
+
+  it.each([
+    ['parameter_invalid', 400],
+    ['resource_missing', 404],
+    ['service_unavailable', 503],
+    ['crash', 500],
+  ])('releases the key after %s (%i): the same key runs again', async (code, status) => {
+    const key = `release-${code}`;
+    const failed = await post(`/v1/things/fail/${code}`, {}, { 'Idempotency-Key': key });
+    expect(failed.status).toBe(status);
+    const again = await post(`/v1/things/fail/${code}`, {}, { 'Idempotency-Key': key });
+    expect(again.status).toBe(status);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    // and a corrected request may use it too
+    const fixed = await post('/v1/things', { name: 'fixed' }, { 'Idempotency-Key': key });
+    expect(fixed.status).toBe(200);
+    expect(runs).toEqual([`fail:${code}`, `fail:${code}`, 'create:fixed']);
+  });
+
+  it.each([
+    ['insufficient_credits', 402],
+    ['dispatch_not_retryable', 409],
+    ['connection_required', 422],
+  ])('keeps the business outcome %s (%i) and replays it', async (code, status) => {
+    const key = `keep-${code}`;
+    const first = await post(`/v1/things/fail/${code}`, {}, { 'Idempotency-Key': key });
+    const again = await post(`/v1/things/fail/${code}`, {}, { 'Idempotency-Key': key });
+    expect(first.status).toBe(status);
+    expect([again.status, again.text, again.headers.get('idempotent-replayed')]).toEqual([status, first.text, 'true']);
+    expect(runs).toEqual([`fail:${code}`]);
+  });
+
+  it('refuses a malformed key with 400 parameter_invalid before running anything', async () => {
+    const spaced = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'has space' });
+    const long = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'k'.repeat(256) });
+    for (const answer of [spaced, long]) {
+      expect(answer.status).toBe(400);
+      expect(JSON.parse(answer.text).error).toMatchObject({ code: 'parameter_invalid', param: 'Idempotency-Key' });
+    }
+    expect((await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'k'.repeat(255) })).status).toBe(200);
+    expect(runs).toEqual(['create:a']);
+  });
+
+  it('scopes keys to the account and the mode', async () => {
+    const a = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'scoped-1' });
+    const other = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'scoped-1', 'X-Account': 'acct_2' });
+    const live = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'scoped-1', 'X-Mode': 'live' });
+    expect(new Set([a, other, live].map((r) => JSON.parse(r.text).data.id)).size).toBe(3);
+    expect([other, live].map((r) => r.headers.get('idempotent-replayed'))).toEqual([null, null]);
+    expect(runs).toHaveLength(3);
+  });
+
+  it('scopes Admin API keys to admin', async () => {
+    const first = await post('/admin/v1/things', {}, { 'Idempotency-Key': 'admin-1', 'X-Account': '' });
+    const again = await post('/admin/v1/things', {}, { 'Idempotency-Key': 'admin-1', 'X-Account': '' });
+    expect([again.text, again.headers.get('idempotent-replayed')]).toEqual([first.text, 'true']);
+    expect(runs).toEqual(['admin']);
+  });
+
+  it('runs every request without a key', async () => {
+    await post('/v1/things', { name: 'a' });
+    await post('/v1/things', { name: 'a' });
+    expect(runs).toEqual(['create:a', 'create:a']);
+  });
+});

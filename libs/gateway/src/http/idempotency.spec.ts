@@ -1,0 +1,153 @@
+import { SqliteReadStore } from '@campaign-ops/read-store';
+import {
+  IDEMPOTENCY_COLLECTION,
+  IDEMPOTENCY_TTL_MS,
+  IdempotencyRecord,
+  idempotencyRecordId,
+  IdempotencyStore,
+  isReplayableStatus,
+  requestFingerprint,
+  Reservation,
+  StoredAnswer,
+} from './idempotency';
+
+const body = (text: string) => Buffer.from(text, 'utf8');
+
+describe('requestFingerprint', () => {
+  it('is the same for the same method, path and body bytes', () => {
+    expect(requestFingerprint('POST', '/v1/campaigns', body('{"a":1}'))).toBe(requestFingerprint('post', '/v1/campaigns', body('{"a":1}')));
+    expect(requestFingerprint('POST', '/v1/campaigns', undefined)).toBe(requestFingerprint('POST', '/v1/campaigns', Buffer.alloc(0)));
+  });
+
+  it('differs when any of them differs, down to a byte of the body', () => {
+    const base = requestFingerprint('POST', '/v1/campaigns', body('{"a":1}'));
+    expect(requestFingerprint('POST', '/v1/campaigns', body('{"a": 1}'))).not.toBe(base);
+    expect(requestFingerprint('POST', '/v1/webhooks', body('{"a":1}'))).not.toBe(base);
+    expect(requestFingerprint('PATCH', '/v1/campaigns', body('{"a":1}'))).not.toBe(base);
+    // the path and the body cannot be traded for one another
+    expect(requestFingerprint('POST', '/a', body('\nb'))).not.toBe(requestFingerprint('POST', '/a\n', body('b')));
+  });
+});
+
+describe('idempotencyRecordId', () => {
+  it('scopes a key: the same key in another account or mode is another record', () => {
+    const id = idempotencyRecordId('acct_1:test', 'key-1');
+    expect(id).toMatch(/^[0-9a-f]{64}$/);
+    expect(idempotencyRecordId('acct_1:test', 'key-1')).toBe(id);
+    expect(idempotencyRecordId('acct_1:live', 'key-1')).not.toBe(id);
+    expect(idempotencyRecordId('acct_2:test', 'key-1')).not.toBe(id);
+    expect(idempotencyRecordId('admin', 'key-1')).not.toBe(id);
+    expect(idempotencyRecordId('a', 'b\nc')).not.toBe(idempotencyRecordId('a\nb', 'c'));
+  });
+});
+
+describe('isReplayableStatus', () => {
+  it('keeps successes and business outcomes, releases validation errors and outages', () => {
+    expect([200, 201, 402, 409, 422].every(isReplayableStatus)).toBe(true);
+    expect([400, 401, 404, 405, 413, 415, 429, 500, 503].some(isReplayableStatus)).toBe(false);
+  });
+});
+
+describe('IdempotencyStore', () => {
+  let reads: SqliteReadStore;
+  let now: number;
+  let store: IdempotencyStore;
+  const LEASE = 60_000;
+  const answer = (requestId = 'req_1'): StoredAnswer => ({ status: 200, contentType: 'application/json; charset=utf-8', body: `{"success":true,"request_id":"${requestId}"}`, requestId });
+  const run = async (fingerprint = 'fp-1', key = 'key-1', scope = 'acct_1:test'): Promise<Reservation> => {
+    const begun = await store.begin(scope, key, fingerprint);
+    if (begun.kind !== 'run') throw new Error(`expected to run, got ${begun.kind}`);
+    return begun.reservation;
+  };
+
+  beforeEach(() => {
+    reads = SqliteReadStore.open(':memory:');
+    now = 1_700_000_000_000;
+    store = new IdempotencyStore(reads, { leaseMs: LEASE, now: () => now, sweepIntervalMs: 0 });
+  });
+  afterEach(() => reads.close());
+
+  it('runs the first request, answers in_use while it runs, and replays its answer afterwards', async () => {
+    const reservation = await run();
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-1')).toEqual({ kind: 'in_use' });
+    expect(await store.complete(reservation, answer())).toBe(true);
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-1')).toEqual({ kind: 'replay', answer: answer() });
+  });
+
+  it('answers reused to another request with the key, in flight or done', async () => {
+    const reservation = await run('fp-1');
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-2')).toEqual({ kind: 'reused' });
+    await store.complete(reservation, answer());
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-2')).toEqual({ kind: 'reused' });
+  });
+
+  it('keeps keys apart by scope', async () => {
+    await run('fp-1', 'key-1', 'acct_1:test');
+    expect((await store.begin('acct_1:live', 'key-1', 'fp-1')).kind).toBe('run');
+    expect((await store.begin('acct_2:test', 'key-1', 'fp-2')).kind).toBe('run');
+  });
+
+  it('frees a released key for the next request, with any body', async () => {
+    const reservation = await run('fp-invalid');
+    await store.release(reservation);
+    const again = await run('fp-fixed');
+    await store.complete(again, answer('req_2'));
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-fixed')).toEqual({ kind: 'replay', answer: answer('req_2') });
+  });
+
+  it('lets another request take over a reservation whose lease ran out; the first one can no longer complete', async () => {
+    const crashed = await run();
+    now += LEASE - 1;
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-1')).toEqual({ kind: 'in_use' });
+    now += 1;
+    const takeover = await run();
+    expect(takeover.token).not.toBe(crashed.token);
+    expect(await store.complete(crashed, answer('req_late'))).toBe(false);
+    await store.release(crashed); // a release of a lost reservation changes nothing
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-1')).toEqual({ kind: 'in_use' });
+    expect(await store.complete(takeover, answer('req_2'))).toBe(true);
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-1')).toEqual({ kind: 'replay', answer: answer('req_2') });
+  });
+
+  it('replays for 24 hours, then the key is new again', async () => {
+    await store.complete(await run('fp-1'), answer());
+    now += IDEMPOTENCY_TTL_MS - 1;
+    expect((await store.begin('acct_1:test', 'key-1', 'fp-1')).kind).toBe('replay');
+    expect((await store.begin('acct_1:test', 'key-1', 'fp-2')).kind).toBe('reused');
+    now += 1;
+    expect((await store.begin('acct_1:test', 'key-1', 'fp-2')).kind).toBe('run');
+  });
+
+  it('lets exactly one of many simultaneous requests run', async () => {
+    const outcomes = await Promise.all(Array.from({ length: 50 }, () => store.begin('acct_1:test', 'key-race', 'fp-1')));
+    expect(outcomes.filter((o) => o.kind === 'run')).toHaveLength(1);
+    expect(outcomes.filter((o) => o.kind === 'in_use')).toHaveLength(49);
+  });
+
+  it('lets exactly one of many simultaneous takeovers of an expired record run', async () => {
+    await store.complete(await run('fp-1', 'key-old'), answer());
+    now += IDEMPOTENCY_TTL_MS;
+    const outcomes = await Promise.all(Array.from({ length: 20 }, () => store.begin('acct_1:test', 'key-old', 'fp-1')));
+    expect(outcomes.filter((o) => o.kind === 'run')).toHaveLength(1);
+  });
+
+  it('stores neither the key nor the scope in clear', async () => {
+    await store.complete(await run('fp-1', 'secret-key', 'acct_secret:test'), answer());
+    const records = await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).find({}, { limit: 10 });
+    expect(records.items).toHaveLength(1);
+    expect(JSON.stringify(records.items[0])).not.toMatch(/secret/);
+  });
+
+  it('sweeps records that expired or were released a lease ago, and only those', async () => {
+    await store.complete(await run('fp', 'old'), answer());
+    await store.release(await run('fp', 'released'));
+    now += IDEMPOTENCY_TTL_MS - LEASE * 2;
+    await store.complete(await run('fp', 'recent'), answer());
+    now += LEASE * 4;
+    expect(await store.sweep()).toBe(2);
+    const left = await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).find({}, { limit: 10 });
+    expect(left.items.map((r) => r.id)).toEqual([idempotencyRecordId('acct_1:test', 'recent')]);
+    expect((await store.begin('acct_1:test', 'recent', 'fp')).kind).toBe('replay');
+    expect((await store.begin('acct_1:test', 'old', 'other')).kind).toBe('run');
+  });
+});

@@ -1,0 +1,195 @@
+import { Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { createHash, randomUUID } from 'node:crypto';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+
+/**
+ * Idempotency keys (API.md §3): for 24 hours the same key with the same request replays the first
+ * answer byte for byte; another request with the key is 409 `idempotency_key_reused`; while the
+ * first is in flight, 409 `idempotency_key_in_use`.
+ *
+ * Records live in the read store (collection `idempotency_keys`), not in process memory, so every
+ * gateway replica sees the same ones. A key is reserved with insert-if-absent (exactly one request
+ * wins; the others read the winner's record); an expired record, a released one or a reservation
+ * whose lease ran out (its request crashed) is taken over with a compare-and-set on its `token`.
+ */
+export const IDEMPOTENCY_COLLECTION = 'idempotency_keys';
+/** How long an answer is replayed. */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/** How long an in-flight reservation holds the key before another request may take it over. */
+export const DEFAULT_LEASE_MS = 60_000;
+
+/** What a replay writes again: status, the exact body string, its content type, and its request id. */
+export interface StoredAnswer {
+  status: number;
+  contentType: string;
+  body: string;
+  requestId: string;
+}
+
+export type IdempotencyRecord = {
+  /** sha256 of scope and key: neither is stored in clear. */
+  id: string;
+  /** sha256 of method, path and raw body. */
+  fingerprint: string;
+  state: 'in_flight' | 'done';
+  /** Who holds the record: every reservation and takeover writes a new one (the compare-and-set guard). */
+  token: string;
+  created_at: number;
+  /** An in-flight reservation may be taken over after this (ms since epoch); 0 once done. */
+  locked_until: number;
+  /** The record no longer counts after this (ms since epoch); 0 when released. */
+  expires_at: number;
+  answer: StoredAnswer | null;
+};
+
+/** The request a key is bound to: method, path (with query) and the raw body bytes. */
+export function requestFingerprint(method: string, path: string, rawBody: Buffer | undefined): string {
+  return createHash('sha256')
+    .update(`${method.toUpperCase()}\n${path.length}:${path}\n`)
+    .update(rawBody ?? Buffer.alloc(0))
+    .digest('hex');
+}
+
+/** The record id of a key in a scope (`<account>:<mode>` for partners, `admin` for operators). */
+export function idempotencyRecordId(scope: string, key: string): string {
+  // Length-prefixed so that no (scope, key) pair can collide with another.
+  return createHash('sha256').update(`${scope.length}:${scope}\n${key}`).digest('hex');
+}
+
+/** Which answers are kept for replay: successes and business outcomes. Everything else releases the key. */
+export function isReplayableStatus(status: number): boolean {
+  return (status >= 200 && status < 300) || status === 402 || status === 409 || status === 422;
+}
+
+export interface Reservation {
+  id: string;
+  token: string;
+}
+
+export type Begun =
+  | { kind: 'run'; reservation: Reservation }
+  | { kind: 'replay'; answer: StoredAnswer }
+  | { kind: 'reused' }
+  | { kind: 'in_use' };
+
+export interface IdempotencyOptions {
+  ttlMs?: number;
+  leaseMs?: number;
+  /** Milliseconds since the epoch; records are shared between processes, so wall-clock time. */
+  now?: () => number;
+  /** Sweep of expired records; 0 turns it off. Default every 10 minutes. */
+  sweepIntervalMs?: number;
+}
+
+export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('idempotency');
+  private readonly records: Collection<IdempotencyRecord>;
+  private readonly ttlMs: number;
+  private readonly leaseMs: number;
+  private readonly now: () => number;
+  private readonly sweepIntervalMs: number;
+  private sweepTimer: NodeJS.Timeout | null = null;
+
+  constructor(reads: ReadStore, options: IdempotencyOptions = {}) {
+    this.records = reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION, { indexes: ['expires_at'] });
+    this.ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+    this.now = options.now ?? Date.now;
+    this.sweepIntervalMs = options.sweepIntervalMs ?? 10 * 60_000;
+  }
+
+  /**
+   * Reserves the key for this request, or says what to answer instead: the stored answer, 409
+   * reused (another request has the key) or 409 in use (the first is still running).
+   */
+  async begin(scope: string, key: string, fingerprint: string): Promise<Begun> {
+    const id = idempotencyRecordId(scope, key);
+    // A few rounds: between our failed insert and our read, the record may be released or deleted.
+    for (let round = 0; round < 5; round++) {
+      const now = this.now();
+      const fresh = this.reservation(id, fingerprint, now);
+      if (await this.records.insert(fresh)) return { kind: 'run', reservation: { id, token: fresh.token } };
+      const existing = await this.records.get(id);
+      if (!existing) continue;
+      const takeOver = async (): Promise<Begun | null> => {
+        const { id: _id, ...patch } = fresh;
+        const taken = await this.records.update(id, patch, { token: existing.token });
+        return taken ? { kind: 'run', reservation: { id, token: fresh.token } } : null;
+      };
+      if (existing.expires_at <= now) {
+        const taken = await takeOver();
+        if (taken) return taken;
+        continue;
+      }
+      if (existing.fingerprint !== fingerprint) return { kind: 'reused' };
+      if (existing.state === 'done' && existing.answer) return { kind: 'replay', answer: existing.answer };
+      if (existing.locked_until <= now) {
+        // The request that reserved it did not finish in its lease (it crashed): this one runs.
+        const taken = await takeOver();
+        if (taken) return taken;
+        continue;
+      }
+      return { kind: 'in_use' };
+    }
+    return { kind: 'in_use' };
+  }
+
+  /** Keeps the answer for replay. False when the reservation was lost (taken over after its lease). */
+  async complete(reservation: Reservation, answer: StoredAnswer): Promise<boolean> {
+    const done = await this.records.update(reservation.id, { state: 'done', locked_until: 0, answer }, { token: reservation.token, state: 'in_flight' });
+    if (!done) this.logger.warn(JSON.stringify({ msg: 'idempotency reservation lost before its answer was kept', request_id: answer.requestId }));
+    return done !== null;
+  }
+
+  /** Frees the key (a validation error, a 5xx): the client may fix the request and send it again with it. */
+  async release(reservation: Reservation): Promise<void> {
+    await this.records.update(reservation.id, { expires_at: 0, locked_until: 0 }, { token: reservation.token, state: 'in_flight' });
+  }
+
+  /** Deletes records that expired (or were released) over a lease ago; returns how many. */
+  async sweep(limit = 500): Promise<number> {
+    const cutoff = this.now() - this.leaseMs;
+    const page = await this.records.find({ expires_at: { $lt: cutoff } }, { limit, order: 'asc' });
+    let deleted = 0;
+    for (const record of page.items) {
+      // Read again right before deleting: a record taken over since the find is left alone.
+      const current = await this.records.get(record.id);
+      if (current && current.token === record.token && current.expires_at < cutoff && (await this.records.delete(record.id))) deleted++;
+    }
+    return deleted;
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.sweepIntervalMs <= 0) return;
+    this.sweepTimer = setInterval(() => {
+      this.sweep().catch((error: Error) => this.logger.warn(`sweeping expired idempotency keys failed: ${error.message}`));
+    }, this.sweepIntervalMs);
+    this.sweepTimer.unref();
+  }
+
+  onModuleDestroy(): void {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = null;
+  }
+
+  private reservation(id: string, fingerprint: string, now: number): IdempotencyRecord {
+    return {
+      id,
+      fingerprint,
+      state: 'in_flight',
+      token: randomUUID(),
+      created_at: now,
+      locked_until: now + this.leaseMs,
+      expires_at: now + this.ttlMs,
+      answer: null,
+    };
+  }
+}
+
+/** The gateway's store: the lease outlasts a request that waits the whole bus timeout. */
+export const idempotencyStoreProvider = {
+  provide: IdempotencyStore,
+  useFactory: (reads: ReadStore, config: ServiceConfig) => new IdempotencyStore(reads, { leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.requestTimeoutMs) }),
+  inject: [READ_STORE, CONFIG],
+};

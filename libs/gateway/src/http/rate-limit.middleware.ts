@@ -1,0 +1,61 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { NextFunction, Response } from 'express';
+import { AccountDirectory } from '@campaign-ops/accounts';
+import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { AdminTokenGuard, authenticateOnce, bearer } from './auth.guards';
+import { RateLimiter, rateLimitedError, rateLimitHeaders, RateLimitIdentity } from './rate-limit';
+import { GatewayRequest } from './request-context';
+import { allowedMethods } from './routes';
+
+/** Probes of orchestrators and scrapers: never limited, so a flood cannot fail a readiness check. */
+const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * The rate limit of every request (API.md §2), checked right after authentication and before the
+ * body is read, so a refused request costs neither the body nor any work (and never reaches the
+ * idempotency store). Every answer carries `RateLimit-Limit`, `RateLimit-Remaining` and
+ * `RateLimit-Reset`; over the limit it is 429 `rate_limited` with `Retry-After`.
+ *
+ * Who is counted: a valid API key on an existing route counts against that key, the admin token
+ * against the operators' bucket; everything else (no key, a wrong or revoked key, unknown routes)
+ * against the client's IP address (the socket's peer; behind a proxy that is the proxy's address).
+ * The key lookup is shared with ApiKeyGuard, so it happens once per request.
+ */
+@Injectable()
+export class RateLimitMiddleware {
+  private readonly limiter: RateLimiter;
+
+  constructor(
+    @Inject(CONFIG) config: ServiceConfig,
+    private readonly directory: AccountDirectory,
+    private readonly admin: AdminTokenGuard,
+  ) {
+    this.limiter = new RateLimiter(config.rateLimit);
+  }
+
+  /** The express middleware (bound, for `app.use`). */
+  readonly handle = (request: GatewayRequest, response: Response, next: NextFunction): void => {
+    if (UNLIMITED_PATHS.has(request.path)) return next();
+    this.identify(request).then((identity) => {
+      const decision = this.limiter.take(identity);
+      for (const [name, value] of Object.entries(rateLimitHeaders(decision))) response.setHeader(name, value);
+      next(decision.allowed ? undefined : rateLimitedError(decision));
+    }, next);
+  };
+
+  private async identify(request: GatewayRequest): Promise<RateLimitIdentity> {
+    const byIp: RateLimitIdentity = { kind: 'ip', ip: request.ip ?? request.socket.remoteAddress ?? 'unknown' };
+    const token = bearer(request);
+    if (!token) return byIp;
+    const method = request.method === 'HEAD' ? 'GET' : request.method;
+    if (!allowedMethods(request.path).includes(method)) return byIp;
+    if (request.path.startsWith('/admin/')) return this.admin.accepts(token) ? { kind: 'admin' } : byIp;
+    try {
+      const found = await authenticateOnce(this.directory, request, token);
+      return found.ok ? { kind: 'key', keyId: found.keyId } : byIp;
+    } catch {
+      // The store cannot answer: ApiKeyGuard reports that; the request counts against its address.
+      return byIp;
+    }
+  }
+}

@@ -1,0 +1,2 @@
+export * from './openapi.document';
+export * from './docs.page';

@@ -1,0 +1,176 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { createCampaignSchema } from '@campaign-ops/api-contract';
+import { ERROR_CATALOG } from '@campaign-ops/api-errors';
+import { toJsonSchema } from '@campaign-ops/request-validation';
+import { InfrastructureModule, ServiceConfig } from '@campaign-ops/service-runtime';
+import { WEBHOOK_EVENT_TYPES } from '@campaign-ops/webhook-domain';
+import { GatewayModule } from '../gateway.module';
+import { allowedMethods, ROUTES } from '../http/routes';
+import { renderDocsPage } from './docs.page';
+import { buildOpenApiDocument } from './openapi.document';
+
+const ROOT = resolve(__dirname, '../../../..');
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const document = buildOpenApiDocument(VERSION);
+const operation = (method: string, path: string) => document.paths[path.replace(/:([A-Za-z_]+)/g, '{$1}')]?.[method.toLowerCase()] as Record<string, any>;
+const components = document.components as Record<string, Record<string, any>>;
+
+/** Every `METHOD /path` the Nest controllers of the gateway (and its health checks) serve. */
+function servedRoutes(): string[] {
+  const controllers = [...(Reflect.getMetadata('controllers', GatewayModule) as Function[]), ...(InfrastructureModule.forRoot({} as ServiceConfig).controllers ?? [])];
+  return controllers.flatMap((controller) => {
+    const base = String(Reflect.getMetadata(PATH_METADATA, controller) ?? '');
+    const prototype = controller.prototype as Record<string, Function>;
+    return Object.getOwnPropertyNames(prototype)
+      .filter((name) => name !== 'constructor' && Reflect.getMetadata(METHOD_METADATA, prototype[name]) !== undefined)
+      .map((name) => {
+        const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, prototype[name]) as number];
+        const path = `/${base}/${String(Reflect.getMetadata(PATH_METADATA, prototype[name]))}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1');
+        return `${method} ${path}`;
+      });
+  });
+}
+
+describe('the route table', () => {
+  it('is exactly what the controllers serve, so no route goes undocumented', () => {
+    expect([...servedRoutes()].sort()).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+  });
+
+  it('still answers which methods a path allows', () => {
+    expect(allowedMethods('/v1/webhooks/whk_1')).toEqual(['GET', 'PATCH', 'DELETE']);
+    expect(allowedMethods('/v1/campaigns/')).toEqual(['POST']);
+    expect(allowedMethods('/openapi.json')).toEqual(['GET']);
+    expect(allowedMethods('/v1/nothing')).toEqual([]);
+  });
+
+  it('has unique operation ids', () => expect(new Set(ROUTES.map((r) => r.operationId)).size).toBe(ROUTES.length));
+});
+
+describe('GET /openapi.json', () => {
+  it('passes `redocly lint` with no errors', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'));
+    try {
+      const file = join(dir, 'openapi.json');
+      writeFileSync(file, JSON.stringify(document, null, 2));
+      const lint = spawnSync(process.execPath, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', file, '--format=json'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+      });
+      expect(lint.error).toBeUndefined();
+      const report = JSON.parse(lint.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[] };
+      const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`);
+      expect({ errors: report.totals.errors, problems: problems.filter((p) => p.startsWith('error')) }).toEqual({ errors: 0, problems: [] });
+      // Warnings are allowed, but only this one: the probes and /metrics have no 4xx answer (never rate limited).
+      expect(problems.filter((p) => !/^warn operation-4xx-response at #\/paths\/~1(healthz|readyz|metrics)\/get\/responses:/.test(p))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it('is OpenAPI 3.1 of this version, served from the root', () => {
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info).toMatchObject({ title: expect.any(String), version: VERSION });
+    expect(document.servers).toEqual([{ url: '/' }]);
+  });
+
+  it.each(ROUTES.map((r) => [r.method, r.path, r] as const))('describes %s %s', (method, path, route) => {
+    const op = operation(method, path);
+    expect(op).toMatchObject({ operationId: route.operationId, summary: route.summary, tags: [route.tag] });
+    expect(op.security).toEqual(route.auth === 'none' ? [] : [{ [route.auth === 'apiKey' ? 'apiKey' : 'adminToken']: [] }]);
+    expect(op.responses['200']).toBeDefined();
+    const limited = route.rateLimited !== false;
+    for (const status of [...(limited ? ['429'] : []), '500', '503']) expect(op.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+    expect(op.responses['429'] !== undefined).toBe(limited);
+    if (route.auth !== 'none') expect(Object.keys(op.responses['401'].content['application/json'].examples)).toEqual(expect.arrayContaining(['api_key_missing', 'api_key_invalid']));
+    if (path.includes('/:')) expect(op.responses['404'].content['application/json'].examples).toHaveProperty('resource_missing');
+    if (route.body) for (const status of ['400', '413', '415']) expect(op.responses[status]).toBeDefined();
+    const parameters = (op.parameters as Record<string, string>[]).map((p) => p.$ref ?? `${p.in}:${p.name}`);
+    expect(parameters).toContain('#/components/parameters/XRequestId');
+    expect(parameters.includes('#/components/parameters/IdempotencyKey')).toBe(method === 'POST');
+    for (const [, name] of path.matchAll(/:([A-Za-z_]+)/g)) expect(parameters).toContain(`path:${name}`);
+    for (const status of Object.keys(op.responses)) {
+      const headers = Object.keys(op.responses[status].headers);
+      expect(headers).toEqual(expect.arrayContaining(['X-Request-Id', ...(limited ? ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'] : [])]));
+      if (method === 'POST' && ['200', '402', '409', '422'].includes(status)) expect(headers).toContain('Idempotent-Replayed');
+      if (status === '429' || status === '503') expect(headers).toContain('Retry-After');
+    }
+  });
+
+  it('answers lists in the envelope with has_more, and paginates them', () => {
+    const list = operation('GET', '/v1/dispatches');
+    expect(list.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/DispatchListEnvelope' });
+    expect(components.schemas.DispatchListEnvelope).toMatchObject({
+      required: ['success', 'data', 'has_more', 'request_id'],
+      properties: { data: { type: 'array', items: { $ref: '#/components/schemas/Dispatch' } }, has_more: { type: 'boolean' } },
+    });
+    expect(list.parameters).toEqual(expect.arrayContaining([{ $ref: '#/components/parameters/Limit' }, { $ref: '#/components/parameters/StartingAfter' }, expect.objectContaining({ name: 'status', in: 'query' })]));
+    expect(operation('GET', '/v1/events').parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'type' }), expect.objectContaining({ name: 'created_after' })]));
+  });
+
+  it('takes request bodies from the schemas that validate them', () => {
+    expect(operation('POST', '/v1/campaigns').requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateCampaignRequest' });
+    expect(components.schemas.CreateCampaignRequest).toEqual(toJsonSchema(createCampaignSchema));
+  });
+
+  it('names every error code and type of the catalog in the Error schema', () => {
+    const error = components.schemas.Error.properties.error.properties;
+    expect([...error.code.enum].sort()).toEqual(Object.keys(ERROR_CATALOG).sort());
+    expect([...error.type.enum].sort()).toEqual([...new Set(Object.values(ERROR_CATALOG).map((e) => e.type))].sort());
+  });
+
+  it('shows the dispatch with every field of API.md §3, and the secret only where it is issued', () => {
+    expect(Object.keys(components.schemas.Dispatch.properties)).toEqual(
+      'id status channel resource_type action environment credits_charged campaign connection_id provider_resource_id error attempts idempotency_key created_at updated_at completed_at failed_at'.split(' '),
+    );
+    expect(components.schemas.WebhookEndpoint.properties).not.toHaveProperty('signing_secret');
+    expect(operation('POST', '/v1/webhooks').responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WebhookEndpointWithSecretEnvelope' });
+  });
+
+  it('describes the five webhook events with their headers and payloads', () => {
+    const webhooks = document.webhooks as Record<string, { post: Record<string, any> }>;
+    expect(Object.keys(webhooks)).toEqual([...WEBHOOK_EVENT_TYPES]);
+    for (const event of WEBHOOK_EVENT_TYPES) {
+      const post = webhooks[event].post;
+      expect(post.parameters.map((p: { name: string }) => p.name)).toEqual(
+        expect.arrayContaining(['X-SERVICE-Signature', 'X-SERVICE-Timestamp', 'X-SERVICE-Event', 'X-SERVICE-Event-Id', 'X-SERVICE-Delivery-Id']),
+      );
+      const body = components.schemas[post.requestBody.content['application/json'].schema.$ref.split('/').pop()];
+      expect(body).toMatchObject({ required: ['id', 'event', 'timestamp', 'data'], properties: { event: { const: event } } });
+    }
+    const completed = components.schemas.DispatchCompletedEvent.properties.data;
+    expect(completed.required).toEqual(expect.arrayContaining(['dispatch_id', 'channel', 'status', 'provider_resource_id']));
+  });
+
+  it('defines the bearer security schemes', () => {
+    expect(components.securitySchemes).toMatchObject({ apiKey: { type: 'http', scheme: 'bearer' }, adminToken: { type: 'http', scheme: 'bearer' } });
+  });
+});
+
+describe('GET /docs', () => {
+  const page = renderDocsPage(document);
+
+  it('is one self-contained HTML page: no scripts, nothing loaded from elsewhere', () => {
+    expect(page.startsWith('<!DOCTYPE html>')).toBe(true);
+    expect(page).not.toMatch(/<script|<link|<img|@import|src=/i);
+    expect(page).not.toMatch(/href="https?:/);
+  });
+
+  it('shows every operation, its parameters and the schemas', () => {
+    for (const route of ROUTES) expect(page).toContain(`id="op-${route.operationId}"`);
+    for (const name of Object.keys(components.schemas)) expect(page).toContain(`id="schema-${name}"`);
+    expect(page).toContain('<code>Idempotency-Key</code>');
+    expect(page).toContain('dispatch.completed');
+  });
+
+  it('escapes what it shows', () => {
+    const hostile = buildOpenApiDocument('<script>alert(1)</script>');
+    expect(renderDocsPage(hostile)).not.toContain('<script>alert(1)</script>');
+  });
+});

@@ -1,0 +1,552 @@
+/**
+ * The deployment files, checked offline on every run: docker-compose.yml through Debian's
+ * docker-compose, every Kubernetes overlay through `kubectl kustomize`, every object it builds
+ * against the Kubernetes schemas (kubernetes-models), and the rules production relies on:
+ * confined and sized containers, probes, network isolation, placeholders instead of secrets,
+ * autoscalers and disruption budgets, data stores whose settings agree with their member count.
+ *
+ * A check whose tool is missing prints one line and is skipped; CI installs both (.ci/run).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, relative } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+
+const root = join(__dirname, '..', '..');
+
+// Kubernetes objects as parsed JSON: the schema validation below is what types them.
+type Json = any;
+
+const APPS = ['api-gateway', 'dispatch-service', 'connection-service', 'webhook-delivery-service'];
+const WORKERS = APPS.filter((app) => app !== 'api-gateway');
+const SECRET_NAME = 'campaign-ops-secrets';
+const PRIVATE_IPV4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'];
+const PRIVATE_IPV6 = ['fc00::/7', 'fe80::/10'];
+const PLACEHOLDER = /^REPLACE_ME/;
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+
+function findOnPath(name: string): string | null {
+  const dirs = (process.env.PATH ?? '').split(delimiter).concat(['/usr/local/bin', '/usr/bin', '/usr/sbin']);
+  for (const dir of dirs) {
+    const candidate = join(dir, name);
+    if (dir && existsSync(candidate) && statSync(candidate).isFile()) return candidate;
+  }
+  return null;
+}
+
+function run(bin: string, args: string[], options: { env?: NodeJS.ProcessEnv } = {}) {
+  const result = spawnSync(bin, args, { cwd: root, encoding: 'utf8', env: options.env ?? process.env, maxBuffer: 64 * 1024 * 1024 });
+  return { status: result.status, stdout: result.stdout ?? '', stderr: (result.stderr ?? '') + (result.error ? String(result.error) : '') };
+}
+
+/** kubectl with kustomize v5+ (the manifests use `labels:` and multi-document patches), or why not. */
+function findKubectl(): { bin: string } | { missing: string } {
+  const bin = findOnPath('kubectl');
+  if (!bin) return { missing: 'kubectl is not installed (kubectl 1.27+ with kustomize v5; Debian\'s kubernetes-client is too old)' };
+  const version = run(bin, ['version', '--client', '-o', 'json']);
+  const kustomize = /"kustomizeVersion":\s*"v?(\d+)/.exec(version.stdout);
+  if (!kustomize || Number(kustomize[1]) < 5) return { missing: `${bin} has no kustomize v5 (kubectl 1.27+ needed)` };
+  return { bin };
+}
+
+function describeWithTool(name: string, tool: { bin: string } | { missing: string }, body: (bin: () => string) => void): void {
+  if ('missing' in tool) {
+    process.stdout.write(`SKIPPED ${name}: ${tool.missing}\n`);
+    describe.skip(name, () => body(() => ''));
+  } else {
+    describe(name, () => body(() => tool.bin));
+  }
+}
+
+function parseYaml(text: string, source: string): Json[] {
+  return parseAllDocuments(text).flatMap((document) => {
+    if (document.errors.length > 0) throw new Error(`${source}: ${document.errors.map((e) => e.message).join('; ')}`);
+    const value = document.toJSON();
+    return value === null || value === undefined ? [] : [value];
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// docker-compose.yml
+
+const composeTool = (() => {
+  const bin = findOnPath('docker-compose');
+  return bin ? { bin } : { missing: "docker-compose is not installed (apt-get install -y docker-compose)" };
+})();
+
+const COMPOSE_SECRETS = {
+  WEBHOOK_SECRET_KEY: '0'.repeat(64),
+  CONNECTION_ENCRYPTION_KEY: '1'.repeat(64),
+  ADMIN_TOKEN: 'compose-test-admin-token',
+};
+
+describeWithTool('docker-compose.yml', composeTool, (compose) => {
+  let emptyEnvDir: string;
+  let emptyEnvFile: string;
+
+  beforeAll(() => {
+    // A developer's own .env must not decide the outcome: point compose at an empty one.
+    emptyEnvDir = mkdtempSync(join(tmpdir(), 'compose-env-'));
+    emptyEnvFile = join(emptyEnvDir, 'empty.env');
+    writeFileSync(emptyEnvFile, '');
+  });
+  afterAll(() => rmSync(emptyEnvDir, { recursive: true, force: true }));
+
+  const withoutSecrets = (): NodeJS.ProcessEnv => {
+    const env = { ...process.env };
+    for (const name of Object.keys(COMPOSE_SECRETS)) delete env[name];
+    return env;
+  };
+  const composeRun = (args: string[], env: NodeJS.ProcessEnv) => run(compose(), ['--env-file', emptyEnvFile, '-f', 'docker-compose.yml', ...args], { env });
+
+  it('is valid (docker-compose config -q) with the secrets given in the environment', () => {
+    const result = composeRun(['config', '-q'], { ...withoutSecrets(), ...COMPOSE_SECRETS });
+    // stderr rides along so a failure shows compose's message.
+    expect({ status: result.status, stderr: result.stderr.trim() }).toEqual({ status: 0, stderr: expect.any(String) });
+  });
+
+  it.each(Object.keys(COMPOSE_SECRETS))('has no default for %s: without it, compose stops and names it', (name) => {
+    const env: NodeJS.ProcessEnv = { ...withoutSecrets(), ...COMPOSE_SECRETS };
+    delete env[name];
+    const result = composeRun(['config', '-q'], env);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(name);
+  });
+
+  it('builds each app from the Dockerfile and starts it after healthy dependencies', () => {
+    const result = composeRun(['config'], { ...withoutSecrets(), ...COMPOSE_SECRETS });
+    expect(result.status).toBe(0);
+    const [config] = parseYaml(result.stdout, 'docker-compose config');
+    const services = config.services as Record<string, Json>;
+    const failures: string[] = [];
+    for (const name of ['nats', 'eventstore', 'mongo']) {
+      if (!services[name]?.healthcheck?.test) failures.push(`${name}: no healthcheck`);
+      if (!services[name]?.volumes?.length) failures.push(`${name}: no volume (data would not survive the container)`);
+    }
+    for (const app of APPS) {
+      const service = services[app];
+      if (!service) {
+        failures.push(`${app}: missing`);
+        continue;
+      }
+      if (service.build?.args?.APP !== app) failures.push(`${app}: build.args.APP is ${service.build?.args?.APP}`);
+      if (!service.healthcheck?.test) failures.push(`${app}: no healthcheck`);
+      for (const dependency of ['nats', 'eventstore', 'mongo']) {
+        if (service.depends_on?.[dependency]?.condition !== 'service_healthy') failures.push(`${app}: does not wait for ${dependency} to be healthy`);
+      }
+      for (const variable of ['NATS_URL', 'EVENTSTORE_URL', 'MONGODB_URL', 'PORT']) {
+        if (!service.environment?.[variable]) failures.push(`${app}: ${variable} not set`);
+      }
+      const published = (service.ports ?? []).map((port: Json) => (typeof port === 'object' ? Number(port.published) : Number(String(port).split(':')[0])));
+      const expected = app === 'api-gateway' ? [3000] : [];
+      if (JSON.stringify(published) !== JSON.stringify(expected)) failures.push(`${app}: publishes ${JSON.stringify(published)}, expected ${JSON.stringify(expected)}`);
+    }
+    expect(services['api-gateway']?.environment?.ADMIN_TOKEN).toBe(COMPOSE_SECRETS.ADMIN_TOKEN);
+    expect(failures).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Kubernetes
+
+const overlaysDir = join(root, 'k8s', 'overlays');
+const overlays = existsSync(overlaysDir)
+  ? readdirSync(overlaysDir)
+      .filter((entry) => existsSync(join(overlaysDir, entry, 'kustomization.yaml')))
+      .sort()
+  : [];
+
+const secretTemplate = join(root, 'k8s', 'secrets.env.example');
+
+function readSecretTemplate(): Map<string, string> {
+  const entries = new Map<string, string>();
+  for (const line of readFileSync(secretTemplate, 'utf8').split('\n')) {
+    const match = /^\s*([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (match) entries.set(match[1], match[2].trim());
+  }
+  return entries;
+}
+
+const id = (object: Json) => `${object.kind}/${object.metadata?.name}`;
+
+/** The pod spec of a workload, or null for other kinds. */
+function podSpecOf(object: Json): Json | null {
+  switch (object.kind) {
+    case 'Deployment':
+    case 'StatefulSet':
+    case 'DaemonSet':
+    case 'ReplicaSet':
+    case 'Job':
+      return object.spec?.template?.spec ?? null;
+    case 'CronJob':
+      return object.spec?.jobTemplate?.spec?.template?.spec ?? null;
+    default:
+      return null;
+  }
+}
+
+function podLabelsOf(object: Json): Record<string, string> {
+  return object.kind === 'CronJob' ? object.spec?.jobTemplate?.spec?.template?.metadata?.labels ?? {} : object.spec?.template?.metadata?.labels ?? {};
+}
+
+function containersOf(podSpec: Json): Json[] {
+  return [...(podSpec.initContainers ?? []), ...(podSpec.containers ?? [])];
+}
+
+/** A label selector (matchLabels and matchExpressions) against a pod's labels. */
+function selects(selector: Json, labels: Record<string, string>): boolean {
+  if (!selector) return false;
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {})) if (labels[key] !== value) return false;
+  for (const expression of selector.matchExpressions ?? []) {
+    const present = expression.key in labels;
+    const value = labels[expression.key];
+    switch (expression.operator) {
+      case 'In':
+        if (!present || !expression.values.includes(value)) return false;
+        break;
+      case 'NotIn':
+        if (present && expression.values.includes(value)) return false;
+        break;
+      case 'Exists':
+        if (!present) return false;
+        break;
+      case 'DoesNotExist':
+        if (present) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return true;
+}
+
+/** The kubernetes-models class of an apiVersion and kind, e.g. apps/v1 Deployment. */
+function modelFor(apiVersion: string, kind: string): (new (data: Json) => { validate(): void }) | null {
+  try {
+    // Core group `v1` lives in kubernetes-models/v1, the others in kubernetes-models/<group>/<version>.
+    const module = require(`kubernetes-models/${apiVersion}`);
+    return module[kind] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function schemaErrors(object: Json): string | null {
+  const Model = modelFor(object.apiVersion, object.kind);
+  if (!Model) return `no Kubernetes schema for ${object.apiVersion} ${object.kind}`;
+  try {
+    new Model(object).validate();
+    return null;
+  } catch (error) {
+    const details = (error as { errors?: Array<{ instancePath?: string; message?: string }> }).errors;
+    return details?.length ? details.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ') : (error as Error).message;
+  }
+}
+
+const isApp = (object: Json) => object.kind === 'Deployment' && podLabelsOf(object)['app.kubernetes.io/component'] === 'service';
+const appName = (object: Json) => podLabelsOf(object)['app.kubernetes.io/name'];
+
+describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
+  const built = new Map<string, { objects: Json[]; error: string | null }>();
+
+  beforeAll(() => {
+    for (const overlay of overlays) {
+      const result = run(kubectl(), ['kustomize', join('k8s', 'overlays', overlay)]);
+      if (result.status !== 0) {
+        built.set(overlay, { objects: [], error: result.stderr.trim() || `exit ${result.status}` });
+        continue;
+      }
+      try {
+        built.set(overlay, { objects: parseYaml(result.stdout, `kubectl kustomize k8s/overlays/${overlay}`), error: null });
+      } catch (error) {
+        built.set(overlay, { objects: [], error: (error as Error).message });
+      }
+    }
+  });
+
+  const objectsOf = (overlay: string): Json[] => {
+    const entry = built.get(overlay);
+    if (!entry || entry.error) throw new Error(`k8s/overlays/${overlay} did not build: ${entry?.error}`);
+    return entry.objects;
+  };
+
+  it('has a dev and a prod overlay', () => {
+    expect(overlays).toEqual(expect.arrayContaining(['dev', 'prod']));
+  });
+
+  describe.each(overlays)('overlay %s', (overlay) => {
+    it('builds with kubectl kustomize', () => {
+      expect(built.get(overlay)?.error ?? null).toBeNull();
+      expect(objectsOf(overlay).length).toBeGreaterThan(0);
+    });
+
+    it('validates, object by object, against the Kubernetes schemas', () => {
+      const failures = objectsOf(overlay)
+        .map((object) => [id(object), schemaErrors(object)] as const)
+        .filter(([, errors]) => errors !== null)
+        .map(([name, errors]) => `${overlay}: ${name}: ${errors}`);
+      expect(failures).toEqual([]);
+    });
+
+    it('runs the four apps, one Deployment each, from one image selected by APP', () => {
+      const apps = objectsOf(overlay).filter(isApp);
+      expect(apps.map(appName).sort()).toEqual([...APPS].sort());
+      const failures: string[] = [];
+      for (const deployment of apps) {
+        const container = podSpecOf(deployment).containers[0];
+        const env = Object.fromEntries((container.env ?? []).map((e: Json) => [e.name, e.value]));
+        const port = container.ports?.find((p: Json) => p.name === 'http')?.containerPort;
+        const annotations = deployment.spec.template.metadata?.annotations ?? {};
+        if (env.APP !== appName(deployment)) failures.push(`${overlay}: ${id(deployment)}: APP=${env.APP}`);
+        if (String(port) !== env.PORT) failures.push(`${overlay}: ${id(deployment)}: PORT=${env.PORT} but the http port is ${port}`);
+        if (annotations['prometheus.io/scrape'] !== 'true' || annotations['prometheus.io/port'] !== String(port) || annotations['prometheus.io/path'] !== '/metrics') {
+          failures.push(`${overlay}: ${id(deployment)}: Prometheus annotations do not point at /metrics on port ${port}`);
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('confines and sizes every container (limits, non-root, read-only root, no privilege escalation)', () => {
+      const failures: string[] = [];
+      for (const object of objectsOf(overlay)) {
+        const pod = podSpecOf(object);
+        if (!pod) continue;
+        const podSecurity = pod.securityContext ?? {};
+        for (const container of containersOf(pod)) {
+          const where = `${overlay}: ${id(object)} container ${container.name}`;
+          const security = container.securityContext ?? {};
+          const resources = container.resources ?? {};
+          for (const kind of ['cpu', 'memory']) {
+            if (!resources.limits?.[kind]) failures.push(`${where}: no resources.limits.${kind}`);
+            if (!resources.requests?.[kind]) failures.push(`${where}: no resources.requests.${kind}`);
+          }
+          if ((security.runAsNonRoot ?? podSecurity.runAsNonRoot) !== true) failures.push(`${where}: runAsNonRoot is not true`);
+          if ((security.runAsUser ?? podSecurity.runAsUser) === 0) failures.push(`${where}: runs as uid 0`);
+          if (security.readOnlyRootFilesystem !== true) failures.push(`${where}: readOnlyRootFilesystem is not true`);
+          if (security.allowPrivilegeEscalation !== false) failures.push(`${where}: allowPrivilegeEscalation is not false`);
+          if (!(security.capabilities?.drop ?? []).includes('ALL')) failures.push(`${where}: capabilities are not dropped (drop: [ALL])`);
+          if ((security.seccompProfile ?? podSecurity.seccompProfile)?.type !== 'RuntimeDefault') failures.push(`${where}: no RuntimeDefault seccomp profile`);
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('probes every long-running container; the apps answer /healthz (alive) and /readyz (ready)', () => {
+      const failures: string[] = [];
+      for (const object of objectsOf(overlay)) {
+        if (object.kind !== 'Deployment' && object.kind !== 'StatefulSet') continue;
+        for (const container of podSpecOf(object).containers) {
+          const where = `${overlay}: ${id(object)} container ${container.name}`;
+          if (!container.readinessProbe) failures.push(`${where}: no readinessProbe`);
+          if (!container.livenessProbe) failures.push(`${where}: no livenessProbe`);
+          if (isApp(object)) {
+            if (!container.startupProbe) failures.push(`${where}: no startupProbe`);
+            if (container.readinessProbe?.httpGet?.path !== '/readyz') failures.push(`${where}: readiness is not GET /readyz`);
+            if (container.livenessProbe?.httpGet?.path !== '/healthz') failures.push(`${where}: liveness is not GET /healthz`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('denies traffic by default; workers take metrics scraping only; internet egress skips private ranges', () => {
+      const objects = objectsOf(overlay);
+      const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
+      const failures: string[] = [];
+      const defaultDeny = policies.find(
+        (p) => Object.keys(p.spec.podSelector ?? {}).length === 0 && ['Ingress', 'Egress'].every((t) => p.spec.policyTypes?.includes(t)) && !p.spec.ingress && !p.spec.egress,
+      );
+      if (!defaultDeny) failures.push(`${overlay}: no default-deny NetworkPolicy (podSelector {}, Ingress and Egress, no rules)`);
+
+      for (const deployment of objects.filter(isApp)) {
+        const labels = podLabelsOf(deployment);
+        const applying = policies.filter((p) => Object.keys(p.spec.podSelector ?? {}).length > 0 && selects(p.spec.podSelector, labels));
+        const internet = applying.some((p) => (p.spec.egress ?? []).some((rule: Json) => (rule.to ?? []).some((peer: Json) => peer.ipBlock?.cidr === '0.0.0.0/0')));
+        const name = appName(deployment);
+        if (WORKERS.includes(name) && !internet) failures.push(`${overlay}: ${name} cannot reach providers/partners over the internet`);
+        if (name === 'api-gateway' && internet) failures.push(`${overlay}: api-gateway may reach the internet`);
+        for (const policy of applying) {
+          for (const rule of policy.spec.ingress ?? []) {
+            if (WORKERS.includes(name) && !(rule.from ?? []).length) failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} opens ${name} to any source`);
+          }
+        }
+      }
+
+      for (const policy of policies) {
+        for (const rule of policy.spec.egress ?? []) {
+          for (const peer of rule.to ?? []) {
+            const block = peer.ipBlock;
+            if (!block) continue;
+            const required = block.cidr === '0.0.0.0/0' ? PRIVATE_IPV4 : block.cidr === '::/0' ? PRIVATE_IPV6 : [];
+            const missing = required.filter((range) => !(block.except ?? []).includes(range));
+            if (missing.length) failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} lets ${block.cidr} reach ${missing.join(', ')}`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('holds no secret: Secrets carry placeholders only, and every key the pods need is in k8s/secrets.env.example', () => {
+      const template = readSecretTemplate();
+      const failures: string[] = [];
+      for (const object of objectsOf(overlay)) {
+        if (object.kind === 'Secret') {
+          const values: Array<[string, string]> = [
+            ...Object.entries<string>(object.stringData ?? {}),
+            ...Object.entries<string>(object.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')] as [string, string]),
+          ];
+          for (const [key, value] of values) {
+            if (value !== '' && !PLACEHOLDER.test(value)) failures.push(`${overlay}: ${id(object)} key ${key} holds a value that is not a REPLACE_ME placeholder`);
+          }
+        }
+        const pod = podSpecOf(object);
+        if (!pod) continue;
+        for (const container of containersOf(pod)) {
+          for (const variable of container.env ?? []) {
+            const ref = variable.valueFrom?.secretKeyRef;
+            if (!ref) continue;
+            // A secretGenerator would add a hash suffix to the name.
+            if (ref.name !== SECRET_NAME && !ref.name.startsWith(`${SECRET_NAME}-`)) failures.push(`${overlay}: ${id(object)} reads Secret ${ref.name}, not ${SECRET_NAME}`);
+            else if (!template.has(ref.key)) failures.push(`${overlay}: ${id(object)} reads ${ref.key}, which k8s/secrets.env.example does not list`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('configures each data store for its member count (NATS routes, EventStoreDB cluster size, MongoDB members)', () => {
+      const objects = objectsOf(overlay);
+      const statefulSet = (name: string) => objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === name);
+      const failures: string[] = [];
+
+      const nats = statefulSet('nats');
+      const natsConfigName = nats?.spec.template.spec.volumes?.find((v: Json) => v.configMap)?.configMap.name;
+      const natsConfig: string = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === natsConfigName)?.data?.['nats.conf'] ?? '';
+      if (!nats || !natsConfig) failures.push(`${overlay}: no NATS StatefulSet with its nats.conf`);
+      else {
+        const members = nats.spec.replicas ?? 1;
+        const routes = natsConfig.match(/nats:\/\/[a-z0-9.-]+:6222/g) ?? [];
+        const expected = members > 1 ? Array.from({ length: members }, (_, i) => `nats://nats-${i}.${nats.spec.serviceName}:6222`) : [];
+        if (JSON.stringify(routes) !== JSON.stringify(expected)) failures.push(`${overlay}: nats.conf routes ${JSON.stringify(routes)} for ${members} member(s), expected ${JSON.stringify(expected)}`);
+        if (members === 1 && /^\s*cluster\s*\{/m.test(natsConfig)) failures.push(`${overlay}: single NATS server with a cluster block (JetStream would wait for absent peers)`);
+      }
+
+      const eventstore = statefulSet('eventstore');
+      const clusterSize = eventstore?.spec.template.spec.containers[0].env?.find((e: Json) => e.name === 'EVENTSTORE_CLUSTER_SIZE')?.value;
+      if (!eventstore || String(eventstore.spec.replicas ?? 1) !== clusterSize) {
+        failures.push(`${overlay}: EventStoreDB runs ${eventstore?.spec.replicas} node(s) with EVENTSTORE_CLUSTER_SIZE=${clusterSize}`);
+      }
+
+      const mongo = statefulSet('mongo');
+      const init = objects.find((o) => o.kind === 'Job' && o.metadata.name === 'mongo-init-replica-set');
+      const members = init?.spec.template.spec.containers[0].env?.find((e: Json) => e.name === 'MEMBERS')?.value;
+      if (!mongo || !init || String(mongo.spec.replicas ?? 1) !== members) failures.push(`${overlay}: MongoDB runs ${mongo?.spec.replicas} member(s), the init Job initiates ${members}`);
+
+      for (const store of [nats, eventstore, mongo].filter(Boolean)) {
+        const headless = objects.find((o) => o.kind === 'Service' && o.metadata.name === store.spec.serviceName);
+        if (headless?.spec.clusterIP !== 'None') failures.push(`${overlay}: ${id(store)} has no headless Service ${store.spec.serviceName}`);
+        if (!store.spec.volumeClaimTemplates?.length) failures.push(`${overlay}: ${id(store)} has no volumeClaimTemplates`);
+      }
+      expect(failures).toEqual([]);
+    });
+  });
+
+  describe('prod', () => {
+    const prod = () => objectsOf('prod');
+    const budgetsFor = (objects: Json[], workload: Json) =>
+      objects.filter((o) => o.kind === 'PodDisruptionBudget' && o.metadata.namespace === workload.metadata.namespace && selects(o.spec.selector, podLabelsOf(workload)));
+
+    it('autoscales every app (at least 2 replicas, the gateway 3) and gives each a disruption budget', () => {
+      const objects = prod();
+      const failures: string[] = [];
+      for (const deployment of objects.filter(isApp)) {
+        const name = appName(deployment);
+        const hpa = objects.find(
+          (o) => o.kind === 'HorizontalPodAutoscaler' && o.spec.scaleTargetRef?.kind === 'Deployment' && o.spec.scaleTargetRef?.name === deployment.metadata.name,
+        );
+        const minimum = name === 'api-gateway' ? 3 : 2;
+        if (!hpa) failures.push(`${id(deployment)}: no HorizontalPodAutoscaler`);
+        else if ((hpa.spec.minReplicas ?? 1) < minimum) failures.push(`${id(deployment)}: autoscaler minReplicas ${hpa.spec.minReplicas} < ${minimum}`);
+        // A replica count in the Deployment would reset the autoscaler's on every apply.
+        if (hpa && deployment.spec.replicas !== undefined) failures.push(`${id(deployment)}: sets replicas although an autoscaler owns the count`);
+        if (budgetsFor(objects, deployment).length === 0) failures.push(`${id(deployment)}: no PodDisruptionBudget selects its pods`);
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('runs NATS, EventStoreDB and MongoDB as 3-member StatefulSets with disruption budgets, one member per node', () => {
+      const objects = prod();
+      const failures: string[] = [];
+      for (const name of ['nats', 'eventstore', 'mongo']) {
+        const store = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === name);
+        if (!store) {
+          failures.push(`StatefulSet/${name}: missing`);
+          continue;
+        }
+        if (store.spec.replicas !== 3) failures.push(`${id(store)}: ${store.spec.replicas} replicas, expected 3`);
+        if (budgetsFor(objects, store).length === 0) failures.push(`${id(store)}: no PodDisruptionBudget`);
+        const perNode = (store.spec.template.spec.topologySpreadConstraints ?? []).some(
+          (c: Json) => c.topologyKey === 'kubernetes.io/hostname' && c.whenUnsatisfiable === 'DoNotSchedule' && c.maxSkew === 1,
+        );
+        if (!perNode) failures.push(`${id(store)}: members may share a node (no hostname spread with DoNotSchedule)`);
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('pins every image to a version (no :latest, no bare name)', () => {
+      const failures: string[] = [];
+      for (const object of prod()) {
+        const pod = podSpecOf(object);
+        if (!pod) continue;
+        for (const container of containersOf(pod)) {
+          const image: string = container.image ?? '';
+          const tag = image.includes('@') ? 'digest' : /:([^:/]+)$/.exec(image)?.[1];
+          if (!tag || tag === 'latest') failures.push(`${id(object)} container ${container.name}: image ${image} is not pinned`);
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Files, whatever tools are installed
+
+describe('committed deployment files', () => {
+  it('k8s/secrets.env.example lists the apps\' secrets with placeholders that the apps refuse to start with', () => {
+    const template = readSecretTemplate();
+    expect([...template.keys()].sort()).toEqual(['ADMIN_TOKEN', 'CONNECTION_ENCRYPTION_KEY', 'WEBHOOK_SECRET_KEY']);
+    for (const [key, value] of template) expect({ key, placeholder: PLACEHOLDER.test(value) }).toEqual({ key, placeholder: true });
+    // The config loader wants 64 hex characters for the keys, and 16 characters at least for the token.
+    expect(template.get('WEBHOOK_SECRET_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
+    expect(template.get('CONNECTION_ENCRYPTION_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
+    expect(template.get('ADMIN_TOKEN')!.length).toBeLessThan(16);
+  });
+
+  it('hold nothing that looks like a real key, token or private key', () => {
+    const files = ['Dockerfile', 'docker-compose.yml', '.dockerignore'].map((file) => join(root, file));
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir)) {
+        const path = join(dir, entry);
+        if (statSync(path).isDirectory()) walk(path);
+        // The filled-in secrets file is git-ignored (k8s/.gitignore) and meant to hold real values.
+        else if (!/(^|\.)secrets?\.env$/.test(entry)) files.push(path);
+      }
+    };
+    if (existsSync(join(root, 'k8s'))) walk(join(root, 'k8s'));
+    const suspicious = [/\b[0-9a-fA-F]{64}\b/, /-----BEGIN [A-Z ]*PRIVATE KEY-----/, /\bmk_(live|test)_[A-Za-z0-9]{8,}/];
+    const failures = files
+      .filter((file) => existsSync(file))
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .map((line, index) => ({ line, index }))
+          .filter(({ line }) => suspicious.some((pattern) => pattern.test(line)))
+          .map(({ index }) => `${relative(root, file)}:${index + 1}`),
+      );
+    expect(failures).toEqual([]);
+  });
+});
