@@ -81,6 +81,39 @@ describe('the four apps over NATS', () => {
     expect([live.status, live.body.error.code]).toEqual([422, 'connection_required']);
   });
 
+  it('keeps launching and delivering after nats-server restarts, without restarting any app', async () => {
+    const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
+    const partner = new PartnerClient(gateway.url, keys.testKey);
+    const endpoint = await partner.post('/v1/webhooks', { url: receiver.url, events: ['dispatch.completed'] });
+    receiver.addSecret(endpoint.body.data.signing_secret);
+
+    nats.kill();
+    await nats.restart();
+
+    // The apps reconnect on their own; a partner retrying a 503 gets through within seconds.
+    const launch = await eventually(async () => {
+      const answer = await partner.post('/v1/campaigns', sandboxCampaign('After the restart'), { 'Idempotency-Key': 'after-nats-restart' });
+      return answer.status === 200 && answer;
+    }, 20_000, 'a launch to succeed after the restart');
+    const id = launch.body.data.id;
+    await receiver.waitFor((e: AcceptedWebhook) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === id, 30_000);
+    expect((await partner.get(`/v1/dispatches/${id}`)).body.data.status).toBe('completed');
+    await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
+  });
+
+  it('serves Prometheus metrics on every app', async () => {
+    const text = async (app: AppName) => (await fetch(`${apps.get(app)!.url}/metrics`)).text();
+    expect(await text('api-gateway')).toMatch(/^http_requests_total\{method="POST",route="\/v1\/campaigns",status="200"\} \d+/m);
+    const dispatch = await text('dispatch-service');
+    expect(dispatch).toMatch(/^dispatches\{status="completed"\} [1-9]/m);
+    expect(dispatch).toMatch(/^bus_consumer_pending_messages\{durable="dispatch-executor"\} \d+/m);
+    expect(dispatch).toMatch(/^event_processor_checkpoint_timestamp_seconds\{processor="dispatch-relay"\} \d+/m);
+    const webhooks = await text('webhook-delivery-service');
+    expect(webhooks).toMatch(/^webhook_deliveries\{status="succeeded"\} [1-9]/m);
+    expect(webhooks).toMatch(/^webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/m);
+    expect(await text('connection-service')).toMatch(/^process_cpu_seconds_total/m);
+  });
+
   it('answers 503 service_unavailable, with Retry-After, while dispatch-service is down', async () => {
     const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
     const partner = new PartnerClient(gateway.url, keys.testKey);
