@@ -66,4 +66,22 @@ describe('a standalone process killed with SIGKILL', () => {
     expect(history.body.data.map((e: { type: string }) => e.type)).toEqual(['DispatchAccepted', 'DispatchCompleted']);
     expect(events.find((e) => e.body.event === 'dispatch.completed')!.body.id).toBe(history.body.data[1].id);
   });
+
+  it('finishes the work in flight on SIGTERM, then exits 0', async () => {
+    const keys = await openAccountWithKeys(new PartnerClient(service.url, ADMIN_TOKEN));
+    const partner = new PartnerClient(service.url, keys.testKey);
+    const launch = await partner.post('/v1/campaigns', sandboxCampaign('[sandbox:slow] graceful'));
+    const id: string = launch.body.data.id;
+    // Let the executor pick it up, so the provider call (about 3 s) is in flight at the signal.
+    await new Promise((r) => setTimeout(r, 500));
+    const stopping = Date.now();
+    await service.stop();
+    expect(service.lastExit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - stopping).toBeGreaterThan(1500);
+
+    await service.start();
+    const history = await partner.get(`/v1/dispatches/${id}/events`);
+    // Completed before the exit, by the run that was stopping: not redone after the restart.
+    expect(history.body.data.map((e: { type: string }) => e.type)).toEqual(['DispatchAccepted', 'DispatchCompleted']);
+  });
 });

@@ -27,6 +27,8 @@ export class ServiceProcess {
   private child: ChildProcess | null = null;
   private output = '';
   readonly url: string;
+  /** How the last run ended: its exit code, or the signal that ended it. */
+  lastExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
 
   constructor(
     readonly app: AppName,
@@ -75,7 +77,12 @@ export class ServiceProcess {
   private async signal(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((done) => child.once('exit', () => done()));
+    const exited = new Promise<void>((done) =>
+      child.once('exit', (code, signal) => {
+        this.lastExit = { code, signal };
+        done();
+      }),
+    );
     child.kill(signal);
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await exited;
