@@ -1,7 +1,7 @@
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { newId } from '@campaign-ops/ids';
 import { Collection } from '@campaign-ops/read-store';
-import { Delivery, toDeliveryResource } from '@campaign-ops/webhook-domain';
+import { Delivery, pendingDelivery, toDeliveryResource } from '@campaign-ops/webhook-domain';
 import { ListDeliveriesRequest, ListResult, RedeliverRequest } from '@campaign-ops/service-messages';
 import { EndpointStore } from './endpoint-store';
 
@@ -27,18 +27,8 @@ export class DeliveryQueries {
     const original = await this.deliveries.get(deliveryId);
     if (!original || original.endpoint_id !== id) return failure('resource_missing', `No such delivery: ${deliveryId}`, 'delivery_id');
     const now = new Date().toISOString();
-    const fresh: Delivery = {
-      ...original,
-      id: newId('dlv'),
-      status: 'pending',
-      attempts: 0,
-      last_status_code: null,
-      last_error: null,
-      next_attempt_at: now,
-      lease_until: null,
-      created_at: now,
-      updated_at: now,
-    };
+    const { endpoint_id, account_id, mode, event_id, event, body } = original;
+    const fresh = pendingDelivery({ id: newId('dlv'), endpoint_id, account_id, mode, event_id, event, body }, now);
     await this.deliveries.insert(fresh);
     this.onStored();
     return success(toDeliveryResource(fresh));

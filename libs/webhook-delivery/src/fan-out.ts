@@ -1,6 +1,6 @@
 import { deterministicUlid } from '@campaign-ops/ids';
 import { Collection } from '@campaign-ops/read-store';
-import { Delivery, PartnerEvent, webhookBody } from '@campaign-ops/webhook-domain';
+import { Delivery, PartnerEvent, pendingDelivery, webhookBody } from '@campaign-ops/webhook-domain';
 import { StoredPartnerEvent } from './delivery-store';
 import { EndpointStore } from './endpoint-store';
 
@@ -27,23 +27,20 @@ export class FanOut {
       const page = await this.endpoints.views.find({ account_id: event.accountId, mode: event.mode, enabled: true, deleted: false }, { limit: 100, startingAfter, order: 'asc' });
       for (const endpoint of page.items) {
         if (!endpoint.events.includes(event.event)) continue;
-        const inserted = await this.deliveries.insert({
-          id: `dlv_${deterministicUlid(Date.parse(event.timestamp), `${event.id}:${endpoint.id}`)}`,
-          endpoint_id: endpoint.id,
-          account_id: event.accountId,
-          mode: event.mode,
-          event_id: event.id,
-          event: event.event,
-          body,
-          status: 'pending',
-          attempts: 0,
-          last_status_code: null,
-          last_error: null,
-          next_attempt_at: now,
-          lease_until: null,
-          created_at: now,
-          updated_at: now,
-        });
+        const inserted = await this.deliveries.insert(
+          pendingDelivery(
+            {
+              id: `dlv_${deterministicUlid(Date.parse(event.timestamp), `${event.id}:${endpoint.id}`)}`,
+              endpoint_id: endpoint.id,
+              account_id: event.accountId,
+              mode: event.mode,
+              event_id: event.id,
+              event: event.event,
+              body,
+            },
+            now,
+          ),
+        );
         if (inserted) stored++;
       }
       if (!page.hasMore) break;

@@ -24,6 +24,14 @@ export interface Delivery {
   [key: string]: unknown;
 }
 
+/** A delivery about to be tried for the first time: due now, nothing tried yet. */
+export function pendingDelivery(
+  what: Pick<Delivery, 'id' | 'endpoint_id' | 'account_id' | 'mode' | 'event_id' | 'event' | 'body'>,
+  now: string,
+): Delivery {
+  return { ...what, status: 'pending', attempts: 0, last_status_code: null, last_error: null, next_attempt_at: now, lease_until: null, created_at: now, updated_at: now };
+}
+
 export interface AttemptResult {
   ok: boolean;
   statusCode: number | null;
