@@ -20,12 +20,18 @@ export interface CheckpointedOptions {
  * event is never skipped; a crash repeats at most the events since the last checkpoint.
  * Relays (event store → bus) and projections (event store → read models) are both this.
  */
+const CHECKPOINT_EVERY_MS = 100;
+
 export class CheckpointedProcessor {
   private readonly logger: Logger;
   private subscription: Subscription | null = null;
   private stopped = false;
   private failures = 0;
   private restartTimer: NodeJS.Timeout | null = null;
+  /** Handled but not yet saved: checkpoints are saved at most every CHECKPOINT_EVERY_MS. */
+  private unsaved: string | null = null;
+  private saveTimer: NodeJS.Timeout | null = null;
+  private saving: Promise<void> = Promise.resolve();
 
   constructor(private readonly options: CheckpointedOptions) {
     this.logger = new Logger(`processor:${options.name}`);
@@ -40,7 +46,7 @@ export class CheckpointedProcessor {
       streamPrefixes: this.options.streamPrefixes,
       onEvent: async (event) => {
         await withRequestId(event.metadata.requestId as string | undefined, () => this.options.handle(event));
-        await this.options.checkpoints.set(this.options.name, event.position);
+        this.saveSoon(event.position);
         this.failures = 0;
         const occurred = Date.parse(event.occurredAt);
         processorEvents.inc({ processor: this.options.name });
@@ -56,6 +62,37 @@ export class CheckpointedProcessor {
     if (this.restartTimer) clearTimeout(this.restartTimer);
     await this.subscription?.close();
     this.subscription = null;
+    await this.saveNow();
+  }
+
+  /**
+   * Saving a checkpoint per event would cost a durable write per event per processor; batching
+   * them means a crash repeats at most the last CHECKPOINT_EVERY_MS of events, which every handler
+   * takes in its stride (they are idempotent).
+   */
+  private saveSoon(position: string): void {
+    this.unsaved = position;
+    if (this.saveTimer) return;
+    this.saveTimer = setTimeout(() => void this.saveNow(), CHECKPOINT_EVERY_MS);
+    this.saveTimer.unref();
+  }
+
+  private saveNow(): Promise<void> {
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = null;
+    this.saving = this.saving.then(async () => {
+      const position = this.unsaved;
+      if (position === null) return;
+      this.unsaved = null;
+      try {
+        await this.options.checkpoints.set(this.options.name, position);
+      } catch (error) {
+        // Not saved: keep it for the next try; at worst a restart repeats a few events.
+        this.unsaved ??= position;
+        this.logger.warn(`checkpoint not saved: ${(error as Error).message}`);
+      }
+    });
+    return this.saving;
   }
 
   private restartAfterFailure(error: Error): void {
