@@ -90,6 +90,14 @@ describe('API.md, the rest of the contract', () => {
       expect(await settled(id)).toMatchObject({ status: 'failed', error: { code: 'connection_reauth_required', retryable: false } });
     });
 
+    it('completes [sandbox:slow] after about 3 s', async () => {
+      const id = await launch('Patient [sandbox:slow]');
+      expect((await partner.get(`/v1/dispatches/${id}`)).body.data.status).toBe('accepted');
+      const done = await settled(id);
+      expect(done.status).toBe('completed');
+      expect(Date.parse(done.completed_at) - Date.parse(done.created_at)).toBeGreaterThanOrEqual(2900);
+    });
+
     it('applies the channel’s minimum daily budget in the sandbox', async () => {
       const id = await launch('Tiny', (b) => {
         b.channel = 'tiktok_ads';
