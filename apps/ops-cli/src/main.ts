@@ -1,15 +1,22 @@
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { KeyMode } from '@campaign-ops/account-domain';
 import { unwrap } from '@campaign-ops/api-errors';
-import { loadConfig, openStores } from '@campaign-ops/service-runtime';
+import { Bus, InProcessBus, NatsBus } from '@campaign-ops/bus';
+import { connectWithRetry, loadConfig, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
 
-const USAGE = `campaign-ops operations (works on the stores of DATA_DIR, default ./data)
+const USAGE = `campaign-ops operations (works on the stores of DATA_DIR, default ./data, and on the bus:
+NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
 
   accounts create --name NAME [--credits N]        open an account (N credits in each mode, default 1000)
   keys create --account ACCT_ID --mode live|test   issue an API key (shown once)
   keys revoke KEY_ID                               revoke a key at once
   credits grant --account ACCT_ID --mode live|test --amount N
+  bus parked [--durable NAME] [--limit N]          messages a consumer gave up on after maxDeliver
+                                                   deliveries, oldest first (default limit 100)
+  bus replay ID                                    deliver a parked message again to the consumer that
+                                                   parked it (delivery count starting over), and unpark it
 
 Output is JSON. Example: npm run ops -- accounts create --name "Acme"`;
 
@@ -32,15 +39,55 @@ function count(value: string, name: string): number {
   return Number(value);
 }
 
+/**
+ * The bus as the services open it: NATS when NATS_URL is set; else the standalone's SQLite file,
+ * without releasing leases (the running standalone holds them, and would handle twice what it holds).
+ */
+async function openBus(config: ServiceConfig): Promise<Bus> {
+  if (config.natsUrl) {
+    return connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () =>
+      NatsBus.connect({ servers: config.natsUrl!, name: config.app, streamReplicas: config.natsStreamReplicas }),
+    );
+  }
+  return InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite') });
+}
+
+async function runBus(config: ServiceConfig, action: string | undefined, id: string | undefined, values: Record<string, string | boolean | undefined>): Promise<unknown> {
+  if (action !== 'parked' && action !== 'replay') throw new UsageError(`unknown command: bus ${action ?? ''}`);
+  if (action === 'replay' && !id) throw new UsageError('bus replay needs the id of a parked message (see bus parked)');
+  const limit = values.limit === undefined ? undefined : count(option(values, 'limit'), 'limit');
+  if (limit === 0) throw new UsageError('--limit must be at least 1');
+  const durable = values.durable === undefined ? undefined : option(values, 'durable');
+  const bus = await openBus(config);
+  try {
+    if (action === 'parked') return await bus.listParked({ durable, limit });
+    await bus.replayParked(id!);
+    return { replayed: id };
+  } finally {
+    await bus.close();
+  }
+}
+
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, credits: { type: 'string' }, account: { type: 'string' }, mode: { type: 'string' }, amount: { type: 'string' }, help: { type: 'boolean' } },
+    options: {
+      name: { type: 'string' },
+      credits: { type: 'string' },
+      account: { type: 'string' },
+      mode: { type: 'string' },
+      amount: { type: 'string' },
+      durable: { type: 'string' },
+      limit: { type: 'string' },
+      help: { type: 'boolean' },
+    },
   });
   const [resource, action, id] = positionals;
   if (values.help || !resource) throw new UsageError('');
-  const stores = await openStores(loadConfig('ops-cli'));
+  const config = loadConfig('ops-cli');
+  if (resource === 'bus') return runBus(config, action, id, values);
+  const stores = await openStores(config);
   const directory = new AccountDirectory(stores.eventStore, stores.readStore);
   try {
     switch (`${resource} ${action}`) {

@@ -14,6 +14,7 @@ export const DURABLE_SUBJECT_ROOT = 'evt';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5000;
 export const DEFAULT_ACK_WAIT_MS = 30000;
 export const DEFAULT_MAX_DELIVER = 100;
+export const DEFAULT_PARKED_LIMIT = 100;
 
 export interface BusHeaders {
   [name: string]: string;
@@ -52,8 +53,38 @@ export interface ConsumerOptions {
   subject: string;
   /** A message not acked within this is redelivered. Default 30000. */
   ackWaitMs?: number;
-  /** Deliveries before a message is parked. Default 100. */
+  /**
+   * Deliveries before a message is parked. Default 100. A handler that fails (throws or asks for a
+   * retry) on the last allowed delivery, or does not settle within ackWaitMs on it, gets the message
+   * parked: it is no longer delivered, `listParked` shows it, and `replayParked` delivers it again.
+   */
   maxDeliver?: number;
+}
+
+/** A message a durable gave up on after maxDeliver deliveries, kept for an operator to see and replay. */
+export interface ParkedMessage {
+  /** What `replayParked` takes. Opaque: `<durable>:<seq>` in-process, the parked stream's sequence on NATS. */
+  id: string;
+  /** The durable consumer that parked it; a replay goes to this durable only. */
+  durable: string;
+  /** The subject it was published to. */
+  subject: string;
+  data: unknown;
+  /** The headers it was published with. */
+  headers: BusHeaders;
+  /** Deliveries made before it was parked (maxDeliver, as configured when it was parked). */
+  deliveryCount: number;
+  /** ISO 8601. */
+  parkedAt: string;
+  /** The handler's error message on the last delivery, or why else it was parked. */
+  reason: string;
+}
+
+export interface ListParkedOptions {
+  /** Only what this durable parked. */
+  durable?: string;
+  /** At most this many, oldest first. Default 100. */
+  limit?: number;
 }
 
 export interface Consumer {
@@ -75,8 +106,16 @@ export interface Bus {
   publish<T>(subject: string, data: T, options?: PublishOptions): Promise<void>;
   /** A handler that throws is redelivered after a backoff. */
   consume<T>(options: ConsumerOptions, handler: (message: DeliveredMessage<T>) => Promise<HandlerOutcome>): Promise<Consumer>;
-  /** Messages a durable consumer has not acked yet (queued or in flight): its lag, for /metrics. */
+  /** Messages a durable consumer has not acked yet (queued or in flight): its lag, for /metrics. Parked messages are not pending. */
   pending(durable: string): Promise<number>;
+  /** Parked messages, oldest first. */
+  listParked(options?: ListParkedOptions): Promise<ParkedMessage[]>;
+  /**
+   * Delivers a parked message again to the durable that parked it, its deliveryCount starting over
+   * at 1, and removes it from the parked list. Rejects with ParkedMessageNotFoundError for an id
+   * that is not (or no longer) parked.
+   */
+  replayParked(id: string): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
 }
@@ -92,6 +131,13 @@ export class BusUnavailableError extends Error {
   constructor(readonly subject: string, reason: string) {
     super(`cannot reach ${subject}: ${reason}`);
     this.name = 'BusUnavailableError';
+  }
+}
+
+export class ParkedMessageNotFoundError extends Error {
+  constructor(readonly id: string) {
+    super(`no parked message with id ${JSON.stringify(id)}`);
+    this.name = 'ParkedMessageNotFoundError';
   }
 }
 

@@ -10,12 +10,16 @@ import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   DeliveredMessage,
   HandlerOutcome,
+  ListParkedOptions,
+  ParkedMessage,
+  ParkedMessageNotFoundError,
   PublishOptions,
   RequestContext,
   RequestOptions,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
+import { failureReason, parkedQuery, RETRY_ON_LAST_DELIVERY } from './parking';
 import { backoffAfterFailureMs } from './redelivery';
 import { ClaimedDelivery, SqliteBusStore } from './sqlite-bus-store';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject, subjectMatches } from './subjects';
@@ -148,6 +152,35 @@ export class InProcessBus implements Bus {
     return this.store.pending(durable);
   }
 
+  async listParked(options?: ListParkedOptions): Promise<ParkedMessage[]> {
+    const { durable, limit } = parkedQuery(options);
+    this.assertOpen('in-process bus');
+    return this.store.listParked(durable, limit).map((row) => ({
+      id: `${row.durable}:${row.seq}`,
+      durable: row.durable,
+      subject: row.subject,
+      data: decodePayload(row.data),
+      headers: row.headers,
+      deliveryCount: row.deliveryCount,
+      parkedAt: new Date(row.parkedAt).toISOString(),
+      reason: row.reason,
+    }));
+  }
+
+  /** The row goes back in the durable's queue, due now: only that durable sees the message again. */
+  async replayParked(id: string): Promise<void> {
+    this.assertOpen('in-process bus');
+    // Durable names cannot hold ':', so the last one separates the sequence.
+    const separator = id.lastIndexOf(':');
+    const durable = id.slice(0, separator);
+    const seq = id.slice(separator + 1);
+    if (separator < 1 || !/^[1-9]\d*$/.test(seq) || !this.store.replay(durable, Number(seq))) throw new ParkedMessageNotFoundError(id);
+    // Consumers in other processes on the same file find it at their next poll.
+    for (const consumer of this.consumers) {
+      if (consumer.durable === durable) consumer.wake();
+    }
+  }
+
   async ping(): Promise<void> {
     this.assertOpen('in-process bus');
   }
@@ -210,6 +243,10 @@ class InProcessConsumer implements Consumer {
     return this.settings.filter;
   }
 
+  get durable(): string {
+    return this.settings.durable;
+  }
+
   wake(): void {
     this.endSleep?.();
   }
@@ -230,7 +267,7 @@ class InProcessConsumer implements Consumer {
         const result = this.store.claim(durable, filter, ackWaitMs, maxDeliver);
         for (const parked of result.parked) {
           this.logger.error(
-            `consumer ${durable}: ${parked.subject} #${parked.seq} not acked after ${parked.deliveryCount} deliveries (maxDeliver); parked`,
+            `consumer ${durable}: ${parked.subject} #${parked.seq} parked (id ${durable}:${parked.seq}) after ${parked.deliveryCount} deliveries (maxDeliver): ${parked.reason}`,
           );
         }
         claimed = result.claimed;
@@ -259,25 +296,30 @@ class InProcessConsumer implements Consumer {
         deliveryCount: delivery.deliveryCount,
       });
     } catch (error) {
+      if (delivery.deliveryCount >= this.settings.maxDeliver) {
+        this.park(delivery, failureReason(error));
+        return;
+      }
       const delayMs = backoffAfterFailureMs(delivery.deliveryCount);
       this.logger.warn(
         `consumer ${durable}: handler failed on ${delivery.subject} #${delivery.seq} (delivery ${delivery.deliveryCount}): ${errorMessage(error)}; retry in ${delayMs} ms`,
       );
-      this.settleLater(delivery, delayMs);
+      this.store.retryAt(durable, delivery, Date.now() + delayMs);
       return;
     }
-    if (outcome) this.settleLater(delivery, outcome.retryInMs);
-    else this.store.ack(durable, delivery.seq);
+    if (!outcome) this.store.ack(durable, delivery.seq);
+    else if (delivery.deliveryCount >= this.settings.maxDeliver) this.park(delivery, RETRY_ON_LAST_DELIVERY);
+    else this.store.retryAt(durable, delivery, Date.now() + outcome.retryInMs);
   }
 
-  private settleLater(delivery: ClaimedDelivery, delayMs: number): void {
-    const { durable, maxDeliver } = this.settings;
-    if (delivery.deliveryCount >= maxDeliver) {
-      this.store.park(durable, delivery);
-      this.logger.error(`consumer ${durable}: ${delivery.subject} #${delivery.seq} failed ${delivery.deliveryCount} deliveries (maxDeliver); parked`);
-    } else {
-      this.store.retryAt(durable, delivery, Date.now() + delayMs);
-    }
+  /** The last allowed delivery failed: park it, where listParked shows it and replayParked can deliver it again. */
+  private park(delivery: ClaimedDelivery, reason: string): void {
+    const { durable } = this.settings;
+    // False when its lease had run out and a claim parked it (or delivered it again) meanwhile: that one decided.
+    if (!this.store.park(durable, delivery, reason)) return;
+    this.logger.error(
+      `consumer ${durable}: ${delivery.subject} #${delivery.seq} parked (id ${durable}:${delivery.seq}) after ${delivery.deliveryCount} deliveries (maxDeliver): ${reason}`,
+    );
   }
 
   private sleep(): Promise<void> {

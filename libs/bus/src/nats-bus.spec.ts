@@ -31,11 +31,42 @@ describe('NatsBus', () => {
       await updated.close();
 
       const nc = await connect({ servers: fresh.url });
-      const { config } = await (await nc.jetstreamManager()).streams.info('CAMPAIGN_OPS_EVENTS');
+      const jsm = await nc.jetstreamManager();
+      const { config } = await jsm.streams.info('CAMPAIGN_OPS_EVENTS');
+      const { config: parkedConfig } = await jsm.streams.info('CAMPAIGN_OPS_EVENTS_PARKED');
       await nc.close();
-      expect(config).toMatchObject({ subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(60_000) });
+      expect(config).toMatchObject({ subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(60_000), num_replicas: 1 });
+      expect(parkedConfig).toMatchObject({ subjects: ['parked.>'], storage: StorageType.File, duplicate_window: nanos(60_000), num_replicas: 1 });
     } finally {
       await fresh.stop();
+    }
+  });
+
+  it('asks for streamReplicas replicas, and says which stream a single server refuses them for', async () => {
+    const error = await NatsBus.connect({ servers: server.url, name: 'replicas', streamName: 'REPLICATED', streamReplicas: 3, logger: quietLogger }).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/cannot create JetStream stream REPLICATED \(3 replica\(s\).*replicas/);
+  });
+
+  it('parks with the msgId of neither the original nor a previous parking, and logs each parking as an error', async () => {
+    const errors: string[] = [];
+    const bus = await NatsBus.connect({ servers: server.url, name: 'parking-log', logger: { warn: () => undefined, error: (message) => errors.push(message) } });
+    try {
+      const durable = `park_${Math.random().toString(36).slice(2, 8)}`;
+      const subject = `evt.${durable}.happened`;
+      const consumer = await bus.consume({ durable, subject, maxDeliver: 1 }, async () => ({ retryInMs: 10 }));
+      await bus.publish(subject, { id: 'a' }, { msgId: `${durable}-a` });
+      await waitFor(async () => (await bus.listParked({ durable })).length === 1, 'the first parking');
+      const [parked] = await bus.listParked({ durable });
+      await bus.replayParked(parked.id);
+      // Parked again on the replay's only delivery: a second entry, not a duplicate of the first parking.
+      await waitFor(async () => (await bus.listParked({ durable })).length === 1 && (await bus.listParked({ durable }))[0].id !== parked.id, 'the second parking');
+      await consumer.stop();
+      expect(errors.filter((message) => message.includes(durable) && message.includes('parked (id'))).toHaveLength(2);
+    } finally {
+      await bus.close();
     }
   });
 

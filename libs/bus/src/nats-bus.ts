@@ -15,7 +15,9 @@ import {
   nanos,
   NatsConnection,
   NatsError,
+  SeqMsgRequest,
   StorageType,
+  StoredMsg,
   Subscription,
 } from 'nats';
 import {
@@ -32,12 +34,16 @@ import {
   DeliveredMessage,
   DURABLE_SUBJECT_ROOT,
   HandlerOutcome,
+  ListParkedOptions,
+  ParkedMessage,
+  ParkedMessageNotFoundError,
   PublishOptions,
   RequestContext,
   RequestOptions,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
+import { failureReason, NOT_ACKED_ON_LAST_DELIVERY, parkedQuery, RETRY_ON_LAST_DELIVERY } from './parking';
 import { backoffAfterFailureMs } from './redelivery';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject } from './subjects';
 
@@ -46,15 +52,26 @@ export interface NatsBusOptions {
   servers: string;
   /** Connection name, shown by the server's monitoring. */
   name: string;
-  /** JetStream stream holding `evt.>`. Default `CAMPAIGN_OPS_EVENTS`. */
+  /**
+   * JetStream stream holding `evt.>`. Default `CAMPAIGN_OPS_EVENTS`. Parked messages live in a
+   * second stream, `<streamName>_PARKED`, bound to `parked.>`: one stream name per NATS account.
+   */
   streamName?: string;
   /** Window in which a repeated `msgId` is dropped. Default 2 minutes. */
   duplicateWindowMs?: number;
+  /**
+   * Replicas of both streams (`num_replicas`): 1 on a single server, 3 (or 5) on a cluster so a
+   * node can be lost. An existing stream is updated to it. Default 1.
+   */
+  streamReplicas?: number;
   logger?: BusLogger;
 }
 
 const DEFAULT_STREAM_NAME = 'CAMPAIGN_OPS_EVENTS';
 const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
+const DEFAULT_STREAM_REPLICAS = 1;
+const PARKED_STREAM_SUFFIX = '_PARKED';
+const PARKED_SUBJECT_ROOT = 'parked';
 const RECONNECT_WAIT_MS = 1000;
 const PING_TIMEOUT_MS = 2000;
 // A pull request waits this long on the server for a message; the loop then simply asks again.
@@ -66,6 +83,40 @@ const FETCH_RETRY_PAUSE_MS = 500;
 const ACK_CONFIRM_TIMEOUT_MS = 2000;
 const JS_ERR_STREAM_NOT_FOUND = 10059;
 const JS_ERR_CONSUMER_NOT_FOUND = 10014;
+const JS_ERR_NO_MESSAGE_FOUND = 10037;
+
+// Headers of a parked message (beside those it was published with): where it came from and why it stopped.
+const PARKED_SUBJECT_HEADER = 'Campaign-Ops-Parked-Subject';
+const PARKED_DURABLE_HEADER = 'Campaign-Ops-Parked-Durable';
+const PARKED_DELIVERY_COUNT_HEADER = 'Campaign-Ops-Parked-Delivery-Count';
+const PARKED_REASON_HEADER = 'Campaign-Ops-Parked-Reason';
+const PARKED_AT_HEADER = 'Campaign-Ops-Parked-At';
+// On a replayed message: the only durable that handles it (see NatsConsumer.handle).
+const REPLAY_FOR_HEADER = 'Campaign-Ops-Replay-For';
+const INTERNAL_HEADERS = new Set(
+  [PARKED_SUBJECT_HEADER, PARKED_DURABLE_HEADER, PARKED_DELIVERY_COUNT_HEADER, PARKED_REASON_HEADER, PARKED_AT_HEADER, REPLAY_FOR_HEADER].map(
+    (name) => name.toLowerCase(),
+  ),
+);
+
+/** A message to park: the original's stream sequence, subject, payload and headers. */
+interface ToPark {
+  durable: string;
+  streamSeq: number;
+  subject: string;
+  data: Uint8Array;
+  headers: MsgHdrs | undefined;
+  deliveryCount: number;
+  reason: string;
+}
+
+/** What JetStream publishes on `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<consumer>`. */
+interface MaxDeliveriesAdvisory {
+  stream: string;
+  consumer: string;
+  stream_seq: number;
+  deliveries: number;
+}
 
 type MessageHandler = (message: DeliveredMessage<unknown>) => Promise<HandlerOutcome>;
 
@@ -86,6 +137,10 @@ export class NatsBus implements Bus {
   private readonly responders: Subscription[] = [];
   private readonly repliesInFlight = new Set<Promise<void>>();
   private readonly consumers = new Set<NatsConsumer>();
+  /** Durables whose max-deliveries advisories this connection handles (see watchMaxDeliveries). */
+  private readonly advisorySubscriptions = new Map<string, Subscription>();
+  private readonly parkingsInFlight = new Set<Promise<void>>();
+  private readonly parkedStreamName: string;
 
   private constructor(
     private readonly nc: NatsConnection,
@@ -94,6 +149,7 @@ export class NatsBus implements Bus {
     private readonly streamName: string,
     private readonly logger: BusLogger,
   ) {
+    this.parkedStreamName = `${streamName}${PARKED_STREAM_SUFFIX}`;
     void this.watchConnection();
   }
 
@@ -107,7 +163,11 @@ export class NatsBus implements Bus {
     try {
       const jsm = await nc.jetstreamManager();
       const streamName = options.streamName ?? DEFAULT_STREAM_NAME;
-      await ensureStream(jsm, streamName, options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS);
+      const duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
+      const replicas = options.streamReplicas ?? DEFAULT_STREAM_REPLICAS;
+      if (!Number.isInteger(replicas) || replicas < 1) throw new Error(`streamReplicas must be a whole number of at least 1, got: ${replicas}`);
+      await ensureStream(jsm, { name: streamName, subjects: [`${DURABLE_SUBJECT_ROOT}.>`], duplicateWindowMs, replicas });
+      await ensureStream(jsm, { name: `${streamName}${PARKED_STREAM_SUFFIX}`, subjects: [`${PARKED_SUBJECT_ROOT}.>`], duplicateWindowMs, replicas });
       return new NatsBus(nc, nc.jetstream(), jsm, streamName, options.logger ?? consoleBusLogger);
     } catch (error) {
       await nc.close();
@@ -176,8 +236,16 @@ export class NatsBus implements Bus {
       maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
     };
     await ensureDurableConsumer(this.jsm, this.streamName, settings);
+    await this.watchMaxDeliveries(settings.durable);
     const jsConsumer = await this.js.consumers.get(this.streamName, settings.durable);
-    const consumer = new NatsConsumer(jsConsumer, settings, handler as MessageHandler, this.logger, () => this.consumers.delete(consumer));
+    const consumer = new NatsConsumer(
+      jsConsumer,
+      settings,
+      handler as MessageHandler,
+      (message) => this.park(message),
+      this.logger,
+      () => this.consumers.delete(consumer),
+    );
     this.consumers.add(consumer);
     return consumer;
   }
@@ -206,6 +274,61 @@ export class NatsBus implements Bus {
     }
   }
 
+  /**
+   * Reads the parked stream in order (oldest parking first) with one `STREAM.MSG.GET` per message,
+   * each asking for the next message on `parked.<durable>` (or `parked.>`) from a sequence on
+   * (`next_by_subj`, nats-server 2.9+): no consumer to create or clean up, gaps left by replays skipped.
+   */
+  async listParked(options?: ListParkedOptions): Promise<ParkedMessage[]> {
+    const { durable, limit } = parkedQuery(options);
+    this.assertReachable(this.parkedStreamName);
+    const filter = `${PARKED_SUBJECT_ROOT}.${durable ?? '>'}`;
+    const parked: ParkedMessage[] = [];
+    for (let seq = 1; parked.length < limit; ) {
+      // `next_by_subj` is in the server's API but missing from nats.js's type of this request.
+      const query: SeqMsgRequest & { next_by_subj: string } = { seq, next_by_subj: filter };
+      const stored = await this.jsm.streams.getMessage(this.parkedStreamName, query).catch((error: unknown) => {
+        if (jsErrorCode(error) === JS_ERR_NO_MESSAGE_FOUND) return undefined;
+        throw toBusError(this.parkedStreamName, error);
+      });
+      if (!stored) break;
+      parked.push(toParkedMessage(stored));
+      seq = stored.seq + 1;
+    }
+    return parked;
+  }
+
+  /**
+   * Republishes the parked message to its original subject, with a fresh msgId (the original's may
+   * still be in the de-duplication window) and the `Campaign-Ops-Replay-For: <durable>` header, then
+   * deletes it from the parked stream. Being a new message on the subject, it reaches every durable
+   * whose filter matches, not just the one that parked it; NatsConsumer acks it unseen in those
+   * others, so only the parking durable's handler runs it again (deliveryCount 1). Consumers that are
+   * not NatsBus consumers would see the replay like any message.
+   */
+  async replayParked(id: string): Promise<void> {
+    this.assertReachable(this.parkedStreamName);
+    if (!/^[1-9]\d*$/.test(id)) throw new ParkedMessageNotFoundError(id);
+    const seq = Number(id);
+    const stored = await this.jsm.streams.getMessage(this.parkedStreamName, { seq }).catch((error: unknown) => {
+      if (jsErrorCode(error) === JS_ERR_NO_MESSAGE_FOUND) throw new ParkedMessageNotFoundError(id);
+      throw toBusError(this.parkedStreamName, error);
+    });
+    const parked = toParkedMessage(stored);
+    if (!parked.subject) throw new Error(`parked message ${id} does not say which subject it came from (no ${PARKED_SUBJECT_HEADER} header)`);
+    const headers = toNatsHeaders({ ...parked.headers, [REPLAY_FOR_HEADER]: parked.durable })!;
+    try {
+      // Deterministic, so replaying again after a failed delete (within the window) publishes once.
+      await this.js.publish(parked.subject, stored.data, { msgID: `replay:${this.parkedStreamName}:${seq}:${parked.parkedAt}`, headers });
+    } catch (error) {
+      throw toBusError(parked.subject, error);
+    }
+    await this.jsm.streams.deleteMessage(this.parkedStreamName, seq, false).catch((error: unknown) => {
+      // Someone replayed it at the same time: it is gone, which is what was asked.
+      if (jsErrorCode(error) !== JS_ERR_NO_MESSAGE_FOUND) throw toBusError(this.parkedStreamName, error);
+    });
+  }
+
   /** Stops consumers and responders (waiting for handlers in flight), then drains the connection. */
   async close(): Promise<void> {
     if (this.closed) return;
@@ -216,16 +339,96 @@ export class NatsBus implements Bus {
       await this.nc.close();
       return;
     }
-    // Stop taking requests first, so the replies still in flight can go out before the connection closes.
-    await Promise.all(this.responders.map((subscription) => subscription.drain().catch(() => undefined)));
-    await Promise.all(this.repliesInFlight);
+    // Stop taking requests and advisories first, so the replies and parkings still in flight can go out before the connection closes.
+    const subscriptions = [...this.responders, ...this.advisorySubscriptions.values()];
+    await Promise.all(subscriptions.map((subscription) => subscription.drain().catch(() => undefined)));
+    await Promise.all([...this.repliesInFlight, ...this.parkingsInFlight]);
     await this.nc.drain().catch(() => this.nc.close());
+  }
+
+  /**
+   * Copies the message to `parked.<durable>` with where it came from and why it stopped. The msgId
+   * (durable + stream sequence) makes both ways of parking one message (the handler failing on the
+   * last delivery, and the max-deliveries advisory) store it once, within the de-duplication window.
+   */
+  private async park(message: ToPark): Promise<void> {
+    const parkedAt = new Date().toISOString();
+    const headers = natsHeaders();
+    for (const [name, value] of Object.entries(userHeaders(message.headers))) headers.set(name, value);
+    headers.set(PARKED_SUBJECT_HEADER, message.subject);
+    headers.set(PARKED_DURABLE_HEADER, message.durable);
+    headers.set(PARKED_DELIVERY_COUNT_HEADER, String(message.deliveryCount));
+    headers.set(PARKED_REASON_HEADER, message.reason);
+    headers.set(PARKED_AT_HEADER, parkedAt);
+    const ack = await this.js.publish(`${PARKED_SUBJECT_ROOT}.${message.durable}`, message.data, {
+      msgID: `park:${this.streamName}:${message.durable}:${message.streamSeq}`,
+      headers,
+    });
+    if (ack.duplicate) return; // parked already, by the other way
+    this.logger.error(
+      `consumer ${message.durable}: ${message.subject} #${message.streamSeq} parked (id ${ack.seq}) after ${message.deliveryCount} deliveries (maxDeliver): ${message.reason}`,
+    );
+  }
+
+  /**
+   * A handler that never settles its last allowed delivery leaves the message to JetStream, which
+   * stops delivering it once its ack wait ends and announces so with a max-deliveries advisory (on
+   * nats-server 2.9, when it next tries to deliver: while some instance of the durable is pulling).
+   * The advisory names the stream sequence: the message is fetched from the stream and parked.
+   *
+   * Gap: advisories are core NATS messages, not stored. One sent while no instance of the durable is
+   * connected (all down, or reconnecting) is lost, and the message is neither delivered nor parked:
+   * it stays in the events stream (limits retention), but only an advisory captured elsewhere (a
+   * stream on `$JS.EVENT.ADVISORY.>`, `nats event`) would tell its sequence. The failing path (throw
+   * or retry on the last delivery) does not depend on advisories and never has this gap.
+   * A hung handler that settles after this cannot change it: failing, it parks nothing more (same
+   * msgId, within the de-duplication window; a second copy after it); succeeding, its ack comes too
+   * late for JetStream and the parked copy stays (a replay is harmless to an idempotent handler;
+   * in-process the late ack unparks it).
+   * Instances of a durable share the advisories through a queue group, so one of them parks.
+   */
+  private async watchMaxDeliveries(durable: string): Promise<void> {
+    if (this.advisorySubscriptions.has(durable)) return;
+    const subject = `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${this.streamName}.${durable}`;
+    const subscription = this.nc.subscribe(subject, {
+      queue: 'campaign-ops-parking',
+      callback: (error, msg) => {
+        if (error) {
+          this.logger.error(`max-deliveries advisories of ${durable} stopped: ${error.message}`);
+          return;
+        }
+        const parking = this.parkAfterAdvisory(msg).finally(() => this.parkingsInFlight.delete(parking));
+        this.parkingsInFlight.add(parking);
+      },
+    });
+    this.advisorySubscriptions.set(durable, subscription);
+    await this.nc.flush();
+  }
+
+  private async parkAfterAdvisory(msg: Msg): Promise<void> {
+    let advisory: MaxDeliveriesAdvisory | undefined;
+    try {
+      advisory = JSON.parse(decoder.decode(msg.data)) as MaxDeliveriesAdvisory;
+      const stored = await this.jsm.streams.getMessage(this.streamName, { seq: advisory.stream_seq });
+      await this.park({
+        durable: advisory.consumer,
+        streamSeq: advisory.stream_seq,
+        subject: stored.subject,
+        data: stored.data,
+        headers: stored.header,
+        deliveryCount: advisory.deliveries,
+        reason: NOT_ACKED_ON_LAST_DELIVERY,
+      });
+    } catch (error) {
+      const which = advisory ? `${advisory.consumer} #${advisory.stream_seq}` : msg.subject;
+      this.logger.error(`could not park ${which} after its max-deliveries advisory, it is neither delivered nor parked: ${errorMessage(error)}`);
+    }
   }
 
   private async answer<Req, Res>(msg: Msg, handler: (data: Req, context: RequestContext) => Promise<Res>): Promise<void> {
     let reply: string;
     try {
-      const data = await handler(decodePayload<Req>(decoder.decode(msg.data)), { subject: msg.subject, headers: fromNatsHeaders(msg.headers) });
+      const data = await handler(decodePayload<Req>(decoder.decode(msg.data)), { subject: msg.subject, headers: userHeaders(msg.headers) });
       reply = encodePayload({ ok: true, data } satisfies ReplyEnvelope<Res>);
     } catch (error) {
       reply = encodePayload({ ok: false, message: errorMessage(error) } satisfies ReplyEnvelope<Res>);
@@ -257,6 +460,8 @@ export class NatsBus implements Bus {
   }
 }
 
+type Parker = (message: ToPark) => Promise<void>;
+
 interface ConsumerSettings {
   durable: string;
   subject: string;
@@ -279,6 +484,7 @@ class NatsConsumer implements Consumer {
     private readonly jsConsumer: JetStreamConsumer,
     private readonly settings: ConsumerSettings,
     private readonly handler: MessageHandler,
+    private readonly park: Parker,
     private readonly logger: BusLogger,
     private readonly onStopped: () => void,
   ) {
@@ -322,27 +528,41 @@ class NatsConsumer implements Consumer {
   }
 
   private async handle(msg: JsMsg): Promise<void> {
+    const { durable, maxDeliver } = this.settings;
     const deliveryCount = msg.info.deliveryCount;
+    // A replay is republished to its subject, so every durable matching it receives it: only the
+    // durable that parked it handles it, the others let it pass.
+    const replayFor = msg.headers?.get(REPLAY_FOR_HEADER);
+    if (replayFor && replayFor !== durable) {
+      await this.ack(msg);
+      return;
+    }
     let outcome: HandlerOutcome;
     try {
       outcome = await this.handler({
         subject: msg.subject,
         data: decodePayload(decoder.decode(msg.data)),
-        headers: fromNatsHeaders(msg.headers),
+        headers: userHeaders(msg.headers),
         deliveryCount,
       });
     } catch (error) {
+      if (deliveryCount >= maxDeliver) {
+        await this.parkInstead(msg, deliveryCount, failureReason(error));
+        return;
+      }
       const delayMs = backoffAfterFailureMs(deliveryCount);
       this.logger.warn(
-        `consumer ${this.settings.durable}: handler failed on ${msg.subject} #${msg.seq} (delivery ${deliveryCount}): ${errorMessage(error)}; retry in ${delayMs} ms`,
+        `consumer ${durable}: handler failed on ${msg.subject} #${msg.seq} (delivery ${deliveryCount}): ${errorMessage(error)}; retry in ${delayMs} ms`,
       );
-      this.redeliverLater(msg, delayMs, deliveryCount);
+      msg.nak(delayMs);
       return;
     }
-    if (outcome) {
-      this.redeliverLater(msg, outcome.retryInMs, deliveryCount);
-      return;
-    }
+    if (!outcome) await this.ack(msg);
+    else if (deliveryCount >= maxDeliver) await this.parkInstead(msg, deliveryCount, RETRY_ON_LAST_DELIVERY);
+    else msg.nak(outcome.retryInMs);
+  }
+
+  private async ack(msg: JsMsg): Promise<void> {
     try {
       // Wait for the server to confirm, so a stop() right after cannot see the message again.
       await msg.ackAck({ timeout: ACK_CONFIRM_TIMEOUT_MS });
@@ -351,14 +571,23 @@ class NatsConsumer implements Consumer {
     }
   }
 
-  private redeliverLater(msg: JsMsg, delayMs: number, deliveryCount: number): void {
-    if (deliveryCount >= this.settings.maxDeliver) {
-      // JetStream itself stops redelivering past max_deliver; say so loudly, the message needs a human.
+  /** The last allowed delivery failed: copy it to the parked stream, then terminate it here. */
+  private async parkInstead(msg: JsMsg, deliveryCount: number, reason: string): Promise<void> {
+    const { durable } = this.settings;
+    try {
+      await this.park({ durable, streamSeq: msg.seq, subject: msg.subject, data: msg.data, headers: msg.headers, deliveryCount, reason });
+    } catch (error) {
+      // Not parked (server away?). A nak on the last delivery makes JetStream give up on it and send
+      // the max-deliveries advisory, which parks it (see NatsBus.watchMaxDeliveries).
       this.logger.error(
-        `consumer ${this.settings.durable}: ${msg.subject} #${msg.seq} failed ${deliveryCount} deliveries (maxDeliver); it will not be redelivered`,
+        `consumer ${durable}: could not park ${msg.subject} #${msg.seq} (${errorMessage(error)}); left to JetStream's max-deliveries advisory`,
       );
+      msg.nak();
+      return;
     }
-    msg.nak(delayMs);
+    // No reason given: nats-server 2.9 ignores a `+TERM <reason>` altogether (the message then stays
+    // pending until its ack wait ends); the reason is on the parked copy anyway.
+    msg.term();
   }
 
   private pause(ms: number): Promise<void> {
@@ -374,18 +603,33 @@ class NatsConsumer implements Consumer {
   }
 }
 
-async function ensureStream(jsm: JetStreamManager, name: string, duplicateWindowMs: number): Promise<void> {
-  const subjects = [`${DURABLE_SUBJECT_ROOT}.>`];
+interface StreamSettings {
+  name: string;
+  subjects: string[];
+  duplicateWindowMs: number;
+  replicas: number;
+}
+
+async function ensureStream(jsm: JetStreamManager, { name, subjects, duplicateWindowMs, replicas }: StreamSettings): Promise<void> {
   const duplicateWindow = nanos(duplicateWindowMs);
   const existing = await jsm.streams.info(name).catch((error: unknown) => {
     if (jsErrorCode(error) === JS_ERR_STREAM_NOT_FOUND) return undefined;
     throw error;
   });
-  if (!existing) {
-    // Two services starting together both land here; adding an identical stream is idempotent.
-    await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: duplicateWindow });
-  } else if (existing.config.duplicate_window !== duplicateWindow || existing.config.subjects.join() !== subjects.join()) {
-    await jsm.streams.update(name, { subjects, duplicate_window: duplicateWindow });
+  try {
+    if (!existing) {
+      // Two services starting together both land here; adding an identical stream is idempotent.
+      await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: duplicateWindow, num_replicas: replicas });
+    } else if (
+      existing.config.duplicate_window !== duplicateWindow ||
+      existing.config.subjects.join() !== subjects.join() ||
+      existing.config.num_replicas !== replicas
+    ) {
+      await jsm.streams.update(name, { subjects, duplicate_window: duplicateWindow, num_replicas: replicas });
+    }
+  } catch (error) {
+    // E.g. "replicas > 1 not supported in non-clustered mode": say which stream and setting.
+    throw new Error(`cannot ${existing ? 'update' : 'create'} JetStream stream ${name} (${replicas} replica(s), subjects ${subjects.join(', ')}): ${errorMessage(error)}`);
   }
 }
 
@@ -444,11 +688,30 @@ function toNatsHeaders(headers: BusHeaders | undefined): MsgHdrs | undefined {
   return result;
 }
 
-/** `Nats-*` headers (e.g. `Nats-Msg-Id`) belong to NATS, not to the message: hidden like the in-process bus does. */
-function fromNatsHeaders(headers: MsgHdrs | undefined): BusHeaders {
+/**
+ * The headers the message was published with. `Nats-*` headers (e.g. `Nats-Msg-Id`) belong to NATS,
+ * and the parking and replay headers to this adapter: hidden like the in-process bus does.
+ */
+function userHeaders(headers: MsgHdrs | undefined): BusHeaders {
   const result: BusHeaders = {};
   for (const name of headers?.keys() ?? []) {
-    if (!name.toLowerCase().startsWith('nats-')) result[name] = headers!.get(name);
+    const lower = name.toLowerCase();
+    if (!lower.startsWith('nats-') && !INTERNAL_HEADERS.has(lower)) result[name] = headers!.get(name);
   }
   return result;
+}
+
+function toParkedMessage(stored: StoredMsg): ParkedMessage {
+  const header = (name: string) => stored.header?.get(name) ?? '';
+  return {
+    id: String(stored.seq),
+    // Also in the subject (`parked.<durable>`); the header is what parking wrote.
+    durable: header(PARKED_DURABLE_HEADER) || stored.subject.slice(PARKED_SUBJECT_ROOT.length + 1),
+    subject: header(PARKED_SUBJECT_HEADER),
+    data: decodePayload(decoder.decode(stored.data)),
+    headers: userHeaders(stored.header),
+    deliveryCount: Number(header(PARKED_DELIVERY_COUNT_HEADER)) || 0,
+    parkedAt: header(PARKED_AT_HEADER) || stored.time.toISOString(),
+    reason: header(PARKED_REASON_HEADER),
+  };
 }

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { BusHeaders } from './bus.port';
+import { NOT_ACKED_ON_LAST_DELIVERY } from './parking';
 import { subjectMatches } from './subjects';
 
 /** A delivery handed to one consumer instance; `deliveryCount` also fences late settlements. */
@@ -16,6 +17,21 @@ export interface ParkedDelivery {
   seq: number;
   subject: string;
   deliveryCount: number;
+  reason: string;
+}
+
+/** A parked row with its message, as `listParked` reads it. */
+export interface ParkedRow {
+  durable: string;
+  seq: number;
+  subject: string;
+  /** JSON text. */
+  data: string;
+  headers: BusHeaders;
+  deliveryCount: number;
+  /** Epoch ms. */
+  parkedAt: number;
+  reason: string;
 }
 
 export interface ClaimResult {
@@ -54,11 +70,28 @@ const SCHEMA = `
     due_at INTEGER NOT NULL,
     delivery_count INTEGER NOT NULL,
     parked INTEGER NOT NULL DEFAULT 0,
+    -- set with parked = 1: when (epoch ms) and why
+    parked_at INTEGER,
+    reason TEXT,
     -- 1 while a handler holds it (due_at is the end of the lease), 0 when waiting or retrying later
     leased INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (durable, seq)
   );
 `;
+
+// Columns added after the first files were written: added in place to a file that lacks them.
+const ADDED_DELIVERY_COLUMNS: Array<[name: string, definition: string]> = [
+  ['parked_at', 'INTEGER'],
+  ['reason', 'TEXT'],
+];
+
+// Created once the added columns surely exist.
+const INDEXES = `
+  CREATE INDEX IF NOT EXISTS bus_deliveries_parked ON bus_deliveries (parked_at, seq) WHERE parked = 1;
+`;
+
+/** What a parked row without a recorded reason (parked before reasons were kept) shows. */
+const UNKNOWN_REASON = 'unknown (parked before reasons were recorded)';
 
 /**
  * The durable half of the in-process bus, on SQLite.
@@ -81,6 +114,8 @@ export class SqliteBusStore {
     // stays at SQLite's default (FULL), so a publish that resolved survives a power loss too.
     this.db.pragma('journal_mode = WAL');
     this.db.exec(SCHEMA);
+    this.addMissingColumns();
+    this.db.exec(INDEXES);
     this.statements = prepareStatements(this.db);
     this.claimTransaction = this.db.transaction(this.claimInTransaction.bind(this));
   }
@@ -115,9 +150,35 @@ export class SqliteBusStore {
     this.statements.reschedule.run(dueAt, durable, delivery.seq, delivery.deliveryCount);
   }
 
-  /** Stop delivering: the row stays for inspection. Same fencing as `retryAt`. */
-  park(durable: string, delivery: ClaimedDelivery): void {
-    this.statements.park.run(durable, delivery.seq, delivery.deliveryCount);
+  /**
+   * Stop delivering: the row stays, listed by `listParked`. Same fencing as `retryAt`; a delivery
+   * already parked keeps its first reason. False if nothing was parked.
+   */
+  park(durable: string, delivery: ClaimedDelivery, reason: string): boolean {
+    return this.statements.park.run(Date.now(), reason, durable, delivery.seq, delivery.deliveryCount).changes > 0;
+  }
+
+  /** Parked rows, oldest parking first. */
+  listParked(durable: string | undefined, limit: number): ParkedRow[] {
+    const rows = durable === undefined ? this.statements.parkedRows.all(limit) : this.statements.parkedRowsOf.all(durable, limit);
+    return rows.map((row) => ({
+      durable: row.durable,
+      seq: row.seq,
+      subject: row.subject,
+      data: row.data,
+      headers: JSON.parse(row.headers) as BusHeaders,
+      deliveryCount: row.delivery_count,
+      parkedAt: row.parked_at,
+      reason: row.reason ?? UNKNOWN_REASON,
+    }));
+  }
+
+  /**
+   * Makes a parked delivery due now with its delivery count starting over, as if just queued.
+   * False if the durable has no such parked delivery.
+   */
+  replay(durable: string, seq: number): boolean {
+    return this.statements.replay.run(Date.now(), durable, seq).changes > 0;
   }
 
   /**
@@ -150,8 +211,9 @@ export class SqliteBusStore {
       const row = this.statements.firstDue.get(durable, now);
       if (!row) return { parked };
       if (row.delivery_count >= maxDeliver) {
-        this.statements.park.run(durable, row.seq, row.delivery_count);
-        parked.push({ seq: row.seq, subject: row.subject, deliveryCount: row.delivery_count });
+        // Its lease ran out on the last allowed delivery: the handler hung, or its process died.
+        this.statements.park.run(now, NOT_ACKED_ON_LAST_DELIVERY, durable, row.seq, row.delivery_count);
+        parked.push({ seq: row.seq, subject: row.subject, deliveryCount: row.delivery_count, reason: NOT_ACKED_ON_LAST_DELIVERY });
         continue;
       }
       this.statements.lease.run(now + ackWaitMs, durable, row.seq);
@@ -164,6 +226,21 @@ export class SqliteBusStore {
       };
       return { claimed, parked };
     }
+  }
+
+  /**
+   * Files written before `parked_at` and `reason` existed get them here. In an IMMEDIATE
+   * transaction, so two processes opening such a file together do not both add them.
+   */
+  private addMissingColumns(): void {
+    this.db
+      .transaction(() => {
+        const existing = new Set((this.db.pragma('table_info(bus_deliveries)') as Array<{ name: string }>).map((column) => column.name));
+        for (const [name, definition] of ADDED_DELIVERY_COLUMNS) {
+          if (!existing.has(name)) this.db.exec(`ALTER TABLE bus_deliveries ADD COLUMN ${name} ${definition}`);
+        }
+      })
+      .immediate();
   }
 
   private enqueueNewMessages(durable: string, filter: string): void {
@@ -181,6 +258,24 @@ export class SqliteBusStore {
 }
 
 type Statements = ReturnType<typeof prepareStatements>;
+
+interface ParkedRowRecord {
+  durable: string;
+  seq: number;
+  subject: string;
+  data: string;
+  headers: string;
+  delivery_count: number;
+  parked_at: number;
+  reason: string | null;
+}
+
+// Rows parked before parked_at existed sort (and show) as parked when their message was published.
+const SELECT_PARKED = `
+  SELECT d.durable, d.seq, m.subject, m.data, m.headers, d.delivery_count,
+         COALESCE(d.parked_at, m.published_at) AS parked_at, d.reason
+  FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
+  WHERE d.parked = 1`;
 
 function prepareStatements(db: Database.Database) {
   return {
@@ -218,8 +313,14 @@ function prepareStatements(db: Database.Database) {
       'UPDATE bus_deliveries SET due_at = ?, leased = 0 WHERE durable = ? AND seq = ? AND delivery_count = ?',
     ),
     releaseLeases: db.prepare<[]>('UPDATE bus_deliveries SET due_at = 0, leased = 0 WHERE leased = 1 AND parked = 0'),
-    park: db.prepare<[string, number, number]>(
-      'UPDATE bus_deliveries SET parked = 1 WHERE durable = ? AND seq = ? AND delivery_count = ?',
+    park: db.prepare<[number, string, string, number, number]>(
+      'UPDATE bus_deliveries SET parked = 1, leased = 0, parked_at = ?, reason = ? WHERE durable = ? AND seq = ? AND delivery_count = ? AND parked = 0',
+    ),
+    parkedRows: db.prepare<[number], ParkedRowRecord>(`${SELECT_PARKED} ORDER BY parked_at, d.seq LIMIT ?`),
+    parkedRowsOf: db.prepare<[string, number], ParkedRowRecord>(`${SELECT_PARKED} AND d.durable = ? ORDER BY parked_at, d.seq LIMIT ?`),
+    replay: db.prepare<[number, string, number]>(
+      `UPDATE bus_deliveries SET parked = 0, leased = 0, due_at = ?, delivery_count = 0, parked_at = NULL, reason = NULL
+       WHERE durable = ? AND seq = ? AND parked = 1`,
     ),
   };
 }

@@ -13,6 +13,8 @@ export interface ServiceConfig {
   dataDir: string;
   /** Set: the bus is NATS JetStream; unset: in-process (standalone only). */
   natsUrl: string | null;
+  /** Replicas of the JetStream streams (events and parked messages): 1 on one server, 3 or 5 on a cluster. */
+  natsStreamReplicas: number;
   /** Set: EventStoreDB is the event store; unset: SQLite in DATA_DIR. */
   eventStoreUrl: string | null;
   /** Set: MongoDB keeps the read models; unset: SQLite in DATA_DIR. */
@@ -145,6 +147,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     port: integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535),
     dataDir,
     natsUrl: url(env, 'NATS_URL', ['nats', 'tls']),
+    natsStreamReplicas: integer(env, 'NATS_STREAM_REPLICAS', 1, 1, 5),
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover']),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),

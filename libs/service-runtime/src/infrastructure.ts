@@ -82,7 +82,7 @@ export async function openInfrastructure(config: ServiceConfig): Promise<Infrast
   const stores = await openStores(config);
   try {
     const bus = config.natsUrl
-      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app }))
+      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app, streamReplicas: config.natsStreamReplicas }))
       : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true });
     return { ...stores, bus };
   } catch (error) {

@@ -7,6 +7,8 @@ import {
   ConsumerOptions,
   DeliveredMessage,
   HandlerOutcome,
+  ParkedMessage,
+  ParkedMessageNotFoundError,
 } from '../bus.port';
 import { deferred, sleep, waitFor } from './wait-for';
 
@@ -316,9 +318,156 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
           ['poison', 2],
           ['healthy', 1],
         ]);
+        expect(await bus.listParked({ durable: options.durable })).toEqual([
+          expect.objectContaining({ durable: options.durable, subject, data: { id: 'poison' }, deliveryCount: 2, reason: 'retry asked on the last allowed delivery' }),
+        ]);
+      });
+    });
+
+    describe('parked messages', () => {
+      it('parks a message whose handler keeps throwing after maxDeliver deliveries, and goes on with the next', async () => {
+        const { subject, options } = durableSetup({ maxDeliver: 2 });
+        const seen: Seen[] = [];
+        const consumer = await bus.consume(
+          options,
+          record(seen, (message) => {
+            if (message.data.id === 'poison') throw new Error('provider rejected the payload\n(400 Bad Request)');
+          }),
+        );
+        const publishedAt = Date.now();
+        await bus.publish(subject, { id: 'poison' }, { headers: { 'x-correlation-id': 'c-poison' } });
+
+        const parked = await parkedOf(bus, options.durable, 1);
+        await bus.publish(subject, { id: 'next' });
+        await waitFor(() => seen.some((message) => message.id === 'next'), 'the message after the parked one');
+        await sleep(SETTLE_MS);
+        await consumer.stop();
+
+        expect(parked).toEqual([
+          {
+            id: expect.any(String),
+            durable: options.durable,
+            subject,
+            data: { id: 'poison' },
+            headers: { 'x-correlation-id': 'c-poison' },
+            deliveryCount: 2,
+            parkedAt: expect.any(String),
+            reason: 'provider rejected the payload (400 Bad Request)',
+          },
+        ]);
+        expect(Date.parse(parked[0].parkedAt)).toBeGreaterThanOrEqual(publishedAt - 1000);
+        expect(Date.parse(parked[0].parkedAt)).toBeLessThanOrEqual(Date.now());
+        expect(seen.map((message) => [message.id, message.deliveryCount])).toEqual([
+          ['poison', 1],
+          ['poison', 2],
+          ['next', 1],
+        ]);
+        await waitFor(async () => (await bus.pending(options.durable)) === 0, 'nothing pending: parked is not pending');
+      });
+
+      it('replays a parked message to the durable that parked it, once, and drops it from the list', async () => {
+        const { subject, options } = durableSetup({ maxDeliver: 2 });
+        const seen: Seen[] = [];
+        let fixed = false;
+        const consumer = await bus.consume(
+          options,
+          record(seen, () => {
+            if (!fixed) throw new Error('downstream rejects it');
+          }),
+        );
+        // Another durable on the same subject handled the message at once: a replay is not for it.
+        const otherSeen: Seen[] = [];
+        const other = await bus.consume({ durable: `d_${unique()}`, subject }, record(otherSeen, undefined, 'other'));
+        // Within the de-duplication window of its msgId: the replay must still get through.
+        await bus.publish(subject, { id: 'poison' }, { msgId: `msg-${unique()}`, headers: { 'x-correlation-id': 'c-poison' } });
+        const [parked] = await parkedOf(bus, options.durable, 1);
+
+        fixed = true;
+        await bus.replayParked(parked.id);
+        await waitFor(() => seen.length >= 3, 'the replayed delivery');
+        await waitFor(async () => (await bus.listParked({ durable: options.durable })).length === 0, 'the parked list to be empty');
+        await waitFor(async () => (await bus.pending(options.durable)) === 0, 'the replay to be acked');
+        await sleep(SETTLE_MS);
+        await Promise.all([consumer.stop(), other.stop()]);
+
+        expect(seen.map((message) => [message.id, message.deliveryCount])).toEqual([
+          ['poison', 1],
+          ['poison', 2],
+          ['poison', 1],
+        ]);
+        expect(seen[2]).toMatchObject({ subject, headers: { 'x-correlation-id': 'c-poison' } });
+        expect(otherSeen.map((message) => [message.id, message.deliveryCount])).toEqual([['poison', 1]]);
+        await expect(bus.replayParked(parked.id)).rejects.toBeInstanceOf(ParkedMessageNotFoundError);
+      });
+
+      it('lists parked messages oldest first, per durable, up to the limit', async () => {
+        const { subject, options } = durableSetup({ maxDeliver: 1 });
+        const consumer = await bus.consume(options, async () => ({ retryInMs: 10 }));
+        await bus.publish(subject, { id: 'first' });
+        await parkedOf(bus, options.durable, 1);
+        await bus.publish(subject, { id: 'second' });
+        const both = await parkedOf(bus, options.durable, 2);
+        await consumer.stop();
+
+        expect(both.map((message) => message.data)).toEqual([{ id: 'first' }, { id: 'second' }]);
+        expect(new Set(both.map((message) => message.id)).size).toBe(2);
+        expect((await bus.listParked({ durable: options.durable, limit: 1 })).map((message) => message.data)).toEqual([{ id: 'first' }]);
+        expect(await bus.listParked({ durable: `d_${unique()}` })).toEqual([]);
+        const all = await bus.listParked({ limit: 10_000 });
+        expect(all.filter((message) => message.durable === options.durable).map((message) => message.id)).toEqual(both.map((message) => message.id));
+      });
+
+      it('parks a message not acked within ackWaitMs on its last allowed delivery', async () => {
+        const { subject, options } = durableSetup({ maxDeliver: 1, ackWaitMs: 500 });
+        const seen: Seen[] = [];
+        const release = deferred();
+        // The first instance hangs on the only allowed delivery; the second keeps asking for work.
+        const stuck = await bus.consume(
+          options,
+          record(seen, () => release.promise.then(() => Promise.reject(new Error('too late'))), 'stuck'),
+        );
+        await bus.publish(subject, { id: 'held' });
+        await waitFor(() => seen.length >= 1, 'the first delivery');
+        const healthy = await bus.consume(options, record(seen, undefined, 'healthy'));
+        let parked: ParkedMessage[];
+        try {
+          parked = await parkedOf(bus, options.durable, 1);
+        } finally {
+          release.resolve();
+          await Promise.all([stuck.stop(), healthy.stop()]);
+        }
+
+        expect(parked).toEqual([
+          expect.objectContaining({ durable: options.durable, subject, data: { id: 'held' }, deliveryCount: 1, reason: 'not acked within ackWaitMs on the last allowed delivery' }),
+        ]);
+        // The hung handler failing late changes nothing: parked once, delivered once.
+        await sleep(SETTLE_MS);
+        expect(await bus.listParked({ durable: options.durable })).toEqual(parked);
+        expect(seen.map((message) => [message.instance, message.deliveryCount])).toEqual([['stuck', 1]]);
+      });
+
+      it('rejects replaying an id that is not parked', async () => {
+        for (const id of ['no-such-message', '987654321', `d_${unique()}:1`, '']) {
+          await expect(bus.replayParked(id)).rejects.toBeInstanceOf(ParkedMessageNotFoundError);
+        }
+      });
+
+      it('rejects a limit below 1', async () => {
+        await expect(bus.listParked({ limit: 0 })).rejects.toThrow(/limit/);
       });
     });
   });
+}
+
+/** Waits (past a failed delivery's 1 s backoff) until the durable has `count` parked messages, and returns them. */
+async function parkedOf(bus: Bus, durable: string, count: number): Promise<ParkedMessage[]> {
+  let parked: ParkedMessage[] = [];
+  await waitFor(
+    async () => (parked = await bus.listParked({ durable })).length >= count,
+    `${count} parked message(s) of ${durable}`,
+    8000,
+  );
+  return parked;
 }
 
 function unique(): string {
