@@ -98,6 +98,8 @@ describe('the four apps over NATS', () => {
     const id = launch.body.data.id;
     await receiver.waitFor((e: AcceptedWebhook) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === id, 30_000);
     expect((await partner.get(`/v1/dispatches/${id}`)).body.data.status).toBe('completed');
+    const withKey = (await partner.get('/v1/dispatches?limit=100')).body.data.filter((d: { idempotency_key: string }) => d.idempotency_key === 'after-nats-restart');
+    expect(withKey.map((d: { id: string }) => d.id)).toEqual([id]);
     await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
   });
 
@@ -112,6 +114,32 @@ describe('the four apps over NATS', () => {
     expect(webhooks).toMatch(/^webhook_deliveries\{status="succeeded"\} [1-9]/m);
     expect(webhooks).toMatch(/^webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/m);
     expect(await text('connection-service')).toMatch(/^process_cpu_seconds_total/m);
+  });
+
+  it('makes one dispatch, charged once, when a partner retries a 503 with the same Idempotency-Key', async () => {
+    const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
+    const partner = new PartnerClient(gateway.url, keys.testKey);
+    const dispatchService = apps.get('dispatch-service')!;
+    const key = { 'Idempotency-Key': 'retry-after-503' };
+    dispatchService.pause();
+    let first;
+    try {
+      first = await partner.post('/v1/campaigns', sandboxCampaign('Hung'), key);
+    } finally {
+      dispatchService.resume();
+    }
+    // The gateway gave up, but the request was delivered and is made once the service runs again.
+    expect([first.status, first.body.error.code]).toEqual([503, 'service_unavailable']);
+    const retried = await eventually(async () => {
+      const answer = await partner.post('/v1/campaigns', sandboxCampaign('Hung'), key);
+      return answer.status === 200 && answer;
+    }, 20_000, 'the retry to succeed');
+    await eventually(async () => (await partner.get(`/v1/dispatches/${retried.body.data.id}`)).body.data.status === 'completed');
+    const listed = (await partner.get('/v1/dispatches')).body.data;
+    expect(listed.map((d: { id: string }) => d.id)).toEqual([retried.body.data.id]);
+    expect((await partner.get('/v1/account')).body.data.credits_balance).toBe(999);
+    const other = await partner.post('/v1/campaigns', sandboxCampaign('Not the same launch'), key);
+    expect([other.status, other.body.error.code]).toEqual([409, 'idempotency_key_reused']);
   });
 
   it('answers 503 service_unavailable, with Retry-After, while dispatch-service is down', async () => {

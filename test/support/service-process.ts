@@ -74,6 +74,15 @@ export class ServiceProcess {
     await this.signal('SIGTERM');
   }
 
+  /** SIGSTOP / SIGCONT: a process that hangs (GC pause, overloaded node) and then carries on. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   private async signal(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;

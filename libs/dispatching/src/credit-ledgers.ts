@@ -19,6 +19,8 @@ export interface LedgerView {
   mode: Mode;
   balance: number;
   grant_ids: string[];
+  /** The stream revision this snapshot is at, in the document itself: one read gives both. */
+  revision: number;
   [key: string]: unknown;
 }
 
@@ -68,8 +70,9 @@ export class CreditLedgers {
 
   /** The ledger as of its last event: the view, then whatever the stream has beyond it. */
   async load(accountId: string, mode: Mode): Promise<{ state: CreditLedger; revision: number | null }> {
-    const id = `${accountId}:${mode}`;
-    const [view, viewRevision] = await Promise.all([this.views.get(id), this.views.revisionOf(id)]);
+    // One read: a snapshot and its revision read apart could straddle a concurrent write.
+    const view = await this.views.get(`${accountId}:${mode}`);
+    const viewRevision = view ? view.revision : null;
     const snapshot: CreditLedger = view ? { accountId, mode, balance: view.balance, grantIds: view.grant_ids } : creditLedgerDecider(accountId, mode).initialState;
     const tail = await this.events.readStream(creditLedgerStreamId(accountId, mode), viewRevision === null ? {} : { fromRevision: viewRevision + 1 });
     const events = tail.map((r) => toDomainEvent<CreditLedgerEvent>(r, upcastCreditLedgerEvent));
@@ -85,6 +88,6 @@ export class CreditLedgers {
   }
 
   private async store(state: CreditLedger, revision: number): Promise<void> {
-    await this.views.upsert({ id: `${state.accountId}:${state.mode}`, account_id: state.accountId, mode: state.mode, balance: state.balance, grant_ids: state.grantIds }, revision);
+    await this.views.upsert({ id: `${state.accountId}:${state.mode}`, account_id: state.accountId, mode: state.mode, balance: state.balance, grant_ids: state.grantIds, revision }, revision);
   }
 }

@@ -5,6 +5,8 @@ import { Channel } from '@campaign-ops/channels';
 import {
   decide,
   evolve,
+  DispatchEvent,
+  upcastDispatchEvent,
   Dispatch,
   toDispatchResource,
   DispatchCharged,
@@ -15,10 +17,11 @@ import {
   InsufficientCredits,
   Mode,
 } from '@campaign-ops/dispatch-domain';
-import { toStoredEvent } from '@campaign-ops/event-sourcing';
+import { toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
-import { derivedUuid, newId } from '@campaign-ops/ids';
+import { deterministicUlid, newId, ulidToUuid } from '@campaign-ops/ids';
 import { CreditLedgers } from './credit-ledgers';
+import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { DispatchStore } from './dispatch-store';
 
@@ -29,6 +32,7 @@ export class DispatchCommands {
   constructor(
     private readonly store: DispatchStore,
     private readonly ledgers: CreditLedgers,
+    private readonly idempotency: DispatchIdempotency,
     private readonly bus: Bus,
     /** Whether live dispatches can run on a channel (a live provider adapter exists for it). */
     private readonly liveChannelAvailable: (channel: Channel) => boolean = () => false,
@@ -48,6 +52,10 @@ export class DispatchCommands {
         return failure('channel_live_unavailable', `Live dispatches to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
     }
     const dispatchId = newId('dsp');
+    if (idempotencyKey) {
+      const earlier = await this.claimIdempotencyKey(caller.accountId, caller.mode, idempotencyKey, dispatchId, { channel, campaign });
+      if (earlier) return earlier;
+    }
     let charge: RecordedEvent;
     try {
       const charged = await this.ledgers.execute(
@@ -62,12 +70,30 @@ export class DispatchCommands {
       );
       charge = charged.recorded[0];
     } catch (error) {
+      if (idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
       if (error instanceof InsufficientCredits) return failure('insufficient_credits', `${error.message} Add credits to launch more.`);
       throw error;
     }
     const accepted = await this.createChargedDispatch(charge, caller.accountId, caller.mode);
     // The answer is the dispatch as accepted, even if the executor has already moved it on.
     return success(toDispatchResource(accepted));
+  }
+
+  /**
+   * Null when the key is ours for `dispatchId`; else the answer for the dispatch that holds it (as
+   * it was accepted), or 409 while that dispatch is still being made.
+   */
+  private async claimIdempotencyKey(accountId: string, mode: Mode, key: string, dispatchId: string, request: unknown): Promise<Outcome<DispatchResource> | null> {
+    const claim = await this.idempotency.claim(accountId, mode, key, dispatchId, request);
+    if (claim.kind === 'claimed') return null;
+    if (!claim.sameRequest) return failure('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new launch.');
+    const { recorded } = await this.store.stateOf(dispatchStreamId(claim.dispatchId), 0);
+    if (recorded.length > 0) {
+      const first = evolve({ status: 'none' }, toDomainEvent<DispatchEvent>(recorded[0], upcastDispatchEvent)) as Dispatch;
+      return success(toDispatchResource(first));
+    }
+    if (await this.idempotency.takeOverAbandoned(accountId, mode, key, claim, dispatchId)) return null;
+    return failure('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly.');
   }
 
   /**
@@ -82,7 +108,9 @@ export class DispatchCommands {
       { type: 'CreateDispatch', dispatchId: dispatch.dispatchId, accountId, mode, channel: dispatch.channel, campaign: dispatch.campaign, connectionId: dispatch.connectionId, idempotencyKey: dispatch.idempotencyKey, now: chargedAt },
       { status: 'none' },
     );
-    const stored = { ...toStoredEvent(accepted, { accountId, mode, requestId: dispatch.requestId }), id: derivedUuid(`dispatch-accepted:${charge.id}`) };
+    // Derived from the charge (so a second append is a no-op) and still time-ordered like every event id.
+    const eventId = ulidToUuid(deterministicUlid(Date.parse(chargedAt), `dispatch-accepted:${charge.id}`));
+    const stored = { ...toStoredEvent(accepted, { accountId, mode, requestId: dispatch.requestId }), id: eventId };
     try {
       await this.store.events.append(streamId, [stored], { expectedRevision: 'no_stream' });
     } catch (error) {

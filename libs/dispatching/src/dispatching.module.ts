@@ -9,6 +9,7 @@ import { CreateDispatchRequest, CreditBalancesRequest, DispatchByIdRequest, Gran
 import { CREDIT_LEDGER_STREAM_PREFIX, DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';
+import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchExecutor, ChannelProviders } from './dispatch-executor';
 import { DispatchQueries } from './dispatch-queries';
@@ -35,9 +36,9 @@ const sandboxOnly: ChannelProviders = {
     { provide: CreditLedgers, useFactory: (events: EventStore, reads: ReadStore) => new CreditLedgers(events, reads), inject: [EVENT_STORE, READ_STORE] },
     {
       provide: DispatchCommands,
-      useFactory: (store: DispatchStore, ledgers: CreditLedgers, bus: Bus, providers: ChannelProviders) =>
-        new DispatchCommands(store, ledgers, bus, (channel) => providers.liveChannelAvailable(channel)),
-      inject: [DispatchStore, CreditLedgers, BUS, CHANNEL_PROVIDERS],
+      useFactory: (store: DispatchStore, ledgers: CreditLedgers, reads: ReadStore, bus: Bus, providers: ChannelProviders) =>
+        new DispatchCommands(store, ledgers, new DispatchIdempotency(reads), bus, (channel) => providers.liveChannelAvailable(channel)),
+      inject: [DispatchStore, CreditLedgers, READ_STORE, BUS, CHANNEL_PROVIDERS],
     },
     { provide: CreditHandlers, useFactory: (ledgers: CreditLedgers, commands: DispatchCommands) => new CreditHandlers(ledgers, commands), inject: [CreditLedgers, DispatchCommands] },
     { provide: DispatchQueries, useFactory: (store: DispatchStore) => new DispatchQueries(store), inject: [DispatchStore] },

@@ -6,3 +6,4 @@ export * from './dispatch-executor';
 export * from './dispatch-relay';
 export * from './credit-ledgers';
 export * from './credit-handlers';
+export * from './dispatch-idempotency';

@@ -106,8 +106,3 @@ export function uuidToUlid(uuid: string): string {
 export const publicEventId = (storedEventId: string): string => `evt_${uuidToUlid(storedEventId)}`;
 export const storedEventId = (publicId: string): string => ulidToUuid(publicId.replace(/^evt_/, ''));
 
-/** A UUID derived from `seed`: the same seed always gives the same id (for idempotent appends). */
-export function derivedUuid(seed: string): string {
-  const hex = createHash('sha256').update(seed).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
-}

@@ -2,7 +2,7 @@ import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } fr
 import type { Response } from 'express';
 import { Observable, of } from 'rxjs';
 import { ApiError } from '@campaign-ops/api-errors';
-import { IdempotencyStore, isReplayableStatus, requestFingerprint, Reservation, StoredAnswer } from './idempotency';
+import { IdempotencyStore, isReplayableAnswer, requestFingerprint, Reservation, StoredAnswer } from './idempotency';
 import { GatewayRequest } from './request-context';
 import { parseIdempotencyKey } from './validation';
 
@@ -85,7 +85,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
       const status = response.statusCode;
       const text = typeof body === 'string' ? body : Buffer.isBuffer(body) ? body.toString('utf8') : null;
       const settle =
-        text !== null && isReplayableStatus(status)
+        text !== null && isReplayableAnswer(status, text)
           ? this.store.complete(reservation, {
               status,
               contentType: String(response.getHeader('Content-Type') ?? 'application/json; charset=utf-8'),

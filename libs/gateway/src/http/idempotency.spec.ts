@@ -151,3 +151,17 @@ describe('IdempotencyStore', () => {
     expect((await store.begin('acct_1:test', 'old', 'other')).kind).toBe('run');
   });
 });
+
+describe('which answers are kept for replay', () => {
+  const { isReplayableAnswer } = jest.requireActual('./idempotency') as typeof import('./idempotency');
+  const error = (code: string) => JSON.stringify({ success: false, error: { code } });
+  it('keeps outcomes, not "try again"', () => {
+    expect(isReplayableAnswer(200, '{}')).toBe(true);
+    expect(isReplayableAnswer(402, error('insufficient_credits'))).toBe(true);
+    expect(isReplayableAnswer(409, error('dispatch_not_retryable'))).toBe(true);
+    expect(isReplayableAnswer(409, error('idempotency_key_in_use'))).toBe(false);
+    expect(isReplayableAnswer(409, error('idempotency_key_reused'))).toBe(false);
+    expect(isReplayableAnswer(503, error('service_unavailable'))).toBe(false);
+    expect(isReplayableAnswer(400, error('parameter_invalid'))).toBe(false);
+  });
+});

@@ -62,6 +62,21 @@ export function isReplayableStatus(status: number): boolean {
   return (status >= 200 && status < 300) || status === 402 || status === 409 || status === 422;
 }
 
+/**
+ * Whether an answer is kept for replay: a replayable status, except the idempotency errors a
+ * service itself answers (another request holds the key): those say "not yet", not an outcome.
+ */
+export function isReplayableAnswer(status: number, body: string): boolean {
+  if (!isReplayableStatus(status)) return false;
+  if (status !== 409) return true;
+  try {
+    const code = (JSON.parse(body) as { error?: { code?: string } }).error?.code;
+    return code !== 'idempotency_key_in_use' && code !== 'idempotency_key_reused';
+  } catch {
+    return false;
+  }
+}
+
 export interface Reservation {
   id: string;
   token: string;
