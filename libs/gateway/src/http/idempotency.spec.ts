@@ -138,6 +138,14 @@ describe('IdempotencyStore', () => {
     expect(JSON.stringify(records.items[0])).not.toMatch(/secret/);
   });
 
+  it('keeps the answer sealed: a new API key or signing secret in it is not readable from the store', async () => {
+    const secretAnswer: StoredAnswer = { ...answer(), body: '{"success":true,"data":{"key":"mk_live_SECRETSECRETSECRETSECRETSECRET"}}' };
+    await store.complete(await run('fp-1', 'key-9'), secretAnswer);
+    const records = await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).find({}, { limit: 10 });
+    expect(JSON.stringify(records.items)).not.toMatch(/SECRET|mk_live/);
+    expect(await store.begin('acct_1:test', 'key-9', 'fp-1')).toEqual({ kind: 'replay', answer: secretAnswer });
+  });
+
   it('sweeps records that expired or were released a lease ago, and only those', async () => {
     await store.complete(await run('fp', 'old'), answer());
     await store.release(await run('fp', 'released'));

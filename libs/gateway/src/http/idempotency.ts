@@ -1,6 +1,7 @@
 import { Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { createHash, randomUUID } from 'node:crypto';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { SecretBox } from '@campaign-ops/secret-box';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 
 /**
@@ -40,7 +41,12 @@ export type IdempotencyRecord = {
   locked_until: number;
   /** The record no longer counts after this (ms since epoch); 0 when released. */
   expires_at: number;
-  answer: StoredAnswer | null;
+  /**
+   * The kept answer, sealed (AES-256-GCM) with a key derived from the scope and the
+   * Idempotency-Key, which are not stored: answers can hold a new API key or signing secret, and
+   * the store must not give them away to whoever reads it.
+   */
+  sealed_answer: string | null;
 };
 
 /** The request a key is bound to: method, path (with query) and the raw body bytes. */
@@ -55,6 +61,11 @@ export function requestFingerprint(method: string, path: string, rawBody: Buffer
 export function idempotencyRecordId(scope: string, key: string): string {
   // Length-prefixed so that no (scope, key) pair can collide with another.
   return createHash('sha256').update(`${scope.length}:${scope}\n${key}`).digest('hex');
+}
+
+/** The key that seals a kept answer: another derivation than the record id, so the id does not reveal it. */
+export function answerSealingKey(scope: string, key: string): string {
+  return createHash('sha256').update(`answer-sealing-key\n${scope.length}:${scope}\n${key}`).digest('hex');
 }
 
 /** Which answers are kept for replay: successes and business outcomes. Everything else releases the key. */
@@ -80,6 +91,8 @@ export function isReplayableAnswer(status: number, body: string): boolean {
 export interface Reservation {
   id: string;
   token: string;
+  /** Seals the answer; derived from scope and key, never stored. */
+  answerKey: string;
 }
 
 export type Begun =
@@ -120,17 +133,18 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
    */
   async begin(scope: string, key: string, fingerprint: string): Promise<Begun> {
     const id = idempotencyRecordId(scope, key);
+    const answerKey = answerSealingKey(scope, key);
     // A few rounds: between our failed insert and our read, the record may be released or deleted.
     for (let round = 0; round < 5; round++) {
       const now = this.now();
       const fresh = this.reservation(id, fingerprint, now);
-      if (await this.records.insert(fresh)) return { kind: 'run', reservation: { id, token: fresh.token } };
+      if (await this.records.insert(fresh)) return { kind: 'run', reservation: { id, token: fresh.token, answerKey } };
       const existing = await this.records.get(id);
       if (!existing) continue;
       const takeOver = async (): Promise<Begun | null> => {
         const { id: _id, ...patch } = fresh;
         const taken = await this.records.update(id, patch, { token: existing.token });
-        return taken ? { kind: 'run', reservation: { id, token: fresh.token } } : null;
+        return taken ? { kind: 'run', reservation: { id, token: fresh.token, answerKey } } : null;
       };
       if (existing.expires_at <= now) {
         const taken = await takeOver();
@@ -138,7 +152,9 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
         continue;
       }
       if (existing.fingerprint !== fingerprint) return { kind: 'reused' };
-      if (existing.state === 'done' && existing.answer) return { kind: 'replay', answer: existing.answer };
+      if (existing.state === 'done' && existing.sealed_answer) {
+        return { kind: 'replay', answer: JSON.parse(SecretBox.fromHexKey(answerKey).open(existing.sealed_answer)) as StoredAnswer };
+      }
       if (existing.locked_until <= now) {
         // The request that reserved it did not finish in its lease (it crashed): this one runs.
         const taken = await takeOver();
@@ -152,7 +168,8 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
 
   /** Keeps the answer for replay. False when the reservation was lost (taken over after its lease). */
   async complete(reservation: Reservation, answer: StoredAnswer): Promise<boolean> {
-    const done = await this.records.update(reservation.id, { state: 'done', locked_until: 0, answer }, { token: reservation.token, state: 'in_flight' });
+    const sealed = SecretBox.fromHexKey(reservation.answerKey).seal(JSON.stringify(answer));
+    const done = await this.records.update(reservation.id, { state: 'done', locked_until: 0, sealed_answer: sealed }, { token: reservation.token, state: 'in_flight' });
     if (!done) this.logger.warn(JSON.stringify({ msg: 'idempotency reservation lost before its answer was kept', request_id: answer.requestId }));
     return done !== null;
   }
@@ -197,7 +214,7 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
       created_at: now,
       locked_until: now + this.leaseMs,
       expires_at: now + this.ttlMs,
-      answer: null,
+      sealed_answer: null,
     };
   }
 }
