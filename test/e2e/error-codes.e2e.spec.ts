@@ -54,6 +54,10 @@ describe('every error code, in the envelope', () => {
   });
   it('parameter_unknown', async () => expectError(await partner.post('/v1/webhooks', { url: 'https://example.com/h', events: ['dispatch.completed'], secret: 'x' }), 400, 'invalid_request_error', 'parameter_unknown', 'secret'));
   it('parameter_unknown in a query', async () => expectError(await partner.get('/v1/dispatches?colour=red'), 400, 'invalid_request_error', 'parameter_unknown', 'colour'));
+  it('parameter_unknown in the body of a route that takes none', async () => {
+    const launch = await partner.post('/v1/campaigns', sandboxCampaign());
+    expectError(await partner.post(`/v1/dispatches/${launch.body.data.id}/retry`, { force: true }), 400, 'invalid_request_error', 'parameter_unknown', 'force');
+  });
   it('url_invalid', async () => expectError(await partner.post('/v1/webhooks', { url: 'not a url', events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_invalid', 'url'));
   it('url_not_https', async () => expectError(await partner.post('/v1/webhooks', { url: 'http://example.com/h', events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_not_https', 'url'));
   it.each(['https://127.0.0.1/h', 'https://localhost/h', 'https://169.254.169.254/latest/meta-data', 'https://10.0.0.8/h', 'https://[::1]/h'])(
@@ -75,6 +79,7 @@ describe('every error code, in the envelope', () => {
   });
   it('resource_missing', async () => expectError(await partner.get('/v1/dispatches/dsp_01JZZZZZZZZZZZZZZZZZZZZZZZ'), 404, 'invalid_request_error', 'resource_missing', 'id'));
   it('route_not_found', async () => expectError(await partner.get('/v2/campaigns'), 404, 'invalid_request_error', 'route_not_found'));
+  it('route_not_found for a path that does not decode', async () => expectError(await partner.get('/v1/dispatches/%E0%A4%A'), 404, 'invalid_request_error', 'route_not_found'));
   it('method_not_allowed', async () => {
     const answer = await partner.call('DELETE', '/v1/campaigns');
     expectError(answer, 405, 'invalid_request_error', 'method_not_allowed');

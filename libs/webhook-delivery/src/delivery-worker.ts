@@ -61,15 +61,15 @@ export class DeliveryWorker {
     await this.deliveries.update(delivery.id, next, { lease_until: leaseUntil });
     deliveryAttempts.inc({ outcome: result.ok ? 'succeeded' : 'failed' });
     if (result.ok) await this.health.recordSuccess(delivery.endpoint_id);
-    else if (result.statusCode !== null || !result.error?.startsWith('endpoint_')) await this.health.recordFailure(delivery.endpoint_id, new Date());
+    else if (!result.final) await this.health.recordFailure(delivery.endpoint_id, new Date());
     if (!result.ok) this.logger.warn(`delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`);
     return true;
   }
 
   private async attempt(delivery: Delivery): Promise<AttemptResult> {
     const endpoint = await this.endpoints.views.get(delivery.endpoint_id);
-    if (!endpoint || endpoint.deleted) return { ok: false, statusCode: null, error: 'endpoint_deleted' };
-    if (!endpoint.enabled) return { ok: false, statusCode: null, error: 'endpoint_disabled' };
+    if (!endpoint || endpoint.deleted) return { ok: false, statusCode: null, error: 'endpoint_deleted', final: true };
+    if (!endpoint.enabled) return { ok: false, statusCode: null, error: 'endpoint_disabled', final: true };
     const secret = this.secrets.open(endpoint.sealed_secret);
     const response = await postWebhook({
       url: endpoint.url,

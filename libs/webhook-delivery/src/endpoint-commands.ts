@@ -33,7 +33,7 @@ export class EndpointCommands {
         endpointId: id,
         accountId: caller.accountId,
         mode: caller.mode,
-        url: checked.url.toString(),
+        url, // as the partner wrote it: checked, not rewritten
         events: unique(events),
         sealedSecret: this.secrets.seal(signingSecret),
         now: new Date().toISOString(),
@@ -60,7 +60,7 @@ export class EndpointCommands {
     if (url !== undefined) {
       const checked = await checkWebhookUrl(url, this.policy);
       if (!checked.ok) return failure(checked.code, checked.message, 'url');
-      checkedUrl = checked.url.toString();
+      checkedUrl = url;
     }
     return this.run(caller, id, { type: 'UpdateEndpoint', url: checkedUrl, events: events && unique(events), enabled, now: new Date().toISOString() }, (v) => toEndpointResource(v));
   }

@@ -36,6 +36,8 @@ export interface AttemptResult {
   ok: boolean;
   statusCode: number | null;
   error: string | null;
+  /** Nothing to retry for: the endpoint is gone or disabled. */
+  final?: boolean;
 }
 
 /** The delivery after an attempt: succeeded, scheduled again, or failed for good. */
@@ -43,7 +45,7 @@ export function afterAttempt(delivery: Delivery, result: AttemptResult, now: Dat
   const attempts = delivery.attempts + 1;
   const common = { attempts, last_status_code: result.statusCode, last_error: result.ok ? null : result.error, lease_until: null, updated_at: now.toISOString() };
   if (result.ok) return { ...delivery, ...common, status: 'succeeded', next_attempt_at: null };
-  const delay = nextRetryDelay(schedule, attempts, random);
+  const delay = result.final ? null : nextRetryDelay(schedule, attempts, random);
   if (delay === null) return { ...delivery, ...common, status: 'failed', next_attempt_at: null };
   return { ...delivery, ...common, status: 'pending', next_attempt_at: new Date(now.getTime() + delay).toISOString() };
 }

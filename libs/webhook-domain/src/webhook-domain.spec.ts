@@ -62,6 +62,8 @@ describe('delivery attempts', () => {
     expect(afterAttempt(delivery, { ok: false, statusCode: 500, error: 'http_500' }, now, [1000], () => 0.5)).toMatchObject({
       status: 'pending', attempts: 1, last_status_code: 500, last_error: 'http_500', next_attempt_at: '2026-11-22T10:00:01.000Z',
     }));
+  it('fail at once when there is nothing to retry for', () =>
+    expect(afterAttempt(delivery, { ok: false, statusCode: null, error: 'endpoint_deleted', final: true }, now, [1000])).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: null }));
   it('fail for good when the schedule is spent', () =>
     expect(afterAttempt({ ...delivery, attempts: 1 }, { ok: false, statusCode: null, error: 'timeout' }, now, [1000])).toMatchObject({ status: 'failed', attempts: 2 }));
 });

@@ -6,7 +6,7 @@ import { CreditGrant, KeyMode } from '@campaign-ops/account-domain';
 import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
 import { ServiceClient } from '../http/service-client';
 import { AdminTokenGuard } from '../http/auth.guards';
-import { parseBody } from '../http/validation';
+import { expectNoBody, parseBody } from '../http/validation';
 
 /** The Admin API for operators (API.md §2): accounts, keys, credits. */
 @Controller('admin/v1')
@@ -51,7 +51,8 @@ export class AdminController {
   }
 
   @Delete('keys/:id')
-  async revokeKey(@Param('id') keyId: string) {
+  async revokeKey(@Param('id') keyId: string, @Body() body: unknown) {
+    expectNoBody(body);
     return unwrap(await this.directory.revokeKey(keyId));
   }
 }

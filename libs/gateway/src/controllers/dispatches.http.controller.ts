@@ -1,11 +1,11 @@
-import { Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
 import { CHANNELS } from '@campaign-ops/channels';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
-import { parseListQuery } from '../http/validation';
+import { expectNoBody, parseListQuery } from '../http/validation';
 
 @Controller('v1/dispatches')
 @UseGuards(ApiKeyGuard)
@@ -29,7 +29,8 @@ export class DispatchesController {
 
   @Post(':id/retry')
   @HttpCode(200)
-  retry(@Req() request: GatewayRequest, @Param('id') id: string): Promise<DispatchResource> {
+  retry(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: unknown): Promise<DispatchResource> {
+    expectNoBody(body);
     return this.services.call(SUBJECTS.dispatchRetry, { caller: callerOf(request), id });
   }
 

@@ -4,7 +4,7 @@ import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
-import { parseBody, parseListQuery } from '../http/validation';
+import { expectNoBody, parseBody, parseListQuery } from '../http/validation';
 
 @Controller('v1/webhooks')
 @UseGuards(ApiKeyGuard)
@@ -37,13 +37,15 @@ export class WebhooksController {
   }
 
   @Delete(':id')
-  remove(@Req() request: GatewayRequest, @Param('id') id: string) {
+  remove(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: unknown) {
+    expectNoBody(body);
     return this.services.call(SUBJECTS.webhookDelete, { caller: callerOf(request), id });
   }
 
   @Post(':id/rotate-secret')
   @HttpCode(200)
-  rotateSecret(@Req() request: GatewayRequest, @Param('id') id: string) {
+  rotateSecret(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: unknown) {
+    expectNoBody(body);
     return this.services.call(SUBJECTS.webhookRotateSecret, { caller: callerOf(request), id });
   }
 
@@ -56,7 +58,8 @@ export class WebhooksController {
 
   @Post(':id/deliveries/:delivery_id/redeliver')
   @HttpCode(200)
-  redeliver(@Req() request: GatewayRequest, @Param('id') id: string, @Param('delivery_id') deliveryId: string) {
+  redeliver(@Req() request: GatewayRequest, @Param('id') id: string, @Param('delivery_id') deliveryId: string, @Body() body: unknown) {
+    expectNoBody(body);
     return this.services.call(SUBJECTS.webhookRedeliver, { caller: callerOf(request), id, deliveryId });
   }
 }

@@ -36,6 +36,10 @@ export class ApiExceptionFilter implements ExceptionFilter {
       }
       return new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
     }
+    // A path that does not decode (e.g. `%E0%A4%A`) names no route.
+    if (exception instanceof URIError || (exception instanceof HttpException && exception.getStatus() === 400 && /^Failed to decode param/.test(exception.message))) {
+      return new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
+    }
     // body-parser style errors from express itself (e.g. an aborted upload)
     const status = (exception as { status?: number })?.status;
     if (status === 413) return new ApiError('payload_too_large', 'The body is larger than 65536 bytes.');

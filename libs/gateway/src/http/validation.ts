@@ -1,5 +1,5 @@
 import { ApiError } from '@campaign-ops/api-errors';
-import { Schema, validate } from '@campaign-ops/request-validation';
+import { s, Schema, validate } from '@campaign-ops/request-validation';
 import { ListQuery } from '@campaign-ops/service-messages';
 
 /** A body that matches `schema`, or the first API error it breaks. */
@@ -7,6 +7,13 @@ export function parseBody<T>(schema: Schema, body: unknown): T {
   const error = validate(schema, body === undefined ? {} : body);
   if (error) throw new ApiError(error.code, error.message, error.param || undefined);
   return body as T;
+}
+
+const NO_FIELDS = s.object({}, { required: [] });
+
+/** Routes that take no body refuse one that has fields (`parameter_unknown`), as API.md wants. */
+export function expectNoBody(body: unknown): void {
+  if (body !== undefined) parseBody(NO_FIELDS, body);
 }
 
 /** `limit` (1..100, default 20) and `starting_after`, plus the filters a list allows; nothing else. */
