@@ -21,6 +21,17 @@ export class DeliveryQueries {
     return success({ data: page.items.map(toDeliveryResource), hasMore: page.hasMore });
   }
 
+  /** Forgets finished deliveries (succeeded or failed) created over `retentionMs` ago; returns how many. */
+  async purgeFinished(retentionMs: number): Promise<number> {
+    const oldest = new Date(Date.now() - retentionMs).toISOString();
+    let purged = 0;
+    for (;;) {
+      const page = await this.deliveries.find({ status: { $in: ['succeeded', 'failed'] }, created_at: { $lt: oldest } }, { limit: 500, order: 'asc' });
+      for (const delivery of page.items) if (await this.deliveries.delete(delivery.id)) purged++;
+      if (!page.hasMore) return purged;
+    }
+  }
+
   /** A new delivery of the same event, with the same body (and so the same event id). */
   async redeliver({ caller, id, deliveryId }: RedeliverRequest): Promise<Outcome<DeliveryResource>> {
     if (!(await this.endpoints.owned(id, caller.accountId, caller.mode))) return failure('resource_missing', `No such webhook endpoint: ${id}`, 'id');

@@ -24,7 +24,7 @@ import { EndpointCommands } from './endpoint-commands';
 import { EndpointStore } from './endpoint-store';
 import { FanOut } from './fan-out';
 import { EndpointHealth } from './endpoint-health';
-import { EventQueries } from './event-queries';
+import { EVENT_RETENTION_MS, EventQueries } from './event-queries';
 
 /**
  * webhook-delivery-service: owns webhook endpoints (event-sourced) and deliveries. Fans every
@@ -100,7 +100,12 @@ export class WebhookDeliveryModule implements OnApplicationBootstrap, OnModuleDe
     );
     watchConsumerLag(this.bus, ['webhook-fan-out']);
     this.loop.start();
-    this.purgeTimer = setInterval(() => void this.eventQueries.purgeExpired().catch((e: Error) => this.logger.warn(`event purge failed: ${e.message}`)), 3_600_000);
+    // Partner events and finished deliveries are kept 30 days (the Events API's window), then forgotten.
+    const purge = async () => {
+      await this.eventQueries.purgeExpired();
+      await this.queries.purgeFinished(EVENT_RETENTION_MS);
+    };
+    this.purgeTimer = setInterval(() => void purge().catch((e: Error) => this.logger.warn(`purge failed: ${e.message}`)), 3_600_000);
     this.purgeTimer.unref();
     this.logger.log('webhook-delivery-service ready');
   }
