@@ -24,6 +24,11 @@ const SECRET_NAME = 'campaign-ops-secrets';
 const PRIVATE_IPV4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'];
 const PRIVATE_IPV6 = ['fc00::/7', 'fe80::/10'];
 const PLACEHOLDER = /^REPLACE_ME/;
+// Workers calling providers' APIs reach the internet on 443 only; webhook delivery on any TCP port
+// (partners' HTTPS URLs may name one, e.g. https://partner.example:8443/hooks).
+const HTTPS_ONLY_WORKERS = ['dispatch-service', 'connection-service'];
+const ANY_PORT_WORKERS = ['webhook-delivery-service'];
+const INTERNET_CIDRS = ['0.0.0.0/0', '::/0'];
 
 // ---------------------------------------------------------------------------------------------
 // Tools
@@ -246,6 +251,26 @@ function schemaErrors(object: Json): string | null {
   }
 }
 
+/** Whether a NetworkPolicy rule's `ports` let a numeric port through (no ports: all of them; an entry without `port`: all of its protocol). */
+function rulePassesPort(rule: Json, protocol: string, port: number): boolean {
+  const ports: Json[] = rule.ports ?? [];
+  if (ports.length === 0) return true;
+  return ports.some((entry) => {
+    if ((entry.protocol ?? 'TCP') !== protocol) return false;
+    if (entry.port === undefined) return true;
+    if (typeof entry.port !== 'number') return false; // a named port: only pods have those, not the internet
+    return entry.endPort === undefined ? entry.port === port : port >= entry.port && port <= entry.endPort;
+  });
+}
+
+/** The config map the apps read through `envFrom` (the generator's hash-suffixed name), as name → value. */
+function appConfigOf(objects: Json[]): Record<string, string> | null {
+  const deployment = objects.find(isApp);
+  const ref = deployment ? podSpecOf(deployment).containers[0].envFrom?.find((source: Json) => source.configMapRef)?.configMapRef.name : undefined;
+  const configMap = ref && objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === ref);
+  return configMap ? configMap.data ?? {} : null;
+}
+
 const isApp = (object: Json) => object.kind === 'Deployment' && podLabelsOf(object)['app.kubernetes.io/component'] === 'service';
 const appName = (object: Json) => podLabelsOf(object)['app.kubernetes.io/name'];
 
@@ -389,6 +414,42 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       expect(failures).toEqual([]);
     });
 
+    it('lets webhook delivery reach public addresses on any TCP port, dispatch and connection on 443 only', () => {
+      const objects = objectsOf(overlay);
+      const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
+      const failures: string[] = [];
+      for (const deployment of objects.filter(isApp)) {
+        const name = appName(deployment);
+        if (!HTTPS_ONLY_WORKERS.includes(name) && !ANY_PORT_WORKERS.includes(name)) continue;
+        const labels = podLabelsOf(deployment);
+        const rules: Json[] = policies
+          .filter((p) => Object.keys(p.spec.podSelector ?? {}).length > 0 && selects(p.spec.podSelector, labels))
+          .flatMap((p) => p.spec.egress ?? []);
+        for (const cidr of INTERNET_CIDRS) {
+          const toInternet = rules.filter((rule) => (rule.to ?? []).some((peer: Json) => peer.ipBlock?.cidr === cidr));
+          const reaches = (port: number) => toInternet.some((rule) => rulePassesPort(rule, 'TCP', port));
+          const expected: Array<[number, boolean]> = ANY_PORT_WORKERS.includes(name)
+            ? [[443, true], [8443, true], [1, true], [65535, true]]
+            : [[443, true], [8443, false], [80, false]];
+          for (const [port, allowed] of expected) {
+            if (reaches(port) !== allowed) failures.push(`${overlay}: ${name} ${allowed ? 'cannot' : 'may'} reach ${cidr} on TCP ${port}`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('replicates the JetStream streams on every NATS server (NATS_STREAM_REPLICAS equals the NATS StatefulSet\'s replicas)', () => {
+      const objects = objectsOf(overlay);
+      const config = appConfigOf(objects);
+      const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
+      expect(config).not.toBeNull();
+      const members = nats?.spec.replicas ?? 1;
+      // The apps' default when unset is 1.
+      const replicas = Number(config!.NATS_STREAM_REPLICAS ?? '1');
+      expect({ members, NATS_STREAM_REPLICAS: replicas }).toEqual({ members, NATS_STREAM_REPLICAS: members });
+    });
+
     it('holds no secret: Secrets carry placeholders only, and every key the pods need is in k8s/secrets.env.example', () => {
       const template = readSecretTemplate();
       const failures: string[] = [];
@@ -494,6 +555,13 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         if (!perNode) failures.push(`${id(store)}: members may share a node (no hostname spread with DoNotSchedule)`);
       }
       expect(failures).toEqual([]);
+    });
+
+    it('sets NATS_STREAM_REPLICAS=3 in the apps\' config, equal to the NATS StatefulSet\'s replicas', () => {
+      const objects = prod();
+      const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
+      expect(appConfigOf(objects)?.NATS_STREAM_REPLICAS).toBe('3');
+      expect(nats?.spec.replicas).toBe(3);
     });
 
     it('pins every image to a version (no :latest, no bare name)', () => {

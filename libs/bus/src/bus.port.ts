@@ -28,8 +28,11 @@ export interface RequestOptions {
 
 export interface PublishOptions {
   /**
-   * De-duplication id: a second publish with the same id is dropped (NATS `Nats-Msg-Id`), at least
-   * within the de-duplication window (NATS: 2 minutes by default; in-process: forever).
+   * De-duplication id: a second publish with the same id is dropped (NATS `Nats-Msg-Id`) within the
+   * de-duplication window. NATS: the stream's `duplicate_window`, 2 minutes by default. In-process:
+   * as long as the message is stored, at least 24 hours; the periodic purge then deletes messages
+   * every consumer is done with, and their ids with them, after which the same id is stored anew.
+   * So de-duplication holds for 24 h in-process, 2 min on NATS: retries must come within that.
    */
   msgId?: string;
   headers?: BusHeaders;

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { BusLogger } from './bus-logger';
 import { DeliveredMessage } from './bus.port';
 import { InProcessBus } from './in-process-bus';
+import { MESSAGE_RETENTION_MS, SqliteBusStore } from './sqlite-bus-store';
 import { busContract } from './testing/bus.contract';
 import { sleep, waitFor } from './testing/wait-for';
 
@@ -198,6 +199,116 @@ describe('in-process bus owned by one process', () => {
     await sleep(400);
     await second.close();
     expect(seen).toEqual([]);
+  });
+});
+
+describe('in-process bus retention (purge)', () => {
+  // Past the 24 h during which a message and its msgId are kept in any case.
+  const later = () => Date.now() + MESSAGE_RETENTION_MS + 60 * 60_000;
+  let dir: string;
+  let file: string;
+  const storedMessages = () => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare<[], { data: string }>('SELECT data FROM bus_messages ORDER BY seq').all().map((row) => (JSON.parse(row.data) as { id: string }).id);
+    } finally {
+      db.close();
+    }
+  };
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'bus-purge-'));
+    file = join(dir, 'bus.sqlite');
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('deletes old messages every durable is done with, and keeps pending, parked and recent ones', async () => {
+    const bus = InProcessBus.open({ file, logger: quietLogger });
+    // The store beside the bus, on the same file, to purge as if a day had passed.
+    const store = new SqliteBusStore(file);
+    try {
+      await bus.publish('evt.retention.work.a', { id: 'acked' }, { msgId: 'm-acked' });
+      await bus.publish('evt.retention.work.a', { id: 'pending' });
+      await bus.publish('evt.retention.park.a', { id: 'parked' });
+      // Nothing registered yet: nobody has passed anything, nothing goes.
+      expect(store.purge(later())).toBe(0);
+
+      const seen: string[] = [];
+      await bus.consume<{ id: string }>({ durable: 'work', subject: 'evt.retention.work.>' }, async (message) => {
+        seen.push(message.data.id);
+        return message.data.id === 'pending' ? { retryInMs: 60_000 } : undefined;
+      });
+      await bus.consume({ durable: 'parking', subject: 'evt.retention.park.>', maxDeliver: 1 }, async () => {
+        throw new Error('refused');
+      });
+      await waitFor(async () => seen.length >= 2 && (await bus.listParked()).length === 1, 'the deliveries and the parking');
+      // The duplicate within the day is dropped.
+      await bus.publish('evt.retention.work.a', { id: 'acked-duplicate' }, { msgId: 'm-acked' });
+
+      expect(store.purge()).toBe(0); // all recent
+      expect(store.purge(later())).toBe(1);
+      expect(storedMessages()).toEqual(['pending', 'parked']);
+      expect(store.purge(later())).toBe(0);
+
+      // The parked message is still there to list and replay; the pending one is still pending.
+      expect((await bus.listParked()).map((parked) => [parked.id, parked.data])).toEqual([['parking:3', { id: 'parked' }]]);
+      expect(await bus.pending('work')).toBe(1);
+
+      // Its msgId went with the purged message: the same id is stored anew (de-duplication holds 24 h).
+      await bus.publish('evt.retention.work.a', { id: 'acked-again' }, { msgId: 'm-acked' });
+      await waitFor(() => seen.includes('acked-again'), 'the republished message');
+      expect(seen).toEqual(['acked', 'pending', 'acked-again']);
+    } finally {
+      store.close();
+      await bus.close();
+    }
+  });
+
+  it('keeps messages a registered durable has not passed yet, until it has', async () => {
+    const bus = InProcessBus.open({ file, logger: quietLogger });
+    const store = new SqliteBusStore(file);
+    try {
+      const options = { durable: 'slow', subject: 'evt.lagging.>' };
+      const slowSeen: string[] = [];
+      const record = async (message: DeliveredMessage<{ id: string }>) => void slowSeen.push(message.data.id);
+      // Registered, then stopped: its cursor stays before everything published below.
+      await (await bus.consume(options, record)).stop();
+      const fastSeen: string[] = [];
+      await bus.consume<{ id: string }>({ durable: 'fast', subject: 'evt.lagging.>' }, async (message) => void fastSeen.push(message.data.id));
+      await bus.publish('evt.lagging.a', { id: 'one' });
+      await bus.publish('evt.lagging.a', { id: 'two' });
+      await waitFor(() => fastSeen.length === 2, 'the fast durable to ack both');
+
+      expect(store.purge(later())).toBe(0);
+      expect(storedMessages()).toEqual(['one', 'two']);
+
+      await bus.consume(options, record);
+      await waitFor(async () => slowSeen.length === 2 && (await bus.pending('slow')) === 0, 'the slow durable to ack both');
+      expect(store.purge(later())).toBe(2);
+      expect(storedMessages()).toEqual([]);
+    } finally {
+      store.close();
+      await bus.close();
+    }
+  });
+
+  it('purges on its own every purgeIntervalMs', async () => {
+    const bus = InProcessBus.open({ file, logger: quietLogger, purgeIntervalMs: 50 });
+    try {
+      const seen: string[] = [];
+      await bus.consume<{ id: string }>({ durable: 'timer', subject: 'evt.timer.>' }, async (message) => void seen.push(message.data.id));
+      await bus.publish('evt.timer.a', { id: 'old' });
+      await bus.publish('evt.timer.a', { id: 'recent' });
+      await waitFor(async () => seen.length === 2 && (await bus.pending('timer')) === 0, 'both acked');
+      // Age the first message past the retention, as if it had been published two days ago.
+      const db = new Database(file);
+      db.prepare('UPDATE bus_messages SET published_at = published_at - ? WHERE seq = 1').run(2 * MESSAGE_RETENTION_MS);
+      db.close();
+      await waitFor(() => storedMessages().length === 1, 'the periodic purge');
+      expect(storedMessages()).toEqual(['recent']);
+    } finally {
+      await bus.close();
+    }
   });
 });
 

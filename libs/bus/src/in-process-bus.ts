@@ -36,9 +36,17 @@ export interface InProcessBusOptions {
    * after the ack wait. Never set it where several processes share the file.
    */
   releaseLeasesOnOpen?: boolean;
+  /**
+   * How often messages every durable is done with, and older than 24 h, are deleted from the file
+   * (SqliteBusStore.purge). Default 10 minutes.
+   */
+  purgeIntervalMs?: number;
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 100;
+const DEFAULT_PURGE_INTERVAL_MS = 10 * 60_000;
+// Rows one purge step deletes before letting consumers and requests run again.
+const PURGE_SLICE_ROWS = 1000;
 
 type RequestHandler = (data: unknown, context: RequestContext) => Promise<unknown>;
 type MessageHandler = (message: DeliveredMessage<unknown>) => Promise<HandlerOutcome>;
@@ -60,12 +68,19 @@ export class InProcessBus implements Bus {
   private closed = false;
   private readonly responderGroups: ResponderGroup[] = [];
   private readonly consumers = new Set<InProcessConsumer>();
+  private readonly purgeTimer: NodeJS.Timeout;
+  private purging: Promise<void> | undefined;
 
   private constructor(
     private readonly store: SqliteBusStore,
     private readonly pollIntervalMs: number,
+    purgeIntervalMs: number,
     private readonly logger: BusLogger,
-  ) {}
+  ) {
+    // Unref'd: a bus nobody closed does not keep the process alive for its housekeeping.
+    this.purgeTimer = setInterval(() => void this.purgeOldMessages(), purgeIntervalMs);
+    this.purgeTimer.unref();
+  }
 
   static open(options: InProcessBusOptions = {}): InProcessBus {
     const store = new SqliteBusStore(options.file ?? ':memory:');
@@ -73,6 +88,7 @@ export class InProcessBus implements Bus {
     return new InProcessBus(
       store,
       options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS,
+      options.purgeIntervalMs ?? DEFAULT_PURGE_INTERVAL_MS,
       options.logger ?? consoleBusLogger,
     );
   }
@@ -189,8 +205,31 @@ export class InProcessBus implements Bus {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.purgeTimer);
     await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
+    await this.purging;
     this.store.close();
+  }
+
+  /**
+   * Deletes what SqliteBusStore.purge may, a slice at a time, yielding between slices so a large
+   * first purge does not stall handlers. Each process on a shared file purges; they agree on what goes.
+   */
+  private purgeOldMessages(): Promise<void> {
+    // `.finally` runs after the assignment even when the purge finishes without awaiting anything.
+    this.purging ??= this.purgeInSlices().finally(() => (this.purging = undefined));
+    return this.purging;
+  }
+
+  private async purgeInSlices(): Promise<void> {
+    try {
+      while (!this.closed && this.store.purge(Date.now(), PURGE_SLICE_ROWS) === PURGE_SLICE_ROWS) {
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } catch (error) {
+      // E.g. SQLITE_BUSY while another process holds the file: the next interval tries again.
+      this.logger.warn(`in-process bus: cannot purge old messages (${errorMessage(error)}), retrying at the next interval`);
+    }
   }
 
   /**

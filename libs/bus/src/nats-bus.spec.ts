@@ -8,6 +8,8 @@ import { eventually, waitFor } from './testing/wait-for';
 // Failures the tests provoke on purpose (thrown handlers, maxDeliver, restarts) would only add noise.
 const quietLogger: BusLogger = { warn: () => undefined, error: () => undefined };
 
+const DAY_MS = 24 * 60 * 60_000;
+
 let server: NatsServerHandle;
 
 beforeAll(async () => {
@@ -35,9 +37,40 @@ describe('NatsBus', () => {
       const { config } = await jsm.streams.info('CAMPAIGN_OPS_EVENTS');
       const { config: parkedConfig } = await jsm.streams.info('CAMPAIGN_OPS_EVENTS_PARKED');
       await nc.close();
-      expect(config).toMatchObject({ subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(60_000), num_replicas: 1 });
-      expect(parkedConfig).toMatchObject({ subjects: ['parked.>'], storage: StorageType.File, duplicate_window: nanos(60_000), num_replicas: 1 });
+      expect(config).toMatchObject({ subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(60_000), num_replicas: 1, max_age: nanos(DAY_MS * 7) });
+      expect(parkedConfig).toMatchObject({
+        subjects: ['parked.>'],
+        storage: StorageType.File,
+        duplicate_window: nanos(60_000),
+        num_replicas: 1,
+        max_age: nanos(DAY_MS * 30),
+      });
     } finally {
+      await fresh.stop();
+    }
+  });
+
+  it('gives a stream created without retention (max_age 0) the max ages asked for, and refuses one below the de-duplication window', async () => {
+    // A server of its own: the default stream names, as a deployment from before retention has them.
+    const fresh = await startNatsServer();
+    const legacy = await connect({ servers: fresh.url });
+    try {
+      const legacyJsm = await legacy.jetstreamManager();
+      // As NatsBus created its streams before retention was set.
+      await legacyJsm.streams.add({ name: 'CAMPAIGN_OPS_EVENTS', subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(2 * 60_000) });
+      await legacyJsm.streams.add({ name: 'CAMPAIGN_OPS_EVENTS_PARKED', subjects: ['parked.>'], storage: StorageType.File, duplicate_window: nanos(2 * 60_000) });
+      expect((await legacyJsm.streams.info('CAMPAIGN_OPS_EVENTS')).config.max_age).toBe(0);
+
+      const bus = await NatsBus.connect({ servers: fresh.url, name: 'retention', streamMaxAgeMs: DAY_MS, parkedMaxAgeMs: DAY_MS * 2, logger: quietLogger });
+      await bus.close();
+      expect((await legacyJsm.streams.info('CAMPAIGN_OPS_EVENTS')).config.max_age).toBe(nanos(DAY_MS));
+      expect((await legacyJsm.streams.info('CAMPAIGN_OPS_EVENTS_PARKED')).config.max_age).toBe(nanos(DAY_MS * 2));
+
+      await expect(NatsBus.connect({ servers: fresh.url, name: 'too-short', streamMaxAgeMs: 60_000, logger: quietLogger })).rejects.toThrow(
+        /streamMaxAgeMs \(60000 ms\) must not be shorter than duplicateWindowMs/,
+      );
+    } finally {
+      await legacy.close();
       await fresh.stop();
     }
   });

@@ -64,12 +64,37 @@ export interface NatsBusOptions {
    * node can be lost. An existing stream is updated to it. Default 1.
    */
   streamReplicas?: number;
+  /**
+   * How long the events stream keeps a message (`max_age`), acked or not. Default 7 days. An
+   * existing stream is updated to it (messages already older go at once). Must exceed the
+   * de-duplication window.
+   */
+  streamMaxAgeMs?: number;
+  /**
+   * How long the parked stream keeps a parked message (`max_age`): the time operators have to list
+   * and replay it. Default 30 days. Must exceed the de-duplication window.
+   */
+  parkedMaxAgeMs?: number;
   logger?: BusLogger;
 }
 
 const DEFAULT_STREAM_NAME = 'CAMPAIGN_OPS_EVENTS';
 const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
 const DEFAULT_STREAM_REPLICAS = 1;
+// Retention of the events stream. Limits retention keeps a message until it is this old, acked or
+// not; without a limit (max_age 0) the stream only grows. 7 days is safe because:
+// - the stream is a transport, not a record: the event store is the source of truth, and every
+//   message on `evt.>` is a copy of an event in it;
+// - the relay (event store → bus) follows the event store from its own checkpoint, never reads the
+//   stream back, and republishes from that checkpoint after any restart or outage: expiring old
+//   messages takes nothing from it;
+// - consumers ack within minutes (ack wait, a few retries with backoff, then parking into the
+//   parked stream, which has its own, longer retention).
+// A message still unacked after 7 days means a consumer down for a week; the events it missed are
+// still in the event store.
+const DEFAULT_STREAM_MAX_AGE_MS = 7 * 24 * 60 * 60_000;
+// Parked messages wait for an operator (listParked, replayParked): a month to notice and act.
+const DEFAULT_PARKED_MAX_AGE_MS = 30 * 24 * 60 * 60_000;
 const PARKED_STREAM_SUFFIX = '_PARKED';
 const PARKED_SUBJECT_ROOT = 'parked';
 const RECONNECT_WAIT_MS = 1000;
@@ -166,8 +191,16 @@ export class NatsBus implements Bus {
       const duplicateWindowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
       const replicas = options.streamReplicas ?? DEFAULT_STREAM_REPLICAS;
       if (!Number.isInteger(replicas) || replicas < 1) throw new Error(`streamReplicas must be a whole number of at least 1, got: ${replicas}`);
-      await ensureStream(jsm, { name: streamName, subjects: [`${DURABLE_SUBJECT_ROOT}.>`], duplicateWindowMs, replicas });
-      await ensureStream(jsm, { name: `${streamName}${PARKED_STREAM_SUFFIX}`, subjects: [`${PARKED_SUBJECT_ROOT}.>`], duplicateWindowMs, replicas });
+      const maxAgeMs = assertMaxAge('streamMaxAgeMs', options.streamMaxAgeMs ?? DEFAULT_STREAM_MAX_AGE_MS, duplicateWindowMs);
+      const parkedMaxAgeMs = assertMaxAge('parkedMaxAgeMs', options.parkedMaxAgeMs ?? DEFAULT_PARKED_MAX_AGE_MS, duplicateWindowMs);
+      await ensureStream(jsm, { name: streamName, subjects: [`${DURABLE_SUBJECT_ROOT}.>`], duplicateWindowMs, replicas, maxAgeMs });
+      await ensureStream(jsm, {
+        name: `${streamName}${PARKED_STREAM_SUFFIX}`,
+        subjects: [`${PARKED_SUBJECT_ROOT}.>`],
+        duplicateWindowMs,
+        replicas,
+        maxAgeMs: parkedMaxAgeMs,
+      });
       return new NatsBus(nc, nc.jetstream(), jsm, streamName, options.logger ?? consoleBusLogger);
     } catch (error) {
       await nc.close();
@@ -378,7 +411,7 @@ export class NatsBus implements Bus {
    *
    * Gap: advisories are core NATS messages, not stored. One sent while no instance of the durable is
    * connected (all down, or reconnecting) is lost, and the message is neither delivered nor parked:
-   * it stays in the events stream (limits retention), but only an advisory captured elsewhere (a
+   * it stays in the events stream (limits retention, until streamMaxAgeMs), but only an advisory captured elsewhere (a
    * stream on `$JS.EVENT.ADVISORY.>`, `nats event`) would tell its sequence. The failing path (throw
    * or retry on the last delivery) does not depend on advisories and never has this gap.
    * A hung handler that settles after this cannot change it: failing, it parks nothing more (same
@@ -608,10 +641,20 @@ interface StreamSettings {
   subjects: string[];
   duplicateWindowMs: number;
   replicas: number;
+  /** `max_age`: messages older than this are removed, acked or not. */
+  maxAgeMs: number;
 }
 
-async function ensureStream(jsm: JetStreamManager, { name, subjects, duplicateWindowMs, replicas }: StreamSettings): Promise<void> {
+/** A positive whole number of ms above the de-duplication window (the server refuses a smaller `max_age`). */
+function assertMaxAge(option: string, maxAgeMs: number, duplicateWindowMs: number): number {
+  if (!Number.isInteger(maxAgeMs) || maxAgeMs <= 0) throw new Error(`${option} must be a positive whole number of ms, got: ${maxAgeMs}`);
+  if (maxAgeMs < duplicateWindowMs) throw new Error(`${option} (${maxAgeMs} ms) must not be shorter than duplicateWindowMs (${duplicateWindowMs} ms)`);
+  return maxAgeMs;
+}
+
+async function ensureStream(jsm: JetStreamManager, { name, subjects, duplicateWindowMs, replicas, maxAgeMs }: StreamSettings): Promise<void> {
   const duplicateWindow = nanos(duplicateWindowMs);
+  const maxAge = nanos(maxAgeMs);
   const existing = await jsm.streams.info(name).catch((error: unknown) => {
     if (jsErrorCode(error) === JS_ERR_STREAM_NOT_FOUND) return undefined;
     throw error;
@@ -619,17 +662,21 @@ async function ensureStream(jsm: JetStreamManager, { name, subjects, duplicateWi
   try {
     if (!existing) {
       // Two services starting together both land here; adding an identical stream is idempotent.
-      await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: duplicateWindow, num_replicas: replicas });
+      await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: duplicateWindow, num_replicas: replicas, max_age: maxAge });
     } else if (
       existing.config.duplicate_window !== duplicateWindow ||
       existing.config.subjects.join() !== subjects.join() ||
-      existing.config.num_replicas !== replicas
+      existing.config.num_replicas !== replicas ||
+      existing.config.max_age !== maxAge
     ) {
-      await jsm.streams.update(name, { subjects, duplicate_window: duplicateWindow, num_replicas: replicas });
+      // A stream created before retention was set (max_age 0, no limit) gets it here.
+      await jsm.streams.update(name, { subjects, duplicate_window: duplicateWindow, num_replicas: replicas, max_age: maxAge });
     }
   } catch (error) {
     // E.g. "replicas > 1 not supported in non-clustered mode": say which stream and setting.
-    throw new Error(`cannot ${existing ? 'update' : 'create'} JetStream stream ${name} (${replicas} replica(s), subjects ${subjects.join(', ')}): ${errorMessage(error)}`);
+    throw new Error(
+      `cannot ${existing ? 'update' : 'create'} JetStream stream ${name} (${replicas} replica(s), max age ${maxAgeMs} ms, subjects ${subjects.join(', ')}): ${errorMessage(error)}`,
+    );
   }
 }
 

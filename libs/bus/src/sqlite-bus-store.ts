@@ -49,6 +49,15 @@ interface DeliveryRow {
 }
 
 const SCAN_BATCH = 500;
+// Messages deleted per statement by purge: each batch is its own short write, so consumers (in this
+// process or another one on the file) are not held up by a large first purge.
+const PURGE_BATCH = 1000;
+
+/**
+ * How long a message is kept at least, whoever is done with it: its msgId de-duplicates publishes
+ * for this long (NATS keeps ids for its de-duplication window, 2 minutes by default).
+ */
+export const MESSAGE_RETENTION_MS = 24 * 60 * 60_000;
 
 const SCHEMA = `
   CREATE TABLE IF NOT EXISTS bus_messages (
@@ -88,6 +97,8 @@ const ADDED_DELIVERY_COLUMNS: Array<[name: string, definition: string]> = [
 // Created once the added columns surely exist.
 const INDEXES = `
   CREATE INDEX IF NOT EXISTS bus_deliveries_parked ON bus_deliveries (parked_at, seq) WHERE parked = 1;
+  -- purge asks, per message, whether any durable still has a delivery of it
+  CREATE INDEX IF NOT EXISTS bus_deliveries_seq ON bus_deliveries (seq);
 `;
 
 /** What a parked row without a recorded reason (parked before reasons were kept) shows. */
@@ -102,6 +113,9 @@ const UNKNOWN_REASON = 'unknown (parked before reasons were recorded)';
  * instance (this process after a restart, or another one on the same file) claims it again.
  * Every multi-statement step runs in an IMMEDIATE transaction, so processes sharing the file never
  * claim the same delivery twice.
+ *
+ * `purge` removes the messages every durable is done with once they are older than
+ * MESSAGE_RETENTION_MS (24 h): the in-process counterpart of a JetStream stream's limits.
  */
 export class SqliteBusStore {
   private readonly db: Database.Database;
@@ -120,7 +134,10 @@ export class SqliteBusStore {
     this.claimTransaction = this.db.transaction(this.claimInTransaction.bind(this));
   }
 
-  /** Stores a message unless one with the same `msgId` was ever stored (de-duplication without a window). */
+  /**
+   * Stores a message unless one with the same `msgId` is still stored: for at least
+   * MESSAGE_RETENTION_MS (24 h), after which `purge` may have removed it, and its id with it.
+   */
   append(subject: string, data: string, headers: BusHeaders, msgId: string | undefined): void {
     this.statements.insertMessage.run(subject, msgId ?? null, data, JSON.stringify(headers), Date.now());
   }
@@ -187,6 +204,30 @@ export class SqliteBusStore {
    */
   releaseAllLeases(): number {
     return this.statements.releaseLeases.run().changes;
+  }
+
+  /**
+   * Deletes the messages no durable needs any more and returns how many: those every registered
+   * durable's cursor has passed (each has queued them, or skipped them as not matching), that no
+   * row of `bus_deliveries` refers to (not pending, leased or parked for anyone), and that were
+   * published more than MESSAGE_RETENTION_MS before `now` (so their msgId still de-duplicates for
+   * that long). Sequences are never reused (AUTOINCREMENT), so cursors stay valid.
+   *
+   * Without any registered durable nothing is deleted. A durable registered later starts at the
+   * oldest message still stored, not at the first ever published (like a JetStream consumer on a
+   * stream with limits); a durable that is registered but never consumes again holds every
+   * message after its cursor. `maxRows` bounds one call (the bus purges in slices, see InProcessBus).
+   */
+  purge(now: number = Date.now(), maxRows: number = Infinity): number {
+    const publishedBefore = now - MESSAGE_RETENTION_MS;
+    let deleted = 0;
+    while (deleted < maxRows) {
+      const batch = Math.min(PURGE_BATCH, maxRows - deleted);
+      const { changes } = this.statements.purgeBatch.run(publishedBefore, batch);
+      deleted += changes;
+      if (changes < batch) break;
+    }
+    return deleted;
   }
 
   /** Unacked deliveries of the durable plus matching messages not yet queued for it. */
@@ -318,6 +359,16 @@ function prepareStatements(db: Database.Database) {
     ),
     parkedRows: db.prepare<[number], ParkedRowRecord>(`${SELECT_PARKED} ORDER BY parked_at, d.seq LIMIT ?`),
     parkedRowsOf: db.prepare<[string, number], ParkedRowRecord>(`${SELECT_PARKED} AND d.durable = ? ORDER BY parked_at, d.seq LIMIT ?`),
+    // One statement: it sees the cursors and deliveries of one moment (a claim moves a cursor and
+    // queues the deliveries in one transaction), so a message cannot pass between the two checks.
+    purgeBatch: db.prepare<[number, number]>(
+      `DELETE FROM bus_messages WHERE seq IN (
+         SELECT m.seq FROM bus_messages m
+         WHERE m.seq <= (SELECT COALESCE(MIN(cursor), 0) FROM bus_consumers)
+           AND m.published_at < ?
+           AND NOT EXISTS (SELECT 1 FROM bus_deliveries d WHERE d.seq = m.seq)
+         ORDER BY m.seq LIMIT ?)`,
+    ),
     replay: db.prepare<[number, string, number]>(
       `UPDATE bus_deliveries SET parked = 0, leased = 0, due_at = ?, delivery_count = 0, parked_at = NULL, reason = NULL
        WHERE durable = ? AND seq = ? AND parked = 1`,
