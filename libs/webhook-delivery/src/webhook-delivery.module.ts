@@ -3,7 +3,7 @@ import { Bus, BUS, Consumer } from '@campaign-ops/bus';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
-import { BackgroundLoop, CheckpointedProcessor, CONFIG, respondInRequestContext, scrapeGauge, watchConsumerLag, ServiceConfig, withRequestId } from '@campaign-ops/service-runtime';
+import { BackgroundLoop, CheckpointedProcessor, CONFIG, respondInRequestContext, scrapeGauge, watchConsumerLag, ServiceConfig } from '@campaign-ops/service-runtime';
 import {
   CreateWebhookRequest,
   EventByIdRequest,

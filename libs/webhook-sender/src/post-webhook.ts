@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { FORBIDDEN_HOST_ERROR_CODE, guardedLookup, precheckWebhookUrl, type UrlPolicy } from '@campaign-ops/url-guard';

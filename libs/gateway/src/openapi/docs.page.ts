@@ -85,7 +85,7 @@ function bodySection(doc: OpenApiDocument, requestBody: Node | undefined): strin
     .join('');
 }
 
-function responsesTable(doc: OpenApiDocument, responses: Node): string {
+function responsesTable(responses: Node): string {
   const rows = Object.entries(responses)
     .map(([status, response]) => {
       const content = Object.entries((response.content ?? {}) as Node)
@@ -113,7 +113,7 @@ ${markdown(operation.description)}
 ${securityLine(operation)}
 ${parametersTable(doc, operation.parameters)}
 ${bodySection(doc, operation.requestBody)}
-${responsesTable(doc, operation.responses)}
+${responsesTable(operation.responses)}
 </section>`;
 }
 
@@ -150,7 +150,7 @@ export function renderDocsPage(doc: OpenApiDocument): string {
 ${markdown(w.operation.description)}
 ${parametersTable(doc, w.operation.parameters)}
 ${bodySection(doc, w.operation.requestBody)}
-${responsesTable(doc, w.operation.responses)}
+${responsesTable(w.operation.responses)}
 </section>`,
               )
               .join('\n')
