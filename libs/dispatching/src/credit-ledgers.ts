@@ -36,7 +36,7 @@ export class CreditLedgers {
   private readonly mutex = new KeyedMutex();
 
   constructor(
-    private readonly events: EventStore,
+    private readonly eventStore: EventStore,
     readStore: ReadStore,
   ) {
     this.views = readStore.collection<LedgerView>('credit_ledgers', { indexes: ['account_id'] });
@@ -51,7 +51,7 @@ export class CreditLedgers {
         if (decided.length === 0) return { state, recorded: [] };
         const toAppend = decided.map((e) => toStoredEvent(e, { ...metadata, accountId, mode }));
         try {
-          const result = await this.events.append(streamId, toAppend, { expectedRevision: revision ?? 'no_stream' });
+          const result = await this.eventStore.append(streamId, toAppend, { expectedRevision: revision ?? 'no_stream' });
           const after = decided.reduce(creditLedgerDecider(accountId, mode).evolve, state);
           await this.store(after, result.nextRevision);
           const first = result.nextRevision - toAppend.length + 1;
@@ -72,13 +72,19 @@ export class CreditLedgers {
   async load(accountId: string, mode: Mode): Promise<{ state: CreditLedger; revision: number | null }> {
     // One read: a snapshot and its revision read apart could straddle a concurrent write.
     const view = await this.views.get(`${accountId}:${mode}`);
-    const viewRevision = view ? view.revision : null;
-    const snapshot: CreditLedger = view ? { accountId, mode, balance: view.balance, grantIds: view.grant_ids } : creditLedgerDecider(accountId, mode).initialState;
-    const tail = await this.events.readStream(creditLedgerStreamId(accountId, mode), viewRevision === null ? {} : { fromRevision: viewRevision + 1 });
+    // A snapshot without its revision cannot be continued: then the stream is read from the start.
+    const viewRevision = view && typeof view.revision === 'number' ? view.revision : null;
+    const snapshot: CreditLedger = view && viewRevision !== null ? { accountId, mode, balance: view.balance, grantIds: view.grant_ids } : creditLedgerDecider(accountId, mode).initialState;
+    const tail = await this.eventStore.readStream(creditLedgerStreamId(accountId, mode), viewRevision === null ? {} : { fromRevision: viewRevision + 1 });
     const events = tail.map((r) => toDomainEvent<CreditLedgerEvent>(r, upcastCreditLedgerEvent));
     const state = fold({ initialState: snapshot, evolve: creditLedgerDecider(accountId, mode).evolve }, events);
     const revision = tail.length ? tail[tail.length - 1].revision : viewRevision;
     return { state, revision };
+  }
+
+  /** The ledger's stored events (a rare, whole read: used to find an orphaned charge). */
+  history(accountId: string, mode: Mode): Promise<RecordedEvent[]> {
+    return this.eventStore.readStream(creditLedgerStreamId(accountId, mode));
   }
 
   /** Brings the view up to the stream (the projection calls this; commands refresh it inline). */

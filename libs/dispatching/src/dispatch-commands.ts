@@ -40,21 +40,27 @@ export class DispatchCommands {
 
   async create(request: CreateDispatchRequest): Promise<Outcome<DispatchResource>> {
     const { caller, channel, campaign, idempotencyKey } = request;
-    const connection = await this.resolveConnection({ accountId: caller.accountId, mode: caller.mode, channel });
-    if (!connection.ok) return connection;
-    const found = connection.value.connection;
-    if (caller.mode === 'live') {
-      if (!found || found.status === 'revoked' || found.status === 'pending')
-        return failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel');
-      if (found.status === 'reauth_required')
-        return failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel');
-      if (!this.liveChannelAvailable(channel))
-        return failure('channel_live_unavailable', `Live dispatches to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
-    }
     const dispatchId = newId('dsp');
+    // The key first: a retry of a launch that was made answers that launch, whatever changed since.
     if (idempotencyKey) {
       const earlier = await this.claimIdempotencyKey(caller.accountId, caller.mode, idempotencyKey, dispatchId, { channel, campaign });
       if (earlier) return earlier;
+    }
+    // Until the charge is appended nothing was made: a refusal gives the key back.
+    const refuse = async (outcome: Outcome<never>) => {
+      if (idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
+      return outcome;
+    };
+    const connection = await this.resolveConnection({ accountId: caller.accountId, mode: caller.mode, channel });
+    if (!connection.ok) return refuse(connection);
+    const found = connection.value.connection;
+    if (caller.mode === 'live') {
+      if (!found || found.status === 'revoked' || found.status === 'pending')
+        return refuse(failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel'));
+      if (found.status === 'reauth_required')
+        return refuse(failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel'));
+      if (!this.liveChannelAvailable(channel))
+        return refuse(failure('channel_live_unavailable', `Live dispatches to ${channel} are not available yet; use a test key for the sandbox.`, 'channel'));
     }
     let charge: RecordedEvent;
     try {
@@ -70,8 +76,10 @@ export class DispatchCommands {
       );
       charge = charged.recorded[0];
     } catch (error) {
-      if (idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
-      if (error instanceof InsufficientCredits) return failure('insufficient_credits', `${error.message} Add credits to launch more.`);
+      if (error instanceof InsufficientCredits) return refuse(failure('insufficient_credits', `${error.message} Add credits to launch more.`));
+      // Any other failure may come after the charge was written (a view write, a lost answer):
+      // the key stays with this dispatch, whose charge the ledger processor completes if it exists.
+      if (error instanceof WrongExpectedRevisionError && idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
       throw error;
     }
     const accepted = await this.createChargedDispatch(charge, caller.accountId, caller.mode);
@@ -92,6 +100,11 @@ export class DispatchCommands {
       const first = evolve({ status: 'none' }, toDomainEvent<DispatchEvent>(recorded[0], upcastDispatchEvent)) as Dispatch;
       return success(toDispatchResource(first));
     }
+    // No dispatch yet. If its charge exists (the process died right after it), make the dispatch now.
+    const charged = (await this.ledgers.history(accountId, mode)).find(
+      (event) => event.type === 'DispatchCharged' && (event.data as DispatchCharged['data']).dispatch.dispatchId === claim.dispatchId,
+    );
+    if (charged) return success(toDispatchResource(await this.createChargedDispatch(charged, accountId, mode)));
     if (await this.idempotency.takeOverAbandoned(accountId, mode, key, claim, dispatchId)) return null;
     return failure('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly.');
   }

@@ -52,11 +52,12 @@ export class DispatchIdempotency {
     return (await this.records.update(id, { dispatch_id: dispatchId, created_at: new Date().toISOString() }, { dispatch_id: abandoned.dispatchId })) !== null;
   }
 
-  /** Gives the key back when no dispatch was made (e.g. 402): the partner may try again with it. */
+  /**
+   * Gives the key back when no dispatch was made (e.g. 402): the partner may try again with it.
+   * The record is expired, only if it is still ours (compare-and-set), so a takeover is never undone.
+   */
   async release(accountId: string, mode: string, key: string, dispatchId: string): Promise<void> {
-    const id = recordId(accountId, mode, key);
-    const existing = await this.records.get(id);
-    if (existing?.dispatch_id === dispatchId) await this.records.delete(id);
+    await this.records.update(recordId(accountId, mode, key), { created_at: new Date(0).toISOString() }, { dispatch_id: dispatchId });
   }
 }
 

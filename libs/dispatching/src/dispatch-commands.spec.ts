@@ -1,0 +1,92 @@
+import { InProcessBus } from '@campaign-ops/bus';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteReadStore } from '@campaign-ops/read-store';
+import { CreateDispatchRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { CreditLedgers } from './credit-ledgers';
+import { DispatchCommands } from './dispatch-commands';
+import { DispatchIdempotency } from './dispatch-idempotency';
+import { DispatchStore } from './dispatch-store';
+
+const campaign: CampaignSpec = {
+  name: 'Spring',
+  objective: 'conversion',
+  budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' },
+  schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'Europe/Berlin' },
+};
+
+describe('launching with an Idempotency-Key, in dispatch-service', () => {
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let bus: InProcessBus;
+  let ledgers: CreditLedgers;
+  let idempotency: DispatchIdempotency;
+  let store: DispatchStore;
+  let commands: DispatchCommands;
+  const caller = { accountId: 'acct_1', mode: 'test' as const, requestId: 'req_1' };
+  const launch = (key: string | null, name = 'Spring'): Promise<ReturnType<DispatchCommands['create']> extends Promise<infer T> ? T : never> =>
+    commands.create({ caller, channel: 'meta_ads', campaign: { ...campaign, name }, idempotencyKey: key } as CreateDispatchRequest);
+  const charges = async () => (await ledgers.history('acct_1', 'test')).filter((e) => e.type === 'DispatchCharged').length;
+  const balance = async () => (await ledgers.load('acct_1', 'test')).state.balance;
+
+  beforeEach(async () => {
+    events = SqliteEventStore.open(':memory:');
+    reads = SqliteReadStore.open(':memory:');
+    bus = InProcessBus.open();
+    await bus.respond(SUBJECTS.connectionResolve, async () => ({ connection: null }));
+    ledgers = new CreditLedgers(events, reads);
+    idempotency = new DispatchIdempotency(reads);
+    store = new DispatchStore(events, reads);
+    commands = new DispatchCommands(store, ledgers, idempotency, bus);
+    await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 10, now: new Date().toISOString() }, {});
+  });
+
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await bus.close();
+    await events.close();
+    await reads.close();
+  });
+
+  it('answers the same dispatch for the same key, charged once', async () => {
+    const first = await launch('k1');
+    const again = await launch('k1');
+    expect(first.ok && again.ok && again.value.id === first.value.id).toBe(true);
+    expect(await charges()).toBe(1);
+  });
+
+  it('refuses the same key with another campaign', async () => {
+    await launch('k1');
+    expect(await launch('k1', 'Autumn')).toMatchObject({ ok: false, error: { code: 'idempotency_key_reused' } });
+  });
+
+  it('keeps the key when a failure may have come after the charge, so a retry cannot charge again', async () => {
+    const upsert = jest.spyOn(ledgers.views, 'upsert').mockRejectedValueOnce(new Error('disk full'));
+    await expect(launch('k2')).rejects.toThrow('disk full');
+    upsert.mockRestore();
+    const retry = await launch('k2');
+    // The charge was written: the retry gets that dispatch (made from its charge), never a second one.
+    expect(retry.ok).toBe(true);
+    expect(await charges()).toBe(1);
+    expect(await balance()).toBe(9);
+  });
+
+  it('makes the dispatch of an orphaned charge when a retry comes, instead of charging again', async () => {
+    const createDispatch = jest.spyOn(commands, 'createChargedDispatch').mockRejectedValueOnce(new Error('killed'));
+    await expect(launch('k3')).rejects.toThrow('killed');
+    createDispatch.mockRestore();
+    const now = Date.now();
+    jest.spyOn(Date, 'now').mockReturnValue(now + 61_000);
+    const retry = await launch('k3');
+    expect(retry.ok && retry.value.status).toBe('accepted');
+    expect(await charges()).toBe(1);
+  });
+
+  it('gives the key back on 402, so the same key works once credits are added', async () => {
+    await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g-neg', amount: -10, now: new Date().toISOString() }, {});
+    expect(await launch('k4')).toMatchObject({ ok: false, error: { code: 'insufficient_credits' } });
+    await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g2', amount: 1, now: new Date().toISOString() }, {});
+    expect((await launch('k4')).ok).toBe(true);
+    expect(await charges()).toBe(1);
+  });
+});
