@@ -85,6 +85,7 @@ const composeTool = (() => {
 const COMPOSE_SECRETS = {
   WEBHOOK_SECRET_KEY: '0'.repeat(64),
   CONNECTION_ENCRYPTION_KEY: '1'.repeat(64),
+  IDEMPOTENCY_SECRET_KEY: '2'.repeat(64),
   ADMIN_TOKEN: 'compose-test-admin-token',
 };
 
@@ -586,11 +587,12 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
 describe('committed deployment files', () => {
   it('k8s/secrets.env.example lists the apps\' secrets with placeholders that the apps refuse to start with', () => {
     const template = readSecretTemplate();
-    expect([...template.keys()].sort()).toEqual(['ADMIN_TOKEN', 'CONNECTION_ENCRYPTION_KEY', 'WEBHOOK_SECRET_KEY']);
+    expect([...template.keys()].sort()).toEqual(['ADMIN_TOKEN', 'CONNECTION_ENCRYPTION_KEY', 'IDEMPOTENCY_SECRET_KEY', 'WEBHOOK_SECRET_KEY']);
     for (const [key, value] of template) expect({ key, placeholder: PLACEHOLDER.test(value) }).toEqual({ key, placeholder: true });
     // The config loader wants 64 hex characters for the keys, and 16 characters at least for the token.
     expect(template.get('WEBHOOK_SECRET_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
     expect(template.get('CONNECTION_ENCRYPTION_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
+    expect(template.get('IDEMPOTENCY_SECRET_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
     expect(template.get('ADMIN_TOKEN')!.length).toBeLessThan(16);
   });
 

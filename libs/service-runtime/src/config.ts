@@ -26,6 +26,8 @@ export interface ServiceConfig {
   adminToken: string | null;
   /** 64 hex characters; seals webhook signing secrets at rest. */
   webhookSecretKey: string;
+  /** 64 hex characters; keys the gateway's idempotency record ids and answer seals (HMAC). */
+  idempotencySecretKey: string;
   webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; disableAfterMs: number };
   executorConcurrency: number;
   requestTimeoutMs: number;
@@ -154,6 +156,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
     adminToken,
     webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',
+    idempotencySecretKey: app === 'standalone' || app === 'api-gateway' ? secretKey(env, 'IDEMPOTENCY_SECRET_KEY', app, dataDir) : '',
     webhook: {
       allowHttp: boolean(env, 'WEBHOOK_ALLOW_HTTP', false),
       allowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),

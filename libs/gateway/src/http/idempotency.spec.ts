@@ -38,6 +38,9 @@ describe('idempotencyRecordId', () => {
     expect(idempotencyRecordId('acct_2:test', 'key-1')).not.toBe(id);
     expect(idempotencyRecordId('admin', 'key-1')).not.toBe(id);
     expect(idempotencyRecordId('a', 'b\nc')).not.toBe(idempotencyRecordId('a\nb', 'c'));
+    // Keyed: without the deployment's secret, a guessed key cannot be checked against the store.
+    expect(idempotencyRecordId('acct_1:test', 'key-1', 'a'.repeat(64))).not.toBe(id);
+    expect(idempotencyRecordId('acct_1:test', 'key-1', 'a'.repeat(64))).toBe(idempotencyRecordId('acct_1:test', 'key-1', 'a'.repeat(64)));
   });
 });
 

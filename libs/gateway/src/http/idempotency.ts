@@ -1,5 +1,5 @@
 import { Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
@@ -58,14 +58,14 @@ export function requestFingerprint(method: string, path: string, rawBody: Buffer
 }
 
 /** The record id of a key in a scope (`<account>:<mode>` for partners, `admin` for operators). */
-export function idempotencyRecordId(scope: string, key: string): string {
+export function idempotencyRecordId(scope: string, key: string, secret = ''): string {
   // Length-prefixed so that no (scope, key) pair can collide with another.
-  return createHash('sha256').update(`${scope.length}:${scope}\n${key}`).digest('hex');
+  return createHmac('sha256', secret).update(`record-id\n${scope.length}:${scope}\n${key}`).digest('hex');
 }
 
 /** The key that seals a kept answer: another derivation than the record id, so the id does not reveal it. */
-export function answerSealingKey(scope: string, key: string): string {
-  return createHash('sha256').update(`answer-sealing-key\n${scope.length}:${scope}\n${key}`).digest('hex');
+export function answerSealingKey(scope: string, key: string, secret = ''): string {
+  return createHmac('sha256', secret).update(`answer-sealing-key\n${scope.length}:${scope}\n${key}`).digest('hex');
 }
 
 /** Which answers are kept for replay: successes and business outcomes. Everything else releases the key. */
@@ -102,6 +102,11 @@ export type Begun =
   | { kind: 'in_use' };
 
 export interface IdempotencyOptions {
+  /**
+   * Keys the record ids and the answer seals (HMAC-SHA256), so that reading the store is not
+   * enough to test guessed Idempotency-Keys offline. Replicas must share it.
+   */
+  secret?: string;
   ttlMs?: number;
   leaseMs?: number;
   /** Milliseconds since the epoch; records are shared between processes, so wall-clock time. */
@@ -114,6 +119,7 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   private readonly logger = new Logger('idempotency');
   private readonly records: Collection<IdempotencyRecord>;
   private readonly ttlMs: number;
+  private readonly secret: string;
   private readonly leaseMs: number;
   private readonly now: () => number;
   private readonly sweepIntervalMs: number;
@@ -122,6 +128,7 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   constructor(reads: ReadStore, options: IdempotencyOptions = {}) {
     this.records = reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION, { indexes: ['expires_at'] });
     this.ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
+    this.secret = options.secret ?? '';
     this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     this.now = options.now ?? Date.now;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10 * 60_000;
@@ -132,8 +139,8 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
    * reused (another request has the key) or 409 in use (the first is still running).
    */
   async begin(scope: string, key: string, fingerprint: string): Promise<Begun> {
-    const id = idempotencyRecordId(scope, key);
-    const answerKey = answerSealingKey(scope, key);
+    const id = idempotencyRecordId(scope, key, this.secret);
+    const answerKey = answerSealingKey(scope, key, this.secret);
     // A few rounds: between our failed insert and our read, the record may be released or deleted.
     for (let round = 0; round < 5; round++) {
       const now = this.now();
@@ -222,6 +229,6 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
 /** The gateway's store: the lease outlasts a request that waits the whole bus timeout. */
 export const idempotencyStoreProvider = {
   provide: IdempotencyStore,
-  useFactory: (reads: ReadStore, config: ServiceConfig) => new IdempotencyStore(reads, { leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.requestTimeoutMs) }),
+  useFactory: (reads: ReadStore, config: ServiceConfig) => new IdempotencyStore(reads, { secret: config.idempotencySecretKey, leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.requestTimeoutMs) }),
   inject: [READ_STORE, CONFIG],
 };
