@@ -90,3 +90,18 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
     expect(await charges()).toBe(1);
   });
 });
+
+describe('dispatch-service idempotency records', () => {
+  it('are forgotten once their 24 h are over', async () => {
+    const reads = SqliteReadStore.open(':memory:');
+    const keys = new DispatchIdempotency(reads);
+    expect(await keys.claim('acct_1', 'test', 'old', 'dsp_1', {})).toEqual({ kind: 'claimed' });
+    const now = Date.now();
+    jest.spyOn(Date, 'now').mockReturnValue(now + 25 * 60 * 60 * 1000);
+    expect(await keys.claim('acct_1', 'test', 'young', 'dsp_2', {})).toEqual({ kind: 'claimed' });
+    expect(await keys.sweep()).toBe(1);
+    expect(await keys.claim('acct_1', 'test', 'young', 'dsp_3', {})).toMatchObject({ kind: 'taken', dispatchId: 'dsp_2' });
+    jest.restoreAllMocks();
+    await reads.close();
+  });
+});

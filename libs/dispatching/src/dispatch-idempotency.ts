@@ -26,7 +26,7 @@ export class DispatchIdempotency {
   private readonly records: Collection<KeyRecord>;
 
   constructor(readStore: ReadStore) {
-    this.records = readStore.collection<KeyRecord>('dispatch_idempotency_keys');
+    this.records = readStore.collection<KeyRecord>('dispatch_idempotency_keys', { indexes: ['created_at'] });
   }
 
   /** Reserves the key for `dispatchId`, or tells which dispatch holds it. */
@@ -50,6 +50,21 @@ export class DispatchIdempotency {
     if (Date.now() - abandoned.claimedAt < ABANDONED_AFTER_MS) return false;
     const id = recordId(accountId, mode, key);
     return (await this.records.update(id, { dispatch_id: dispatchId, created_at: new Date().toISOString() }, { dispatch_id: abandoned.dispatchId })) !== null;
+  }
+
+  /** Forgets records whose 24 h are over (an expired one would be taken over anyway). */
+  async sweep(): Promise<number> {
+    const oldest = new Date(Date.now() - IDEMPOTENCY_WINDOW_MS).toISOString();
+    let swept = 0;
+    for (;;) {
+      const page = await this.records.find({ created_at: { $lt: oldest } }, { limit: 500, order: 'asc' });
+      for (const record of page.items) {
+        // Read again: a record taken over since the find is young again and stays.
+        const current = await this.records.get(record.id);
+        if (current && current.created_at < oldest && (await this.records.delete(record.id))) swept++;
+      }
+      if (!page.hasMore) return swept;
+    }
   }
 
   /**

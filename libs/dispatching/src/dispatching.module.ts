@@ -33,12 +33,13 @@ const sandboxOnly: ChannelProviders = {
   providers: [
     { provide: DispatchStore, useFactory: (events: EventStore, reads: ReadStore) => new DispatchStore(events, reads), inject: [EVENT_STORE, READ_STORE] },
     { provide: CHANNEL_PROVIDERS, useValue: sandboxOnly },
+    { provide: DispatchIdempotency, useFactory: (reads: ReadStore) => new DispatchIdempotency(reads), inject: [READ_STORE] },
     { provide: CreditLedgers, useFactory: (events: EventStore, reads: ReadStore) => new CreditLedgers(events, reads), inject: [EVENT_STORE, READ_STORE] },
     {
       provide: DispatchCommands,
-      useFactory: (store: DispatchStore, ledgers: CreditLedgers, reads: ReadStore, bus: Bus, providers: ChannelProviders) =>
-        new DispatchCommands(store, ledgers, new DispatchIdempotency(reads), bus, (channel) => providers.liveChannelAvailable(channel)),
-      inject: [DispatchStore, CreditLedgers, READ_STORE, BUS, CHANNEL_PROVIDERS],
+      useFactory: (store: DispatchStore, ledgers: CreditLedgers, idempotency: DispatchIdempotency, bus: Bus, providers: ChannelProviders) =>
+        new DispatchCommands(store, ledgers, idempotency, bus, (channel) => providers.liveChannelAvailable(channel)),
+      inject: [DispatchStore, CreditLedgers, DispatchIdempotency, BUS, CHANNEL_PROVIDERS],
     },
     { provide: CreditHandlers, useFactory: (ledgers: CreditLedgers, commands: DispatchCommands) => new CreditHandlers(ledgers, commands), inject: [CreditLedgers, DispatchCommands] },
     { provide: DispatchQueries, useFactory: (store: DispatchStore) => new DispatchQueries(store), inject: [DispatchStore] },
@@ -49,6 +50,7 @@ export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestro
   private readonly logger = new Logger('dispatching');
   private readonly processors: CheckpointedProcessor[] = [];
   private readonly consumers: Consumer[] = [];
+  private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(
     @Inject(CONFIG) private readonly config: ServiceConfig,
@@ -60,6 +62,7 @@ export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestro
     private readonly queries: DispatchQueries,
     private readonly executor: DispatchExecutor,
     private readonly credits: CreditHandlers,
+    private readonly idempotency: DispatchIdempotency,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -103,10 +106,13 @@ export class DispatchingModule implements OnApplicationBootstrap, OnModuleDestro
       Promise.all((['accepted', 'completed', 'failed'] as const).map(async (status) => [{ status }, await this.store.views.count({ status })] as [{ status: string }, number])),
     );
     watchConsumerLag(this.bus, ['dispatch-executor', 'credit-grants']);
+    this.sweepTimer = setInterval(() => void this.idempotency.sweep().catch((e: Error) => this.logger.warn(`idempotency sweep failed: ${e.message}`)), 3_600_000);
+    this.sweepTimer.unref();
     this.logger.log(`dispatch-service ready (${this.config.executorConcurrency} executor lanes)`);
   }
 
   async onModuleDestroy(): Promise<void> {
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
     await Promise.all(this.consumers.map((c) => c.stop()));
     await Promise.all(this.processors.map((p) => p.stop()));
   }
