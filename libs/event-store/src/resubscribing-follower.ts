@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { RecordedEvent, Subscription } from './event-store.port';
 import { EventStoreLogger } from './event-store-logger';
+import { reportSubscriptionFailure } from './subscription-failure';
 
 /**
  * What a subscription source yields, in global order: an event to deliver, or the position of one
@@ -322,16 +323,7 @@ export class ResubscribingFollower implements Subscription {
 
   private fail(cause: unknown): void {
     this.closed = true;
-    const error = cause instanceof Error ? cause : new Error(String(cause));
-    try {
-      if (!this.options.onError) throw error;
-      this.options.onError(error);
-    } catch (unreported) {
-      // Like an 'error' event nobody listens to: a projection must not stop silently.
-      queueMicrotask(() => {
-        throw unreported;
-      });
-    }
+    reportSubscriptionFailure(this.options.onError, cause);
   }
 }
 

@@ -11,6 +11,7 @@ import {
   Subscription,
   WrongExpectedRevisionError,
 } from './event-store.port';
+import { reportSubscriptionFailure } from './subscription-failure';
 
 /**
  * Another process (the ops command line, a second server) may hold the write lock for a moment;
@@ -384,15 +385,6 @@ class SqliteSubscription implements Subscription {
 
   private fail(cause: unknown): void {
     this.closed = true;
-    const error = cause instanceof Error ? cause : new Error(String(cause));
-    try {
-      if (!this.options.onError) throw error;
-      this.options.onError(error);
-    } catch (unreported) {
-      // Like an 'error' event nobody listens to: a projection must not stop silently.
-      queueMicrotask(() => {
-        throw unreported;
-      });
-    }
+    reportSubscriptionFailure(this.options.onError, cause);
   }
 }
