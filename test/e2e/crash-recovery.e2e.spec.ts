@@ -9,6 +9,7 @@ import { PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/web
 import { SqliteEventStore } from '@campaign-ops/event-store';
 import { newId, ulid, ulidToUuid } from '@campaign-ops/ids';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
+import { metricValue } from '../support/metrics';
 import { ServiceProcess } from '../support/service-process';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
@@ -48,7 +49,8 @@ describe('a standalone process killed with SIGKILL', () => {
     await service.kill();
     await service.start();
 
-    const ofDispatch = (event: string) => (e: { body: { event: string; data: Record<string, unknown> } }) => e.body.event === event && e.body.data.dispatch_id === id;
+    const ofDispatch = (event: string, dispatchId = id) => (e: { body: { event: string; data: Record<string, unknown> } }) =>
+      e.body.event === event && e.body.data.dispatch_id === dispatchId;
     await receiver.waitFor(ofDispatch('dispatch.accepted'), 30_000);
     await receiver.waitFor(ofDispatch('dispatch.completed'), 30_000);
     const dispatch = await eventually(async () => {
@@ -57,8 +59,11 @@ describe('a standalone process killed with SIGKILL', () => {
     }, 15_000, 'the dispatch to read completed');
     expect(dispatch.attempts).toBe(1);
 
-    // Let any duplicate a crash could cause arrive, then count: one event per transition.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Any extra event for the dispatch would come from its stream, stored before a launch made
+    // now; the relay forwards the store in order, so once this later launch's webhook has come
+    // through relay, fan-out and delivery, whatever the crash left for the first one has too.
+    const marker = await partner.post('/v1/campaigns', sandboxCampaign('after the crash'));
+    await receiver.waitFor(ofDispatch('dispatch.completed', marker.body.data.id), 30_000);
     const events = receiver.events().filter((e) => e.body.data.dispatch_id === id);
     expect(events.map((e) => e.body.event).sort()).toEqual(['dispatch.accepted', 'dispatch.completed']);
     const history = await partner.get(`/v1/dispatches/${id}/events`);
@@ -71,8 +76,8 @@ describe('a standalone process killed with SIGKILL', () => {
     const partner = new PartnerClient(service.url, keys.testKey);
     const launch = await partner.post('/v1/campaigns', sandboxCampaign('[sandbox:slow] graceful'));
     const id: string = launch.body.data.id;
-    // Let the executor pick it up, so the provider call (about 3 s) is in flight at the signal.
-    await new Promise((r) => setTimeout(r, 500));
+    // The signal must find the provider call (about 3 s) under way: wait until the executor has it.
+    await eventually(async () => ((await metricValue(service.url, 'dispatch_provider_calls_in_flight')) ?? 0) > 0, 10_000, 'the provider call to start');
     const stopping = Date.now();
     await service.stop();
     expect(service.lastExit).toEqual({ code: 0, signal: null });

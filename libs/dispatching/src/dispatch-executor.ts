@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ChannelProvider, ProviderError } from '@campaign-ops/channels';
 import { DeliveredMessage, HandlerOutcome } from '@campaign-ops/bus';
 import { DispatchCommand, DispatchError, DispatchNotInProgress, StaleAttempt, Dispatch } from '@campaign-ops/dispatch-domain';
+import { dispatchesExecuting } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
 import { RelayedEvent } from './dispatch-relay';
 
@@ -33,7 +34,8 @@ export class DispatchExecutor {
     if (state.status !== 'accepted') return;
 
     const attempt = state.attempts + 1;
-    const command = await this.callProvider(state, attempt);
+    dispatchesExecuting.inc();
+    const command = await this.callProvider(state, attempt).finally(() => dispatchesExecuting.dec());
     const metadata = { accountId: state.accountId, mode: state.mode, requestId: (event.metadata.requestId as string | undefined) ?? null };
     try {
       const decided = await this.store.repository.execute(event.streamId, command, metadata);

@@ -49,6 +49,12 @@ export const deliveryAttempts = new Counter({
   registers: [registry],
 });
 
+export const dispatchesExecuting = new Gauge({
+  name: 'dispatch_provider_calls_in_flight',
+  help: 'Dispatches whose provider call this process has under way.',
+  registers: [registry],
+});
+
 /** A gauge read at scrape time, e.g. dispatches by status from the read model, or a consumer's lag. */
 export function scrapeGauge<L extends string>(name: string, help: string, labelNames: readonly L[], read: () => Promise<Array<[Record<L, string>, number]>>): void {
   if (registry.getSingleMetric(name)) registry.removeSingleMetric(name);
