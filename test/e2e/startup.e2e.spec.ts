@@ -6,7 +6,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, ROOT } from '../support/service-process';
+import { PartnerClient } from '../support/partner-client';
+import { freePort, ROOT, ServiceProcess } from '../support/service-process';
 
 async function startFailing(app: string, env: Record<string, string>, timeoutMs = 20_000): Promise<{ code: number | null; output: string; ms: number }> {
   const started = Date.now();
@@ -54,6 +55,23 @@ describe('start-up configuration', () => {
     const result = await startFailing('webhook-delivery-service', base());
     expect(result.code).toBe(1);
     expect(result.output).toContain('WEBHOOK_SECRET_KEY');
+  });
+
+  it('refuses an ADMIN_TOKEN shorter than 16 characters, naming it', async () => {
+    const result = await startFailing('standalone', { DATA_DIR: join(dataDir, 'short-token'), ADMIN_TOKEN: 'x'.repeat(15) });
+    expect(result.code).toBe(1);
+    expect(result.output).toMatch(/cannot start: ADMIN_TOKEN .*16/);
+  });
+
+  it('accepts an ADMIN_TOKEN of 16 characters exactly, and opens the Admin API to it', async () => {
+    const token = 'y'.repeat(16);
+    const service = await ServiceProcess.start('standalone', { DATA_DIR: join(dataDir, 'token-of-16'), ADMIN_TOKEN: token });
+    try {
+      const answer = await new PartnerClient(service.url, token).post('/admin/v1/accounts', { name: 'Sixteen' });
+      expect([answer.status, answer.body.data?.name]).toEqual([200, 'Sixteen']);
+    } finally {
+      await service.stop();
+    }
   });
 
   it.each([
