@@ -1,0 +1,117 @@
+import dns, { type LookupAddress } from 'node:dns';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteEventStore } from '@campaign-ops/event-store';
+import { newId } from '@campaign-ops/ids';
+import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SecretBox } from '@campaign-ops/secret-box';
+import { UrlPolicy } from '@campaign-ops/url-guard';
+import { Delivery, pendingDelivery } from '@campaign-ops/webhook-domain';
+import { PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
+import { deliveriesOf } from './delivery-store';
+import { DeliveryWorker } from './delivery-worker';
+import { EndpointHealth } from './endpoint-health';
+import { EndpointStore, EndpointView } from './endpoint-store';
+
+const USER_AGENT = 'campaign-ops-webhooks/0.0.0-test';
+const SECRET = 'whsec_deliveryWorkerSpec0123456789ab';
+/** A partner's host that passed registration and now resolves to loopback (DNS rebinding). */
+const REBOUND_HOST = 'rebound.partner.example';
+
+/**
+ * The send-time SSRF check: whatever an endpoint's URL says now, the worker sends only where the
+ * deployment's policy allows, judged again at each attempt (the host may have changed since the
+ * URL was checked at registration).
+ */
+describe('DeliveryWorker, at send time', () => {
+  let dir: string;
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let endpoints: EndpointStore;
+  let receiver: PartnerReceiver;
+  const secrets = SecretBox.fromHexKey(SecretBox.generateHexKey());
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'delivery-worker-'));
+    events = SqliteEventStore.open(join(dir, 'events.sqlite'));
+    reads = SqliteReadStore.open(join(dir, 'read-models.sqlite'));
+    endpoints = new EndpointStore(events, reads);
+    receiver = await startPartnerReceiver({ secret: SECRET });
+    // DNS is outside the system: this name now answers 127.0.0.1, every other name resolves as usual.
+    const realLookup = dns.lookup;
+    jest.spyOn(dns, 'lookup').mockImplementation(((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
+      if (hostname !== REBOUND_HOST) return (realLookup as Function)(hostname, options, callback);
+      const answer: LookupAddress[] = [{ address: '127.0.0.1', family: 4 }];
+      setImmediate(() => (options.all ? callback(null, answer) : callback(null, answer[0].address, answer[0].family)));
+    }) as unknown as typeof dns.lookup);
+  });
+
+  afterAll(async () => {
+    jest.restoreAllMocks();
+    await receiver?.close();
+    await events?.close();
+    await reads?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const workerWith = (policy: UrlPolicy) =>
+    new DeliveryWorker(deliveriesOf(reads), endpoints, secrets, new EndpointHealth(reads, endpoints, 5 * 86_400_000), {
+      timeoutMs: 2000,
+      retrySchedule: [60_000],
+      policy,
+      userAgent: USER_AGENT,
+    });
+
+  /** An endpoint whose view now points at `url`, and one due delivery to it: what a worker finds in the store. */
+  async function dueDeliveryTo(url: string): Promise<string> {
+    const now = new Date().toISOString();
+    const view: EndpointView = {
+      id: newId('whk'),
+      account_id: newId('acct'),
+      mode: 'test',
+      url,
+      events: ['dispatch.completed'],
+      enabled: true,
+      disabled_reason: null,
+      deleted: false,
+      sealed_secret: secrets.seal(SECRET),
+      created_at: now,
+      updated_at: now,
+    };
+    await endpoints.views.upsert(view, 0);
+    const eventId = newId('evt');
+    const body = JSON.stringify({ id: eventId, event: 'dispatch.completed', timestamp: now, data: { dispatch_id: newId('dsp') } });
+    const delivery = pendingDelivery({ id: newId('dlv'), endpoint_id: view.id, account_id: view.account_id, mode: 'test', event_id: eventId, event: 'dispatch.completed', body }, now);
+    await deliveriesOf(reads).insert(delivery);
+    return delivery.id;
+  }
+
+  const deliveryOf = async (id: string) => (await deliveriesOf(reads).get(id)) as Delivery;
+  const receivedFor = (deliveryId: string) => receiver.requests().filter((r) => r.headers['x-service-delivery-id'] === deliveryId);
+  const urls = {
+    'a name that now resolves to loopback (judged at connect time)': (port: string) => `http://${REBOUND_HOST}:${port}/hooks`,
+    'localhost by name': (port: string) => `http://localhost:${port}/hooks`,
+    'a loopback IP literal': (port: string) => `http://127.0.0.1:${port}/hooks`,
+  };
+  const cases = Object.entries(urls);
+  const portOf = () => new URL(receiver.url).port;
+
+  it.each(cases)('refuses to send to %s when private networks are not allowed, and records forbidden_host', async (_, url) => {
+    const id = await dueDeliveryTo(url(portOf()));
+    expect(await workerWith({ allowHttp: true, allowPrivateNetworks: false }).sendNextDue()).toBe(true);
+
+    expect(receivedFor(id)).toEqual([]);
+    expect(await deliveryOf(id)).toMatchObject({ status: 'pending', attempts: 1, last_error: 'forbidden_host', last_status_code: null, lease_until: null });
+  });
+
+  // The control: the same store, receiver and URLs do get delivered when the policy allows it, so
+  // the refusals above come from the policy and from nothing else.
+  it.each(cases)('sends to %s when private networks are allowed', async (_, url) => {
+    const id = await dueDeliveryTo(url(portOf()));
+    expect(await workerWith({ allowHttp: true, allowPrivateNetworks: true }).sendNextDue()).toBe(true);
+
+    expect(receivedFor(id)).toEqual([expect.objectContaining({ signatureValid: true, problems: [], status: 200 })]);
+    expect(await deliveryOf(id)).toMatchObject({ status: 'succeeded', attempts: 1, last_error: null, last_status_code: 200 });
+  });
+});
