@@ -1,0 +1,4 @@
+export * from './bus.client';
+export * from './bus.context';
+export * from './bus.transport';
+export * from './durable-consumer.options';
