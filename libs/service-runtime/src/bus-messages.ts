@@ -1,5 +1,5 @@
-import { ArgumentsHost, CallHandler, Catch, ExecutionContext, Injectable, NestInterceptor, RpcExceptionFilter } from '@nestjs/common';
-import { Observable, throwError } from 'rxjs';
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { Observable } from 'rxjs';
 import type { BusContext } from '@campaign-ops/bus-transport';
 import { withRequestId } from './request-context';
 
@@ -16,17 +16,5 @@ export class BusRequestContextInterceptor implements NestInterceptor {
     const metadata = (rpc.getData() as { metadata?: { requestId?: unknown } } | undefined)?.metadata;
     const requestId = headers['X-Request-Id'] ?? headers['x-request-id'] ?? (typeof metadata?.requestId === 'string' ? metadata.requestId : undefined);
     return new Observable((subscriber) => withRequestId(requestId, () => next.handle().subscribe(subscriber)));
-  }
-}
-
-/**
- * A failing handler's error goes back to the bus as it is: a request's caller gets its message
- * (BusRemoteError), a durable message is redelivered. NestJS's default would replace the message
- * with "Internal server error".
- */
-@Catch()
-export class BusExceptionFilter implements RpcExceptionFilter<unknown> {
-  catch(exception: unknown, _host: ArgumentsHost): Observable<never> {
-    return throwError(() => exception);
   }
 }

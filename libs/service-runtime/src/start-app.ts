@@ -1,7 +1,7 @@
 import { INestApplication, Logger, Module, Type } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
-import { BusTransport } from '@campaign-ops/bus-transport';
-import { BusExceptionFilter, BusRequestContextInterceptor } from './bus-messages';
+import { BusExceptionFilter, BusTransport } from '@campaign-ops/bus-transport';
+import { BusRequestContextInterceptor } from './bus-messages';
 import { JsonLogger } from './json-logger';
 import { httpMetricsMiddleware } from './metrics';
 import { NestFactory } from '@nestjs/core';
