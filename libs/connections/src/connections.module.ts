@@ -1,43 +1,9 @@
-import { Inject, Logger, Module, OnApplicationBootstrap } from '@nestjs/common';
-import { Bus, BUS } from '@campaign-ops/bus';
-import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
-import { respondInRequestContext } from '@campaign-ops/service-runtime';
-import { ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
-
-/** A connection as its read model keeps it (the aggregate and its API arrive in a later issue). */
-export interface ConnectionView {
-  id: string;
-  account_id: string;
-  mode: 'live' | 'test';
-  channel: string;
-  status: 'pending' | 'active' | 'reauth_required' | 'revoked';
-  [key: string]: unknown;
-}
-
-/** The connection that counts for a channel: an active one if any, else the newest of any status. */
-export async function resolveConnection(readStore: ReadStore, request: ResolveConnectionRequest): Promise<ResolvedConnection> {
-  const views = readStore.collection<ConnectionView>('connections', { indexes: ['account_id', 'mode', 'channel', 'status'] });
-  const scope = { account_id: request.accountId, mode: request.mode, channel: request.channel };
-  const active = await views.find({ ...scope, status: 'active' }, { limit: 1 });
-  const chosen = active.items[0] ?? (await views.find({ ...scope, status: { $in: ['reauth_required', 'pending'] } }, { limit: 1 })).items[0];
-  return { connection: chosen ? { id: chosen.id, status: chosen.status } : null };
-}
+import { Module } from '@nestjs/common';
+import { ConnectionsMessageController } from './connections.message.controller';
 
 /**
  * connection-service: owns provider connections. Today it answers which connection a dispatch
  * would use; creating connections, OAuth and token refresh come with the connections issue.
  */
-@Module({})
-export class ConnectionsModule implements OnApplicationBootstrap {
-  private readonly logger = new Logger('connections');
-
-  constructor(
-    @Inject(BUS) private readonly bus: Bus,
-    @Inject(READ_STORE) private readonly readStore: ReadStore,
-  ) {}
-
-  async onApplicationBootstrap(): Promise<void> {
-    await respondInRequestContext<ResolveConnectionRequest>(this.bus, SUBJECTS.connectionResolve, (request) => resolveConnection(this.readStore, request));
-    this.logger.log('connection-service ready');
-  }
-}
+@Module({ controllers: [ConnectionsMessageController] })
+export class ConnectionsModule {}

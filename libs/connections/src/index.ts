@@ -1,1 +1,2 @@
 export * from './connections.module';
+export * from './resolve-connection';

@@ -1,6 +1,7 @@
 import { success, Outcome } from '@campaign-ops/api-errors';
 import { creditGrantsOf } from '@campaign-ops/account-domain';
 import { CREDIT_LEDGER_STREAM_PREFIX, Mode } from '@campaign-ops/dispatch-domain';
+import { Injectable } from '@nestjs/common';
 import { RecordedEvent } from '@campaign-ops/event-store';
 import { CreditBalances, CreditBalancesRequest, GrantCreditsRequest } from '@campaign-ops/service-messages';
 import { CreditLedgers } from './credit-ledgers';
@@ -8,6 +9,7 @@ import { DispatchCommands } from './dispatch-commands';
 import { RelayedEvent } from './dispatch-relay';
 
 /** Credits as dispatch-service serves them: grants, balances, and the ledger's own follow-up. */
+@Injectable()
 export class CreditHandlers {
   constructor(
     private readonly ledgers: CreditLedgers,

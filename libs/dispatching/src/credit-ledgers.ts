@@ -9,8 +9,9 @@ import {
   upcastCreditLedgerEvent,
 } from '@campaign-ops/dispatch-domain';
 import { toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
-import { EventStore, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
-import { Collection, ReadStore } from '@campaign-ops/read-store';
+import { Inject, Injectable } from '@nestjs/common';
+import { EVENT_STORE, EventStore, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { KeyedMutex } from './keyed-mutex';
 
 export interface LedgerView {
@@ -31,13 +32,14 @@ const MAX_CONFLICTS = 50;
  * state is read from the `credit_ledgers` view (a snapshot at a revision) plus the events after
  * it, never by replaying the whole stream on every charge.
  */
+@Injectable()
 export class CreditLedgers {
   readonly views: Collection<LedgerView>;
   private readonly mutex = new KeyedMutex();
 
   constructor(
-    private readonly eventStore: EventStore,
-    readStore: ReadStore,
+    @Inject(EVENT_STORE) private readonly eventStore: EventStore,
+    @Inject(READ_STORE) readStore: ReadStore,
   ) {
     this.views = readStore.collection<LedgerView>('credit_ledgers', { indexes: ['account_id'] });
   }

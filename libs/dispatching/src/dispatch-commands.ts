@@ -1,7 +1,6 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
-import { Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
-import { Channel } from '@campaign-ops/channels';
+import { BUS, Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
 import {
   decide,
   evolve,
@@ -24,8 +23,10 @@ import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { DispatchStore } from './dispatch-store';
+import { CHANNEL_PROVIDERS, ChannelProviders, NO_LIVE_CHANNELS } from './dispatch-executor';
 
 /** The write side of dispatches: launch and retry. */
+@Injectable()
 export class DispatchCommands {
   private readonly logger = new Logger('dispatch-commands');
 
@@ -33,9 +34,9 @@ export class DispatchCommands {
     private readonly store: DispatchStore,
     private readonly ledgers: CreditLedgers,
     private readonly idempotency: DispatchIdempotency,
-    private readonly bus: Bus,
-    /** Whether live dispatches can run on a channel (a live provider adapter exists for it). */
-    private readonly liveChannelAvailable: (channel: Channel) => boolean = () => false,
+    @Inject(BUS) private readonly bus: Bus,
+    /** Which channels can run live dispatches (a live provider adapter exists for them). */
+    @Optional() @Inject(CHANNEL_PROVIDERS) private readonly providers: Pick<ChannelProviders, 'liveChannelAvailable'> = NO_LIVE_CHANNELS,
   ) {}
 
   async create(request: CreateDispatchRequest): Promise<Outcome<DispatchResource>> {
@@ -59,7 +60,7 @@ export class DispatchCommands {
         return refuse(failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel'));
       if (found.status === 'reauth_required')
         return refuse(failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel'));
-      if (!this.liveChannelAvailable(channel))
+      if (!this.providers.liveChannelAvailable(channel))
         return refuse(failure('channel_live_unavailable', `Live dispatches to ${channel} are not available yet; use a test key for the sandbox.`, 'channel'));
     }
     let charge: RecordedEvent;

@@ -1,6 +1,6 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ChannelProvider, ProviderError } from '@campaign-ops/channels';
-import { DeliveredMessage, HandlerOutcome } from '@campaign-ops/bus';
+import { HandlerOutcome } from '@campaign-ops/bus';
 import { DispatchCommand, DispatchError, DispatchNotInProgress, StaleAttempt, Dispatch } from '@campaign-ops/dispatch-domain';
 import { dispatchesExecuting } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
@@ -12,6 +12,11 @@ export interface ChannelProviders {
   liveChannelAvailable(channel: Dispatch['channel']): boolean;
 }
 
+export const CHANNEL_PROVIDERS = Symbol('CHANNEL_PROVIDERS');
+
+/** Until live adapters exist: no channel runs live. */
+export const NO_LIVE_CHANNELS: Pick<ChannelProviders, 'liveChannelAvailable'> = { liveChannelAvailable: () => false };
+
 /** Waits between transient provider errors within one dispatch. */
 export const attemptBackoffMs = (attempt: number): number => Math.min(30_000, 500 * 2 ** (attempt - 1));
 
@@ -19,16 +24,16 @@ export const attemptBackoffMs = (attempt: number): number => Math.min(30_000, 50
  * Runs accepted dispatches against their channel and records the outcome. It decides from the
  * stream, not from the message, so a redelivered or stale message does nothing twice.
  */
+@Injectable()
 export class DispatchExecutor {
   private readonly logger = new Logger('dispatch-executor');
 
   constructor(
     private readonly store: DispatchStore,
-    private readonly providers: ChannelProviders,
+    @Inject(CHANNEL_PROVIDERS) private readonly providers: ChannelProviders,
   ) {}
 
-  async handle(message: DeliveredMessage<RelayedEvent>): Promise<HandlerOutcome> {
-    const event = message.data;
+  async handle(event: RelayedEvent): Promise<HandlerOutcome> {
     if (event.type !== 'DispatchAccepted' && event.type !== 'DispatchRetried') return;
     const { state } = await this.store.stateOf(event.streamId);
     if (state.status !== 'accepted') return;

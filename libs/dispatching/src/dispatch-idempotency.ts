@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { Collection, ReadStore } from '@campaign-ops/read-store';
+import { Inject, Injectable } from '@nestjs/common';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 
 /** API.md: an Idempotency-Key holds for 24 h. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -22,10 +23,11 @@ export type KeyClaim = { kind: 'claimed' } | { kind: 'taken'; dispatchId: string
  * whatever the gateway did. The gateway replays answers it kept; this catches what it could not
  * keep, e.g. a retry after a 503 whose first request went on to create the dispatch.
  */
+@Injectable()
 export class DispatchIdempotency {
   private readonly records: Collection<KeyRecord>;
 
-  constructor(readStore: ReadStore) {
+  constructor(@Inject(READ_STORE) readStore: ReadStore) {
     this.records = readStore.collection<KeyRecord>('dispatch_idempotency_keys', { indexes: ['created_at'] });
   }
 

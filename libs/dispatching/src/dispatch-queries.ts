@@ -2,6 +2,7 @@ import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { DispatchResource, dispatchStreamId } from '@campaign-ops/dispatch-domain';
 import { publicEventId } from '@campaign-ops/ids';
 import { DispatchByIdRequest, ListDispatchesRequest, ListResult } from '@campaign-ops/service-messages';
+import { Injectable } from '@nestjs/common';
 import { Filter } from '@campaign-ops/read-store';
 import { DispatchStore, fromView } from './dispatch-store';
 
@@ -14,6 +15,7 @@ export interface DispatchHistoryEntry {
 }
 
 /** The read side: a dispatch, a list, and a dispatch's whole history from its stream. */
+@Injectable()
 export class DispatchQueries {
   constructor(private readonly store: DispatchStore) {}
 

@@ -1,6 +1,7 @@
 import { AggregateRepository, toDomainEvent } from '@campaign-ops/event-sourcing';
-import { EventStore, RecordedEvent } from '@campaign-ops/event-store';
-import { Collection, ReadStore } from '@campaign-ops/read-store';
+import { Inject, Injectable } from '@nestjs/common';
+import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import {
   Dispatch,
   DispatchCommand,
@@ -19,13 +20,14 @@ export type DispatchView = DispatchResource & { account_id: string; mode: 'live'
 export const DISPATCH_VIEW_INDEXES = ['account_id', 'mode', 'status', 'channel'];
 
 /** Where dispatches are written (their streams) and read (their view), for every use case. */
+@Injectable()
 export class DispatchStore {
   readonly repository: AggregateRepository<DispatchCommand, DispatchEvent, DispatchState>;
   readonly views: Collection<DispatchView>;
 
   constructor(
-    readonly events: EventStore,
-    readStore: ReadStore,
+    @Inject(EVENT_STORE) readonly events: EventStore,
+    @Inject(READ_STORE) readStore: ReadStore,
   ) {
     this.repository = new AggregateRepository(events, dispatchDecider, upcastDispatchEvent);
     this.views = readStore.collection<DispatchView>('dispatches', { indexes: DISPATCH_VIEW_INDEXES });

@@ -1,4 +1,5 @@
 export * from './dispatching.module';
+export * from './dispatch-processors';
 export * from './dispatch-store';
 export * from './dispatch-commands';
 export * from './dispatch-queries';

@@ -19,13 +19,25 @@ import { EnvelopeInterceptor } from './http/envelope.interceptor';
 import { idempotencyStoreProvider } from './http/idempotency';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { RateLimitMiddleware } from './http/rate-limit.middleware';
-import { ServiceClient } from './http/service-client';
+import { SERVICES, ServiceClient } from './http/service-client';
+import { ClientsModule } from '@nestjs/microservices';
+import { BusClient } from '@campaign-ops/bus-transport';
+import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 
 /**
  * api-gateway: the HTTP edge. Authenticates keys, validates, wraps answers in the envelope and
  * reaches the services only over the bus. Accounts and keys are the only state it keeps.
  */
 @Module({
+  imports: [
+    ClientsModule.registerAsync([
+      {
+        name: SERVICES,
+        inject: [BUS, CONFIG],
+        useFactory: (bus: Bus, config: ServiceConfig) => ({ customClass: BusClient, options: { bus, requestTimeoutMs: config.requestTimeoutMs } }),
+      },
+    ]),
+  ],
   controllers: [CampaignsController, DispatchesController, WebhooksController, EventsController, AccountController, AdminController, OpenApiController],
   providers: [
     { provide: AccountDirectory, useFactory: (events: EventStore, reads: ReadStore) => new AccountDirectory(events, reads), inject: [EVENT_STORE, READ_STORE] },

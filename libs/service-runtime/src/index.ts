@@ -8,3 +8,4 @@ export * from './start-app';
 export * from './request-context';
 export * from './json-logger';
 export * from './metrics';
+export * from './bus-messages';

@@ -12,12 +12,3 @@ export const currentRequestId = (): string | undefined => storage.getStore()?.re
 export function withRequestId<T>(requestId: string | null | undefined, work: () => T): T {
   return requestId ? storage.run({ requestId }, work) : work();
 }
-
-/** Registers a bus responder whose work runs under the caller's request id (the `X-Request-Id` header). */
-export function respondInRequestContext<Req>(
-  bus: { respond<Q, R>(subject: string, handler: (data: Q, context: { headers: Record<string, string> }) => Promise<R>): Promise<void> },
-  subject: string,
-  handler: (request: Req) => Promise<unknown>,
-): Promise<void> {
-  return bus.respond<Req, unknown>(subject, (data, context) => withRequestId(context.headers['X-Request-Id'] ?? context.headers['x-request-id'], () => handler(data)));
-}

@@ -1,4 +1,7 @@
 import { INestApplication, Logger, Module, Type } from '@nestjs/common';
+import { Bus, BUS } from '@campaign-ops/bus';
+import { BusExceptionFilter, BusTransport } from '@campaign-ops/bus-transport';
+import { BusRequestContextInterceptor } from './bus-messages';
 import { JsonLogger } from './json-logger';
 import { httpMetricsMiddleware } from './metrics';
 import { NestFactory } from '@nestjs/core';
@@ -22,6 +25,11 @@ export async function startApp(
   const app = await NestFactory.create(AppModule, { bodyParser: false, logger: jsonLogger(config), abortOnError: false });
   app.use(httpMetricsMiddleware);
   configure(app);
+  // The services' message controllers (@MessagePattern, @EventPattern) over the app's bus.
+  const messages = app.connectMicroservice({ strategy: new BusTransport(app.get<Bus>(BUS), config) });
+  messages.useGlobalInterceptors(new BusRequestContextInterceptor());
+  messages.useGlobalFilters(new BusExceptionFilter());
+  await app.startAllMicroservices();
   // Longer than the idle timeouts of load balancers and HTTP clients in front of us, so a
   // keep-alive connection is never closed by us just as a client reuses it.
   const server = app.getHttpServer() as import('node:http').Server;

@@ -1,6 +1,7 @@
 import { AggregateRepository } from '@campaign-ops/event-sourcing';
-import { EventStore } from '@campaign-ops/event-store';
-import { Collection, ReadStore } from '@campaign-ops/read-store';
+import { Inject, Injectable } from '@nestjs/common';
+import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import {
   upcastWebhookEndpointEvent,
   WebhookEndpoint,
@@ -52,11 +53,12 @@ const toView = (e: WebhookEndpoint): EndpointView => ({
   updated_at: e.updatedAt,
 });
 
+@Injectable()
 export class EndpointStore {
   readonly repository: AggregateRepository<WebhookEndpointCommand, WebhookEndpointEvent, WebhookEndpointState>;
   readonly views: Collection<EndpointView>;
 
-  constructor(events: EventStore, readStore: ReadStore) {
+  constructor(@Inject(EVENT_STORE) events: EventStore, @Inject(READ_STORE) readStore: ReadStore) {
     this.repository = new AggregateRepository(events, webhookEndpointDecider, upcastWebhookEndpointEvent);
     this.views = readStore.collection<EndpointView>('webhook_endpoints', { indexes: ['account_id', 'mode', 'enabled', 'deleted'] });
   }

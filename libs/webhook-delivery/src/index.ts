@@ -7,3 +7,5 @@ export * from './delivery-queries';
 export * from './delivery-store';
 export * from './event-queries';
 export * from './endpoint-health';
+export * from './webhook-delivery.providers';
+export * from './webhook-delivery.processors';

@@ -1,7 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { ClientProxy } from '@nestjs/microservices';
+import { firstValueFrom } from 'rxjs';
 import { ApiError, Outcome, unwrap } from '@campaign-ops/api-errors';
-import { Bus, BUS, BusRemoteError, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
-import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { BusRemoteError, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
+import { BusRecord } from '@campaign-ops/bus-transport';
+
+/** The bus client the gateway reaches the services with (ClientsModule, over BusClient). */
+export const SERVICES = 'SERVICES';
 
 /**
  * The gateway's only way to the services: a request over the bus whose reply is an Outcome.
@@ -11,19 +16,13 @@ import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 export class ServiceClient {
   private readonly logger = new Logger('service-client');
 
-  constructor(
-    @Inject(BUS) private readonly bus: Bus,
-    @Inject(CONFIG) private readonly config: ServiceConfig,
-  ) {}
+  constructor(@Inject(SERVICES) private readonly client: ClientProxy) {}
 
   async call<T>(subject: string, request: object): Promise<T> {
     const requestId = (request as { caller?: { requestId?: string } }).caller?.requestId;
     let outcome: Outcome<T>;
     try {
-      outcome = await this.bus.request<Outcome<T>>(subject, request, {
-        timeoutMs: this.config.requestTimeoutMs,
-        headers: requestId ? { 'X-Request-Id': requestId } : {},
-      });
+      outcome = await firstValueFrom(this.client.send<Outcome<T>>(subject, new BusRecord(request, requestId ? { 'X-Request-Id': requestId } : {})));
     } catch (error) {
       if (error instanceof BusTimeoutError || error instanceof BusUnavailableError) {
         this.logger.warn(`${subject}: ${error.message}`);

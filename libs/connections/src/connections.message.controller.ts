@@ -1,0 +1,16 @@
+import { Controller, Inject } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { resolveConnection } from './resolve-connection';
+
+/** What connection-service answers: which connection a dispatch would use. */
+@Controller()
+export class ConnectionsMessageController {
+  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+
+  @MessagePattern(SUBJECTS.connectionResolve)
+  resolve(@Payload() request: ResolveConnectionRequest) {
+    return resolveConnection(this.readStore, request);
+  }
+}

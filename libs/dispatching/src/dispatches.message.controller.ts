@@ -1,0 +1,39 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { CreateDispatchRequest, DispatchByIdRequest, ListDispatchesRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { DispatchCommands } from './dispatch-commands';
+import { DispatchQueries } from './dispatch-queries';
+
+/** What dispatch-service answers about dispatches (the gateway asks over the bus). */
+@Controller()
+export class DispatchesMessageController {
+  constructor(
+    private readonly commands: DispatchCommands,
+    private readonly queries: DispatchQueries,
+  ) {}
+
+  @MessagePattern(SUBJECTS.dispatchCreate)
+  create(@Payload() request: CreateDispatchRequest) {
+    return this.commands.create(request);
+  }
+
+  @MessagePattern(SUBJECTS.dispatchRetry)
+  retry(@Payload() request: DispatchByIdRequest) {
+    return this.commands.retry(request);
+  }
+
+  @MessagePattern(SUBJECTS.dispatchGet)
+  get(@Payload() request: DispatchByIdRequest) {
+    return this.queries.get(request);
+  }
+
+  @MessagePattern(SUBJECTS.dispatchList)
+  list(@Payload() request: ListDispatchesRequest) {
+    return this.queries.list(request);
+  }
+
+  @MessagePattern(SUBJECTS.dispatchEvents)
+  history(@Payload() request: DispatchByIdRequest) {
+    return this.queries.history(request);
+  }
+}

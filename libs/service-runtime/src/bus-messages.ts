@@ -1,0 +1,20 @@
+import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import type { BusContext } from '@campaign-ops/bus-transport';
+import { withRequestId } from './request-context';
+
+/**
+ * Every bus message handler runs under the request id it belongs to: the `X-Request-Id` header of
+ * a request, or the `requestId` in a relayed event's metadata. Log lines then carry it.
+ */
+@Injectable()
+export class BusRequestContextInterceptor implements NestInterceptor {
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'rpc') return next.handle();
+    const rpc = context.switchToRpc();
+    const headers = rpc.getContext<BusContext>().getHeaders();
+    const metadata = (rpc.getData() as { metadata?: { requestId?: unknown } } | undefined)?.metadata;
+    const requestId = headers['X-Request-Id'] ?? headers['x-request-id'] ?? (typeof metadata?.requestId === 'string' ? metadata.requestId : undefined);
+    return new Observable((subscriber) => withRequestId(requestId, () => next.handle().subscribe(subscriber)));
+  }
+}
