@@ -65,5 +65,7 @@ describe('credits under 1,000 parallel launches', () => {
     expect(new Set(answers.filter((a) => a.status === 200).map((a) => a.body.data.id))).toEqual(ids);
     expect((await partner.get('/v1/account')).body.data.credits_balance).toBe(0);
     expect((await new PartnerClient(service.url, ADMIN_TOKEN).post(`/admin/v1/accounts/${account.body.data.id}/credits`, { mode: 'live', amount: 1 })).body.data.credits).toEqual({ live: 501, test: 0 });
-  }, 120_000);
+    // A deadline against a hang, not a speed requirement: 1,000 launches take about 10 s on an idle
+    // 2-core machine and over 2 minutes on a busy one, and the outcome is the same.
+  }, 300_000);
 });

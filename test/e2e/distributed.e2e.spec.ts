@@ -10,6 +10,7 @@ import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
 import { AcceptedWebhook, createTestCertificates, PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
 import { createHmac } from 'node:crypto';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
+import { scrapeMetrics } from '../support/metrics';
 import { AppName, ServiceProcess } from '../support/service-process';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
@@ -105,16 +106,29 @@ describe('the four apps over NATS', () => {
   });
 
   it('serves Prometheus metrics on every app', async () => {
-    const text = async (app: AppName) => (await fetch(`${apps.get(app)!.url}/metrics`)).text();
-    expect(await text('api-gateway')).toMatch(/^http_requests_total\{method="POST",route="\/v1\/campaigns",status="200"\} \d+/m);
-    const dispatch = await text('dispatch-service');
-    expect(dispatch).toMatch(/^dispatches\{status="completed"\} [1-9]/m);
+    // What is measured happens here: a launch that completes and is delivered to an endpoint.
+    const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
+    const partner = new PartnerClient(gateway.url, keys.testKey);
+    const endpoint = await partner.post('/v1/webhooks', { url: receiver.url, events: ['dispatch.completed'] });
+    receiver.addSecret(endpoint.body.data.signing_secret);
+    const id = (await partner.post('/v1/campaigns', sandboxCampaign('Measured'))).body.data.id;
+    await receiver.waitFor((e: AcceptedWebhook) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === id, 20_000);
+
+    const text = async (app: AppName) => scrapeMetrics(apps.get(app)!.url);
+    expect(await text('api-gateway')).toMatch(/^http_requests_total\{method="POST",route="\/v1\/campaigns",status="200"\} [1-9]/m);
+    // The read model and the attempt counter are updated just after the send the receiver saw.
+    const dispatch = await eventually(async () => {
+      const metrics = await text('dispatch-service');
+      return /^dispatches\{status="completed"\} [1-9]/m.test(metrics) && metrics;
+    }, 10_000, 'a completed dispatch in the dispatch-service metrics');
     expect(dispatch).toMatch(/^bus_consumer_pending_messages\{durable="dispatch-executor"\} \d+/m);
     expect(dispatch).toMatch(/^event_processor_checkpoint_timestamp_seconds\{processor="dispatch-relay"\} \d+/m);
-    const webhooks = await text('webhook-delivery-service');
-    expect(webhooks).toMatch(/^webhook_deliveries\{status="succeeded"\} [1-9]/m);
-    expect(webhooks).toMatch(/^webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/m);
+    const webhooks = await eventually(async () => {
+      const metrics = await text('webhook-delivery-service');
+      return /^webhook_deliveries\{status="succeeded"\} [1-9]/m.test(metrics) && /^webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/m.test(metrics) && metrics;
+    }, 10_000, 'a succeeded delivery and attempt in the webhook-delivery-service metrics');
     expect(await text('connection-service')).toMatch(/^process_cpu_seconds_total/m);
+    await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
   });
 
   it('makes one dispatch, charged once, when a partner retries a 503 with the same Idempotency-Key', async () => {
