@@ -14,7 +14,7 @@ describe('two replicas of dispatch-service and of the gateway', () => {
 
   beforeAll(async () => {
     apps = await startAppsOverNats({ gateways: 2, dispatchServices: 2 });
-  }, 60_000);
+  }, 90_000);
 
   afterAll(async () => {
     await apps?.stop();
