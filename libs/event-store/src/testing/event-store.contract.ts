@@ -24,8 +24,6 @@ export function eventStoreContract(
   cleanup?: (store: EventStore) => Promise<void>,
 ): void {
   describe(`EventStore contract: ${name}`, () => {
-    /** Long enough for a running subscription to deliver what already exists, to check it does not. */
-    const QUIET_MS = 300;
     const ISO_UTC_MILLIS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
     let store: EventStore;
@@ -79,7 +77,18 @@ export function eventStoreContract(
       }
     }
 
-    const quiet = () => new Promise((resolve) => setTimeout(resolve, QUIET_MS));
+    /**
+     * Appends to `streamId` and returns once another subscription, live before the append, has
+     * received everything in the stream (`total` events). Order is promised within one subscription
+     * only, so this is how a test shows a subscription that must stay silent had its chance: a
+     * live one on the same store got the event.
+     */
+    async function appendWitnessed(streamId: string, events: EventToAppend[], expectedRevision: number, total: number): Promise<void> {
+      const witness = record({ streamPrefixes: [streamId] });
+      await waitFor(() => witness.events.length === expectedRevision + 1, 'the witness to catch up');
+      await store.append(streamId, events, { expectedRevision });
+      await waitFor(() => witness.events.length === total, 'the witness to receive the new events');
+    }
 
     const ofStreams = (events: RecordedEvent[], streamIds: string[]) =>
       events.filter((event) => streamIds.includes(event.streamId));
@@ -370,10 +379,15 @@ export function eventStoreContract(
           }),
         );
         await waitFor(() => events.length >= 200, 'the 200 events', 10_000);
-        await quiet();
+        // Nothing more than the 200: delivery follows the store's order, so a marker appended
+        // after them is delivered after anything still due for them.
+        const marker = streamIn('busy', 'marker');
+        await store.append(marker, [newEvent('Marker')], { expectedRevision: 'no_stream' });
+        await waitFor(() => events.some((event) => event.streamId === marker), 'the marker');
 
-        expect(events).toHaveLength(200);
-        expect(new Set(events.map((event) => event.id)).size).toBe(200);
+        expect(events).toHaveLength(201);
+        expect(events[200].streamId).toBe(marker);
+        expect(new Set(events.map((event) => event.id)).size).toBe(201);
         expectStrictlyIncreasing(events.map((event) => event.position));
         for (const streamId of streamIds) {
           const ofStream = events.filter((event) => event.streamId === streamId);
@@ -396,8 +410,7 @@ export function eventStoreContract(
           },
         });
         await waitFor(() => errors.length > 0, 'onError');
-        await store.append(streamId, newEvents(1), { expectedRevision: 2 });
-        await quiet();
+        await appendWitnessed(streamId, newEvents(1), 2, 4);
 
         expect(errors).toEqual([failure]);
         expect(delivered).toEqual([0, 1]);
@@ -439,17 +452,20 @@ export function eventStoreContract(
           },
         });
         await waitFor(() => started.length === 1, 'the first delivery');
+        const idle = record({ streamPrefixes: [streamId] });
+        await waitFor(() => idle.events.length === 2, 'an idle subscription to catch up');
 
         let closed = false;
         const closing = subscription.close().then(() => (closed = true));
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        // Closing a subscription with nothing in flight completes: all close() does but wait for
+        // the handler is done by then, so only the handler can still hold this one open.
+        await idle.subscription.close();
         expect(closed).toBe(false);
         release();
         await closing;
 
         expect(finished).toEqual([0]);
-        await store.append(streamId, newEvents(1), { expectedRevision: 1 });
-        await quiet();
+        await appendWitnessed(streamId, newEvents(1), 1, 3);
         expect(started).toEqual([0]);
         await subscription.close(); // closing twice is harmless
       });
