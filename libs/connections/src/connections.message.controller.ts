@@ -1,11 +1,12 @@
-import { Controller, Inject } from '@nestjs/common';
+import { Inject } from '@nestjs/common';
+import { MessageController } from '@campaign-ops/service-runtime';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { resolveConnection } from './resolve-connection';
 
 /** What connection-service answers: which connection a dispatch would use. */
-@Controller()
+@MessageController()
 export class ConnectionsMessageController {
   constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
 

@@ -1,4 +1,4 @@
-import { Controller } from '@nestjs/common';
+import { MessageController } from '@campaign-ops/service-runtime';
 import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { DurableConsumerOptions } from '@campaign-ops/bus-transport';
 import { CreditBalancesRequest, GrantCreditsRequest, SUBJECTS } from '@campaign-ops/service-messages';
@@ -6,7 +6,7 @@ import { CreditHandlers } from './credit-handlers';
 import { RelayedEvent } from './dispatch-relay';
 
 /** Credit balances and grants: asked by the gateway, and applied from the accounts' events. */
-@Controller()
+@MessageController()
 export class CreditsMessageController {
   constructor(private readonly credits: CreditHandlers) {}
 

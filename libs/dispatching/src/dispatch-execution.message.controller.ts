@@ -1,12 +1,11 @@
-import { Controller } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { DurableConsumerOptions } from '@campaign-ops/bus-transport';
-import { ServiceConfig } from '@campaign-ops/service-runtime';
+import { MessageController, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchExecutor } from './dispatch-executor';
 import { DISPATCH_EVENT_SUBJECTS, RelayedEvent } from './dispatch-relay';
 
 /** Runs accepted dispatches: one durable consumer, several lanes, so a slow provider call holds up no other. */
-@Controller()
+@MessageController()
 export class DispatchExecutionMessageController {
   constructor(private readonly executor: DispatchExecutor) {}
 

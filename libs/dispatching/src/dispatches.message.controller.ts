@@ -1,11 +1,11 @@
-import { Controller } from '@nestjs/common';
+import { MessageController } from '@campaign-ops/service-runtime';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { CreateDispatchRequest, DispatchByIdRequest, ListDispatchesRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchQueries } from './dispatch-queries';
 
 /** What dispatch-service answers about dispatches (the gateway asks over the bus). */
-@Controller()
+@MessageController()
 export class DispatchesMessageController {
   constructor(
     private readonly commands: DispatchCommands,

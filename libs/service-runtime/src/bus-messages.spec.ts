@@ -2,24 +2,29 @@
  * A message handler runs under the request id of the partner request it belongs to, so its log
  * lines carry it: from a request's X-Request-Id header, or from a relayed event's metadata.
  */
-import { Controller, INestMicroservice } from '@nestjs/common';
+import { INestMicroservice } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EventPattern, MessagePattern } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
 import { InProcessBus } from '@campaign-ops/bus';
 import { waitFor } from '@campaign-ops/testing/bus';
-import { BusClient, BusExceptionFilter, BusRecord, BusTransport } from '@campaign-ops/bus-transport';
-import { BusRequestContextInterceptor } from './bus-messages';
+import { BusClient, BusRecord, BusTransport } from '@campaign-ops/bus-transport';
+import { MessageController } from './bus-messages';
 import { currentRequestId } from './request-context';
 
 const seen: (string | undefined)[] = [];
 
-@Controller()
+@MessageController()
 class WhoAsksController {
   @MessagePattern('rpc.who')
   async who() {
     await new Promise((resolve) => setImmediate(resolve)); // still known after an await
     return { requestId: currentRequestId() ?? null };
+  }
+
+  @MessagePattern('rpc.fail')
+  fail(): never {
+    throw new Error('the ledger is closed');
   }
 
   @EventPattern('evt.who.>', { durable: 'who' })
@@ -28,7 +33,7 @@ class WhoAsksController {
   }
 }
 
-describe('BusRequestContextInterceptor', () => {
+describe('@MessageController: request ids and errors of bus handlers', () => {
   let bus: InProcessBus;
   let app: INestMicroservice;
   let client: BusClient;
@@ -37,8 +42,6 @@ describe('BusRequestContextInterceptor', () => {
     bus = InProcessBus.open({ pollIntervalMs: 20 });
     const module = await Test.createTestingModule({ controllers: [WhoAsksController] }).compile();
     app = module.createNestMicroservice({ strategy: new BusTransport(bus), logger: false });
-    app.useGlobalInterceptors(new BusRequestContextInterceptor());
-    app.useGlobalFilters(new BusExceptionFilter());
     await app.listen();
     client = new BusClient({ bus, requestTimeoutMs: 5000 });
   });
@@ -51,6 +54,10 @@ describe('BusRequestContextInterceptor', () => {
   it("runs a request's handler under its X-Request-Id", async () => {
     await expect(firstValueFrom(client.send('rpc.who', new BusRecord({}, { 'X-Request-Id': 'req_partner1' })))).resolves.toEqual({ requestId: 'req_partner1' });
     await expect(firstValueFrom(client.send('rpc.who', {}))).resolves.toEqual({ requestId: null });
+  });
+
+  it("gives the caller the handler's own error message", async () => {
+    await expect(firstValueFrom(client.send('rpc.fail', {}))).rejects.toThrow('the ledger is closed');
   });
 
   it("runs an event's handler under the request id in its metadata", async () => {

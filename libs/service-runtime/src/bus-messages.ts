@@ -1,6 +1,6 @@
-import { CallHandler, ExecutionContext, Injectable, NestInterceptor } from '@nestjs/common';
+import { applyDecorators, CallHandler, Controller, ExecutionContext, Injectable, NestInterceptor, UseFilters, UseInterceptors } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import type { BusContext } from '@campaign-ops/bus-transport';
+import { BusContext, BusExceptionFilter } from '@campaign-ops/bus-transport';
 import { withRequestId } from './request-context';
 
 /**
@@ -18,3 +18,11 @@ export class BusRequestContextInterceptor implements NestInterceptor {
     return new Observable((subscriber) => withRequestId(requestId, () => next.handle().subscribe(subscriber)));
   }
 }
+
+/**
+ * A controller of bus messages (`@MessagePattern`, `@EventPattern`): its handlers run under their
+ * request id and hand their errors back to the bus as they are. (On the HTTP app's side of a hybrid
+ * app, global enhancers would also reach the HTTP routes; these belong to messages only.)
+ */
+export const MessageController = (): ClassDecorator =>
+  applyDecorators(Controller(), UseInterceptors(BusRequestContextInterceptor), UseFilters(BusExceptionFilter));

@@ -1,7 +1,6 @@
 import { INestApplication, Logger, Module, Type } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
-import { BusExceptionFilter, BusTransport } from '@campaign-ops/bus-transport';
-import { BusRequestContextInterceptor } from './bus-messages';
+import { BusTransport } from '@campaign-ops/bus-transport';
 import { JsonLogger } from './json-logger';
 import { httpMetricsMiddleware } from './metrics';
 import { NestFactory } from '@nestjs/core';
@@ -26,9 +25,7 @@ export async function startApp(
   app.use(httpMetricsMiddleware);
   configure(app);
   // The services' message controllers (@MessagePattern, @EventPattern) over the app's bus.
-  const messages = app.connectMicroservice({ strategy: new BusTransport(app.get<Bus>(BUS), config) });
-  messages.useGlobalInterceptors(new BusRequestContextInterceptor());
-  messages.useGlobalFilters(new BusExceptionFilter());
+  app.connectMicroservice({ strategy: new BusTransport(app.get<Bus>(BUS), config) });
   await app.startAllMicroservices();
   // Longer than the idle timeouts of load balancers and HTTP clients in front of us, so a
   // keep-alive connection is never closed by us just as a client reuses it.

@@ -1,4 +1,4 @@
-import { Controller } from '@nestjs/common';
+import { MessageController } from '@campaign-ops/service-runtime';
 import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { DurableConsumerOptions } from '@campaign-ops/bus-transport';
 import { EventByIdRequest, ListEventsRequest, SUBJECTS } from '@campaign-ops/service-messages';
@@ -7,7 +7,7 @@ import { EventQueries } from './event-queries';
 import { FanOut } from './fan-out';
 
 /** Partner events: each one fanned out to the endpoints subscribed to it, and served by the Events API. */
-@Controller()
+@MessageController()
 export class PartnerEventsMessageController {
   constructor(
     private readonly fanOut: FanOut,

@@ -1,4 +1,4 @@
-import { Controller } from '@nestjs/common';
+import { MessageController } from '@campaign-ops/service-runtime';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import {
   CreateWebhookRequest,
@@ -13,7 +13,7 @@ import { DeliveryQueries } from './delivery-queries';
 import { EndpointCommands } from './endpoint-commands';
 
 /** Webhook endpoints and their delivery logs, as the gateway asks for them. */
-@Controller()
+@MessageController()
 export class WebhooksMessageController {
   constructor(
     private readonly endpoints: EndpointCommands,
