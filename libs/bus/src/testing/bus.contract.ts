@@ -26,9 +26,6 @@ interface Seen {
   at: number;
 }
 
-// Long enough for a stray duplicate or redelivery to show up, short enough to keep the suite fast.
-const SETTLE_MS = 300;
-
 /**
  * What every Bus adapter must do, through the port only. Each test opens a fresh bus and uses
  * unique subjects and durables, so adapters backed by a shared server or file need no reset.
@@ -142,7 +139,7 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         const seen: Seen[] = [];
         const consumer = await bus.consume(options, record(seen));
         await waitFor(() => seen.length >= ids.length, 'all messages');
-        await sleep(SETTLE_MS);
+        await settled(bus, options.durable);
         await consumer.stop();
 
         expect(seen.map((message) => message.id)).toEqual(ids);
@@ -160,7 +157,8 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         const seen: Seen[] = [];
         const consumer = await bus.consume(options, record(seen));
         await waitFor(() => seen.some((message) => message.id === 'next'), 'the message after the duplicate');
-        await sleep(SETTLE_MS);
+        // Had the duplicate been stored, it would be delivered or still pending now.
+        await settled(bus, options.durable);
         await consumer.stop();
 
         expect(seen.map((message) => message.id)).toEqual(['original', 'next']);
@@ -176,7 +174,7 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         await bus.publish(`${root}.a.y.z`, { id: 'wanted' });
 
         await waitFor(() => seen.length >= 1, 'the matching message');
-        await sleep(SETTLE_MS);
+        await settled(bus, durable);
         await consumer.stop();
 
         expect(seen.map((message) => [message.subject, message.id])).toEqual([[`${root}.a.y.z`, 'wanted']]);
@@ -189,7 +187,7 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         await bus.publish(subject, { id: 'later' });
 
         await waitFor(() => seen.length >= 2, 'the redelivery');
-        await sleep(SETTLE_MS);
+        await settled(bus, options.durable);
         await consumer.stop();
 
         expect(seen.map((message) => message.deliveryCount)).toEqual([1, 2]);
@@ -208,7 +206,7 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         await bus.publish(subject, { id: 'flaky' });
 
         await waitFor(() => seen.length >= 2, 'the redelivery after the failure', 8000);
-        await sleep(SETTLE_MS);
+        await settled(bus, options.durable);
         await consumer.stop();
 
         expect(seen.map((message) => [message.id, message.deliveryCount])).toEqual([
@@ -229,7 +227,7 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         for (const id of ids) await bus.publish(subject, { id });
 
         await waitFor(() => seen.length >= ids.length, 'all messages');
-        await sleep(SETTLE_MS);
+        await settled(bus, options.durable);
         await Promise.all([first.stop(), second.stop()]);
 
         expect(seen.map((message) => message.id).sort()).toEqual([...ids].sort());
@@ -249,7 +247,7 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         await bus.publish(subject, { id: 'while-stopped' });
         const after = await bus.consume(options, record(seen, undefined, 'after'));
         await waitFor(() => seen.length >= 3, 'the message published while stopped');
-        await sleep(SETTLE_MS);
+        await settled(bus, options.durable);
         await after.stop();
 
         expect(seen.map((message) => [message.instance, message.id])).toEqual([
@@ -308,9 +306,10 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         );
         await bus.publish(subject, { id: 'poison' });
         await waitFor(() => seen.length >= 2, 'both allowed deliveries');
-        await sleep(SETTLE_MS + 200);
+        await parkedOf(bus, options.durable, 1);
         await bus.publish(subject, { id: 'healthy' });
         await waitFor(() => seen.some((message) => message.id === 'healthy'), 'the next message');
+        await settled(bus, options.durable);
         await consumer.stop();
 
         expect(seen.map((message) => [message.id, message.deliveryCount])).toEqual([
@@ -340,7 +339,8 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         const parked = await parkedOf(bus, options.durable, 1);
         await bus.publish(subject, { id: 'next' });
         await waitFor(() => seen.some((message) => message.id === 'next'), 'the message after the parked one');
-        await sleep(SETTLE_MS);
+        // Parked is not pending: nothing is left to deliver.
+        await settled(bus, options.durable);
         await consumer.stop();
 
         expect(parked).toEqual([
@@ -362,7 +362,6 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
           ['poison', 2],
           ['next', 1],
         ]);
-        await waitFor(async () => (await bus.pending(options.durable)) === 0, 'nothing pending: parked is not pending');
       });
 
       it('replays a parked message to the durable that parked it, once, and drops it from the list', async () => {
@@ -377,7 +376,8 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         );
         // Another durable on the same subject handled the message at once: a replay is not for it.
         const otherSeen: Seen[] = [];
-        const other = await bus.consume({ durable: `d_${unique()}`, subject }, record(otherSeen, undefined, 'other'));
+        const otherDurable = `d_${unique()}`;
+        const other = await bus.consume({ durable: otherDurable, subject }, record(otherSeen, undefined, 'other'));
         // Within the de-duplication window of its msgId: the replay must still get through.
         await bus.publish(subject, { id: 'poison' }, { msgId: `msg-${unique()}`, headers: { 'x-correlation-id': 'c-poison' } });
         const [parked] = await parkedOf(bus, options.durable, 1);
@@ -386,8 +386,9 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         await bus.replayParked(parked.id);
         await waitFor(() => seen.length >= 3, 'the replayed delivery');
         await waitFor(async () => (await bus.listParked({ durable: options.durable })).length === 0, 'the parked list to be empty');
-        await waitFor(async () => (await bus.pending(options.durable)) === 0, 'the replay to be acked');
-        await sleep(SETTLE_MS);
+        await settled(bus, options.durable);
+        // The replay is stored by now: had it been given to the other durable too, it would show there.
+        await settled(bus, otherDurable);
         await Promise.all([consumer.stop(), other.stop()]);
 
         expect(seen.map((message) => [message.id, message.deliveryCount])).toEqual([
@@ -440,10 +441,18 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         expect(parked).toEqual([
           expect.objectContaining({ durable: options.durable, subject, data: { id: 'held' }, deliveryCount: 1, reason: 'not acked within ackWaitMs on the last allowed delivery' }),
         ]);
-        // The hung handler failing late changes nothing: parked once, delivered once.
-        await sleep(SETTLE_MS);
+        // The hung handler failing late changes nothing: parked once, delivered once. stop() returned
+        // once that failure was handled; a new instance of the durable gets only what comes next.
+        const after = await bus.consume(options, record(seen, undefined, 'after'));
+        await bus.publish(subject, { id: 'next' });
+        await waitFor(() => seen.some((message) => message.id === 'next'), 'the next message');
+        await settled(bus, options.durable);
+        await after.stop();
         expect(await bus.listParked({ durable: options.durable })).toEqual(parked);
-        expect(seen.map((message) => [message.instance, message.deliveryCount])).toEqual([['stuck', 1]]);
+        expect(seen.map((message) => [message.instance, message.id, message.deliveryCount])).toEqual([
+          ['stuck', 'held', 1],
+          ['after', 'next', 1],
+        ]);
       });
 
       it('rejects replaying an id that is not parked', async () => {
@@ -457,6 +466,15 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
       });
     });
   });
+}
+
+/**
+ * Waits until the durable has nothing pending: every message it was given is acked or parked. The
+ * port redelivers only what is not acked, so nothing more can come: this, not a pause, is what
+ * proves a message is not delivered again.
+ */
+async function settled(bus: Bus, durable: string): Promise<void> {
+  await waitFor(async () => (await bus.pending(durable)) === 0, `${durable} to have nothing pending`, 8000);
 }
 
 /** Waits (past a failed delivery's 1 s backoff) until the durable has `count` parked messages, and returns them. */
