@@ -29,7 +29,7 @@ describe('readiness of an app over NATS', () => {
 
   const probe = async (path: string) => {
     const response = await fetch(gateway.url + path);
-    return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
+    return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as any };
   };
 
   it('is unready while nats-server is down and ready again once it is back, alive throughout', async () => {
