@@ -68,21 +68,31 @@ async function runBus(config: ServiceConfig, action: string | undefined, id: str
   }
 }
 
+/** The command line's words, or a UsageError for an unknown option or one without its value. */
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        name: { type: 'string' },
+        credits: { type: 'string' },
+        account: { type: 'string' },
+        mode: { type: 'string' },
+        amount: { type: 'string' },
+        durable: { type: 'string' },
+        limit: { type: 'string' },
+        help: { type: 'boolean' },
+      },
+    });
+  } catch (error) {
+    if (String((error as { code?: string }).code).startsWith('ERR_PARSE_ARGS_')) throw new UsageError((error as Error).message);
+    throw error;
+  }
+}
+
 async function run(argv: string[]): Promise<unknown> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' },
-      credits: { type: 'string' },
-      account: { type: 'string' },
-      mode: { type: 'string' },
-      amount: { type: 'string' },
-      durable: { type: 'string' },
-      limit: { type: 'string' },
-      help: { type: 'boolean' },
-    },
-  });
+  const { values, positionals } = parse(argv);
   const [resource, action, id] = positionals;
   if (values.help || !resource) throw new UsageError('');
   const config = loadConfig('ops-cli');
