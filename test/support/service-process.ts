@@ -26,6 +26,7 @@ export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'conne
 export class ServiceProcess {
   private child: ChildProcess | null = null;
   private output = '';
+  private lines: Record<'stdout' | 'stderr', { complete: string[]; partial: string }> = { stdout: { complete: [], partial: '' }, stderr: { complete: [], partial: '' } };
   readonly url: string;
   /** How the last run ended: its exit code, or the signal that ended it. */
   lastExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
@@ -53,16 +54,26 @@ export class ServiceProcess {
       env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...this.env, PORT: String(this.port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const keep = (chunk: Buffer) => {
+    const keep = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
       this.output = (this.output + chunk.toString()).slice(-20_000);
+      const lines = this.lines[stream];
+      const parts = (lines.partial + chunk.toString()).split('\n');
+      lines.partial = parts.pop()!;
+      lines.complete.push(...parts);
     };
-    this.child.stdout?.on('data', keep);
-    this.child.stderr?.on('data', keep);
+    this.lines = { stdout: { complete: [], partial: '' }, stderr: { complete: [], partial: '' } };
+    this.child.stdout?.on('data', keep('stdout'));
+    this.child.stderr?.on('data', keep('stderr'));
     await this.waitUntilHealthy();
   }
 
   logs(): string {
     return this.output;
+  }
+
+  /** Every whole line the current run has written, per stream (for checking the log format). */
+  outputLines(): { stdout: string[]; stderr: string[] } {
+    return { stdout: [...this.lines.stdout.complete], stderr: [...this.lines.stderr.complete] };
   }
 
   /** SIGKILL: no shutdown hooks, nothing flushed; what a crash or an OOM kill does. */

@@ -22,6 +22,7 @@ import { deterministicUlid, newId, ulidToUuid } from '@campaign-ops/ids';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { currentRequestId } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
 import { CHANNEL_PROVIDERS, ChannelProviders, NO_LIVE_CHANNELS } from './dispatch-executor';
 
@@ -157,7 +158,10 @@ export class DispatchCommands {
 
   private async resolveConnection(request: ResolveConnectionRequest): Promise<Outcome<ResolvedConnection>> {
     try {
-      return success(await this.bus.request<ResolvedConnection>(SUBJECTS.connectionResolve, request, { timeoutMs: 5000 }));
+      // The partner request's id goes along, so connection-service's log lines carry it too.
+      const requestId = currentRequestId();
+      const headers: Record<string, string> = requestId ? { 'X-Request-Id': requestId } : {};
+      return success(await this.bus.request<ResolvedConnection>(SUBJECTS.connectionResolve, request, { timeoutMs: 5000, headers }));
     } catch (error) {
       if (error instanceof BusTimeoutError || error instanceof BusUnavailableError) {
         this.logger.warn(`connection-service unreachable: ${error.message}`);

@@ -12,6 +12,10 @@ export interface Infrastructure {
 }
 
 const logger = new Logger('infrastructure');
+/** The adapters report through the app's JSON log, like everything else (never bare console lines). */
+const busLogger = new Logger('bus');
+const eventStoreLogger = new Logger('event-store');
+const adapterLogger = (nest: Logger) => ({ warn: (message: string) => nest.warn(message), error: (message: string) => nest.error(message) });
 
 /**
  * Connects to one dependency, retrying with backoff while it does not answer, for at most
@@ -60,7 +64,7 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
   const eventStore = config.eventStoreUrl
     ? await connectWithRetry('EventStoreDB', 'EVENTSTORE_URL', config.startupTimeoutMs, async () => {
         try {
-          return EventStoreDbEventStore.connect(config.eventStoreUrl!);
+          return EventStoreDbEventStore.connect(config.eventStoreUrl!, { logger: adapterLogger(eventStoreLogger) });
         } catch (error) {
           throw new ConfigError('EVENTSTORE_URL', `is not a valid EventStoreDB connection string: ${(error as Error).message}`);
         }
@@ -82,8 +86,8 @@ export async function openInfrastructure(config: ServiceConfig): Promise<Infrast
   const stores = await openStores(config);
   try {
     const bus = config.natsUrl
-      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app, streamReplicas: config.natsStreamReplicas }))
-      : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true });
+      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app, streamReplicas: config.natsStreamReplicas, logger: adapterLogger(busLogger) }))
+      : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true, logger: adapterLogger(busLogger) });
     return { ...stores, bus };
   } catch (error) {
     await stores.eventStore.close();
