@@ -8,7 +8,7 @@ import { DeliveredMessage } from './bus.port';
 import { InProcessBus } from './in-process-bus';
 import { MESSAGE_RETENTION_MS, SqliteBusStore } from './sqlite-bus-store';
 import { busContract } from './testing/bus.contract';
-import { sleep, waitFor } from './testing/wait-for';
+import { waitFor } from './testing/wait-for';
 
 // Failures the tests provoke on purpose (thrown handlers, maxDeliver) would only add noise.
 const quietLogger: BusLogger = { warn: () => undefined, error: () => undefined };
@@ -58,7 +58,8 @@ describe('InProcessBus durability on a file', () => {
     const second = open();
     await second.consume(options, record);
     await waitFor(() => seen.length >= 4, 'the unacked and the new message');
-    await sleep(300);
+    // Nothing left that could come again: both are acked.
+    await waitFor(async () => (await second.pending(options.durable)) === 0, 'nothing pending');
     await second.close();
 
     // 'while-closed' and the second 'retried' may come in either order, depending on how fast the reopen was.
@@ -84,7 +85,8 @@ describe('InProcessBus durability on a file', () => {
       seen.push(message.data.id);
     });
     await waitFor(() => seen.length >= 1, 'the message');
-    await sleep(300);
+    // A stored duplicate would still be pending.
+    await waitFor(async () => (await second.pending('dedupe')) === 0, 'nothing pending');
     await second.close();
 
     expect(seen).toEqual(['original']);
@@ -106,7 +108,7 @@ describe('InProcessBus durability on a file', () => {
       seen.push([message.data.id, message.deliveryCount]);
     });
     await waitFor(() => seen.length >= 1, 'the redelivery after the lease ran out');
-    await sleep(300);
+    await waitFor(async () => (await restarted.pending(options.durable)) === 0, 'nothing pending');
     await restarted.close();
 
     expect(seen).toEqual([['in-flight', 2]]);
@@ -196,9 +198,14 @@ describe('in-process bus owned by one process', () => {
     const second = InProcessBus.open({ file, releaseLeasesOnOpen: true });
     const seen: string[] = [];
     await second.consume<{ id: string }>({ durable: 'later', subject: 'evt.later.>' }, async (m) => void seen.push(m.data.id));
-    await sleep(400);
+    // The consumer takes due messages lowest sequence first: had 'later' been made due, it would
+    // come before this one.
+    await second.publish('evt.later.a', { id: 'marker' });
+    await waitFor(() => seen.includes('marker'), 'the marker');
+    const pending = await second.pending('later');
     await second.close();
-    expect(seen).toEqual([]);
+    expect(seen).toEqual(['marker']);
+    expect(pending).toBe(1);
   });
 });
 
