@@ -150,10 +150,13 @@ describe('SqliteEventStore', () => {
   it('wakes its own subscriptions on append, without waiting for the next poll', async () => {
     const store = open({ pollIntervalMs: 60_000 });
     const seen = record(store);
-    await new Promise((resolve) => setTimeout(resolve, 20)); // let it go idle
+    // Idle for certain: it has delivered what there was and found nothing more.
+    await store.append('dispatch-0', newEvents(1), { expectedRevision: 'no_stream' });
+    await waitFor(() => seen.length === 1, 'the first event');
 
     await store.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' });
-    await waitFor(() => seen.length === 1, 'the event', 1000);
+    // Far sooner than the next poll, whatever the machine's speed.
+    await waitFor(() => seen.length === 2, 'the event appended while idle', 10_000);
   });
 
   it('delivers a backlog larger than one read batch, in order', async () => {
@@ -246,9 +249,11 @@ describe('SqliteEventStore', () => {
           closed = true;
         },
       });
+      // Another subscription receiving all three shows the closed one had its chance at them.
+      const witness = record(store);
 
-      await waitFor(() => closed, 'the handler to close its subscription', 1000);
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await waitFor(() => closed, 'the handler to close its subscription');
+      await waitFor(() => witness.length === 3, 'the witness to receive all three');
       expect(seen).toHaveLength(1);
     });
 
@@ -257,14 +262,16 @@ describe('SqliteEventStore', () => {
       await store.append('dispatch-1', newEvents(2), { expectedRevision: 'no_stream' });
       let release!: () => void;
       const released = new Promise<void>((resolve) => (release = resolve));
+      const started: number[] = [];
       const finished: number[] = [];
       store.subscribeToAll({
         onEvent: async (event) => {
+          started.push(event.revision);
           await released;
           finished.push(event.revision);
         },
       });
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(() => started.length === 1, 'the first handler to be in flight');
 
       const closing = store.close();
       release();
