@@ -174,14 +174,18 @@ describe('ResubscribingFollower', () => {
     it('pulls the next item only once the handler is done with the previous one', async () => {
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
+      let holding = false;
       const { opened, source } = follow({
         onEvent: async (recorded) => {
-          if (recorded.position === '1') await held;
+          if (recorded.position !== '1') return;
+          holding = true;
+          await held;
         },
       });
       await waitFor(() => opened.length === 1, 'the subscription');
       source(0).push(event(1), event(2), event(3));
-      await sleep(20);
+      // The handler holds the first item: a follower reading ahead would have pulled again by now.
+      await waitFor(() => holding, 'the handler to hold the first item');
 
       expect(source(0).pulls).toBe(1);
       release();
@@ -294,22 +298,22 @@ describe('ResubscribingFollower', () => {
       source(0).push(event(1), event(2), event(3));
 
       await waitFor(() => errors.length === 1, 'onError');
-      await sleep(30);
+      // Finished for good: it can neither deliver nor resubscribe any more.
+      await waitFor(() => finished() === 1, 'the follower to finish');
       expect(errors).toEqual([failure]);
       expect(attempted).toEqual(['1', '2']);
       expect(opened).toHaveLength(1);
       expect(source(0).closed).toBe(true);
-      expect(finished()).toBe(1);
     });
 
     it('stops and calls onError on a source error that resubscribing cannot cure', async () => {
       const denied = new Error('access denied');
-      const { opened, source, errors } = follow({ isPermanent: (error) => error === denied });
+      const { opened, source, errors, finished } = follow({ isPermanent: (error) => error === denied });
       await waitFor(() => opened.length === 1, 'the subscription');
       source(0).drop(denied);
 
       await waitFor(() => errors.length === 1, 'onError');
-      await sleep(30);
+      await waitFor(() => finished() === 1, 'the follower to finish');
       expect(errors).toEqual([denied]);
       expect(opened).toHaveLength(1);
     });
@@ -374,11 +378,13 @@ describe('ResubscribingFollower', () => {
     it('leaves a silent subscription alone while the store has nothing for it, asking once per period', async () => {
       const { opened, stallChecks } = follow({ stallTimeoutMs: 30 });
       await waitFor(() => opened.length === 1, 'the subscription');
+      const since = Date.now();
 
-      await sleep(200);
+      // Three "nothing for you" answers later, it still follows the same subscription...
+      await waitFor(() => stallChecks.length >= 3, 'three stall checks');
       expect(opened).toHaveLength(1);
-      expect(stallChecks.length).toBeGreaterThanOrEqual(2);
-      expect(stallChecks.length).toBeLessThanOrEqual(7);
+      // ...and it asked no more than once per 30 ms period (plus the one that may be under way).
+      expect(stallChecks.length).toBeLessThanOrEqual(Math.floor((Date.now() - since) / 30) + 1);
     });
 
     it('takes heartbeats and checkpoints as signs of life, and checks from the last checkpoint', async () => {
@@ -398,10 +404,10 @@ describe('ResubscribingFollower', () => {
     });
 
     it('restarts from the last delivered position, not from a later checkpoint', async () => {
-      const { opened, source } = follow({ stallTimeoutMs: 30, isStalled: async () => true });
+      const { opened, source, delivered } = follow({ stallTimeoutMs: 30, isStalled: async () => true });
       await waitFor(() => opened.length === 1, 'the subscription');
       source(0).push(event(3));
-      await sleep(5);
+      await waitFor(() => delivered.length === 1, 'the event');
       opened[0]!.signals.alive('9');
 
       await waitFor(() => opened.length === 2, 'the restart');
@@ -458,7 +464,8 @@ describe('ResubscribingFollower', () => {
       source(0).push(event(1));
       await waitFor(() => delivered.length === 1, 'the event');
       release(true);
-      await sleep(30);
+      // The next check (answered "not stalled") comes only once the first verdict was dealt with.
+      await waitFor(() => checks === 2, 'the next stall check');
 
       expect(opened).toHaveLength(1);
     });
@@ -479,7 +486,6 @@ describe('ResubscribingFollower', () => {
       opened[0]!.signals.alive();
       release(true);
       await waitFor(() => checks === 2, 'the next stall check');
-      await sleep(10);
 
       expect(opened).toHaveLength(1);
     });
@@ -512,10 +518,14 @@ describe('ResubscribingFollower', () => {
       await waitFor(() => opened.length === 1, 'the subscription');
       source(0).push(event(1), event(2));
       await waitFor(() => started.length === 1, 'the first delivery');
+      const idle = follow();
+      await waitFor(() => idle.opened.length === 1, 'an idle follower');
 
       let closed = false;
       const closing = follower.close().then(() => (closed = true));
-      await sleep(20);
+      // Closing a follower with nothing in flight completes: all close() does but wait for the
+      // handler is done by then, so only the handler can still hold this one open.
+      await idle.follower.close();
       expect(closed).toBe(false);
       release();
       await closing;
@@ -558,22 +568,22 @@ describe('ResubscribingFollower', () => {
     });
 
     it('stops resubscribing when closed during the backoff', async () => {
-      const { follower, opened, source } = follow({ backoff: { initialMs: 200, maxMs: 200 } });
+      const { follower, opened, source, warnings, finished } = follow({ backoff: { initialMs: 20_000, maxMs: 20_000 } });
       await waitFor(() => opened.length === 1, 'the subscription');
       source(0).drop(new Error('gone'));
-      await sleep(20);
+      await waitFor(() => warnings.length === 1, 'the backoff to start');
 
       const started = Date.now();
       await follower.close();
-      expect(Date.now() - started).toBeLessThan(150);
-      await sleep(250);
+      // Well before the 20 s backoff is over; finished, so it can no longer resubscribe.
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(finished()).toBe(1);
       expect(opened).toHaveLength(1);
     });
 
     it('closes before it ever subscribed', async () => {
       const { follower, opened, finished } = follow();
       await follower.close();
-      await sleep(10);
       expect(opened).toHaveLength(0);
       expect(finished()).toBe(1);
     });
