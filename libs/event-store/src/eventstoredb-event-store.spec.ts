@@ -10,6 +10,7 @@ import {
 } from '@eventstore/db-client';
 import { GenericContainer, StartedTestContainer, Wait } from 'testcontainers';
 import { describeWithContainers } from '@campaign-ops/testing/container-testing';
+import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { EventStoreLogger } from './event-store-logger';
 import { RecordedEvent, WrongExpectedRevisionError } from './event-store.port';
 import { encodePosition } from './esdb-position';
@@ -80,7 +81,11 @@ describeWithContainers('EventStoreDB adapter', () => {
     it('never delivers system events, even without stream prefixes', async () => {
       const seen: RecordedEvent[] = [];
       const subscription = store.subscribeToAll({ onEvent: async (event) => void seen.push(event) });
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // $all is delivered in order: once an event appended now arrives, every system event the
+      // server wrote before it (stream creations, settings, stats) has been passed over.
+      const marker = `marker-${ulid().toLowerCase()}`;
+      await store.append(marker, [{ id: ulidToUuid(ulid()), type: 'Marker', data: {} }], { expectedRevision: 'no_stream' });
+      await waitFor(() => seen.some((event) => event.streamId === marker), 'the marker', 20_000);
       await subscription.close();
 
       expect(seen.filter((event) => event.streamId.startsWith('$') || event.type.startsWith('$'))).toEqual([]);
@@ -384,12 +389,14 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
       stream.write(stored('order-1', 1, at(3), { type: '$metadata' }));
       stream.write(stored('invoice-1', 0, at(4)));
       stream.write(stored('order-2', 0, at(5)));
-      await waitFor(() => events.length === 2, 'the matching events');
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      stream.write(stored('order-3', 0, at(6)));
+      // The stream is read in order: the last one arriving means the others were dealt with.
+      await waitFor(() => events.some((event) => event.streamId === 'order-3'), 'the last event');
 
       expect(events.map((event) => [event.streamId, event.position])).toEqual([
         ['order-1', encodePosition(at(1))],
         ['order-2', encodePosition(at(5))],
+        ['order-3', encodePosition(at(6))],
       ]);
     });
 
