@@ -179,13 +179,16 @@ describe('API.md, the rest of the contract', () => {
       const id = created.body.data.id;
       receiver.setSecret(created.body.data.signing_secret);
       receiver.failNext(100, 500);
-      await launch('Into the void');
-      await new Promise((r) => setTimeout(r, 1200));
-      await launch('Into the void again');
+      // Disabled once its deliveries have failed for WEBHOOK_DISABLE_AFTER (1 s), however long the
+      // machine takes to get there: keep failing deliveries coming, a launch at a time once the last
+      // one's webhook was refused, until the endpoint is disabled.
+      const refused = (dispatchId: string) => receiver.requests().some((r) => r.status === 500 && (r.body as { data?: { dispatch_id?: string } })?.data?.dispatch_id === dispatchId);
       const disabled = await eventually(async () => {
+        const dispatchId = await launch('Into the void');
+        await eventually(async () => refused(dispatchId), 10_000, 'its webhook to be refused');
         const endpoint = (await partner.get(`/v1/webhooks/${id}`)).body.data;
         return endpoint.enabled === false && endpoint;
-      }, 15_000, 'the endpoint to be disabled');
+      }, 25_000, 'the endpoint to be disabled');
       expect(disabled.disabled_reason).toEqual(expect.any(String));
       receiver.failNext(0);
       const enabled = await partner.patch(`/v1/webhooks/${id}`, { enabled: true });
@@ -205,6 +208,8 @@ describe('API.md, the rest of the contract', () => {
       const completed = all.body.data.find((e: { data: { dispatch_id: string }; event: string }) => e.data.dispatch_id === id && e.event === 'dispatch.completed');
       expect(completed).toEqual({ id: expect.stringMatching(/^evt_/), event: 'dispatch.completed', timestamp: expect.any(String), data: expect.objectContaining({ dispatch_id: id, status: 'completed' }) });
       const onlyAccepted = await partner.get('/v1/events?type=dispatch.accepted&limit=100');
+      // Not empty (every() holds on an empty list): this dispatch's acceptance is there, alone of its kind.
+      expect(onlyAccepted.body.data.filter((e: { data: { dispatch_id: string } }) => e.data.dispatch_id === id).map((e: { event: string }) => e.event)).toEqual(['dispatch.accepted']);
       expect(onlyAccepted.body.data.every((e: { event: string }) => e.event === 'dispatch.accepted')).toBe(true);
       const future = await partner.get('/v1/events?created_after=2099-01-01T00:00:00Z');
       expect(future.body.data).toEqual([]);
