@@ -1,5 +1,5 @@
 import { Inject, Module, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -14,6 +14,7 @@ import { EventsController } from './controllers/events.http.controller';
 import { OpenApiController } from './controllers/openapi.http.controller';
 import { WebhooksController } from './controllers/webhooks.http.controller';
 import { ApiExceptionFilter } from './http/api-exception.filter';
+import { ApiValidationPipe } from './http/api-validation.pipe';
 import { AdminTokenGuard, ApiKeyGuard } from './http/auth.guards';
 import { EnvelopeInterceptor } from './http/envelope.interceptor';
 import { idempotencyStoreProvider } from './http/idempotency';
@@ -47,6 +48,7 @@ import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
     RateLimitMiddleware,
     idempotencyStoreProvider,
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
+    { provide: APP_PIPE, useClass: ApiValidationPipe },
     // Outermost first: a replayed answer skips the envelope (it is already enveloped).
     { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
     { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },

@@ -1,12 +1,11 @@
 import { Body, Controller, Delete, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
-import { createAccountSchema, createKeySchema, grantCreditsSchema } from '@campaign-ops/api-contract';
+import { CreateAccountDto, CreateKeyDto, GrantCreditsDto, NoBody } from '@campaign-ops/api-contract';
 import { unwrap } from '@campaign-ops/api-errors';
 import { AccountDirectory, AccountResource } from '@campaign-ops/accounts';
-import { CreditGrant, KeyMode } from '@campaign-ops/account-domain';
+import { CreditGrant } from '@campaign-ops/account-domain';
 import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
 import { ServiceClient } from '../http/service-client';
 import { AdminTokenGuard } from '../http/auth.guards';
-import { expectNoBody, parseBody } from '../http/validation';
 
 /** The Admin API for operators (API.md §2): accounts, keys, credits. */
 @Controller('admin/v1')
@@ -19,24 +18,21 @@ export class AdminController {
 
   @Post('accounts')
   @HttpCode(200)
-  async openAccount(@Body() body: unknown) {
-    const { name, credits } = parseBody<{ name: string; credits?: number }>(createAccountSchema, body);
+  async openAccount(@Body() { name, credits }: CreateAccountDto) {
     const { account, grants } = await this.directory.openAccount(name, credits);
     return this.withBalances(account, grants);
   }
 
   @Post('accounts/:id/keys')
   @HttpCode(200)
-  async issueKey(@Param('id') accountId: string, @Body() body: unknown) {
-    const { mode } = parseBody<{ mode: KeyMode }>(createKeySchema, body);
+  async issueKey(@Param('id') accountId: string, @Body() { mode }: CreateKeyDto) {
     const { account_id: _account, ...key } = unwrap(await this.directory.issueKey(accountId, mode));
     return key;
   }
 
   @Post('accounts/:id/credits')
   @HttpCode(200)
-  async grantCredits(@Param('id') accountId: string, @Body() body: unknown) {
-    const { mode, amount } = parseBody<{ mode: KeyMode; amount: number }>(grantCreditsSchema, body);
+  async grantCredits(@Param('id') accountId: string, @Body() { mode, amount }: GrantCreditsDto) {
     const { account, grants } = unwrap(await this.directory.grantCredits(accountId, mode, amount));
     return this.withBalances(account, grants);
   }
@@ -51,8 +47,7 @@ export class AdminController {
   }
 
   @Delete('keys/:id')
-  async revokeKey(@Param('id') keyId: string, @Body() body: unknown) {
-    expectNoBody(body);
+  async revokeKey(@Param('id') keyId: string, @Body() _body: NoBody) {
     return unwrap(await this.directory.revokeKey(keyId));
   }
 }

@@ -1,12 +1,11 @@
 import { Body, Controller, Headers, HttpCode, Post, Req, UseGuards } from '@nestjs/common';
-import { createCampaignSchema } from '@campaign-ops/api-contract';
-import { CampaignSpec, Channel } from '@campaign-ops/channels';
+import { CreateCampaignDto } from '@campaign-ops/api-contract';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { CreateDispatchRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { callerOf, GatewayRequest } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
-import { parseBody, parseIdempotencyKey } from '../http/validation';
+import { parseIdempotencyKey } from '../http/validation';
 
 @Controller('v1/campaigns')
 @UseGuards(ApiKeyGuard)
@@ -16,8 +15,7 @@ export class CampaignsController {
   /** A launch: validated here, decided and recorded by dispatch-service, answered `accepted`. */
   @Post()
   @HttpCode(200)
-  async create(@Req() request: GatewayRequest, @Body() body: unknown, @Headers('idempotency-key') idempotencyKey?: string): Promise<DispatchResource> {
-    const { channel, campaign } = parseBody<{ channel: Channel; campaign: CampaignSpec }>(createCampaignSchema, body);
+  async create(@Req() request: GatewayRequest, @Body() { channel, campaign }: CreateCampaignDto, @Headers('idempotency-key') idempotencyKey?: string): Promise<DispatchResource> {
     const message: CreateDispatchRequest = { caller: callerOf(request), channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
     return this.services.call<DispatchResource>(SUBJECTS.dispatchCreate, message);
   }

@@ -1,11 +1,11 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
-import { CHANNELS } from '@campaign-ops/channels';
+import { ListDispatchesQueryDto, NoBody } from '@campaign-ops/api-contract';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
-import { expectNoBody, parseListQuery } from '../http/validation';
+import { pageOf } from '../http/validation';
 
 @Controller('v1/dispatches')
 @UseGuards(ApiKeyGuard)
@@ -13,11 +13,10 @@ export class DispatchesController {
   constructor(private readonly services: ServiceClient) {}
 
   @Get()
-  async list(@Req() request: GatewayRequest, @Query() query: Record<string, unknown>): Promise<ListPage<DispatchResource>> {
-    const { limit, startingAfter, status, channel } = parseListQuery(query, { status: ['accepted', 'completed', 'failed'], channel: CHANNELS });
+  async list(@Req() request: GatewayRequest, @Query() query: ListDispatchesQueryDto): Promise<ListPage<DispatchResource>> {
     const result = await this.services.call<ListResult<DispatchResource>>(SUBJECTS.dispatchList, {
       caller: callerOf(request),
-      query: { limit, startingAfter, status: status as string | undefined, channel: channel as string | undefined },
+      query: { ...pageOf(query), status: query.status, channel: query.channel },
     });
     return new ListPage(result.data, result.hasMore);
   }
@@ -29,8 +28,7 @@ export class DispatchesController {
 
   @Post(':id/retry')
   @HttpCode(200)
-  retry(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: unknown): Promise<DispatchResource> {
-    expectNoBody(body);
+  retry(@Req() request: GatewayRequest, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
     return this.services.call(SUBJECTS.dispatchRetry, { caller: callerOf(request), id });
   }
 

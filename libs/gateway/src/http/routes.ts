@@ -1,21 +1,11 @@
-import { createAccountSchema, createCampaignSchema, createKeySchema, createWebhookSchema, grantCreditsSchema, updateWebhookSchema } from '@campaign-ops/api-contract';
+import { CreateAccountDto, CreateCampaignDto, CreateKeyDto, CreateWebhookDto, GrantCreditsDto, ListDispatchesQueryDto, ListEventsQueryDto, UpdateWebhookDto } from '@campaign-ops/api-contract';
 import { ErrorCode } from '@campaign-ops/api-errors';
-import { CHANNELS } from '@campaign-ops/channels';
-import { ObjectSchema } from '@campaign-ops/request-validation';
-import { WEBHOOK_EVENT_TYPES } from '@campaign-ops/webhook-domain';
 import type { ResourceName } from '../openapi/resource.schemas';
 
 export type HttpMethod = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 /** `apiKey`: a partner's `mk_live_`/`mk_test_` key; `admin`: the ADMIN_TOKEN; `none`: public. */
 export type RouteAuth = 'apiKey' | 'admin' | 'none';
 export type RouteTag = 'Campaigns' | 'Dispatches' | 'Webhooks' | 'Events' | 'Account' | 'Admin' | 'Operations';
-
-/** A query filter of a list, besides `limit` and `starting_after`. */
-export interface ListFilter {
-  description: string;
-  enum?: readonly string[];
-  format?: 'date-time';
-}
 
 export interface Route {
   method: HttpMethod;
@@ -28,12 +18,12 @@ export interface Route {
   auth: RouteAuth;
   /** What each `:name` of the path is. */
   params?: Record<string, string>;
-  /** The body, as libs/api-contract defines and validates it. */
-  body?: ObjectSchema;
+  /** The body's DTO class (libs/api-contract), which validates it and describes it. */
+  body?: Function;
   /** `data` of a 200 answer (a schema of openapi/resource.schemas.ts). */
   response: ResourceName;
-  /** A list: `data` is an array and the envelope has `has_more`; paginated unless `paginated: false`. */
-  list?: { paginated?: boolean; filters?: Record<string, ListFilter> };
+  /** A list: `data` is an array and the envelope has `has_more`; paginated unless `paginated: false`; filtered by the query DTO's fields. */
+  list?: { paginated?: boolean; query?: Function };
   /** Codes this route answers besides those every route of its kind does (openapi/route-errors.ts). */
   errors?: readonly ErrorCode[];
   /** Answered outside the envelope, as this media type. */
@@ -64,7 +54,7 @@ export const ROUTES: ReadonlyArray<Route> = [
       'a test key runs on the sandbox simulator (magic names in `campaign.name`: `[sandbox:fail]`, `[sandbox:transient]`, `[sandbox:reauth]`, `[sandbox:slow]`).',
     tag: 'Campaigns',
     auth: 'apiKey',
-    body: createCampaignSchema,
+    body: CreateCampaignDto,
     response: 'Dispatch',
     errors: ['insufficient_credits', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable'],
   },
@@ -77,12 +67,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     tag: 'Dispatches',
     auth: 'apiKey',
     response: 'Dispatch',
-    list: {
-      filters: {
-        status: { description: 'Only dispatches in this status.', enum: ['accepted', 'completed', 'failed'] },
-        channel: { description: 'Only dispatches to this channel.', enum: CHANNELS },
-      },
-    },
+    list: { query: ListDispatchesQueryDto },
   },
   {
     method: 'GET',
@@ -127,7 +112,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     description: 'The answer carries the `signing_secret`; it is never shown again.',
     tag: 'Webhooks',
     auth: 'apiKey',
-    body: createWebhookSchema,
+    body: CreateWebhookDto,
     response: 'WebhookEndpointWithSecret',
     errors: WEBHOOK_URL_ERRORS,
   },
@@ -141,7 +126,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     tag: 'Webhooks',
     auth: 'apiKey',
     params: endpointId,
-    body: updateWebhookSchema,
+    body: UpdateWebhookDto,
     response: 'WebhookEndpoint',
     errors: WEBHOOK_URL_ERRORS,
   },
@@ -188,12 +173,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     tag: 'Events',
     auth: 'apiKey',
     response: 'Event',
-    list: {
-      filters: {
-        type: { description: 'Only events of this name.', enum: WEBHOOK_EVENT_TYPES },
-        created_after: { description: 'Only events after this instant (ISO 8601 UTC).', format: 'date-time' },
-      },
-    },
+    list: { query: ListEventsQueryDto },
   },
   { method: 'GET', path: '/v1/events/:id', operationId: 'getEvent', summary: 'Get an event', tag: 'Events', auth: 'apiKey', params: { id: 'The event id (`evt_…`).' }, response: 'Event' },
   {
@@ -215,7 +195,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     description: 'It starts with `credits` (default 1000) in each mode.',
     tag: 'Admin',
     auth: 'admin',
-    body: createAccountSchema,
+    body: CreateAccountDto,
     response: 'AdminAccount',
   },
   {
@@ -227,7 +207,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     tag: 'Admin',
     auth: 'admin',
     params: accountId,
-    body: createKeySchema,
+    body: CreateKeyDto,
     response: 'ApiKey',
   },
   {
@@ -239,7 +219,7 @@ export const ROUTES: ReadonlyArray<Route> = [
     tag: 'Admin',
     auth: 'admin',
     params: accountId,
-    body: grantCreditsSchema,
+    body: GrantCreditsDto,
     response: 'AdminAccount',
   },
   { method: 'DELETE', path: '/admin/v1/keys/:id', operationId: 'revokeApiKey', summary: 'Revoke an API key', tag: 'Admin', auth: 'admin', params: { id: 'The key id (`key_…`).' }, response: 'RevokedApiKey' },

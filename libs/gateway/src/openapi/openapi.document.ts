@@ -1,8 +1,8 @@
 import { ERROR_CATALOG, ErrorCode } from '@campaign-ops/api-errors';
-import { toJsonSchema } from '@campaign-ops/request-validation';
 import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '@campaign-ops/webhook-domain';
 import { isReplayableStatus } from '../http/idempotency';
 import { Route, ROUTES, RouteTag } from '../http/routes';
+import { dtoSchemas } from './dto.schemas';
 import { ERROR_MEANINGS, ERROR_SCHEMA, errorExample } from './error.schemas';
 import { EVENT_SCHEMAS, eventSchemaName, JsonSchema, RESOURCE_SCHEMAS, schemaRef, SHARED_SCHEMAS } from './resource.schemas';
 import { errorCodesByStatus, errorCodesOf } from './route-errors';
@@ -80,6 +80,17 @@ const SECURITY_SCHEMES = {
   adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the deployment (Admin API only).' },
 };
 
+/** `limit` and `starting_after`, described once as components/parameters. */
+const PAGINATION = ['limit', 'starting_after'];
+const REFERENCE = /"#\/components\/schemas\/([A-Za-z0-9]+)"/g;
+
+/** A DTO's schema and those it refers to (its nested DTOs). */
+function addWithReferences(name: string, from: Record<string, JsonSchema>, to: Record<string, JsonSchema>): void {
+  if (to[name]) return;
+  to[name] = from[name];
+  for (const [, referenced] of JSON.stringify(from[name]).matchAll(REFERENCE)) addWithReferences(referenced, from, to);
+}
+
 const pascal = (words: string) => words.replace(/(^|[^A-Za-z0-9]+)([A-Za-z0-9])/g, (_, __, c: string) => c.toUpperCase());
 const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
 const pathParams = (path: string) => [...path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]);
@@ -87,6 +98,7 @@ const headersOf = (names: string[]) => Object.fromEntries(names.map((name) => [n
 
 /** The document for this version of the service. */
 export function buildOpenApiDocument(version: string, routes: ReadonlyArray<Route> = ROUTES): OpenApiDocument {
+  const requests = dtoSchemas();
   const schemas: Record<string, JsonSchema> = { ...RESOURCE_SCHEMAS, ...EVENT_SCHEMAS, ...SHARED_SCHEMAS, Error: ERROR_SCHEMA };
   const envelope = (resource: string, list: boolean): JsonSchema => {
     const name = `${resource}${list ? 'List' : ''}Envelope`;
@@ -109,8 +121,11 @@ export function buildOpenApiDocument(version: string, routes: ReadonlyArray<Rout
     const key = openApiPath(route.path);
     paths[key] ??= {};
     if (paths[key][route.method.toLowerCase()]) throw new Error(`${route.method} ${route.path} is in the route table twice`);
-    paths[key][route.method.toLowerCase()] = operationOf(route, envelope, schemas);
+    paths[key][route.method.toLowerCase()] = operationOf(route, envelope, schemas, requests);
   }
+
+  // The resources show the request's campaign as it was validated.
+  for (const [, referenced] of JSON.stringify(schemas).matchAll(REFERENCE)) if (requests[referenced]) addWithReferences(referenced, requests, schemas);
 
   return {
     openapi: '3.1.0',
@@ -135,7 +150,7 @@ export function buildOpenApiDocument(version: string, routes: ReadonlyArray<Rout
   };
 }
 
-function operationOf(route: Route, envelope: (resource: string, list: boolean) => JsonSchema, schemas: Record<string, JsonSchema>): JsonSchema {
+function operationOf(route: Route, envelope: (resource: string, list: boolean) => JsonSchema, schemas: Record<string, JsonSchema>, requests: Record<string, JsonSchema>): JsonSchema {
   const declared = Object.keys(route.params ?? {});
   const inPath = pathParams(route.path);
   if (declared.join() !== inPath.join()) throw new Error(`${route.method} ${route.path}: params must describe exactly ${inPath.join(', ') || 'nothing'}`);
@@ -143,21 +158,18 @@ function operationOf(route: Route, envelope: (resource: string, list: boolean) =
   const parameters: JsonSchema[] = [
     ...inPath.map((name) => ({ name, in: 'path', required: true, description: route.params![name], schema: { type: 'string' } })),
     ...(route.list && route.list.paginated !== false ? [parameterRef('Limit'), parameterRef('StartingAfter')] : []),
-    ...Object.entries(route.list?.filters ?? {}).map(([name, filter]) => ({
-      name,
-      in: 'query',
-      description: filter.description,
-      schema: { type: 'string', ...(filter.enum ? { enum: [...filter.enum] } : {}), ...(filter.format ? { format: filter.format } : {}) },
-    })),
+    ...Object.entries((requests[route.list?.query?.name ?? '']?.properties ?? {}) as Record<string, JsonSchema>)
+      .filter(([name]) => !PAGINATION.includes(name))
+      .map(([name, { description, ...schema }]) => ({ name, in: 'query', description, schema })),
     parameterRef('XRequestId'),
     ...(route.method === 'POST' ? [parameterRef('IdempotencyKey')] : []),
   ];
 
   let requestBody: JsonSchema | undefined;
   if (route.body) {
-    const name = `${pascal(route.operationId)}Request`;
-    schemas[name] = toJsonSchema(route.body);
-    requestBody = { required: route.body.required.length > 0, content: { 'application/json': { schema: schemaRef(name) } } };
+    const name = route.body.name;
+    addWithReferences(name, requests, schemas);
+    requestBody = { required: ((requests[name].required as string[] | undefined) ?? []).length > 0, content: { 'application/json': { schema: schemaRef(name) } } };
   }
 
   const success: JsonSchema = route.raw

@@ -4,9 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
-import { createCampaignSchema } from '@campaign-ops/api-contract';
 import { ERROR_CATALOG } from '@campaign-ops/api-errors';
-import { toJsonSchema } from '@campaign-ops/request-validation';
 import { InfrastructureModule, ServiceConfig } from '@campaign-ops/service-runtime';
 import { WEBHOOK_EVENT_TYPES } from '@campaign-ops/webhook-domain';
 import { GatewayModule } from '../gateway.module';
@@ -114,9 +112,17 @@ describe('GET /openapi.json', () => {
     expect(operation('GET', '/v1/events').parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'type' }), expect.objectContaining({ name: 'created_after' })]));
   });
 
-  it('takes request bodies from the schemas that validate them', () => {
-    expect(operation('POST', '/v1/campaigns').requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateCampaignRequest' });
-    expect(components.schemas.CreateCampaignRequest).toEqual(toJsonSchema(createCampaignSchema));
+  it('takes request bodies from the DTOs that validate them', () => {
+    expect(operation('POST', '/v1/campaigns').requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateCampaignDto' });
+    expect(components.schemas.CreateCampaignDto).toMatchObject({
+      required: ['channel', 'campaign'],
+      additionalProperties: false,
+      properties: { channel: { enum: expect.arrayContaining(['meta_ads', 'google_ads']) }, campaign: { $ref: '#/components/schemas/CampaignDto' } },
+    });
+    expect(components.schemas.BudgetDto).toMatchObject({ required: ['amount_micros', 'currency', 'type'], properties: { amount_micros: { type: 'integer', minimum: 1 }, currency: { pattern: '^[A-Z]{3}$' } } });
+    expect(components.schemas.ScheduleDto.required).toEqual(['start_at', 'timezone']);
+    expect(components.schemas.UpdateWebhookDto).not.toHaveProperty('required');
+    expect(components.schemas.Dispatch.properties.campaign).toMatchObject({ $ref: '#/components/schemas/CampaignDto' });
   });
 
   it('names every error code and type of the catalog in the Error schema', () => {

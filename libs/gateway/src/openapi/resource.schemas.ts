@@ -1,7 +1,5 @@
-import { campaignSchema } from '@campaign-ops/api-contract';
 import { CHANNELS } from '@campaign-ops/channels';
 import { DISPATCH_EVENT_TYPES } from '@campaign-ops/dispatch-domain';
-import { toJsonSchema } from '@campaign-ops/request-validation';
 import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '@campaign-ops/webhook-domain';
 
 /**
@@ -108,7 +106,7 @@ export const RESOURCE_SCHEMAS = {
     action: constant('create'),
     environment,
     credits_charged: integer('Credits charged; 1 for a campaign creation, not charged again on retry.', { minimum: 0 }),
-    campaign: { ...toJsonSchema(campaignSchema), description: "The request's campaign object." },
+    campaign: { $ref: '#/components/schemas/CampaignDto', description: "The request's campaign object." },
     connection_id: orNull(id('con', 'The connection used; null in sandbox without one.')),
     provider_resource_id: orNull(text('The resource at the provider; null until completed.', { examples: ['sbx_meta_ads_4821937465'] })),
     error: { oneOf: [schemaRef('DispatchError'), { type: 'null' }], description: 'Why it failed; null unless failed.' },

@@ -1,0 +1,25 @@
+import { validationMetadatasToSchemas } from 'class-validator-jsonschema';
+import '@campaign-ops/api-contract';
+import type { JsonSchema } from './resource.schemas';
+
+/** JSON Schema of the rules libs/api-contract adds to class-validator's own. */
+const RULE_SCHEMAS: Record<string, JsonSchema> = {
+  isUtcTimestamp: { type: 'string', format: 'date-time' },
+  isTimeZone: { type: 'string' },
+  isCurrencyCode: { type: 'string', pattern: '^[A-Z]{3}$' },
+  isAfter: {},
+  endsWithLifetimeBudget: {},
+};
+
+/**
+ * The request DTOs of libs/api-contract as JSON Schemas, read from the same class-validator
+ * decorators that validate them (so the document cannot drift from what is enforced), keyed by
+ * class name. Unknown fields are refused (`parameter_unknown`), hence `additionalProperties: false`.
+ */
+export function dtoSchemas(): Record<string, JsonSchema> {
+  const schemas = validationMetadatasToSchemas({
+    refPointerPrefix: '#/components/schemas/',
+    additionalConverters: RULE_SCHEMAS,
+  }) as Record<string, JsonSchema>;
+  return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, { ...schema, additionalProperties: false }]));
+}
