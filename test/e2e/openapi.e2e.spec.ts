@@ -36,16 +36,30 @@ describe('standalone service, its OpenAPI document and docs', () => {
     expect(Object.keys(document.webhooks)).toEqual(['dispatch.accepted', 'dispatch.completed', 'dispatch.failed', 'connection.active', 'connection.reauth_required']);
   });
 
-  it('serves GET /docs without a key: one self-contained HTML page', async () => {
+  it('serves GET /docs without a key: Swagger UI, its scripts and styles from this service only (swagger-ui-dist), on this document', async () => {
     const response = await fetch(`${service.url}/docs`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
-    expect(response.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const policy = response.headers.get('content-security-policy') ?? '';
+    expect(policy).toContain("default-src 'none'");
+    expect(policy).toContain("script-src 'self'");
     const page = await response.text();
-    expect(page.startsWith('<!DOCTYPE html>')).toBe(true);
-    expect(page).toContain('<code>/v1/campaigns</code>');
-    expect(page).toContain(VERSION);
-    expect(page).not.toMatch(/<script/i);
+    expect(page).toContain('<!DOCTYPE html>');
+    expect(page).toContain('<title>Campaign Operations API</title>');
+    expect(page).not.toMatch(/(src|href)=["']?(https?:)?\/\//i);
+    const scripts = [...page.matchAll(/<script src="([^"]+)"/g)].map((m) => m[1]);
+    expect(scripts).toEqual(expect.arrayContaining([expect.stringMatching(/swagger-ui-bundle\.js$/), expect.stringMatching(/swagger-ui-init\.js$/)]));
+    for (const script of scripts) {
+      const asset = await fetch(new URL(script, `${service.url}/docs`)); // as a browser resolves it on /docs
+      expect([script, asset.status, asset.headers.get('content-type')]).toEqual([script, 200, expect.stringMatching(/javascript/)]);
+      if (script.endsWith('swagger-ui-init.js')) {
+        const init = await asset.text();
+        expect(init).toContain('"/v1/campaigns"');
+        expect(init).toContain(`"version": "${VERSION}"`);
+      } else {
+        await asset.arrayBuffer();
+      }
+    }
   });
 
   it('answers another method on these paths with 405 in the envelope', async () => {

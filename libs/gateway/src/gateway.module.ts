@@ -15,6 +15,7 @@ import { OpenApiController } from './controllers/openapi.http.controller';
 import { WebhooksController } from './controllers/webhooks.http.controller';
 import { ApiExceptionFilter } from './http/api-exception.filter';
 import { ApiValidationPipe } from './http/api-validation.pipe';
+import { ApiDocument } from './openapi/api-document';
 import { AdminTokenGuard, ApiKeyGuard } from './http/auth.guards';
 import { EnvelopeInterceptor } from './http/envelope.interceptor';
 import { idempotencyStoreProvider } from './http/idempotency';
@@ -43,6 +44,7 @@ import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
   providers: [
     { provide: AccountDirectory, useFactory: (events: EventStore, reads: ReadStore) => new AccountDirectory(events, reads), inject: [EVENT_STORE, READ_STORE] },
     ServiceClient,
+    ApiDocument,
     ApiKeyGuard,
     AdminTokenGuard,
     RateLimitMiddleware,

@@ -1,20 +1,27 @@
 import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
+import { ApiAnswer } from './api-answer.decorator';
 import { INFRASTRUCTURE } from './infrastructure.tokens';
 import { Infrastructure } from './infrastructure';
 import { newId } from '@campaign-ops/ids';
 
 /** Liveness and readiness for Kubernetes probes, in the API's envelope. */
+@ApiTags('Operations')
 @Controller()
 export class HealthController {
   constructor(@Inject(INFRASTRUCTURE) private readonly infrastructure: Infrastructure) {}
 
   @Get('healthz')
+  @ApiOperation({ operationId: 'getHealth', summary: 'Liveness' })
+  @ApiAnswer('Health', { rateLimited: false })
   healthz(@Res() res: Response) {
     res.json({ success: true, data: { status: 'ok' }, request_id: res.getHeader('X-Request-Id') ?? newId('req') });
   }
 
   @Get('readyz')
+  @ApiOperation({ operationId: 'getReadiness', summary: 'Readiness', description: 'Every dependency reachable; else 503 with `checks`.' })
+  @ApiAnswer('Readiness', { rateLimited: false })
   async readyz(@Res() res: Response) {
     const checks = await Promise.all(
       (['eventStore', 'readStore', 'bus'] as const).map(async (name) => {

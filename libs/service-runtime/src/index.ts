@@ -9,3 +9,4 @@ export * from './request-context';
 export * from './json-logger';
 export * from './metrics';
 export * from './bus-messages';
+export * from './api-answer.decorator';

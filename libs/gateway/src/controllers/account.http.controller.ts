@@ -1,11 +1,15 @@
 import { Controller, Get, Req, UseGuards } from '@nestjs/common';
+import { ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '@campaign-ops/api-errors';
+import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { ServiceClient } from '../http/service-client';
 import { callerOf, GatewayRequest } from '../http/request-context';
 
+@ApiTags('Account')
+@ApiSecurity('apiKey')
 @Controller('v1/account')
 @UseGuards(ApiKeyGuard)
 export class AccountController {
@@ -16,6 +20,8 @@ export class AccountController {
 
   /** The key's account, seen from the key's mode. */
   @Get()
+  @ApiOperation({ operationId: 'getAccount', summary: "The key's account", description: "Its credits balance is the key's mode's." })
+  @ApiAnswer('Account', { errors: ['resource_missing'] })
   async get(@Req() request: GatewayRequest) {
     const caller = callerOf(request);
     const account = await this.directory.account(caller.accountId);

@@ -1,5 +1,7 @@
 import { Body, Controller, Delete, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { CreateAccountDto, CreateKeyDto, GrantCreditsDto, NoBody } from '@campaign-ops/api-contract';
+import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { unwrap } from '@campaign-ops/api-errors';
 import { AccountDirectory, AccountResource } from '@campaign-ops/accounts';
 import { CreditGrant } from '@campaign-ops/account-domain';
@@ -8,6 +10,10 @@ import { ServiceClient } from '../http/service-client';
 import { AdminTokenGuard } from '../http/auth.guards';
 
 /** The Admin API for operators (API.md §2): accounts, keys, credits. */
+const AccountId = () => ApiParam({ name: 'id', description: 'The account id (`acct_…`).' });
+
+@ApiTags('Admin')
+@ApiSecurity('adminToken')
 @Controller('admin/v1')
 @UseGuards(AdminTokenGuard)
 export class AdminController {
@@ -18,6 +24,8 @@ export class AdminController {
 
   @Post('accounts')
   @HttpCode(200)
+  @ApiOperation({ operationId: 'createAccount', summary: 'Open an account', description: 'It starts with `credits` (default 1000) in each mode.' })
+  @ApiAnswer('AdminAccount')
   async openAccount(@Body() { name, credits }: CreateAccountDto) {
     const { account, grants } = await this.directory.openAccount(name, credits);
     return this.withBalances(account, grants);
@@ -25,6 +33,9 @@ export class AdminController {
 
   @Post('accounts/:id/keys')
   @HttpCode(200)
+  @ApiOperation({ operationId: 'createApiKey', summary: 'Issue an API key', description: 'The key is in this answer only; only its hash is stored.' })
+  @AccountId()
+  @ApiAnswer('ApiKey')
   async issueKey(@Param('id') accountId: string, @Body() { mode }: CreateKeyDto) {
     const { account_id: _account, ...key } = unwrap(await this.directory.issueKey(accountId, mode));
     return key;
@@ -32,6 +43,9 @@ export class AdminController {
 
   @Post('accounts/:id/credits')
   @HttpCode(200)
+  @ApiOperation({ operationId: 'grantCredits', summary: 'Grant credits', description: 'Answers the account with its new balances.' })
+  @AccountId()
+  @ApiAnswer('AdminAccount')
   async grantCredits(@Param('id') accountId: string, @Body() { mode, amount }: GrantCreditsDto) {
     const { account, grants } = unwrap(await this.directory.grantCredits(accountId, mode, amount));
     return this.withBalances(account, grants);
@@ -47,6 +61,9 @@ export class AdminController {
   }
 
   @Delete('keys/:id')
+  @ApiOperation({ operationId: 'revokeApiKey', summary: 'Revoke an API key' })
+  @ApiParam({ name: 'id', description: 'The key id (`key_…`).' })
+  @ApiAnswer('RevokedApiKey')
   async revokeKey(@Param('id') keyId: string, @Body() _body: NoBody) {
     return unwrap(await this.directory.revokeKey(keyId));
   }

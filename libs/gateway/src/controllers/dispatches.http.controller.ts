@@ -1,5 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { ListDispatchesQueryDto, NoBody } from '@campaign-ops/api-contract';
+import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
@@ -7,12 +9,18 @@ import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
 import { pageOf } from '../http/validation';
 
+const DispatchId = () => ApiParam({ name: 'id', description: 'The dispatch id (`dsp_…`).' });
+
+@ApiTags('Dispatches')
+@ApiSecurity('apiKey')
 @Controller('v1/dispatches')
 @UseGuards(ApiKeyGuard)
 export class DispatchesController {
   constructor(private readonly services: ServiceClient) {}
 
   @Get()
+  @ApiOperation({ operationId: 'listDispatches', summary: 'List dispatches', description: 'Newest first.' })
+  @ApiAnswer('Dispatch', { list: { query: ListDispatchesQueryDto } })
   async list(@Req() request: GatewayRequest, @Query() query: ListDispatchesQueryDto): Promise<ListPage<DispatchResource>> {
     const result = await this.services.call<ListResult<DispatchResource>>(SUBJECTS.dispatchList, {
       caller: callerOf(request),
@@ -22,17 +30,26 @@ export class DispatchesController {
   }
 
   @Get(':id')
+  @ApiOperation({ operationId: 'getDispatch', summary: 'Get a dispatch', description: 'Read-your-writes: found right after the launch.' })
+  @DispatchId()
+  @ApiAnswer('Dispatch')
   get(@Req() request: GatewayRequest, @Param('id') id: string): Promise<DispatchResource> {
     return this.services.call(SUBJECTS.dispatchGet, { caller: callerOf(request), id });
   }
 
   @Post(':id/retry')
   @HttpCode(200)
+  @ApiOperation({ operationId: 'retryDispatch', summary: 'Retry a failed dispatch', description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.' })
+  @DispatchId()
+  @ApiAnswer('Dispatch', { errors: ['dispatch_not_retryable'] })
   retry(@Req() request: GatewayRequest, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
     return this.services.call(SUBJECTS.dispatchRetry, { caller: callerOf(request), id });
   }
 
   @Get(':id/events')
+  @ApiOperation({ operationId: 'listDispatchEvents', summary: "A dispatch's audit trail", description: 'Its whole history from the event store, oldest first.' })
+  @DispatchId()
+  @ApiAnswer('DispatchEvent', { list: { paginated: false } })
   async events(@Req() request: GatewayRequest, @Param('id') id: string): Promise<ListPage<unknown>> {
     const result = await this.services.call<ListResult<unknown>>(SUBJECTS.dispatchEvents, { caller: callerOf(request), id });
     return new ListPage(result.data, result.hasMore);

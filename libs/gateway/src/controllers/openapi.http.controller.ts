@@ -1,34 +1,20 @@
-import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { Controller, Get, Res } from '@nestjs/common';
+import { ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
-import { buildOpenApiDocument, renderDocsPage } from '../openapi';
+import { ApiAnswer } from '@campaign-ops/service-runtime';
+import { ApiDocument } from '../openapi/api-document';
 
-/**
- * The API's own description, public and outside the envelope: the OpenAPI document built from the
- * route table once at start, and the same rendered as HTML.
- */
+/** The API's own description, public and outside the envelope (its HTML page is Swagger UI's, at /docs). */
+@ApiTags('Operations')
 @Controller()
 export class OpenApiController {
-  private readonly document: string;
-  private readonly page: string;
-
-  constructor(@Inject(CONFIG) config: ServiceConfig) {
-    const document = buildOpenApiDocument(config.version);
-    this.document = JSON.stringify(document);
-    this.page = renderDocsPage(document);
-  }
+  constructor(private readonly document: ApiDocument) {}
 
   @Get('openapi.json')
+  @ApiOperation({ operationId: 'getOpenApiDocument', summary: 'This OpenAPI document' })
+  @ApiAnswer('OpenApiDocument', { raw: 'application/json' })
   openapi(@Res() response: Response): void {
     response.setHeader('Content-Type', 'application/json; charset=utf-8');
-    response.send(this.document);
-  }
-
-  @Get('docs')
-  docs(@Res() response: Response): void {
-    response.setHeader('Content-Type', 'text/html; charset=utf-8');
-    // Nothing on the page loads anything: no scripts, only its own inline styles.
-    response.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'");
-    response.send(this.page);
+    response.send(this.document.json);
   }
 }

@@ -1,6 +1,11 @@
 import { ArgumentsHost, NotFoundException } from '@nestjs/common';
 import { ApiError } from '@campaign-ops/api-errors';
+import { ApiDocument } from '../openapi/api-document';
+import type { OpenApiDocument } from '../openapi/openapi.document';
 import { ApiExceptionFilter } from './api-exception.filter';
+
+const routes = new ApiDocument();
+routes.load({ paths: { '/v1/campaigns': { post: {} }, '/v1/dispatches/{id}': { get: {} } } } as unknown as OpenApiDocument);
 
 /** Runs the filter on an exception as Nest would, and captures the answer. */
 function answer(exception: unknown, path = '/v1/dispatches') {
@@ -16,7 +21,7 @@ function answer(exception: unknown, path = '/v1/dispatches') {
   };
   const request = { requestId: 'req_test', method: 'GET', path };
   const host = { switchToHttp: () => ({ getRequest: () => request, getResponse: () => response }) } as unknown as ArgumentsHost;
-  new ApiExceptionFilter().catch(exception, host);
+  new ApiExceptionFilter(routes).catch(exception, host);
   return sent;
 }
 

@@ -1,17 +1,20 @@
-import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { ApiError } from '@campaign-ops/api-errors';
 import { newId } from '@campaign-ops/ids';
 import { GatewayRequest } from './request-context';
-import { allowedMethods } from './routes';
+import { ApiDocument } from '../openapi/api-document';
 
 /**
  * The one place errors become HTTP: API.md's envelope, status and type from the catalog. Anything
  * unexpected is logged with its request id and answered as a bare 500, never with a stack.
  */
 @Catch()
+@Injectable()
 export class ApiExceptionFilter implements ExceptionFilter {
   private readonly logger = new Logger('http');
+
+  constructor(private readonly routes: ApiDocument) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const request = host.switchToHttp().getRequest<GatewayRequest>();
@@ -30,7 +33,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
   private toApiError(exception: unknown, request: GatewayRequest): ApiError {
     if (exception instanceof ApiError) return exception;
     if (exception instanceof HttpException && exception.getStatus() === 404) {
-      const allowed = allowedMethods(request.path);
+      const allowed = this.routes.allowedMethods(request.path);
       if (allowed.length > 0) {
         return new ApiError('method_not_allowed', `${request.method} is not allowed on ${request.path}; use ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });
       }

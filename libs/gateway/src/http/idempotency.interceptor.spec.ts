@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import type { NextFunction, Response } from 'express';
 import { ApiError } from '@campaign-ops/api-errors';
 import { SqliteReadStore } from '@campaign-ops/read-store';
+import { ApiDocument } from '../openapi/api-document';
 import { ApiExceptionFilter } from './api-exception.filter';
 import { EnvelopeInterceptor } from './envelope.interceptor';
 import { IdempotencyStore } from './idempotency';
@@ -85,6 +86,7 @@ describe('IdempotencyInterceptor', () => {
       controllers: [ThingsController, AdminThingsController],
       providers: [
         { provide: IdempotencyStore, useFactory: () => new IdempotencyStore(reads, { sweepIntervalMs: 0 }) },
+        ApiDocument,
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
         { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
         { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },

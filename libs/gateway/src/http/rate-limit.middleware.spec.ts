@@ -3,6 +3,8 @@ import { AccountDirectory, Authentication } from '@campaign-ops/accounts';
 import { ApiError } from '@campaign-ops/api-errors';
 import { ServiceConfig } from '@campaign-ops/service-runtime';
 import { AdminTokenGuard, authenticateOnce } from './auth.guards';
+import { ApiDocument } from '../openapi/api-document';
+import type { OpenApiDocument } from '../openapi/openapi.document';
 import { RateLimitMiddleware } from './rate-limit.middleware';
 import { GatewayRequest } from './request-context';
 
@@ -20,7 +22,9 @@ function setup(perSecond = 1, burst = 2) {
     },
   } as unknown as AccountDirectory;
   const admin = { accepts: (token: string) => token === 'the-admin-token-123' } as unknown as AdminTokenGuard;
-  const middleware = new RateLimitMiddleware({ rateLimit: { perSecond, burst } } as ServiceConfig, directory, admin);
+  const routes = new ApiDocument();
+  routes.load({ paths: { '/v1/account': { get: {} }, '/v1/campaigns': { post: {} }, '/admin/v1/accounts': { post: {} }, '/readyz': { get: {} } } } as unknown as OpenApiDocument);
+  const middleware = new RateLimitMiddleware({ rateLimit: { perSecond, burst } } as ServiceConfig, directory, admin, routes);
 
   const call = async (method: string, path: string, token?: string, ip = '10.0.0.1') => {
     const request = {

@@ -5,7 +5,7 @@ import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { AdminTokenGuard, authenticateOnce, bearer } from './auth.guards';
 import { RateLimiter, rateLimitedError, rateLimitHeaders, RateLimitIdentity } from './rate-limit';
 import { GatewayRequest } from './request-context';
-import { allowedMethods } from './routes';
+import { ApiDocument } from '../openapi/api-document';
 
 /** Probes of orchestrators and scrapers: never limited, so a flood cannot fail a readiness check. */
 const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
@@ -29,6 +29,7 @@ export class RateLimitMiddleware {
     @Inject(CONFIG) config: ServiceConfig,
     private readonly directory: AccountDirectory,
     private readonly admin: AdminTokenGuard,
+    private readonly routes: ApiDocument,
   ) {
     this.limiter = new RateLimiter(config.rateLimit);
   }
@@ -48,7 +49,7 @@ export class RateLimitMiddleware {
     const token = bearer(request);
     if (!token) return byIp;
     const method = request.method === 'HEAD' ? 'GET' : request.method;
-    if (!allowedMethods(request.path).includes(method)) return byIp;
+    if (!this.routes.allowedMethods(request.path).includes(method)) return byIp;
     if (request.path.startsWith('/admin/')) return this.admin.accepts(token) ? { kind: 'admin' } : byIp;
     try {
       const found = await authenticateOnce(this.directory, request, token);

@@ -1,2 +1,2 @@
 export * from './openapi.document';
-export * from './docs.page';
+export * from './api-document';

@@ -1,20 +1,26 @@
+import { INestApplication } from '@nestjs/common';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
+import type { SecuritySchemeObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
+import { NoBody } from '@campaign-ops/api-contract';
 import { ERROR_CATALOG, ErrorCode } from '@campaign-ops/api-errors';
+import { API_ANSWER, ApiAnswerExtension } from '@campaign-ops/service-runtime';
 import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '@campaign-ops/webhook-domain';
 import { isReplayableStatus } from '../http/idempotency';
-import { Route, ROUTES, RouteTag } from '../http/routes';
 import { dtoSchemas } from './dto.schemas';
 import { ERROR_MEANINGS, ERROR_SCHEMA, errorExample } from './error.schemas';
 import { EVENT_SCHEMAS, eventSchemaName, JsonSchema, RESOURCE_SCHEMAS, schemaRef, SHARED_SCHEMAS } from './resource.schemas';
-import { errorCodesByStatus, errorCodesOf } from './route-errors';
+import { errorCodesByStatus, errorCodesOf, RouteKind } from './route-errors';
 
 /**
- * The OpenAPI 3.1 document of the gateway, built from the route table (http/routes.ts), the
- * request schemas of libs/api-contract, the resource schemas and the error catalog: nothing is
+ * The OpenAPI 3.1 document of the gateway, read by @nestjs/swagger from the controllers (their
+ * routes, `@ApiOperation`, `@ApiParam`, `@ApiSecurity`, `@ApiTags` and `@ApiAnswer`), completed
+ * here with what every route of a kind shares: the envelope, the error answers of the catalog,
+ * the headers, and the request schemas read from the DTOs' class-validator decorators. Nothing is
  * written twice, so the document cannot drift from what the code serves.
  */
 export type OpenApiDocument = Record<string, unknown> & { openapi: '3.1.0'; paths: Record<string, Record<string, JsonSchema>> };
 
-const TAGS: Record<RouteTag | 'Webhook events', string> = {
+const TAGS: Record<string, string> = {
   Campaigns: 'Launching campaigns: each launch becomes a dispatch.',
   Dispatches: 'Dispatches: operational records of launches, to monitor, retry and audit.',
   Webhooks: 'Webhook endpoints that receive signed events, and their deliveries.',
@@ -54,9 +60,9 @@ const HEADERS: Record<string, JsonSchema> = {
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const parameterRef = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 /** The headers of every answer of a route (the probes are not rate limited). */
-const everyAnswer = (route: Route) => ['X-Request-Id', ...(route.rateLimited === false ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])];
+const everyAnswer = (route: RouteKind) => ['X-Request-Id', ...(route.rateLimited === false ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])];
 /** `Idempotent-Replayed` on the answers of a POST that the idempotency store keeps for replay. */
-const replayable = (route: Route, status: number) => route.method === 'POST' && isReplayableStatus(status);
+const replayable = (route: RouteKind, status: number) => route.method === 'POST' && isReplayableStatus(status);
 
 const PARAMETERS: Record<string, JsonSchema> = {
   XRequestId: {
@@ -75,7 +81,7 @@ const PARAMETERS: Record<string, JsonSchema> = {
   StartingAfter: { name: 'starting_after', in: 'query', description: 'The last id of the previous page.', schema: { type: 'string', pattern: '^[a-z]+_[0-9A-Za-z]+$' } },
 };
 
-const SECURITY_SCHEMES = {
+const SECURITY_SCHEMES: Record<'apiKey' | 'adminToken', SecuritySchemeObject> = {
   apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'mk_live_… | mk_test_…', description: 'A partner API key: `mk_live_` (live data) or `mk_test_` (sandbox) and at least 32 base62 characters.' },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the deployment (Admin API only).' },
 };
@@ -92,12 +98,25 @@ function addWithReferences(name: string, from: Record<string, JsonSchema>, to: R
 }
 
 const pascal = (words: string) => words.replace(/(^|[^A-Za-z0-9]+)([A-Za-z0-9])/g, (_, __, c: string) => c.toUpperCase());
-const openApiPath = (path: string) => path.replace(/:([A-Za-z_]+)/g, '{$1}');
-const pathParams = (path: string) => [...path.matchAll(/:([A-Za-z_]+)/g)].map((m) => m[1]);
 const headersOf = (names: string[]) => Object.fromEntries(names.map((name) => [name, headerRef(name)]));
 
-/** The document for this version of the service. */
-export function buildOpenApiDocument(version: string, routes: ReadonlyArray<Route> = ROUTES): OpenApiDocument {
+/** The document of this version of the service, read from the controllers of `app`. */
+export function buildOpenApiDocument(app: INestApplication, version: string): OpenApiDocument {
+  const config = new DocumentBuilder()
+    .setOpenAPIVersion('3.1.0')
+    .setTitle('Campaign Operations API')
+    .setVersion(version)
+    .addSecurity('apiKey', SECURITY_SCHEMES.apiKey)
+    .addSecurity('adminToken', SECURITY_SCHEMES.adminToken)
+    .build();
+  return completeDocument(SwaggerModule.createDocument(app, config), version);
+}
+
+/** GET /docs is Swagger UI's page (SwaggerModule, in http-app.ts), described here as the others. */
+const DOCS_OPERATION: JsonSchema = { operationId: 'getDocs', summary: 'This document as HTML', tags: ['Operations'], [API_ANSWER]: { resource: 'DocsPage', raw: 'text/html' } };
+
+/** The document @nestjs/swagger read from the controllers, with what every route of its kind shares. */
+export function completeDocument(generated: OpenAPIObject, version: string): OpenApiDocument {
   const requests = dtoSchemas();
   const schemas: Record<string, JsonSchema> = { ...RESOURCE_SCHEMAS, ...EVENT_SCHEMAS, ...SHARED_SCHEMAS, Error: ERROR_SCHEMA };
   const envelope = (resource: string, list: boolean): JsonSchema => {
@@ -116,23 +135,24 @@ export function buildOpenApiDocument(version: string, routes: ReadonlyArray<Rout
     return schemaRef(name);
   };
 
+  const operations = Object.entries({ ...generated.paths, '/docs': { get: DOCS_OPERATION } }).flatMap(([path, item]) =>
+    Object.entries(item as Record<string, JsonSchema>).map(([method, operation]) => ({ path, method, operation })),
+  );
   const paths: OpenApiDocument['paths'] = {};
-  for (const route of routes) {
-    const key = openApiPath(route.path);
-    paths[key] ??= {};
-    if (paths[key][route.method.toLowerCase()]) throw new Error(`${route.method} ${route.path} is in the route table twice`);
-    paths[key][route.method.toLowerCase()] = operationOf(route, envelope, schemas, requests);
+  for (const { path, method, operation } of operations) {
+    paths[path] ??= {};
+    paths[path][method] = operationOf(method.toUpperCase(), path, operation, envelope, schemas, requests);
   }
-
   // The resources show the request's campaign as it was validated.
   for (const [, referenced] of JSON.stringify(schemas).matchAll(REFERENCE)) if (requests[referenced]) addWithReferences(referenced, requests, schemas);
 
+  const usedTags = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((operation) => operation.tags as string[])));
   return {
     openapi: '3.1.0',
-    info: { title: 'Campaign Operations API', version, description: DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
+    info: { title: generated.info.title, version, description: DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
     servers: [{ url: '/' }],
     tags: Object.entries(TAGS)
-      .filter(([tag]) => tag === 'Webhook events' || routes.some((r) => r.tag === tag))
+      .filter(([tag]) => tag === 'Webhook events' || usedTags.has(tag))
       .map(([name, description]) => ({ name, description })),
     paths,
     webhooks: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((event) => [event, { post: webhookOf(event) }])),
@@ -142,7 +162,7 @@ export function buildOpenApiDocument(version: string, routes: ReadonlyArray<Rout
       headers: HEADERS,
       examples: Object.fromEntries(
         (Object.keys(ERROR_CATALOG) as ErrorCode[])
-          .filter((code) => routes.some((route) => errorCodesOf(route).includes(code)))
+          .filter((code) => JSON.stringify(paths).includes(`"#/components/examples/${code}"`))
           .map((code) => [code, { summary: `${ERROR_CATALOG[code].status} ${code}`, value: errorExample(code) }]),
       ),
       securitySchemes: SECURITY_SCHEMES,
@@ -150,34 +170,47 @@ export function buildOpenApiDocument(version: string, routes: ReadonlyArray<Rout
   };
 }
 
-function operationOf(route: Route, envelope: (resource: string, list: boolean) => JsonSchema, schemas: Record<string, JsonSchema>, requests: Record<string, JsonSchema>): JsonSchema {
-  const declared = Object.keys(route.params ?? {});
-  const inPath = pathParams(route.path);
-  if (declared.join() !== inPath.join()) throw new Error(`${route.method} ${route.path}: params must describe exactly ${inPath.join(', ') || 'nothing'}`);
+function operationOf(
+  method: string,
+  path: string,
+  generated: JsonSchema,
+  envelope: (resource: string, list: boolean) => JsonSchema,
+  schemas: Record<string, JsonSchema>,
+  requests: Record<string, JsonSchema>,
+): JsonSchema {
+  const answer = generated[API_ANSWER] as ApiAnswerExtension | undefined;
+  if (!answer) throw new Error(`${method} ${path} has no @ApiAnswer: every route says what it answers`);
+  const security = (generated.security ?? []) as Record<string, unknown>[];
+  const auth = security.some((s) => 'apiKey' in s) ? 'apiKey' : security.some((s) => 'adminToken' in s) ? 'admin' : 'none';
+  const bodyRef = (generated.requestBody as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined)?.content?.['application/json']?.schema?.$ref;
+  const bodyName = bodyRef?.split('/').pop();
+  const body = bodyName !== undefined && bodyName !== NoBody.name ? bodyName : undefined;
+  const route: RouteKind = { method, path, auth, body: body !== undefined, list: answer.list, errors: answer.errors, rateLimited: answer.rateLimited };
 
+  const inPath = ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'path');
   const parameters: JsonSchema[] = [
-    ...inPath.map((name) => ({ name, in: 'path', required: true, description: route.params![name], schema: { type: 'string' } })),
-    ...(route.list && route.list.paginated !== false ? [parameterRef('Limit'), parameterRef('StartingAfter')] : []),
-    ...Object.entries((requests[route.list?.query?.name ?? '']?.properties ?? {}) as Record<string, JsonSchema>)
+    ...inPath.map(({ name, description }) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } })),
+    ...(answer.list?.paginated ? [parameterRef('Limit'), parameterRef('StartingAfter')] : []),
+    ...Object.entries((requests[answer.list?.query ?? '']?.properties ?? {}) as Record<string, JsonSchema>)
       .filter(([name]) => !PAGINATION.includes(name))
       .map(([name, { description, ...schema }]) => ({ name, in: 'query', description, schema })),
     parameterRef('XRequestId'),
-    ...(route.method === 'POST' ? [parameterRef('IdempotencyKey')] : []),
+    ...(method === 'POST' ? [parameterRef('IdempotencyKey')] : []),
   ];
 
   let requestBody: JsonSchema | undefined;
-  if (route.body) {
-    const name = route.body.name;
-    addWithReferences(name, requests, schemas);
-    requestBody = { required: ((requests[name].required as string[] | undefined) ?? []).length > 0, content: { 'application/json': { schema: schemaRef(name) } } };
+  if (body) {
+    addWithReferences(body, requests, schemas);
+    requestBody = { required: ((requests[body].required as string[] | undefined) ?? []).length > 0, content: { 'application/json': { schema: schemaRef(body) } } };
   }
 
-  const success: JsonSchema = route.raw
-    ? { description: route.summary + '.', headers: headersOf(everyAnswer(route)), content: { [route.raw]: { schema: schemaRef(route.response) } } }
+  const summary = generated.summary as string;
+  const success: JsonSchema = answer.raw
+    ? { description: summary + '.', headers: headersOf(everyAnswer(route)), content: { [answer.raw]: { schema: schemaRef(answer.resource) } } }
     : {
-        description: route.list ? `A list of ${route.response}.` : `The ${route.response}.`,
+        description: answer.list ? `A list of ${answer.resource}.` : `The ${answer.resource}.`,
         headers: headersOf([...everyAnswer(route), ...(replayable(route, 200) ? ['Idempotent-Replayed'] : [])]),
-        content: { 'application/json': { schema: envelope(route.response, route.list !== undefined) } },
+        content: { 'application/json': { schema: envelope(answer.resource, answer.list !== undefined) } },
       };
   const responses: Record<string, JsonSchema> = { '200': success };
   for (const [status, codes] of errorCodesByStatus(route)) {
@@ -186,11 +219,11 @@ function operationOf(route: Route, envelope: (resource: string, list: boolean) =
   }
 
   return {
-    operationId: route.operationId,
-    summary: route.summary,
-    ...(route.description ? { description: route.description } : {}),
-    tags: [route.tag],
-    security: route.auth === 'apiKey' ? [{ apiKey: [] }] : route.auth === 'admin' ? [{ adminToken: [] }] : [],
+    operationId: generated.operationId,
+    summary,
+    ...(generated.description ? { description: generated.description } : {}),
+    tags: generated.tags,
+    security: auth === 'apiKey' ? [{ apiKey: [] }] : auth === 'admin' ? [{ adminToken: [] }] : [],
     parameters,
     ...(requestBody ? { requestBody } : {}),
     responses,

@@ -1,0 +1,25 @@
+import { ApiExtension } from '@nestjs/swagger';
+
+/** The OpenAPI extension that carries a route's answer to the gateway's document builder. */
+export const API_ANSWER = 'x-answer';
+
+export interface ApiAnswerOptions {
+  /** A list: `data` is an array and the envelope has `has_more`; paginated unless `paginated: false`; filtered by the query DTO's fields. */
+  list?: { paginated?: boolean; query?: Function };
+  /** Codes this route answers besides those every route of its kind does (libs/gateway/src/openapi/route-errors.ts). */
+  errors?: readonly string[];
+  /** Answered outside the envelope, as this media type. */
+  raw?: 'application/json' | 'text/html' | 'text/plain';
+  /** `false` for the probes, which the rate limit never counts. */
+  rateLimited?: false;
+}
+
+/** What a route answers as `data` (a schema of the gateway's resource schemas), and how. */
+export const ApiAnswer = (resource: string, options: ApiAnswerOptions = {}) =>
+  ApiExtension(API_ANSWER, { resource, ...options, list: options.list && { paginated: options.list.paginated !== false, query: options.list.query?.name } });
+
+/** The extension as the document builder reads it. */
+export interface ApiAnswerExtension extends Omit<ApiAnswerOptions, 'list'> {
+  resource: string;
+  list?: { paginated: boolean; query?: string };
+}
