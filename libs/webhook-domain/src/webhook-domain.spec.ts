@@ -1,11 +1,12 @@
 import { specFor } from '@campaign-ops/testing/decider';
 import { afterAttempt, Delivery } from './delivery';
 import { DEFAULT_RETRY_SCHEDULE, nextRetryDelay, parseRetrySchedule } from './retry-schedule';
-import { EndpointNotFound, WebhookEndpointEvent, webhookEndpointDecider } from './webhook-endpoint.decider';
+import { EndpointAlreadyExists, EndpointNotFound, upcastWebhookEndpointEvent, WebhookEndpointCommand, WebhookEndpointEvent, webhookEndpointDecider, webhookStreamId } from './webhook-endpoint.decider';
 import { webhookBody } from './webhook-events';
 
 const given = specFor(webhookEndpointDecider);
 const T = '2026-11-22T10:00:00.000Z';
+const T1 = '2026-11-22T11:00:00.000Z';
 const created: WebhookEndpointEvent = {
   type: 'WebhookEndpointCreated',
   version: 1,
@@ -29,8 +30,57 @@ describe('webhook endpoint decider', () => {
     given(created, { type: 'WebhookEndpointDisabled', version: 1, data: { reason: 'r', disabledAt: T } }).when({ type: 'DisableEndpoint', reason: 'r', now: T }).then([]);
   });
   it('rotates the secret', () => {
-    const state = given(created, { type: 'WebhookSecretRotated', version: 1, data: { sealedSecret: 's2', rotatedAt: T } }).state();
-    expect(state).toMatchObject({ sealedSecret: 's2' });
+    given(created).when({ type: 'RotateSecret', sealedSecret: 's2', now: T1 }).then([{ type: 'WebhookSecretRotated', version: 1, data: { sealedSecret: 's2', rotatedAt: T1 } }]);
+    const state = given(created, { type: 'WebhookSecretRotated', version: 1, data: { sealedSecret: 's2', rotatedAt: T1 } }).state();
+    expect(state).toMatchObject({ sealedSecret: 's2', updatedAt: T1 });
+  });
+  it('lives in the stream webhook-<id>', () => expect(webhookStreamId('whk_1')).toBe('webhook-whk_1'));
+  it('is created once', () =>
+    given(created).when({ type: 'CreateEndpoint', endpointId: 'whk_1', accountId: 'acct_1', mode: 'test', url: 'https://x.example', events: [], sealedSecret: 's', now: T }).thenThrows(EndpointAlreadyExists));
+  it('starts enabled, with what it was created with', () =>
+    expect(given(created).state()).toEqual({
+      status: 'exists', id: 'whk_1', accountId: 'acct_1', mode: 'test', url: 'https://example.com/h', events: ['dispatch.completed'], sealedSecret: 's',
+      enabled: true, disabledReason: null, deleted: false, createdAt: T, updatedAt: T,
+    }));
+
+  describe('an update', () => {
+    const update = (command: Omit<Extract<WebhookEndpointCommand, { type: 'UpdateEndpoint' }>, 'type' | 'now'>) => given(created).when({ type: 'UpdateEndpoint', ...command, now: T1 }).events();
+    it('records only the fields given', () => {
+      expect(update({ url: 'https://new.example/h' })).toStrictEqual([{ type: 'WebhookEndpointUpdated', version: 1, data: { url: 'https://new.example/h', updatedAt: T1 } }]);
+      expect(update({ events: ['dispatch.failed'] })).toStrictEqual([{ type: 'WebhookEndpointUpdated', version: 1, data: { events: ['dispatch.failed'], updatedAt: T1 } }]);
+      expect(update({ enabled: false })).toStrictEqual([{ type: 'WebhookEndpointUpdated', version: 1, data: { enabled: false, updatedAt: T1 } }]);
+    });
+    it('changes only those fields', () => {
+      const state = given(created, { type: 'WebhookEndpointUpdated', version: 1, data: { events: ['dispatch.failed'], updatedAt: T1 } }).state();
+      expect(state).toMatchObject({ url: 'https://example.com/h', events: ['dispatch.failed'], enabled: true, updatedAt: T1 });
+      expect(given(created, { type: 'WebhookEndpointUpdated', version: 1, data: { url: 'https://new.example/h', updatedAt: T1 } }).state()).toMatchObject({ url: 'https://new.example/h', events: ['dispatch.completed'] });
+    });
+    it('re-enabling a disabled endpoint clears why it was disabled; disabling by hand keeps no reason', () => {
+      const disabled: WebhookEndpointEvent = { type: 'WebhookEndpointDisabled', version: 1, data: { reason: 'failing for 5 days', disabledAt: T } };
+      expect(given(created, disabled).state()).toMatchObject({ enabled: false, disabledReason: 'failing for 5 days' });
+      expect(given(created, disabled, { type: 'WebhookEndpointUpdated', version: 1, data: { enabled: true, updatedAt: T1 } }).state()).toMatchObject({ enabled: true, disabledReason: null });
+      expect(given(created, disabled, { type: 'WebhookEndpointUpdated', version: 1, data: { enabled: false, updatedAt: T1 } }).state()).toMatchObject({ enabled: false, disabledReason: 'failing for 5 days' });
+    });
+  });
+
+  it.each<[string, WebhookEndpointEvent[], WebhookEndpointCommand, string, RegExp]>([
+    ['a missing endpoint', [], { type: 'RotateSecret', sealedSecret: 's', now: T }, 'resource_missing', /no such webhook endpoint/],
+    ['a second creation', [created], { type: 'CreateEndpoint', endpointId: 'whk_1', accountId: 'a', mode: 'test', url: 'u', events: [], sealedSecret: 's', now: T }, 'endpoint_already_exists', /endpoint whk_1 exists/],
+  ])('names the rule %s breaks, for the service to answer', (_, history, command, rule, message) => {
+    let error: (Error & { rule?: string }) | undefined;
+    try {
+      given(...history).when(command).events();
+    } catch (caught) {
+      error = caught as Error & { rule?: string };
+    }
+    expect([error?.rule, error?.message]).toEqual([rule, expect.stringMatching(message)]);
+  });
+
+  it.each(['WebhookEndpointCreated', 'WebhookEndpointUpdated', 'WebhookSecretRotated', 'WebhookEndpointDisabled', 'WebhookEndpointDeleted'])('reads a stored %s v1 as it was written', (type) =>
+    expect(upcastWebhookEndpointEvent(type, { a: 1 }, 1)).toEqual({ type, version: 1, data: { a: 1 } }));
+  it('refuses a stored event it does not know, or a version it cannot read', () => {
+    expect(() => upcastWebhookEndpointEvent('WebhookEndpointMoved', {}, 1)).toThrow('cannot read webhook endpoint event WebhookEndpointMoved v1');
+    expect(() => upcastWebhookEndpointEvent('WebhookEndpointDeleted', {}, 2)).toThrow('cannot read webhook endpoint event WebhookEndpointDeleted v2');
   });
 });
 
