@@ -1,10 +1,14 @@
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { Logger } from '@nestjs/common';
+import { Collection, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import type { ServiceConfig } from '@campaign-ops/service-runtime';
 import {
+  answerSealingKey,
   IDEMPOTENCY_COLLECTION,
   IDEMPOTENCY_TTL_MS,
   IdempotencyRecord,
   idempotencyRecordId,
   IdempotencyStore,
+  idempotencyStoreProvider,
   isReplayableStatus,
   requestFingerprint,
   Reservation,
@@ -44,10 +48,22 @@ describe('idempotencyRecordId', () => {
   });
 });
 
+describe('answerSealingKey', () => {
+  it('differs per scope and key, and is not the record id (which the store shows)', () => {
+    const secret = 'a'.repeat(64);
+    const key = answerSealingKey('acct_1:test', 'key-1', secret);
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+    expect(answerSealingKey('acct_1:test', 'key-2', secret)).not.toBe(key);
+    expect(answerSealingKey('acct_1:live', 'key-1', secret)).not.toBe(key);
+    expect(answerSealingKey('acct_1:test', 'key-1', 'b'.repeat(64))).not.toBe(key);
+    expect(idempotencyRecordId('acct_1:test', 'key-1', secret)).not.toBe(key);
+  });
+});
+
 describe('isReplayableStatus', () => {
   it('keeps successes and business outcomes, releases validation errors and outages', () => {
     expect([200, 201, 402, 409, 422].every(isReplayableStatus)).toBe(true);
-    expect([400, 401, 404, 405, 413, 415, 429, 500, 503].some(isReplayableStatus)).toBe(false);
+    expect([199, 300, 301, 304, 400, 401, 404, 405, 413, 415, 429, 500, 503].some(isReplayableStatus)).toBe(false);
   });
 });
 
@@ -149,6 +165,108 @@ describe('IdempotencyStore', () => {
     expect(await store.begin('acct_1:test', 'key-9', 'fp-1')).toEqual({ kind: 'replay', answer: secretAnswer });
   });
 
+  it('sweeps a record only once it expired a whole lease ago', async () => {
+    await store.release(await run('fp', 'released')); // expires_at 0: long expired
+    await store.complete(await run('fp', 'kept'), answer());
+    now += IDEMPOTENCY_TTL_MS + LEASE; // 'kept' expired exactly a lease ago: not yet
+    expect(await store.sweep()).toBe(1);
+    now += 1;
+    expect(await store.sweep()).toBe(1);
+  });
+
+  it('leaves alone a record taken over between the sweep finding it and deleting it', async () => {
+    const taken = new Set<string>();
+    // The store as another replica changes it: what the sweep reads again is a taken-over record.
+    const racing: ReadStore = Object.assign(Object.create(reads) as ReadStore, {
+      collection: <T extends { id: string }>(name: string, options?: object) => {
+        const inner = reads.collection<T>(name, options);
+        return Object.assign(Object.create(inner) as Collection<T>, {
+          get: async (id: string) => {
+            const record = await inner.get(id);
+            return record && taken.has(id) ? { ...record, token: 'someone-else', expires_at: now + IDEMPOTENCY_TTL_MS } : record;
+          },
+        });
+      },
+    });
+    const swept = new IdempotencyStore(racing, { leaseMs: LEASE, now: () => now, sweepIntervalMs: 0 });
+    await swept.release(await (async () => {
+      const begun = await swept.begin('acct_1:test', 'k', 'fp');
+      if (begun.kind !== 'run') throw new Error(begun.kind);
+      return begun.reservation;
+    })());
+    now += LEASE * 2;
+    taken.add(idempotencyRecordId('acct_1:test', 'k'));
+    expect(await swept.sweep()).toBe(0);
+    taken.clear();
+    expect(await swept.sweep()).toBe(1);
+  });
+
+  it('gives up with in_use when the record keeps vanishing between its insert and its read', async () => {
+    const vanishing: ReadStore = Object.assign(Object.create(reads) as ReadStore, {
+      collection: <T extends { id: string }>(name: string, options?: object) =>
+        Object.assign(Object.create(reads.collection<T>(name, options)) as Collection<T>, { insert: async () => false, get: async () => null }),
+    });
+    const store2 = new IdempotencyStore(vanishing, { leaseMs: LEASE, now: () => now, sweepIntervalMs: 0 });
+    expect(await store2.begin('acct_1:test', 'k', 'fp')).toEqual({ kind: 'in_use' });
+  });
+
+  it('warns when an answer comes after its reservation was taken over', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const crashed = await run();
+      now += LEASE;
+      await run();
+      await store.complete(crashed, answer('req_late'));
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(JSON.parse(warn.mock.calls[0][0] as string)).toEqual({ msg: 'idempotency reservation lost before its answer was kept', request_id: 'req_late' });
+      expect((warn.mock.contexts[0] as { context?: string }).context).toBe('idempotency');
+      await store.complete(await run('fp-1', 'key-2'), answer());
+      expect(warn).toHaveBeenCalledTimes(1);
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  it('sweeps every 10 minutes by default once the app has started, and stops with it', async () => {
+    jest.useFakeTimers();
+    try {
+      const swept = new IdempotencyStore(reads, { now: () => now });
+      const sweep = jest.spyOn(swept, 'sweep').mockResolvedValue(0);
+      swept.onApplicationBootstrap();
+      jest.advanceTimersByTime(10 * 60_000 - 1);
+      expect(sweep).not.toHaveBeenCalled();
+      jest.advanceTimersByTime(1);
+      expect(sweep).toHaveBeenCalledTimes(1);
+      swept.onModuleDestroy();
+      jest.advanceTimersByTime(60 * 60_000);
+      expect(sweep).toHaveBeenCalledTimes(1);
+      const never = new IdempotencyStore(reads, { now: () => now, sweepIntervalMs: 0 });
+      const neverSweep = jest.spyOn(never, 'sweep').mockResolvedValue(0);
+      never.onApplicationBootstrap();
+      jest.advanceTimersByTime(60 * 60_000);
+      expect(neverSweep).not.toHaveBeenCalled();
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('logs a failed sweep and keeps sweeping', async () => {
+    jest.useFakeTimers();
+    const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const swept = new IdempotencyStore(reads, { now: () => now, sweepIntervalMs: 1000 });
+      const sweep = jest.spyOn(swept, 'sweep').mockRejectedValue(new Error('store down'));
+      swept.onApplicationBootstrap();
+      await jest.advanceTimersByTimeAsync(2000);
+      expect(sweep).toHaveBeenCalledTimes(2);
+      expect(warn).toHaveBeenCalledWith('sweeping expired idempotency keys failed: store down');
+      swept.onModuleDestroy();
+    } finally {
+      warn.mockRestore();
+      jest.useRealTimers();
+    }
+  });
+
   it('sweeps records that expired or were released a lease ago, and only those', async () => {
     await store.complete(await run('fp', 'old'), answer());
     await store.release(await run('fp', 'released'));
@@ -163,6 +281,23 @@ describe('IdempotencyStore', () => {
   });
 });
 
+describe("the gateway's store", () => {
+  it('keys records with the deployment secret, and leases a reservation for twice the bus timeout (at least a minute)', async () => {
+    const reads = SqliteReadStore.open(':memory:');
+    try {
+      const store = idempotencyStoreProvider.useFactory(reads, { idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 45_000 } as ServiceConfig);
+      const short = idempotencyStoreProvider.useFactory(reads, { idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000 } as ServiceConfig);
+      await store.begin('acct_1:test', 'key-1', 'fp');
+      await short.begin('acct_1:test', 'key-2', 'fp');
+      const record = async (key: string) => (await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).get(idempotencyRecordId('acct_1:test', key, 'c'.repeat(64))))!;
+      expect((await record('key-1')).locked_until - (await record('key-1')).created_at).toBe(90_000);
+      expect((await record('key-2')).locked_until - (await record('key-2')).created_at).toBe(60_000);
+    } finally {
+      await reads.close();
+    }
+  });
+});
+
 describe('which answers are kept for replay', () => {
   const { isReplayableAnswer } = jest.requireActual('./idempotency') as typeof import('./idempotency');
   const error = (code: string) => JSON.stringify({ success: false, error: { code } });
@@ -174,5 +309,9 @@ describe('which answers are kept for replay', () => {
     expect(isReplayableAnswer(409, error('idempotency_key_reused'))).toBe(false);
     expect(isReplayableAnswer(503, error('service_unavailable'))).toBe(false);
     expect(isReplayableAnswer(400, error('parameter_invalid'))).toBe(false);
+  });
+  it('keeps a success whatever its body, and no 409 it cannot read', () => {
+    expect(isReplayableAnswer(200, 'plain text')).toBe(true);
+    expect(isReplayableAnswer(409, 'not json')).toBe(false);
   });
 });
