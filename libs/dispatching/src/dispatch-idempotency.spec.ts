@@ -1,4 +1,4 @@
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { Collection, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
 import { DispatchIdempotency, IDEMPOTENCY_WINDOW_MS } from './dispatch-idempotency';
 
 /** Idempotency-Keys as dispatch-service holds them: one dispatch per account, mode and key for 24 h. */
@@ -94,5 +94,34 @@ describe('dispatch idempotency', () => {
     expect(await keys.claim('acct_1', 'test', 'young', 'dsp_x', spring)).toMatchObject({ kind: 'taken', dispatchId: 'dsp_young' });
     const left = await reads.collection('dispatch_idempotency_keys').find({}, { limit: 10 });
     expect(left.items).toHaveLength(1);
+  });
+
+  it('gives an expired key to exactly one of many simultaneous requests', async () => {
+    await keys.claim('acct_1', 'test', 'k', 'dsp_0', spring);
+    at(IDEMPOTENCY_WINDOW_MS);
+    const claims = await Promise.all(Array.from({ length: 10 }, (_, n) => keys.claim('acct_1', 'test', 'k', `dsp_${n + 1}`, spring)));
+    expect(claims.filter((c) => c.kind === 'claimed')).toHaveLength(1);
+  });
+
+  it('leaves a key renewed between the sweep finding it and deleting it', async () => {
+    let renewed = false;
+    const racing: ReadStore = Object.assign(Object.create(reads) as ReadStore, {
+      collection: <T extends { id: string }>(name: string, options?: object) => {
+        const inner = reads.collection<T>(name, options);
+        return Object.assign(Object.create(inner) as Collection<T>, {
+          get: async (id: string) => {
+            const record = await inner.get(id);
+            return record && renewed ? { ...record, created_at: new Date().toISOString() } : record;
+          },
+        });
+      },
+    });
+    const sweeping = new DispatchIdempotency(racing);
+    await sweeping.claim('acct_1', 'test', 'k', 'dsp_1', spring);
+    at(IDEMPOTENCY_WINDOW_MS + 1);
+    renewed = true;
+    expect(await sweeping.sweep()).toBe(0);
+    renewed = false;
+    expect(await sweeping.sweep()).toBe(1);
   });
 });
