@@ -61,3 +61,67 @@ describe('credit ledgers shared by two replicas', () => {
     for (const replica of replicas) expect((await replica.load('acct_1', 'test')).state.balance).toBe(0);
   });
 });
+
+describe('a credit ledger', () => {
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let ledgers: CreditLedgers;
+  const now = () => new Date().toISOString();
+  const grant = (grantId: string, amount: number) => ({ type: 'GrantCredits' as const, grantId, amount, now: now() });
+
+  beforeEach(() => {
+    events = SqliteEventStore.open(':memory:');
+    reads = SqliteReadStore.open(':memory:');
+    ledgers = new CreditLedgers(events, reads);
+  });
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await events.close();
+    await reads.close();
+  });
+
+  it('answers the events it recorded, at their revisions, with the account, mode and caller in their metadata', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    const { state, recorded } = await ledgers.execute('acct_1', 'live', grant('g2', 3), { requestId: 'req_9' });
+    expect(state.balance).toBe(8);
+    expect(recorded).toEqual([expect.objectContaining({ streamId: 'credits-acct_1-live', type: 'CreditsGranted', revision: 1, metadata: { requestId: 'req_9', accountId: 'acct_1', mode: 'live', version: 1 } })]);
+    const stored = await ledgers.history('acct_1', 'live');
+    expect(stored[1]).toMatchObject({ id: recorded[0].id, revision: 1, metadata: { requestId: 'req_9', accountId: 'acct_1', mode: 'live' } });
+  });
+
+  it('records nothing for a grant it already applied', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    const append = jest.spyOn(events, 'append');
+    expect(await ledgers.execute('acct_1', 'live', grant('g1', 5), {})).toMatchObject({ recorded: [], state: { balance: 5 } });
+    expect(append).not.toHaveBeenCalled();
+  });
+
+  it('gives up after 50 conflicting writers in a row, and at once on any other failure', async () => {
+    const conflict = jest.spyOn(events, 'append').mockRejectedValue(new WrongExpectedRevisionError('credits-acct_1-live', 'no_stream', 0));
+    jest.spyOn(Math, 'random').mockReturnValue(0);
+    await expect(ledgers.execute('acct_1', 'live', grant('g1', 5), {})).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+    expect(conflict).toHaveBeenCalledTimes(51);
+    conflict.mockReset().mockRejectedValue(new Error('disk full'));
+    await expect(ledgers.execute('acct_1', 'live', grant('g1', 5), {})).rejects.toThrow('disk full');
+    expect(conflict).toHaveBeenCalledTimes(1);
+  });
+
+  it('reads the whole stream when its view has no revision to continue from', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    await reads.collection('credit_ledgers').upsert({ id: 'acct_1:live', account_id: 'acct_1', mode: 'live', balance: 999, grant_ids: [] }, 7);
+    expect(await ledgers.load('acct_1', 'live')).toEqual({ state: { accountId: 'acct_1', mode: 'live', balance: 5, grantIds: ['g1'] }, revision: 0 });
+  });
+
+  it('continues from its view, and brings the view up to events another writer appended', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    const other = new CreditLedgers(events, SqliteReadStore.open(':memory:'));
+    await other.execute('acct_1', 'live', grant('g2', 2), {});
+    expect(await ledgers.views.get('acct_1:live')).toMatchObject({ balance: 5, revision: 0 });
+    expect((await ledgers.load('acct_1', 'live')).state.balance).toBe(7);
+    await ledgers.refreshView('acct_1', 'live');
+    expect(await ledgers.views.get('acct_1:live')).toMatchObject({ balance: 7, grant_ids: ['g1', 'g2'], revision: 1 });
+    await ledgers.refreshView('acct_9', 'live');
+    expect(await ledgers.views.get('acct_9:live')).toBeNull();
+  });
+});
+
