@@ -3,6 +3,7 @@ import {
   DispatchAlreadyExists,
   DispatchCommand,
   dispatchDecider,
+  DispatchNotFound,
   DispatchNotInProgress,
   DispatchNotRetryable,
   MAX_ATTEMPTS_PER_RUN,
@@ -129,5 +130,30 @@ describe('dispatch decider', () => {
     });
     expect(toNotification(attemptFailed(1), after)).toBeNull();
     expect(toNotification(retried, after)?.event).toBe('dispatch.accepted');
+  });
+
+  it.each<[string, DispatchEvent[], DispatchCommand, string, string]>([
+    ['a second creation', [accepted], create, 'dispatch_already_exists', 'dispatch dsp_1 exists'],
+    ['an outcome for no dispatch', [], { type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'x', now: T1 } as DispatchCommand, 'resource_missing', 'no such dispatch'],
+    ['a retry of no dispatch', [], { type: 'RetryDispatch', requestId: null, now: T1 }, 'resource_missing', 'no such dispatch'],
+    ['an outcome after completion', [accepted, completed], { type: 'RecordProviderFailure', attempt: 2, error: invalid, now: T1 }, 'dispatch_not_in_progress', 'dispatch dsp_1 is completed'],
+    ['an outcome of an attempt already recorded', [accepted, attemptFailed(1)], { type: 'RecordProviderFailure', attempt: 1, error: invalid, now: T1 }, 'stale_attempt', 'attempt 1 after 1'],
+    ['a retry of a completed dispatch', [accepted, completed], { type: 'RetryDispatch', requestId: null, now: T1 }, 'dispatch_not_retryable', 'A dispatch can be retried only when it has failed; this one is completed.'],
+  ])('names the rule %s breaks, for the service to answer', (_, history, command, rule, message) => {
+    let error: (Error & { rule?: string }) | undefined;
+    try {
+      given(...history).when(command).events();
+    } catch (caught) {
+      error = caught as Error & { rule?: string };
+    }
+    expect([error?.rule, error?.message]).toEqual([rule, message]);
+  });
+
+  it('finds no dispatch to retry before it exists', () => given().when({ type: 'RetryDispatch', requestId: null, now: T1 }).thenThrows(DispatchNotFound));
+
+  it('counts the calls of the current run, whatever their outcome', () => {
+    expect(given(accepted, attemptFailed(1), attemptFailed(2)).state()).toMatchObject({ attempts: 2, attemptsThisRun: 2 });
+    expect(given(accepted, attemptFailed(1), { ...completed, data: { ...completed.data, attempt: 2 } } as DispatchEvent).state()).toMatchObject({ attempts: 2, attemptsThisRun: 2 });
+    expect(given(accepted, attemptFailed(1), { ...failed, data: { ...failed.data, attempt: 2 } } as DispatchEvent).state()).toMatchObject({ attempts: 2, attemptsThisRun: 2 });
   });
 });

@@ -17,7 +17,24 @@ describe('secret box', () => {
     expect(() => SecretBox.fromHexKey(SecretBox.generateHexKey()).open(sealed)).toThrow();
   });
 
-  it('wants a 32-byte hex key', () => {
+  it('wants a 32-byte hex key, and nothing around it', () => {
     expect(() => SecretBox.fromHexKey('abc')).toThrow(/64 hexadecimal/);
+    expect(() => SecretBox.fromHexKey('x' + 'a'.repeat(64))).toThrow(/64 hexadecimal/);
+    expect(() => SecretBox.fromHexKey('a'.repeat(64) + 'x')).toThrow(/64 hexadecimal/);
+    expect(() => SecretBox.fromHexKey('A'.repeat(64))).not.toThrow();
   });
+
+  it('writes a versioned value and opens an empty secret too', () => {
+    expect(box.seal('s')).toMatch(/^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+$/);
+    expect(box.open(box.seal(''))).toBe('');
+  });
+
+  it.each([
+    ['another version', (sealed: string) => sealed.replace(/^v1/, 'v2')],
+    ['no version', (sealed: string) => sealed.replace(/^v1/, '')],
+    ['no iv', (sealed: string) => sealed.split('.').map((part, i) => (i === 1 ? '' : part)).join('.')],
+    ['no tag', (sealed: string) => sealed.split('.').map((part, i) => (i === 2 ? '' : part)).join('.')],
+    ['no body part', (sealed: string) => sealed.split('.').slice(0, 3).join('.')],
+    ['nothing', () => ''],
+  ])('says plainly that %s is not a sealed secret', (_, corrupt) => expect(() => box.open(corrupt(box.seal('whsec_abc')))).toThrow(new Error('not a sealed secret')));
 });
