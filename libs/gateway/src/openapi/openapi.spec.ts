@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { INestApplication, RequestMethod } from '@nestjs/common';
+import { INestApplication, RequestMethod, Type } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { Test } from '@nestjs/testing';
 import { ERROR_CATALOG } from '@campaign-ops/api-errors';
@@ -25,7 +25,7 @@ const operations = () => Object.entries(document.paths).flatMap(([path, item]) =
 
 beforeAll(async () => {
   // The gateway's controllers, as @nestjs/swagger reads them in the running app (their dependencies are not needed to describe them).
-  const moduleRef = await Test.createTestingModule({ controllers: CONTROLLERS }).useMocker(() => ({})).compile();
+  const moduleRef = await Test.createTestingModule({ controllers: CONTROLLERS as Type[] }).useMocker(() => ({})).compile();
   app = moduleRef.createNestApplication({ logger: false });
   document = buildOpenApiDocument(app, VERSION);
   components = document.components as Record<string, Record<string, any>>;
