@@ -1,14 +1,15 @@
-import { Body, Controller, HttpCode, INestApplication, Param, Post } from '@nestjs/common';
+import { Body, Controller, ExecutionContext, HttpCode, INestApplication, Param, Patch, Post } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import type { NextFunction, Response } from 'express';
+import { of } from 'rxjs';
 import { ApiError } from '@campaign-ops/api-errors';
 import { SqliteReadStore } from '@campaign-ops/read-store';
 import { ApiDocument } from '../openapi/api-document';
 import { ApiExceptionFilter } from './api-exception.filter';
 import { EnvelopeInterceptor } from './envelope.interceptor';
 import { IdempotencyStore } from './idempotency';
-import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { idempotencyScope, IdempotencyInterceptor } from './idempotency.interceptor';
 import { jsonBodyMiddleware } from './json-body.middleware';
 import { GatewayRequest } from './request-context';
 import { requestIdMiddleware } from './request-id.middleware';
@@ -32,6 +33,13 @@ class ThingsController {
     runs.push('slow');
     await gate;
     return { id: `slow_${runs.length}` };
+  }
+
+  @Patch(':id')
+  @HttpCode(200)
+  update(@Param('id') id: string) {
+    runs.push(`update:${id}`);
+    return { id };
   }
 
   @Post('fail/:code')
@@ -126,7 +134,10 @@ describe('IdempotencyInterceptor', () => {
     await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'reused-1' });
     const other = await post('/v1/things', { name: 'b' }, { 'Idempotency-Key': 'reused-1' });
     expect(other.status).toBe(409);
-    expect(JSON.parse(other.text)).toMatchObject({ success: false, error: { type: 'idempotency_error', code: 'idempotency_key_reused', param: 'Idempotency-Key' } });
+    expect(JSON.parse(other.text)).toMatchObject({
+      success: false,
+      error: { type: 'idempotency_error', code: 'idempotency_key_reused', param: 'Idempotency-Key', message: 'This Idempotency-Key was already used with a different request; send a new key for a new request.' },
+    });
     // same JSON, other bytes: another request too
     const spaced = await post('/v1/things', '{"name": "a"}', { 'Idempotency-Key': 'reused-1' });
     expect(JSON.parse(spaced.text).error.code).toBe('idempotency_key_reused');
@@ -143,7 +154,7 @@ describe('IdempotencyInterceptor', () => {
     while (!runs.includes('slow')) await new Promise((r) => setTimeout(r, 5));
     const during = await post('/v1/things/slow', {}, { 'Idempotency-Key': 'slow-1' });
     expect(during.status).toBe(409);
-    expect(JSON.parse(during.text).error).toMatchObject({ type: 'idempotency_error', code: 'idempotency_key_in_use' });
+    expect(JSON.parse(during.text).error).toEqual({ type: 'idempotency_error', code: 'idempotency_key_in_use', param: 'Idempotency-Key', message: 'A request with this Idempotency-Key is still in progress; retry once it has finished.' });
     open();
     const done = await first;
     const after = await post('/v1/things/slow', {}, { 'Idempotency-Key': 'slow-1' });
@@ -209,9 +220,38 @@ describe('IdempotencyInterceptor', () => {
     expect(runs).toEqual(['admin']);
   });
 
+  it('leaves requests other than POST alone, key or not', async () => {
+    for (let n = 0; n < 2; n++) {
+      const response = await fetch(`${base}/v1/things/t1`, { method: 'PATCH', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'patch-1', 'X-Account': 'acct_1' }, body: '{}' });
+      expect([response.status, response.headers.get('idempotent-replayed')]).toEqual([200, null]);
+    }
+    expect(runs).toEqual(['update:t1', 'update:t1']);
+  });
+
   it('runs every request without a key', async () => {
     await post('/v1/things', { name: 'a' });
     await post('/v1/things', { name: 'a' });
     expect(runs).toEqual(['create:a', 'create:a']);
+  });
+});
+
+describe('idempotencyScope', () => {
+  const request = (path: string, caller?: GatewayRequest['caller']) => ({ path, caller }) as GatewayRequest;
+  it("is the caller's account and mode, the operators' on the Admin API, and nobody's elsewhere", () => {
+    expect(idempotencyScope(request('/v1/campaigns', { accountId: 'acct_1', mode: 'live', requestId: 'req_1', keyId: 'key_1' }))).toBe('acct_1:live');
+    expect(idempotencyScope(request('/admin/v1/accounts'))).toBe('admin');
+    expect(idempotencyScope(request('/v1/campaigns'))).toBeNull();
+    expect(idempotencyScope(request('/administrator'))).toBeNull();
+  });
+});
+
+describe('IdempotencyInterceptor outside HTTP', () => {
+  it('lets a bus message through without touching the store', async () => {
+    const begin = jest.fn();
+    const interceptor = new IdempotencyInterceptor({ begin } as unknown as IdempotencyStore);
+    const handled = of('answer');
+    const context = { getType: () => 'rpc', switchToHttp: () => { throw new Error('not HTTP'); } } as unknown as ExecutionContext;
+    expect(await interceptor.intercept(context, { handle: () => handled })).toBe(handled);
+    expect(begin).not.toHaveBeenCalled();
   });
 });
