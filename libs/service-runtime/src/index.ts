@@ -6,7 +6,7 @@ export * from './event-relay';
 export * from './background-loop';
 export * from './start-app';
 export * from './request-context';
-export * from './json-logger';
+export * from './pino-logger';
 export * from './metrics';
 export * from './bus-messages';
 export * from './api-answer.decorator';

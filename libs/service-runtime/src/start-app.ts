@@ -1,13 +1,11 @@
 import { INestApplication, Logger, Module, Type } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { BusTransport } from '@campaign-ops/bus-transport';
-import { JsonLogger } from './json-logger';
+import { appLogger } from './pino-logger';
 import { httpMetricsMiddleware } from './metrics';
 import { NestFactory } from '@nestjs/core';
 import { ServiceConfig } from './config';
 import { InfrastructureModule } from './infrastructure.module';
-
-export const jsonLogger = (config: ServiceConfig) => new JsonLogger(config.app, config.logLevel);
 
 /**
  * Starts one app: the infrastructure of its config, its feature modules, HTTP on PORT (health,
@@ -21,7 +19,7 @@ export async function startApp(
   @Module({ imports: [InfrastructureModule.forRoot(config), ...features] })
   class AppModule {}
 
-  const app = await NestFactory.create(AppModule, { bodyParser: false, logger: jsonLogger(config), abortOnError: false });
+  const app = await NestFactory.create(AppModule, { bodyParser: false, logger: appLogger(config), abortOnError: false });
   app.use(httpMetricsMiddleware);
   configure(app);
   // The services' message controllers (@MessagePattern, @EventPattern) over the app's bus.

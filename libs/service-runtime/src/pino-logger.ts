@@ -1,0 +1,67 @@
+import { LoggerService } from '@nestjs/common';
+import pino, { DestinationStream, Logger as Pino } from 'pino';
+import { currentRequestId } from './request-context';
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug';
+
+/**
+ * One JSON object per line, written by pino: `time` (ISO 8601), `level` (its name), `app`,
+ * `context`, `msg`, `stack` for errors, and the `request_id` of the work in progress (an HTTP
+ * request, or a bus message: the AsyncLocalStorage of request-context.ts carries it across both).
+ * Secrets never reach it: nothing logs keys, tokens or signing secrets, and an `authorization`
+ * field is redacted should one ever be passed.
+ */
+export function createPino(app: string, level: 'debug' | 'info' | 'warn' | 'error', destination: DestinationStream = pino.destination({ sync: true })): Pino {
+  return pino(
+    {
+      level,
+      base: { app },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+      mixin: () => {
+        const requestId = currentRequestId();
+        return requestId ? { request_id: requestId } : {};
+      },
+      redact: { paths: ['authorization', '*.authorization', 'headers.authorization', 'headers.cookie'], censor: '[redacted]' },
+    },
+    destination,
+  );
+}
+
+/** Nest's logger interface over pino: `new Logger('context')` anywhere in the apps lands here. */
+export class PinoLoggerService implements LoggerService {
+  constructor(private readonly pino: Pino) {}
+
+  log(message: unknown, ...rest: unknown[]): void {
+    this.write('info', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]): void {
+    this.write('error', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.write('warn', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.write('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.write('debug', message, rest);
+  }
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.write('fatal', message, rest);
+  }
+
+  private write(level: Level, message: unknown, rest: unknown[]): void {
+    if (!this.pino.isLevelEnabled(level)) return;
+    // Nest passes (message, context) and, for errors, (message, stack, context).
+    const context = typeof rest[rest.length - 1] === 'string' ? (rest[rest.length - 1] as string) : undefined;
+    const stack = level === 'error' || level === 'fatal' ? rest.find((r, i) => typeof r === 'string' && i < rest.length - 1) : undefined;
+    const fields: Record<string, unknown> = { ...(context && { context }), ...(stack !== undefined && { stack }) };
+    if (message instanceof Error) this.pino[level]({ ...fields, stack: message.stack }, message.message);
+    else if (typeof message === 'object' && message !== null) this.pino[level]({ ...fields, ...message });
+    else this.pino[level](fields, String(message));
+  }
+}
+
+/** The logger of an app: JSON lines on stdout at its LOG_LEVEL. */
+export const appLogger = (config: { app: string; logLevel: 'debug' | 'info' | 'warn' | 'error' }) => new PinoLoggerService(createPino(config.app, config.logLevel));
