@@ -32,24 +32,12 @@ export function createPino(app: string, level: 'debug' | 'info' | 'warn' | 'erro
 export class PinoLoggerService implements LoggerService {
   constructor(private readonly pino: Pino) {}
 
-  log(message: unknown, ...rest: unknown[]): void {
-    this.write('info', message, rest);
-  }
-  error(message: unknown, ...rest: unknown[]): void {
-    this.write('error', message, rest);
-  }
-  warn(message: unknown, ...rest: unknown[]): void {
-    this.write('warn', message, rest);
-  }
-  debug(message: unknown, ...rest: unknown[]): void {
-    this.write('debug', message, rest);
-  }
-  verbose(message: unknown, ...rest: unknown[]): void {
-    this.write('debug', message, rest);
-  }
-  fatal(message: unknown, ...rest: unknown[]): void {
-    this.write('fatal', message, rest);
-  }
+  readonly log = (message: unknown, ...rest: unknown[]) => this.write('info', message, rest);
+  readonly error = (message: unknown, ...rest: unknown[]) => this.write('error', message, rest);
+  readonly warn = (message: unknown, ...rest: unknown[]) => this.write('warn', message, rest);
+  readonly debug = (message: unknown, ...rest: unknown[]) => this.write('debug', message, rest);
+  readonly verbose = (message: unknown, ...rest: unknown[]) => this.write('debug', message, rest);
+  readonly fatal = (message: unknown, ...rest: unknown[]) => this.write('fatal', message, rest);
 
   private write(level: Level, message: unknown, rest: unknown[]): void {
     if (!this.pino.isLevelEnabled(level)) return;
