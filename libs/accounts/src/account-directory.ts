@@ -1,3 +1,4 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import {
   CreditGrant,
@@ -17,9 +18,9 @@ import {
   upcastAccountEvent,
 } from '@campaign-ops/account-domain';
 import { AggregateRepository } from '@campaign-ops/event-sourcing';
-import { EventStore } from '@campaign-ops/event-store';
+import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { newId } from '@campaign-ops/ids';
-import { Collection, ReadStore } from '@campaign-ops/read-store';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 
 export interface AccountView {
   id: string;
@@ -56,12 +57,13 @@ const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.nam
  * Accounts and their API keys: opened, issued and revoked through the Admin API and the ops
  * command line, and looked up by the gateway for every request. Keys are kept only as hashes.
  */
+@Injectable()
 export class AccountDirectory {
   private readonly repository: AggregateRepository<AccountCommand, AccountEvent, AccountState>;
   readonly accounts: Collection<AccountView>;
   readonly keys: Collection<ApiKeyView>;
 
-  constructor(events: EventStore, readStore: ReadStore) {
+  constructor(@Inject(EVENT_STORE) events: EventStore, @Inject(READ_STORE) readStore: ReadStore) {
     this.repository = new AggregateRepository(events, accountDecider, upcastAccountEvent);
     this.accounts = readStore.collection<AccountView>('accounts');
     this.keys = readStore.collection<ApiKeyView>('api_keys', { indexes: ['key_hash', 'account_id'] });

@@ -21,6 +21,7 @@ export class InfrastructureModule implements OnApplicationShutdown {
       controllers: options.health === false ? [] : [HealthController, MetricsController],
       providers: [
         { provide: CONFIG, useValue: config },
+        // The ports, their adapters chosen from configuration (SQLite or EventStoreDB/MongoDB, in-process or NATS).
         { provide: INFRASTRUCTURE, useFactory: () => openInfrastructure(config) },
         { provide: EVENT_STORE, useFactory: (i: Infrastructure) => i.eventStore, inject: [INFRASTRUCTURE] },
         { provide: READ_STORE, useFactory: (i: Infrastructure) => i.readStore, inject: [INFRASTRUCTURE] },

@@ -1,18 +1,22 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { newId } from '@campaign-ops/ids';
 import { Collection } from '@campaign-ops/read-store';
 import { Delivery, pendingDelivery, toDeliveryResource } from '@campaign-ops/webhook-domain';
 import { ListDeliveriesRequest, ListResult, RedeliverRequest } from '@campaign-ops/service-messages';
+import { DeliveryLoop } from './delivery-loop';
 import { EndpointStore } from './endpoint-store';
+import { DELIVERIES } from './webhook-delivery.tokens';
 
 type DeliveryResource = ReturnType<typeof toDeliveryResource>;
 
 /** The delivery log of an endpoint, and redelivery of any of its deliveries. */
+@Injectable()
 export class DeliveryQueries {
   constructor(
     private readonly endpoints: EndpointStore,
-    private readonly deliveries: Collection<Delivery>,
-    private readonly onStored: () => void,
+    @Inject(DELIVERIES) private readonly deliveries: Collection<Delivery>,
+    @Inject(DeliveryLoop) private readonly loop: Pick<DeliveryLoop, 'kick'>,
   ) {}
 
   async list({ caller, id, query }: ListDeliveriesRequest): Promise<Outcome<ListResult<DeliveryResource>>> {
@@ -41,7 +45,7 @@ export class DeliveryQueries {
     const { endpoint_id, account_id, mode, event_id, event, body } = original;
     const fresh = pendingDelivery({ id: newId('dlv'), endpoint_id, account_id, mode, event_id, event, body }, now);
     await this.deliveries.insert(fresh);
-    this.onStored();
+    this.loop.kick();
     return success(toDeliveryResource(fresh));
   }
 }

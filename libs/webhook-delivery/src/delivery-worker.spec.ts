@@ -56,7 +56,7 @@ describe('DeliveryWorker, at send time', () => {
   });
 
   const workerWith = (policy: UrlPolicy) =>
-    new DeliveryWorker(deliveriesOf(reads), endpoints, secrets, new EndpointHealth(reads, endpoints, 5 * 86_400_000), {
+    new DeliveryWorker(deliveriesOf(reads), endpoints, secrets, new EndpointHealth(reads, endpoints, { disableAfterMs: 5 * 86_400_000 }), {
       timeoutMs: 2000,
       retrySchedule: [60_000],
       policy,

@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Collection } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { afterAttempt, AttemptResult, Delivery } from '@campaign-ops/webhook-domain';
@@ -8,6 +8,7 @@ import { UrlPolicy } from '@campaign-ops/url-guard';
 import { deliveryAttempts } from '@campaign-ops/service-runtime';
 import { EndpointHealth } from './endpoint-health';
 import { EndpointStore } from './endpoint-store';
+import { DELIVERIES, DELIVERY_WORKER_OPTIONS } from './webhook-delivery.tokens';
 
 export interface DeliveryWorkerOptions {
   timeoutMs: number;
@@ -20,15 +21,16 @@ export interface DeliveryWorkerOptions {
  * Sends due deliveries. A delivery is claimed with a lease (its next attempt moved past the
  * timeout), so a worker that dies mid-send leaves it to be picked up again: at least once.
  */
+@Injectable()
 export class DeliveryWorker {
   private readonly logger = new Logger('webhook-delivery');
 
   constructor(
-    private readonly deliveries: Collection<Delivery>,
+    @Inject(DELIVERIES) private readonly deliveries: Collection<Delivery>,
     private readonly endpoints: EndpointStore,
     private readonly secrets: SecretBox,
     private readonly health: EndpointHealth,
-    private readonly options: DeliveryWorkerOptions,
+    @Inject(DELIVERY_WORKER_OPTIONS) private readonly options: DeliveryWorkerOptions,
   ) {}
 
   /**

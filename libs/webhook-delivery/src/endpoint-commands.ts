@@ -1,3 +1,4 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { EndpointNotFound, webhookStreamId, WebhookEventType } from '@campaign-ops/webhook-domain';
 import { newId, randomBase62 } from '@campaign-ops/ids';
@@ -5,6 +6,7 @@ import { SecretBox } from '@campaign-ops/secret-box';
 import { checkWebhookUrl, UrlPolicy } from '@campaign-ops/url-guard';
 import { Caller, CreateWebhookRequest, ListResult, ListWebhooksRequest, UpdateWebhookRequest, WebhookByIdRequest } from '@campaign-ops/service-messages';
 import { EndpointResource, EndpointStore, toEndpointResource } from './endpoint-store';
+import { URL_POLICY } from './webhook-delivery.tokens';
 
 /** At most this many endpoints per account and mode, so a fan-out stays bounded. */
 export const MAX_ENDPOINTS_PER_ACCOUNT = 50;
@@ -12,11 +14,12 @@ export const MAX_ENDPOINTS_PER_ACCOUNT = 50;
 type WithSecret = EndpointResource & { signing_secret: string };
 
 /** Managing webhook endpoints: the use cases behind /v1/webhooks. */
+@Injectable()
 export class EndpointCommands {
   constructor(
     private readonly store: EndpointStore,
     private readonly secrets: SecretBox,
-    private readonly policy: UrlPolicy,
+    @Inject(URL_POLICY) private readonly policy: UrlPolicy,
   ) {}
 
   async create({ caller, url, events }: CreateWebhookRequest): Promise<Outcome<WithSecret>> {

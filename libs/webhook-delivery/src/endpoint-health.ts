@@ -1,6 +1,8 @@
-import { Collection, ReadStore } from '@campaign-ops/read-store';
+import { Inject, Injectable } from '@nestjs/common';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { webhookStreamId } from '@campaign-ops/webhook-domain';
 import { EndpointStore } from './endpoint-store';
+import { WEBHOOK_SETTINGS } from './webhook-delivery.tokens';
 
 interface HealthView {
   id: string;
@@ -13,14 +15,17 @@ interface HealthView {
  * Disables an endpoint whose deliveries have all failed for `disableAfterMs` (5 days by default):
  * a partner who went away stops costing retries, and sees why in `disabled_reason`.
  */
+@Injectable()
 export class EndpointHealth {
   private readonly health: Collection<HealthView>;
+  private readonly disableAfterMs: number;
 
   constructor(
-    readStore: ReadStore,
+    @Inject(READ_STORE) readStore: ReadStore,
     private readonly endpoints: EndpointStore,
-    private readonly disableAfterMs: number,
+    @Inject(WEBHOOK_SETTINGS) settings: { disableAfterMs: number },
   ) {
+    this.disableAfterMs = settings.disableAfterMs;
     this.health = readStore.collection<HealthView>('webhook_endpoint_health');
   }
 

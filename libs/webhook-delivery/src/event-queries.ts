@@ -1,7 +1,9 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Collection, Filter } from '@campaign-ops/read-store';
 import { EventByIdRequest, ListEventsRequest, ListResult } from '@campaign-ops/service-messages';
 import { StoredPartnerEvent } from './delivery-store';
+import { PARTNER_EVENTS } from './webhook-delivery.tokens';
 
 /** The Events API keeps 30 days: what a partner's endpoint missed, it can catch up on here. */
 export const EVENT_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
@@ -16,8 +18,9 @@ export interface PartnerEventResource {
 /** The same shape as a webhook body. */
 const toResource = (e: StoredPartnerEvent): PartnerEventResource => ({ id: e.id, event: e.type, timestamp: e.created_at, data: e.data });
 
+@Injectable()
 export class EventQueries {
-  constructor(private readonly events: Collection<StoredPartnerEvent>) {}
+  constructor(@Inject(PARTNER_EVENTS) private readonly events: Collection<StoredPartnerEvent>) {}
 
   async list({ caller, query }: ListEventsRequest): Promise<Outcome<ListResult<PartnerEventResource>>> {
     const oldest = new Date(Date.now() - EVENT_RETENTION_MS).toISOString();

@@ -53,7 +53,7 @@ describe('FanOut', () => {
     events = SqliteEventStore.open(':memory:');
     endpoints = new EndpointStore(events, reads);
     stored = 0;
-    fanOut = new FanOut(endpoints, deliveriesOf(reads), partnerEventsOf(reads), () => stored++);
+    fanOut = new FanOut(endpoints, deliveriesOf(reads), partnerEventsOf(reads), { kick: () => void stored++ });
     // Two accounts, each with an endpoint in each mode.
     await endpoint('whk_a_test', 'acct_a', 'test');
     await endpoint('whk_a_live', 'acct_a', 'live');

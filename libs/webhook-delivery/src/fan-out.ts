@@ -1,20 +1,24 @@
+import { Inject, Injectable } from '@nestjs/common';
 import { deterministicUlid } from '@campaign-ops/ids';
 import { Collection } from '@campaign-ops/read-store';
 import { Delivery, PartnerEvent, pendingDelivery, webhookBody } from '@campaign-ops/webhook-domain';
 import { StoredPartnerEvent } from './delivery-store';
+import { DeliveryLoop } from './delivery-loop';
 import { EndpointStore } from './endpoint-store';
+import { DELIVERIES, PARTNER_EVENTS } from './webhook-delivery.tokens';
 
 /**
  * Turns one partner event into one stored delivery per subscribed endpoint of the same account
  * and mode. Delivery ids derive from (event, endpoint), so a redelivered event adds nothing: the
  * fan-out is idempotent, and every delivery is stored before anything is sent.
  */
+@Injectable()
 export class FanOut {
   constructor(
     private readonly endpoints: EndpointStore,
-    private readonly deliveries: Collection<Delivery>,
-    private readonly events: Collection<StoredPartnerEvent>,
-    private readonly onStored: () => void,
+    @Inject(DELIVERIES) private readonly deliveries: Collection<Delivery>,
+    @Inject(PARTNER_EVENTS) private readonly events: Collection<StoredPartnerEvent>,
+    @Inject(DeliveryLoop) private readonly loop: Pick<DeliveryLoop, 'kick'>,
   ) {}
 
   async handle(event: PartnerEvent): Promise<void> {
@@ -46,6 +50,6 @@ export class FanOut {
       if (!page.hasMore) break;
       startingAfter = page.items[page.items.length - 1].id;
     }
-    if (stored > 0) this.onStored();
+    if (stored > 0) this.loop.kick();
   }
 }

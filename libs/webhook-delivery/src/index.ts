@@ -9,3 +9,5 @@ export * from './event-queries';
 export * from './endpoint-health';
 export * from './webhook-delivery.providers';
 export * from './webhook-delivery.processors';
+export * from './webhook-delivery.tokens';
+export * from './delivery-loop';

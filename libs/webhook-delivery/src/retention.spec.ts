@@ -20,7 +20,7 @@ describe('retention', () => {
     await delivery('dlv_old_failed', 'failed', ago(40 * day));
     await delivery('dlv_old_pending', 'pending', ago(31 * day));
     await delivery('dlv_recent', 'succeeded', ago(1 * day));
-    const queries = new DeliveryQueries(new EndpointStore(events, reads), deliveries, () => undefined);
+    const queries = new DeliveryQueries(new EndpointStore(events, reads), deliveries, { kick: () => undefined });
     expect(await queries.purgeFinished(EVENT_RETENTION_MS)).toBe(2);
     expect((await deliveries.find({}, { limit: 10 })).items.map((d) => d.id).sort()).toEqual(['dlv_old_pending', 'dlv_recent']);
 

@@ -2,13 +2,14 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { Bus, BUS } from '@campaign-ops/bus';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
-import { BackgroundLoop, CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
+import { CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
 import { Delivery } from '@campaign-ops/webhook-domain';
 import { DeliveryQueries } from './delivery-queries';
 import { DeliveryWorker } from './delivery-worker';
 import { EndpointStore } from './endpoint-store';
 import { EVENT_RETENTION_MS, EventQueries } from './event-queries';
-import { DELIVERIES, DELIVERY_LOOP } from './webhook-delivery.providers';
+import { DeliveryLoop } from './delivery-loop';
+import { DELIVERIES } from './webhook-delivery.tokens';
 
 /**
  * What webhook-delivery-service does on its own, beside answering messages: keeps the endpoint
@@ -26,7 +27,7 @@ export class WebhookDeliveryProcessors implements OnApplicationBootstrap, OnModu
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     @Inject(DELIVERIES) private readonly deliveries: Collection<Delivery>,
-    @Inject(DELIVERY_LOOP) private readonly loop: BackgroundLoop,
+    private readonly loop: DeliveryLoop,
     private readonly endpoints: EndpointStore,
     private readonly worker: DeliveryWorker,
     private readonly queries: DeliveryQueries,

@@ -8,7 +8,7 @@ import {
   IdempotencyRecord,
   idempotencyRecordId,
   IdempotencyStore,
-  idempotencyStoreProvider,
+  idempotencyOptionsProvider,
   isReplayableStatus,
   requestFingerprint,
   Reservation,
@@ -285,8 +285,8 @@ describe("the gateway's store", () => {
   it('keys records with the deployment secret, and leases a reservation for twice the bus timeout (at least a minute)', async () => {
     const reads = SqliteReadStore.open(':memory:');
     try {
-      const store = idempotencyStoreProvider.useFactory(reads, { idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 45_000 } as ServiceConfig);
-      const short = idempotencyStoreProvider.useFactory(reads, { idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000 } as ServiceConfig);
+      const store = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 45_000 } as ServiceConfig));
+      const short = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000 } as ServiceConfig));
       await store.begin('acct_1:test', 'key-1', 'fp');
       await short.begin('acct_1:test', 'key-2', 'fp');
       const record = async (key: string) => (await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).get(idempotencyRecordId('acct_1:test', key, 'c'.repeat(64))))!;

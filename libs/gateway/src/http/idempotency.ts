@@ -1,4 +1,4 @@
-import { Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
@@ -101,6 +101,9 @@ export type Begun =
   | { kind: 'reused' }
   | { kind: 'in_use' };
 
+/** Where the gateway's idempotency settings are injected from (configuration). */
+export const IDEMPOTENCY_OPTIONS = Symbol('IDEMPOTENCY_OPTIONS');
+
 export interface IdempotencyOptions {
   /**
    * Keys the record ids and the answer seals (HMAC-SHA256), so that reading the store is not
@@ -115,6 +118,7 @@ export interface IdempotencyOptions {
   sweepIntervalMs?: number;
 }
 
+@Injectable()
 export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('idempotency');
   private readonly records: Collection<IdempotencyRecord>;
@@ -125,7 +129,7 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   private readonly sweepIntervalMs: number;
   private sweepTimer: NodeJS.Timeout | null = null;
 
-  constructor(reads: ReadStore, options: IdempotencyOptions = {}) {
+  constructor(@Inject(READ_STORE) reads: ReadStore, @Optional() @Inject(IDEMPOTENCY_OPTIONS) options: IdempotencyOptions = {}) {
     this.records = reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION, { indexes: ['expires_at'] });
     this.ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
     this.secret = options.secret ?? '';
@@ -226,9 +230,9 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   }
 }
 
-/** The gateway's store: the lease outlasts a request that waits the whole bus timeout. */
-export const idempotencyStoreProvider = {
-  provide: IdempotencyStore,
-  useFactory: (reads: ReadStore, config: ServiceConfig) => new IdempotencyStore(reads, { secret: config.idempotencySecretKey, leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.requestTimeoutMs) }),
-  inject: [READ_STORE, CONFIG],
+/** The gateway's idempotency settings (configuration): the deployment's secret, and a lease that outlasts a request waiting the whole bus timeout. */
+export const idempotencyOptionsProvider = {
+  provide: IDEMPOTENCY_OPTIONS,
+  useFactory: (config: ServiceConfig): IdempotencyOptions => ({ secret: config.idempotencySecretKey, leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.requestTimeoutMs) }),
+  inject: [CONFIG],
 };
