@@ -73,6 +73,32 @@ describe('guardedLookup', () => {
     expect(outcome).toEqual({ err: null, address: '127.0.0.1', family: 4 });
   });
 
+  it('answers an error with no address, in the shape that was asked for', async () => {
+    expect(await lookupWith(guardedLookup(strict, dns), 'nowhere.example.com', {})).toMatchObject({ address: '' });
+    expect(await lookupWith(guardedLookup(strict, dns), 'nowhere.example.com', { all: true })).toMatchObject({ address: [] });
+    expect(await lookupWith(guardedLookup(strict, dns), 'rebound.example.com', {})).toMatchObject({ address: '', err: { code: FORBIDDEN_HOST_ERROR_CODE } });
+    expect(await lookupWith(guardedLookup(strict, dns), 'rebound.example.com', { all: true })).toMatchObject({ address: [], err: { code: FORBIDDEN_HOST_ERROR_CODE } });
+  });
+
+  it('judges a resolver that answers one address even when asked for all, with the family asked for', async () => {
+    const single = (address: string): LookupFunction => (_hostname, _options, callback) => setImmediate(() => callback(null, address, 4));
+    expect(await lookupWith(guardedLookup(strict, single('93.184.216.34')), 'partner.example.com', {})).toEqual({ err: null, address: '93.184.216.34', family: 4 });
+    expect(await lookupWith(guardedLookup(strict, single('2606:2800:220:1:248:1893:25c8:1946')), 'partner.example.com', { family: 6 })).toEqual({
+      err: null,
+      address: '2606:2800:220:1:248:1893:25c8:1946',
+      family: 6,
+    });
+    expect(await lookupWith(guardedLookup(strict, single('93.184.216.34')), 'partner.example.com', { all: true })).toEqual({ err: null, address: [{ address: '93.184.216.34', family: 4 }], family: undefined });
+    expect((await lookupWith(guardedLookup(strict, single('127.0.0.1')), 'rebound.example.com', {})).err?.code).toBe(FORBIDDEN_HOST_ERROR_CODE);
+  });
+
+  it('answers ENOTFOUND when the resolver found no address at all', async () => {
+    const empty: LookupFunction = (_hostname, _options, callback) => setImmediate(() => callback(null, [] as unknown as string, 4));
+    const outcome = await lookupWith(guardedLookup(strict, empty), 'void.example.com', {});
+    expect([outcome.err?.code, outcome.err?.message, outcome.address]).toEqual(['ENOTFOUND', 'getaddrinfo ENOTFOUND void.example.com', '']);
+    expect(await lookupWith(guardedLookup(strict, empty), 'void.example.com', { all: true })).toEqual({ err: null, address: [], family: undefined });
+  });
+
   it('passes resolution errors through unchanged', async () => {
     const outcome = await lookupWith(guardedLookup(strict, dns), 'nowhere.example.com', { all: true });
     expect(outcome.err?.code).toBe('ENOTFOUND');

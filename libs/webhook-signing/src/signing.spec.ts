@@ -54,6 +54,7 @@ describe('webhook signing', () => {
 
   it('treats an empty secret as a programming error when signing and as invalid when verifying', () => {
     expect(() => signBody('', body)).toThrow(new TypeError('signBody: the signing secret must be a non-empty string'));
+    expect(() => signBody(undefined as unknown as string, body)).toThrow(new TypeError('signBody: the signing secret must be a non-empty string'));
     expect(verifySignature('', body, signBody(secret, body))).toBe(false);
     // What anyone can compute with an empty key is never valid, nor is a secret that is not a string.
     const forged = `sha256=${createHmac('sha256', '').update(body).digest('hex')}`;

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
-import { Collection, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
-import type { ServiceConfig } from '@campaign-ops/service-runtime';
+import { Test } from '@nestjs/testing';
+import { Collection, READ_STORE, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import {
   answerSealingKey,
   IDEMPOTENCY_COLLECTION,
@@ -292,6 +293,27 @@ describe("the gateway's store", () => {
       const record = async (key: string) => (await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).get(idempotencyRecordId('acct_1:test', key, 'c'.repeat(64))))!;
       expect((await record('key-1')).locked_until - (await record('key-1')).created_at).toBe(90_000);
       expect((await record('key-2')).locked_until - (await record('key-2')).created_at).toBe(60_000);
+    } finally {
+      await reads.close();
+    }
+  });
+});
+
+describe('the gateway module’s store, as Nest builds it', () => {
+  it('takes its secret and lease from the configuration', async () => {
+    const reads = SqliteReadStore.open(':memory:');
+    try {
+      const moduleRef = await Test.createTestingModule({
+        providers: [
+          { provide: CONFIG, useValue: { idempotencySecretKey: 'd'.repeat(64), requestTimeoutMs: 40_000 } },
+          { provide: READ_STORE, useValue: reads },
+          idempotencyOptionsProvider,
+          IdempotencyStore,
+        ],
+      }).compile();
+      await moduleRef.get(IdempotencyStore).begin('admin', 'key-1', 'fp');
+      const record = (await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).get(idempotencyRecordId('admin', 'key-1', 'd'.repeat(64))))!;
+      expect(record.locked_until - record.created_at).toBe(80_000);
     } finally {
       await reads.close();
     }
