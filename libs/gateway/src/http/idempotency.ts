@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
@@ -129,7 +129,7 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   private readonly sweepIntervalMs: number;
   private sweepTimer: NodeJS.Timeout | null = null;
 
-  constructor(@Inject(READ_STORE) reads: ReadStore, @Optional() @Inject(IDEMPOTENCY_OPTIONS) options: IdempotencyOptions = {}) {
+  constructor(@Inject(READ_STORE) reads: ReadStore, @Inject(IDEMPOTENCY_OPTIONS) options: IdempotencyOptions) {
     this.records = reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION, { indexes: ['expires_at'] });
     this.ttlMs = options.ttlMs ?? IDEMPOTENCY_TTL_MS;
     this.secret = options.secret ?? '';
