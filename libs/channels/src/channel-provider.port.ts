@@ -21,10 +21,12 @@ export interface CreatedCampaign {
 }
 
 /**
- * How a provider refused: `transient` is retried inside the dispatch, `auth` needs the
- * connection re-authorised, `validation` is final until the campaign changes.
+ * How a provider refused: `transient` and `rate_limited` are retried inside the dispatch (after
+ * `retryAfterMs` when the network names its delay), `auth` needs the token refreshed or the
+ * connection re-authorised, `validation` is final until the campaign changes, and
+ * `account_unreachable` means the token works but not for this ad account.
  */
-export type ProviderErrorKind = 'transient' | 'auth' | 'validation';
+export type ProviderErrorKind = 'transient' | 'rate_limited' | 'auth' | 'validation' | 'account_unreachable';
 
 export class ProviderError extends Error {
   constructor(
@@ -32,6 +34,8 @@ export class ProviderError extends Error {
     message: string,
     readonly providerCode: string | null,
     readonly httpStatus: number | null = null,
+    /** The network's own delay before a retry (Retry-After, retry_delay, a documented wait). */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(message);
     this.name = 'ProviderError';

@@ -11,6 +11,16 @@ export const SUBJECTS = {
   dispatchRetry: 'svc.dispatch.retry',
   dispatchEvents: 'svc.dispatch.events',
   connectionResolve: 'svc.connection.resolve',
+  connectionCreate: 'svc.connection.create',
+  connectionList: 'svc.connection.list',
+  connectionGet: 'svc.connection.get',
+  connectionDelete: 'svc.connection.delete',
+  connectionReauthorize: 'svc.connection.reauthorize',
+  connectionOAuthCallback: 'svc.connection.oauth-callback',
+  /** dispatch-service asks for a fresh access token: the only way a token leaves connection-service. */
+  connectionAccess: 'svc.connection.access',
+  /** dispatch-service reports a provider's refusal of a token it was just given (or `[sandbox:reauth]`). */
+  connectionReauthRequired: 'svc.connection.reauth-required',
   webhookCreate: 'svc.webhook.create',
   webhookList: 'svc.webhook.list',
   webhookGet: 'svc.webhook.get',
@@ -85,6 +95,95 @@ export interface ResolveConnectionRequest {
 }
 export interface ResolvedConnection {
   connection: { id: string; status: 'pending' | 'active' | 'reauth_required' | 'revoked' } | null;
+}
+
+/** `POST /v1/connections` (API.md §4): token import when `credentials` is given, an OAuth round when `redirectUri` is. */
+export interface CreateConnectionRequest {
+  caller: Caller;
+  channel: Channel;
+  providerAccountId: string;
+  credentials?: ConnectionCredentials;
+  redirectUri?: string;
+  /** Test keys only: the simulated ad account's currency and time zone. */
+  sandbox?: { currency?: string; timezone?: string };
+}
+export interface ConnectionCredentials {
+  access_token: string;
+  refresh_token?: string;
+  expires_at?: string;
+}
+export interface ConnectionByIdRequest {
+  caller: Caller;
+  id: string;
+}
+export interface ListConnectionsRequest {
+  caller: Caller;
+  query: ListQuery & { channel?: string; status?: string };
+}
+export interface ReauthorizeConnectionRequest {
+  caller: Caller;
+  id: string;
+  credentials?: ConnectionCredentials;
+  redirectUri?: string;
+}
+/** The browser's return from the consent page: no caller, the `state` says whose it is. */
+export interface OAuthCallbackRequest {
+  requestId: string;
+  code?: string;
+  state?: string;
+  /** The network's own refusal (`error=access_denied` on the callback). */
+  error?: string;
+}
+/** Where the browser goes next: the partner's `redirect_uri` with `connection_id`/`status` or `error`. */
+export interface OAuthCallbackResult {
+  location: string;
+}
+/** The connection resource of API.md §4; `authorization_url` only on an answer that starts an OAuth round. */
+export interface ConnectionResource {
+  id: string;
+  channel: Channel;
+  status: 'pending' | 'active' | 'reauth_required' | 'revoked';
+  provider_account_id: string;
+  environment: 'live' | 'sandbox';
+  scopes: string[];
+  currency: string | null;
+  timezone: string | null;
+  expires_at: string | null;
+  reauth_reason: string | null;
+  created_at: string;
+  updated_at: string;
+  authorization_url?: string;
+}
+
+/**
+ * A fresh access token for a live call: refreshed first when it expires within 10 minutes, or
+ * always with `forceRefresh` (the network refused the one it was given). A refusal of the refresh
+ * moves the connection to `reauth_required` and answers `connection_reauth_required`.
+ */
+export interface ConnectionAccessRequest {
+  accountId: string;
+  mode: Mode;
+  connectionId: string;
+  forceRefresh?: boolean;
+  requestId?: string | null;
+}
+export interface ConnectionAccess {
+  connectionId: string;
+  channel: Channel;
+  providerAccountId: string;
+  accessToken: string;
+  /** The ad account as read at connect time: the budget currency must equal `currency`. */
+  currency: string;
+  timezone: string;
+}
+export interface ConnectionReauthRequiredRequest {
+  accountId: string;
+  mode: Mode;
+  /** The connection a dispatch used; null for a sandbox dispatch, which moves the channel's sandbox connection if any. */
+  connectionId: string | null;
+  channel: Channel;
+  reason: string;
+  requestId?: string | null;
 }
 
 export interface CreateWebhookRequest {

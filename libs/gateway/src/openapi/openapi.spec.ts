@@ -71,7 +71,7 @@ describe('GET /openapi.json', () => {
     try {
       const file = join(dir, 'openapi.json');
       writeFileSync(file, JSON.stringify(document, null, 2));
-      const lint = spawnSync(process.execPath, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', file, '--format=json'], {
+      const lint = spawnSync(process.execPath, [require.resolve('@redocly/cli/bin/cli.js'), 'lint', file, '--format=json'], {
         cwd: ROOT,
         encoding: 'utf8',
         timeout: 60_000,

@@ -1,0 +1,73 @@
+import { CampaignSpec, Channel, ProviderError } from '@campaign-ops/channels';
+
+/**
+ * One live ad network, as connection-service (OAuth, token refresh, the ad account read) and the
+ * dispatch executor (campaign creation) use it. Each channel implements it in one file that holds
+ * every fact of that network (paths, headers, units, objectives, schedule formats, error signals).
+ *
+ * Every refusal is a `ProviderError` (from @campaign-ops/channels) whose `kind` says what to do:
+ * - `validation`: the network refused the request itself (its own message and code kept);
+ * - `auth`: the token is dead or lacks scope: refresh, then re-authenticate;
+ * - `rate_limited`: slow down; `retryAfterMs` is the network's own delay when it gives one;
+ * - `transient`: 5xx, timeouts, connection faults: retry with backoff;
+ * - `account_unreachable`: the token works but cannot reach this ad account.
+ * A network that does not answer at all is `transient` with `providerCode: null`.
+ */
+export interface AdNetwork {
+  readonly channel: Channel;
+  /** The scopes asked for in the consent URL, as the network spells them. */
+  readonly scopes: readonly string[];
+
+  /** The consent page to send a person's browser to. Needs the client id (`channel_not_configured` otherwise: checked by the caller with `oauthConfigured`). */
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string;
+  /** Trades an authorization code for tokens at the network's token URL. A refused code is `auth`. */
+  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet>;
+  /** New tokens from a refresh token. A refusal (`invalid_grant`, 400/401) is `auth`. */
+  refresh(refreshToken: string): Promise<TokenSet>;
+  /** The live check made before a connection becomes active: proves the token reaches the ad account. */
+  readAccount(access: AccountAccess): Promise<ProviderAccount>;
+  /** Creates the campaign (one "try": may be several calls, e.g. Google's budget then campaign). */
+  createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }>;
+}
+
+export interface AccountAccess {
+  accessToken: string;
+  providerAccountId: string;
+}
+
+export interface LiveCampaignRequest {
+  dispatchId: string;
+  campaign: CampaignSpec;
+}
+
+/** What the network says of the ad account: ISO 4217 currency and IANA time zone. */
+export interface ProviderAccount {
+  currency: string;
+  timezone: string;
+}
+
+export interface TokenSet {
+  accessToken: string;
+  /** Null when the network issues none (Meta); the refresh token on file is then kept. */
+  refreshToken: string | null;
+  /** ISO 8601 UTC, from `expires_in`; null when the token does not expire. */
+  expiresAt: string | null;
+}
+
+/** Where a network lives and who we are to it: read from `CHANNEL_<CHANNEL>_*` (API.md §4). */
+export interface NetworkSettings {
+  channel: Channel;
+  apiUrl: string;
+  oauthUrl: string;
+  tokenUrl: string;
+  clientId: string | null;
+  clientSecret: string | null;
+  /** Google Ads only: `CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN`. */
+  developerToken: string | null;
+  /** Per-call timeout. */
+  timeoutMs: number;
+}
+
+export const oauthConfigured = (settings: NetworkSettings): boolean => Boolean(settings.clientId && settings.clientSecret);
+
+export { ProviderError };
