@@ -91,6 +91,30 @@ describe('dispatch decider', () => {
   it('fails at once on a validation error', () =>
     given(accepted).when({ type: 'RecordProviderFailure', attempt: 1, error: invalid, now: T1 }).then([failed]));
 
+  describe('a failure before any try (currency mismatch, connection needing re-authentication)', () => {
+    const mismatch: DispatchError = { code: 'provider_validation_failed', message: 'EUR budget, USD account', provider_code: 'currency_mismatch', retryable: false };
+    const failedBefore = (attempt: number, error: DispatchError = mismatch): DispatchEvent => ({ type: 'DispatchFailed', version: 1, data: { error, attempt, failedAt: T1 } });
+
+    it('fails at once, counting no try', () =>
+      given(accepted).when({ type: 'RecordFailureBeforeTry', attempt: 1, error: mismatch, now: T1 }).then([failedBefore(0)]));
+
+    it('keeps the tries made before, and is never retryable', () =>
+      given(accepted, attemptFailed(1), attemptFailed(2))
+        .when({ type: 'RecordFailureBeforeTry', attempt: 3, error: { ...transient, code: 'connection_reauth_required' }, now: T1 })
+        .then([failedBefore(2, { ...transient, code: 'connection_reauth_required', retryable: false })]));
+
+    it('leaves attempts at 0 on the dispatch', () => {
+      const state = [accepted, failedBefore(0)].reduce(dispatchDecider.evolve, dispatchDecider.initialState);
+      expect(state).toMatchObject({ status: 'failed', attempts: 0, error: mismatch, failedAt: T1 });
+    });
+
+    it('is refused for a try already recorded, and once the dispatch has ended', () => {
+      given(accepted, attemptFailed(1)).when({ type: 'RecordFailureBeforeTry', attempt: 1, error: mismatch, now: T1 }).thenThrows(StaleAttempt);
+      given(accepted, completed).when({ type: 'RecordFailureBeforeTry', attempt: 2, error: mismatch, now: T1 }).thenThrows(DispatchNotInProgress);
+      given().when({ type: 'RecordFailureBeforeTry', attempt: 1, error: mismatch, now: T1 }).thenThrows(DispatchNotFound);
+    });
+  });
+
   it('retries a failed dispatch', () => given(accepted, failed).when({ type: 'RetryDispatch', requestId: 'req_1', now: T1 }).then([retried]));
 
   it('refuses to retry a completed dispatch', () =>

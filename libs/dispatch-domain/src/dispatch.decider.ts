@@ -48,6 +48,12 @@ export type DispatchCommand =
     }
   | { type: 'RecordProviderSuccess'; attempt: number; providerResourceId: string; now: string }
   | { type: 'RecordProviderFailure'; attempt: number; error: DispatchError; now: string }
+  /**
+   * The launch cannot be tried at all (the budget's currency is not the ad account's, the
+   * connection needs re-authentication): failed, final, with no provider call counted. `attempt`
+   * is the try that was about to be made, so a stale message is told apart as for an outcome.
+   */
+  | { type: 'RecordFailureBeforeTry'; attempt: number; error: DispatchError; now: string }
   | { type: 'RetryDispatch'; requestId: string | null; now: string };
 
 export class DispatchAlreadyExists extends DomainRuleViolation {
@@ -116,6 +122,10 @@ export function decide(command: DispatchCommand, state: DispatchState): Dispatch
         return [{ type: 'DispatchAttemptFailed', version: v, data: { attempt: command.attempt, error: command.error, at: command.now } }];
       }
       return [{ type: 'DispatchFailed', version: v, data: { error: command.error, attempt: command.attempt, failedAt: command.now } }];
+    }
+    case 'RecordFailureBeforeTry': {
+      requireInProgress(state, command.attempt);
+      return [{ type: 'DispatchFailed', version: v, data: { error: { ...command.error, retryable: false }, attempt: command.attempt - 1, failedAt: command.now } }];
     }
     case 'RetryDispatch': {
       if (!exists(state)) throw new DispatchNotFound('no such dispatch');
