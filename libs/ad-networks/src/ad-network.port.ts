@@ -62,7 +62,7 @@ export interface NetworkSettings {
   tokenUrl: string;
   clientId: string | null;
   clientSecret: string | null;
-  /** Google Ads only: `CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN`. */
+  /** Google Ads (`CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN`) and Microsoft Advertising (`CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN`, its SOAP `DeveloperToken` header); null elsewhere. */
   developerToken: string | null;
   /** Per-call timeout. */
   timeoutMs: number;
@@ -71,3 +71,7 @@ export interface NetworkSettings {
 export const oauthConfigured = (settings: NetworkSettings): boolean => Boolean(settings.clientId && settings.clientSecret);
 
 export { ProviderError };
+
+/** Injection token of the live networks a process can call: one `AdNetwork` per configured channel. */
+export const AD_NETWORKS = Symbol('AD_NETWORKS');
+export type AdNetworks = Partial<Record<Channel, AdNetwork>>;
