@@ -1,0 +1,30 @@
+import { Dispatcher } from 'undici';
+import { Channel } from '@campaign-ops/channels';
+import { AdNetwork, NetworkSettings } from './ad-network.port';
+import { NetworkHttp } from './network-http';
+
+export interface AdNetworkOptions {
+  /** Tests: an undici Agent that trusts the fake networks' CA. Production: Node's CA store. */
+  dispatcher?: Dispatcher;
+}
+
+type AdapterFactory = (settings: NetworkSettings, http: NetworkHttp) => AdNetwork;
+
+/** One line per channel with a live adapter (its file in ./channels holds every fact of that network). */
+const ADAPTERS = {
+} satisfies Partial<Record<Channel, AdapterFactory>>;
+
+/** The channels that have a live adapter. */
+export type LiveChannel = keyof typeof ADAPTERS;
+export type AdNetworks = Record<LiveChannel, AdNetwork> & Partial<Record<Channel, AdNetwork>>;
+
+export const LIVE_CHANNELS = Object.keys(ADAPTERS) as LiveChannel[];
+
+/** Every live adapter, each with its own HTTP client (timeout and label) over one shared dispatcher. */
+export function createAdNetworks(settings: Record<Channel, NetworkSettings>, options: AdNetworkOptions = {}): AdNetworks {
+  const entries = Object.entries(ADAPTERS as Partial<Record<Channel, AdapterFactory>>).map(([channel, create]) => {
+    const channelSettings = settings[channel as Channel];
+    return [channel, create!(channelSettings, new NetworkHttp(channel, channelSettings.timeoutMs, { dispatcher: options.dispatcher }))];
+  });
+  return Object.fromEntries(entries) as AdNetworks;
+}

@@ -1,0 +1,460 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Server, createServer } from 'node:https';
+import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from 'undici';
+import { Channel } from '@campaign-ops/channels';
+import { NetworkSettings } from '@campaign-ops/ad-networks';
+import { TestCertificates, createTestCertificates } from '@campaign-ops/testing/webhook-sender';
+
+/**
+ * The base of a loopback HTTPS fake of one ad network: a real TLS server on 127.0.0.1 (a free
+ * port, a certificate signed by a throwaway CA shared by every fake of the process) that records
+ * every request and answers the way the network does. A channel's fake adds its routes and the
+ * network's own shapes of "expired token", "refused refresh", "slow down" and "server error";
+ * this base holds what they share: tokens, codes, the consent page, the OAuth 2 token endpoint,
+ * ad accounts, and one-shot faults.
+ *
+ * An end-to-end test gives a child process `fake.env()` and `NODE_EXTRA_CA_CERTS=fake.caCertPath`;
+ * an in-process test passes `fakeNetworkDispatcher()` to `createAdNetworks`.
+ */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  /** Lower-cased names. */
+  headers: Record<string, string>;
+  rawBody: string;
+  /** JSON parsed, a form as an object, anything else (SOAP XML) as the raw text. */
+  body: unknown;
+}
+
+export interface FakeAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  /** Sent as JSON. */
+  json?: unknown;
+  /** Sent as is with `contentType` (default text/plain). */
+  text?: string;
+  contentType?: string;
+}
+
+export interface FakeAccount {
+  id: string;
+  currency: string;
+  /** IANA; a channel's fake writes it in the network's own form (e.g. Microsoft's enum). */
+  timezone: string;
+  /** Tokens that cannot reach this account although they are valid. */
+  deniedTokens: Set<string>;
+}
+
+export interface FakeNetworkOptions {
+  clientId?: string;
+  clientSecret?: string;
+  /** Ad accounts the tokens reach; more with `addAccount`. */
+  accounts?: Array<{ id: string; currency: string; timezone: string }>;
+}
+
+/** How this network spells its OAuth parts; most use RFC 6749's names. */
+export interface OAuthShape {
+  consentPath: string;
+  tokenPath: string;
+  /** Query name of the client id on the consent page (TikTok: `app_id`). */
+  consentClientIdParam?: string;
+  /** Query name of the code in the redirect back (TikTok: `auth_code`). */
+  codeParam?: string;
+  /** Seconds an access token lives (`expires_in`). */
+  accessTokenSeconds?: number;
+  /** Whether the network issues refresh tokens (Meta does not). */
+  issuesRefreshTokens?: boolean;
+}
+
+type Fault = { kind: 'rate_limited'; retryAfterSeconds: number } | { kind: 'fail'; status: number } | { kind: 'stall' };
+
+let certificates: Promise<TestCertificates> | null = null;
+/** One CA and server certificate for every fake of this process (one NODE_EXTRA_CA_CERTS file). */
+export function fakeNetworkCertificates(): Promise<TestCertificates> {
+  certificates ??= createTestCertificates(mkdtempSync(join(tmpdir(), 'fake-networks-')));
+  return certificates;
+}
+
+let dispatcher: Agent | null = null;
+/** An undici Agent that trusts the fakes' CA, for `createAdNetworks(settings, { dispatcher })`. */
+export async function fakeNetworkDispatcher(): Promise<Agent> {
+  const { caCert } = await fakeNetworkCertificates();
+  dispatcher ??= new Agent({ connect: { ca: caCert }, keepAliveTimeout: 1_000 });
+  return dispatcher;
+}
+
+export async function closeFakeNetworkDispatcher(): Promise<void> {
+  const current = dispatcher;
+  dispatcher = null;
+  await current?.close();
+}
+
+export abstract class FakeNetwork {
+  abstract readonly channel: Channel;
+  protected abstract readonly oauth: OAuthShape;
+
+  readonly clientId: string;
+  readonly clientSecret: string;
+  /** Every request, in order (consent page and token endpoint included). */
+  readonly requests: RecordedRequest[] = [];
+  readonly accounts = new Map<string, FakeAccount>();
+  /** What the fake created, in order: the network's id and the body it accepted. */
+  readonly created: Array<{ id: string; accountId: string; kind: string; body: unknown }> = [];
+
+  private server: Server | null = null;
+  private baseUrl = '';
+  private certPath = '';
+  private readonly accessTokens = new Map<string, 'valid' | 'expired'>();
+  private readonly refreshTokens = new Set<string>();
+  private readonly codes = new Map<string, { redirectUri: string; used: boolean }>();
+  private readonly faults: Fault[] = [];
+  private readonly stalled: ServerResponse[] = [];
+  private refusingRefresh = false;
+  private denyingConsent = false;
+  private nextId = 120_000_000_000;
+
+  constructor(options: FakeNetworkOptions = {}) {
+    this.clientId = options.clientId ?? `client-${randomBytes(4).toString('hex')}`;
+    this.clientSecret = options.clientSecret ?? `secret-${randomBytes(8).toString('hex')}`;
+    for (const account of options.accounts ?? []) this.addAccount(account);
+  }
+
+  /** Starts a fake of this class on 127.0.0.1 (a free port). */
+  static async start<T extends FakeNetwork>(this: new (options?: FakeNetworkOptions) => T, options?: FakeNetworkOptions): Promise<T> {
+    const fake = new this(options);
+    await fake.listen();
+    return fake;
+  }
+
+  private async listen(): Promise<void> {
+    const certs = await fakeNetworkCertificates();
+    this.certPath = certs.caCertPath;
+    const server = createServer({ key: certs.key, cert: certs.cert }, (req, res) => void this.serve(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    this.server = server;
+    this.baseUrl = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    for (const res of this.stalled.splice(0)) res.destroy();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** `https://127.0.0.1:<port>` */
+  get url(): string {
+    return this.baseUrl;
+  }
+
+  /** The CA certificate file: NODE_EXTRA_CA_CERTS for a child process. */
+  get caCertPath(): string {
+    return this.certPath;
+  }
+
+  /** The `CHANNEL_<CHANNEL>_*` variables that point the service at this fake. */
+  env(): Record<string, string> {
+    const prefix = `CHANNEL_${this.channel.toUpperCase()}`;
+    const settings = this.settings();
+    return {
+      [`${prefix}_API_URL`]: settings.apiUrl,
+      [`${prefix}_OAUTH_URL`]: settings.oauthUrl,
+      [`${prefix}_TOKEN_URL`]: settings.tokenUrl,
+      [`${prefix}_CLIENT_ID`]: this.clientId,
+      [`${prefix}_CLIENT_SECRET`]: this.clientSecret,
+      ...(settings.developerToken ? { [`${prefix}_DEVELOPER_TOKEN`]: settings.developerToken } : {}),
+    };
+  }
+
+  /** The same, as the settings object for an in-process adapter. */
+  settings(overrides: Partial<NetworkSettings> = {}): NetworkSettings {
+    return {
+      channel: this.channel,
+      apiUrl: this.baseUrl,
+      oauthUrl: this.baseUrl + this.oauth.consentPath,
+      tokenUrl: this.baseUrl + this.oauth.tokenPath,
+      clientId: this.clientId,
+      clientSecret: this.clientSecret,
+      developerToken: null,
+      timeoutMs: 5_000,
+      ...overrides,
+    };
+  }
+
+  // ---- telling the fake what to do ----
+
+  addAccount(account: { id: string; currency: string; timezone: string }): FakeAccount {
+    const entry: FakeAccount = { ...account, deniedTokens: new Set() };
+    this.accounts.set(account.id, entry);
+    return entry;
+  }
+
+  /** A valid access token, as if a person had consented (for token-import tests). */
+  issueAccessToken(): string {
+    const token = `at-${randomBytes(12).toString('hex')}`;
+    this.accessTokens.set(token, 'valid');
+    return token;
+  }
+
+  /** A refresh token the token endpoint accepts. */
+  issueRefreshToken(): string {
+    const token = `rt-${randomBytes(12).toString('hex')}`;
+    this.refreshTokens.add(token);
+    return token;
+  }
+
+  /** Calls with this token answer the network's "expired token" shape. */
+  expireToken(token: string): void {
+    this.accessTokens.set(token, 'expired');
+  }
+
+  /** The token stays valid but cannot reach this account. */
+  denyAccount(accountId: string, token: string): void {
+    this.accounts.get(accountId)?.deniedTokens.add(token);
+  }
+
+  /** Every refresh grant from now on is refused the network's way. */
+  refuseRefresh(): void {
+    this.refusingRefresh = true;
+  }
+
+  /** The next consent is refused: the browser goes back with `error=access_denied`. */
+  denyNextConsent(): void {
+    this.denyingConsent = true;
+  }
+
+  /** The next n calls (consent page excepted) answer the network's "slow down". */
+  rateLimitNext(n: number, retryAfterSeconds: number): void {
+    for (let i = 0; i < n; i++) this.faults.push({ kind: 'rate_limited', retryAfterSeconds });
+  }
+
+  /** The next n calls answer the network's server error with this status. */
+  failNext(n: number, status = 503): void {
+    for (let i = 0; i < n; i++) this.faults.push({ kind: 'fail', status });
+  }
+
+  /** The next n calls never answer (until `close`): for timeouts. */
+  stallNext(n: number): void {
+    for (let i = 0; i < n; i++) this.faults.push({ kind: 'stall' });
+  }
+
+  /** Requests whose path matches. */
+  requestsTo(path: string | RegExp): RecordedRequest[] {
+    return this.requests.filter((r) => (typeof path === 'string' ? r.path === path : path.test(r.path)));
+  }
+
+  lastRequest(path?: string | RegExp): RecordedRequest {
+    const matching = path === undefined ? this.requests : this.requestsTo(path);
+    const last = matching[matching.length - 1];
+    if (!last) throw new Error(`${this.channel} fake received no request${path === undefined ? '' : ` to ${String(path)}`}`);
+    return last;
+  }
+
+  // ---- what a channel's fake writes ----
+
+  /** The network's API routes (everything but the consent page and token endpoint). */
+  protected abstract route(req: RecordedRequest): FakeAnswer | Promise<FakeAnswer>;
+  /** The network's answer to a call with an expired (`expired`) or unknown (`invalid`) token. */
+  protected abstract tokenRefusedAnswer(req: RecordedRequest, why: 'expired' | 'invalid'): FakeAnswer;
+  /** The network's "slow down". */
+  protected abstract rateLimitedAnswer(req: RecordedRequest, retryAfterSeconds: number): FakeAnswer;
+  /** The network's server error. */
+  protected abstract serverErrorAnswer(req: RecordedRequest, status: number): FakeAnswer;
+
+  /** RFC 6749 §5.2 refusal; networks that answer otherwise override it. */
+  protected grantRefusedAnswer(_req: RecordedRequest, error: string, description: string): FakeAnswer {
+    return { status: error === 'invalid_client' ? 401 : 400, json: { error, error_description: description } };
+  }
+
+  /** The token endpoint: RFC 6749 form grants, client credentials in the body or as HTTP Basic. */
+  protected tokenEndpoint(req: RecordedRequest): FakeAnswer {
+    if (req.method !== 'POST') return { status: 405, json: { error: 'invalid_request', error_description: 'POST only' } };
+    if (!(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded'))
+      return this.grantRefusedAnswer(req, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
+    const form = req.body as Record<string, string>;
+    const client = this.clientCredentials(req, form);
+    if (client.id !== this.clientId || client.secret !== this.clientSecret) return this.grantRefusedAnswer(req, 'invalid_client', 'client authentication failed');
+    if (form.grant_type === 'authorization_code') {
+      const refusal = this.redeemCode(form.code, form.redirect_uri);
+      if (refusal) return this.grantRefusedAnswer(req, 'invalid_grant', refusal);
+      return { status: 200, json: this.tokenAnswer() };
+    }
+    if (form.grant_type === 'refresh_token') {
+      const refusal = this.checkRefreshToken(form.refresh_token);
+      if (refusal) return this.grantRefusedAnswer(req, 'invalid_grant', refusal);
+      return { status: 200, json: this.tokenAnswer() };
+    }
+    return this.grantRefusedAnswer(req, 'unsupported_grant_type', `grant_type ${form.grant_type ?? '(none)'} is not supported`);
+  }
+
+  protected clientCredentials(req: RecordedRequest, form: Record<string, string>): { id?: string; secret?: string } {
+    const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '');
+    if (basic) {
+      const [id, secret] = Buffer.from(basic[1], 'base64').toString('utf8').split(':');
+      return { id: decodeURIComponent(id), secret: decodeURIComponent(secret ?? '') };
+    }
+    return { id: form.client_id, secret: form.client_secret };
+  }
+
+  /** Null when the code is good for this redirect URI (and spends it); else why not. */
+  protected redeemCode(code: string | undefined, redirectUri: string | undefined): string | null {
+    const issued = code ? this.codes.get(code) : undefined;
+    if (!issued) return 'the authorization code is unknown';
+    if (issued.used) return 'the authorization code was already used';
+    if (redirectUri !== undefined && issued.redirectUri !== redirectUri) return 'redirect_uri does not match the one of the consent';
+    issued.used = true;
+    return null;
+  }
+
+  /** Null when the refresh token may be used; else why not. */
+  protected checkRefreshToken(refreshToken: string | undefined): string | null {
+    if (this.refusingRefresh) return 'the refresh token was revoked';
+    if (!refreshToken || !this.refreshTokens.has(refreshToken)) return 'the refresh token is unknown';
+    return null;
+  }
+
+  /** A fresh `{access_token, token_type, expires_in, refresh_token?}`. */
+  protected tokenAnswer(): Record<string, unknown> {
+    return {
+      access_token: this.issueAccessToken(),
+      token_type: 'Bearer',
+      expires_in: this.oauth.accessTokenSeconds ?? 3600,
+      ...(this.oauth.issuesRefreshTokens === false ? {} : { refresh_token: this.issueRefreshToken() }),
+    };
+  }
+
+  /** 'valid', 'expired' or 'invalid' (never issued). */
+  protected tokenState(token: string | undefined): 'valid' | 'expired' | 'invalid' {
+    return (token && this.accessTokens.get(token)) || 'invalid';
+  }
+
+  /** Null when the token is good; else the network's refusal. */
+  protected checkToken(req: RecordedRequest, token: string | undefined): FakeAnswer | null {
+    const state = this.tokenState(token);
+    return state === 'valid' ? null : this.tokenRefusedAnswer(req, state);
+  }
+
+  /** The account when this token reaches it, else undefined. */
+  protected reachableAccount(accountId: string, token: string | undefined): FakeAccount | undefined {
+    const account = this.accounts.get(accountId);
+    return account && token && !account.deniedTokens.has(token) ? account : undefined;
+  }
+
+  protected bearer(req: RecordedRequest): string | undefined {
+    return /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+  }
+
+  /** Records a created object and returns its new id (digits, as the networks' ids are). */
+  protected remember(kind: string, accountId: string, body: unknown): string {
+    const id = String(this.nextId++);
+    this.created.push({ id, accountId, kind, body });
+    return id;
+  }
+
+  // ---- the server ----
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const rawBody = Buffer.concat(chunks).toString('utf8');
+    const url = new URL(req.url ?? '/', this.baseUrl);
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+    const recorded: RecordedRequest = {
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers,
+      rawBody,
+      body: parseBody(headers['content-type'] ?? '', rawBody),
+    };
+    this.requests.push(recorded);
+    let answer: FakeAnswer | null;
+    try {
+      answer = await this.answer(recorded, res);
+    } catch (error) {
+      answer = { status: 500, text: `fake ${this.channel} failed: ${(error as Error).message}` };
+    }
+    if (answer) send(res, answer);
+  }
+
+  private async answer(req: RecordedRequest, res: ServerResponse): Promise<FakeAnswer | null> {
+    if (req.path === this.oauth.consentPath) return this.consent(req);
+    const fault = this.faults.shift();
+    if (fault?.kind === 'stall') {
+      this.stalled.push(res);
+      return null;
+    }
+    if (fault?.kind === 'rate_limited') return this.rateLimitedAnswer(req, fault.retryAfterSeconds);
+    if (fault?.kind === 'fail') return this.serverErrorAnswer(req, fault.status);
+    if (req.path === this.oauth.tokenPath) return this.tokenEndpoint(req);
+    return this.route(req);
+  }
+
+  /** The consent page, as if the person had logged in and agreed: 302 back with a code and the state. */
+  private consent(req: RecordedRequest): FakeAnswer {
+    const clientId = req.query[this.oauth.consentClientIdParam ?? 'client_id'];
+    const redirectUri = req.query.redirect_uri;
+    if (clientId !== this.clientId || !redirectUri) return { status: 400, text: 'unknown client or no redirect_uri' };
+    const back = new URL(redirectUri);
+    if (this.denyingConsent) {
+      this.denyingConsent = false;
+      back.searchParams.set('error', 'access_denied');
+      back.searchParams.set('error_description', 'The user denied the request');
+    } else {
+      const code = `code-${randomBytes(10).toString('hex')}`;
+      this.codes.set(code, { redirectUri, used: false });
+      back.searchParams.set(this.oauth.codeParam ?? 'code', code);
+    }
+    if (req.query.state !== undefined) back.searchParams.set('state', req.query.state);
+    return { status: 302, headers: { location: back.toString() } };
+  }
+}
+
+function parseBody(contentType: string, raw: string): unknown {
+  if (raw === '') return undefined;
+  if (contentType.includes('json')) {
+    try {
+      return JSON.parse(raw);
+    } catch {
+      return raw;
+    }
+  }
+  if (contentType.startsWith('application/x-www-form-urlencoded')) return Object.fromEntries(new URLSearchParams(raw));
+  return raw;
+}
+
+function send(res: ServerResponse, answer: FakeAnswer): void {
+  const headers: Record<string, string> = { ...(answer.headers ?? {}) };
+  let body = '';
+  if (answer.json !== undefined) {
+    body = JSON.stringify(answer.json);
+    headers['content-type'] ??= 'application/json; charset=UTF-8';
+  } else if (answer.text !== undefined) {
+    body = answer.text;
+    headers['content-type'] ??= answer.contentType ?? 'text/plain; charset=UTF-8';
+  }
+  res.writeHead(answer.status, headers);
+  res.end(body);
+}
+
+/** An https URL on 127.0.0.1 where nothing listens (connection refused), for "network down" tests. */
+export async function refusingLoopbackUrl(): Promise<string> {
+  const { createServer: createTcpServer } = await import('node:net');
+  const probe = createTcpServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return `https://127.0.0.1:${port}`;
+}

@@ -1,0 +1,15 @@
+// Loopback HTTPS fakes of the ad networks, for the adapters' specs and the end-to-end tests.
+// An e2e starts one (`await GoogleAdsFake.start({ accounts: [...] })`), gives the service process
+// `fake.env()` plus NODE_EXTRA_CA_CERTS=fake.caCertPath, and reads `fake.requests` / `fake.created`.
+export {
+  FakeNetwork,
+  closeFakeNetworkDispatcher,
+  fakeNetworkCertificates,
+  fakeNetworkDispatcher,
+  refusingLoopbackUrl,
+  type FakeAccount,
+  type FakeAnswer,
+  type FakeNetworkOptions,
+  type OAuthShape,
+  type RecordedRequest,
+} from './fake-network';
