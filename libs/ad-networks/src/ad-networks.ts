@@ -1,6 +1,6 @@
 import { Dispatcher } from 'undici';
 import { Channel } from '@campaign-ops/channels';
-import { AdNetwork, NetworkSettings } from './ad-network.port';
+import { AdNetwork, AdNetworks, NetworkSettings } from './ad-network.port';
 import { NetworkHttp } from './network-http';
 
 export interface AdNetworkOptions {
@@ -16,15 +16,16 @@ const ADAPTERS = {
 
 /** The channels that have a live adapter. */
 export type LiveChannel = keyof typeof ADAPTERS;
-export type AdNetworks = Record<LiveChannel, AdNetwork> & Partial<Record<Channel, AdNetwork>>;
+/** The port's `AdNetworks`, known to hold every live channel. */
+export type LiveAdNetworks = Record<LiveChannel, AdNetwork> & AdNetworks;
 
 export const LIVE_CHANNELS = Object.keys(ADAPTERS) as LiveChannel[];
 
 /** Every live adapter, each with its own HTTP client (timeout and label) over one shared dispatcher. */
-export function createAdNetworks(settings: Record<Channel, NetworkSettings>, options: AdNetworkOptions = {}): AdNetworks {
+export function createAdNetworks(settings: Record<Channel, NetworkSettings>, options: AdNetworkOptions = {}): LiveAdNetworks {
   const entries = Object.entries(ADAPTERS as Partial<Record<Channel, AdapterFactory>>).map(([channel, create]) => {
     const channelSettings = settings[channel as Channel];
     return [channel, create!(channelSettings, new NetworkHttp(channel, channelSettings.timeoutMs, { dispatcher: options.dispatcher }))];
   });
-  return Object.fromEntries(entries) as AdNetworks;
+  return Object.fromEntries(entries) as LiveAdNetworks;
 }
