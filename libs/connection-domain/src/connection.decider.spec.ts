@@ -9,6 +9,8 @@ import {
   upcastConnectionEvent,
   connectionDecider,
   connectionStreamId,
+  CONNECTION_STREAM_PREFIX,
+  oauthRoundFor,
   OAuthStateSpent,
   OAuthStateUnknown,
 } from './connection.decider';
@@ -31,7 +33,10 @@ const reauthRequired: ConnectionEvent = { type: 'ReauthRequired', version: 1, da
 const revoked: ConnectionEvent = { type: 'ConnectionRevoked', version: 1, data: { reason: 'deleted', revokedAt: T1 } };
 
 describe('connection', () => {
-  it('lives in the stream connection-<id>', () => expect(connectionStreamId('con_1')).toBe('connection-con_1'));
+  it('lives in the stream connection-<id>', () => {
+    expect(connectionStreamId('con_1')).toBe('connection-con_1');
+    expect(connectionStreamId('con_1').startsWith(CONNECTION_STREAM_PREFIX)).toBe(true);
+  });
 
   describe('token import', () => {
     it('activates a new connection at once with the ad account read from the provider', () =>
@@ -76,6 +81,18 @@ describe('connection', () => {
       expect(given(requested, ...activated).state()).toMatchObject({ status: 'active', oauth: null, usedStateHashes: ['h1'] });
     });
     it('refuses the callback of a connection deleted meanwhile', () => given(requested, revoked).when(complete('h1')).thenThrows(OAuthStateSpent));
+    describe('the state, checked before the code is exchanged', () => {
+      const check = (history: ConnectionEvent[], stateHash: string, now = T1) => () => oauthRoundFor(given(...history).state(), stateHash, now);
+      it('answers the round a live state belongs to', () => expect(check([requested], 'h1')()).toEqual(round));
+      it('knows no state of a connection never created', () => expect(check([], 'h1')).toThrow(OAuthStateUnknown));
+      it('knows no state it never issued', () => expect(check([requested], 'h2')).toThrow(OAuthStateUnknown));
+      it('knows no state past its time', () => expect(check([requested], 'h1', round.expiresAt)).toThrow(OAuthStateUnknown));
+      it('tells a used state apart', () => {
+        const activated = given(requested).when(complete('h1')).events();
+        expect(check([requested, ...activated], 'h1')).toThrow(OAuthStateSpent);
+      });
+      it('tells apart the state of a connection deleted meanwhile', () => expect(check([requested, revoked], 'h1')).toThrow(OAuthStateSpent));
+    });
     it('reauthorizes through a new round', () => {
       const next = { ...round, stateHash: 'h2' };
       given(imported, reauthRequired).when({ type: 'StartReauthorization', oauth: next, now: T1 }).then([{ type: 'OAuthRoundStarted', version: 1, data: { oauth: next, startedAt: T1 } }]);
@@ -108,6 +125,11 @@ describe('connection', () => {
       expect(events).toEqual([{ type: 'ConnectionReauthorized', version: 1, data: { scopes: ['ads_management'], ...account, expiresAt: null, method: 'token_import', stateHash: null, reauthorizedAt: T1 } }]);
       expect(given(imported, reauthRequired, ...events).state()).toMatchObject({ status: 'active', reauthReason: null });
     });
+    it('keeps a sandbox connection a sandbox one when it is reauthorized', () =>
+      expect(given(imported, reauthRequired).when({ type: 'Reauthorize', scopes: [], account, expiresAt: null, sandbox: true, now: T1 }).events()[0]).toMatchObject({
+        type: 'ConnectionReauthorized',
+        data: { method: 'sandbox' },
+      }));
     it('activates a pending connection given credentials instead of the consent', () =>
       expect(given(requested).when({ type: 'Reauthorize', scopes: [], account, expiresAt: null, now: T1 }).events()[0]).toMatchObject({ type: 'ConnectionActivated', data: { method: 'token_import', connectionId: 'con_1' } }));
   });

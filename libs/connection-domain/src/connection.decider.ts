@@ -66,7 +66,7 @@ export type ConnectionCommand =
   | (Identity & { type: 'StartOAuth'; scopes: string[]; oauth: OAuthRound; now: string })
   | (Credentials & { type: 'CompleteOAuth'; stateHash: string })
   | { type: 'StartReauthorization'; oauth: OAuthRound; now: string }
-  | (Credentials & { type: 'Reauthorize' })
+  | (Credentials & { type: 'Reauthorize'; sandbox?: boolean })
   | { type: 'RefreshToken'; expiresAt: string | null; now: string }
   | { type: 'RequireReauth'; reason: string; now: string }
   | { type: 'Revoke'; reason: 'deleted' | 'replaced'; now: string };
@@ -92,7 +92,24 @@ export class OAuthStateSpent extends DomainRuleViolation {
   readonly rule = 'state_spent';
 }
 
-export const connectionStreamId = (connectionId: string) => `connection-${connectionId}`;
+export const CONNECTION_STREAM_PREFIX = 'connection-';
+export const connectionStreamId = (connectionId: string) => `${CONNECTION_STREAM_PREFIX}${connectionId}`;
+
+/**
+ * The OAuth round a returning `state` (by its hash) belongs to, checked before its code is
+ * exchanged: never issued or past its time is `OAuthStateUnknown`, already used (or its
+ * connection deleted meanwhile) is `OAuthStateSpent`. `decide` applies the same check again.
+ */
+export function oauthRoundFor(state: ConnectionState, stateHash: string, now: string): OAuthRound {
+  if (state.status === 'none') throw new OAuthStateUnknown('no such OAuth state');
+  const round = state.oauth;
+  if (round?.stateHash !== stateHash) {
+    if (state.usedStateHashes.includes(stateHash) || state.status === 'revoked') throw new OAuthStateSpent('this consent was already used');
+    throw new OAuthStateUnknown('no such OAuth state');
+  }
+  if (now >= round.expiresAt) throw new OAuthStateUnknown('the OAuth state has expired');
+  return round;
+}
 
 const v1 = <E extends ConnectionEvent>(type: E['type'], data: E['data']) => ({ type, version: 1, data }) as E;
 
@@ -108,12 +125,7 @@ export function decide(command: ConnectionCommand, state: ConnectionState): Conn
   if (state.status === 'none') throw new ConnectionNotFound('no such connection');
   switch (command.type) {
     case 'CompleteOAuth': {
-      const round = state.oauth;
-      if (round?.stateHash !== command.stateHash) {
-        if (state.usedStateHashes.includes(command.stateHash) || state.status === 'revoked') throw new OAuthStateSpent('this consent was already used');
-        throw new OAuthStateUnknown('no such OAuth state');
-      }
-      if (command.now >= round.expiresAt) throw new OAuthStateUnknown('the OAuth state has expired');
+      const round = oauthRoundFor(state, command.stateHash, command.now);
       return [credentialed(state, command, 'oauth', round.stateHash)];
     }
     case 'StartReauthorization':
@@ -121,7 +133,7 @@ export function decide(command: ConnectionCommand, state: ConnectionState): Conn
       return [v1<OAuthRoundStarted>('OAuthRoundStarted', { oauth: command.oauth, startedAt: command.now })];
     case 'Reauthorize':
       assertNotRevoked(state);
-      return [credentialed(state, command, 'token_import', null)];
+      return [credentialed(state, command, command.sandbox ? 'sandbox' : 'token_import', null)];
     case 'RefreshToken':
       assertNotRevoked(state);
       if (state.status !== 'active') throw new ConnectionNotActive(`a ${state.status} connection has no token to refresh`);

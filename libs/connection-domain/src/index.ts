@@ -1,1 +1,2 @@
 export * from './connection.decider';
+export * from './connection.views';

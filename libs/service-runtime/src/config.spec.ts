@@ -69,4 +69,61 @@ describe('loadConfig', () => {
       expect((failure({ [variable]: value }) as Error).message).toMatch(new RegExp(`^${variable} `));
     });
   });
+  describe('connection-service settings', () => {
+    const key = 'a'.repeat(64);
+    const loadFor = (app: 'connection-service' | 'standalone' | 'dispatch-service', env: Record<string, string>, dir = dataDir) => loadConfig(app, { DATA_DIR: dir, ...env });
+    const refusal = (run: () => unknown) => {
+      try {
+        run();
+      } catch (error) {
+        return error as Error;
+      }
+      throw new Error('accepted');
+    };
+
+    it('refuses to start connection-service without CONNECTION_ENCRYPTION_KEY, naming it', () => {
+      const error = refusal(() => loadFor('connection-service', {}, mkdtempSync(join(tmpdir(), 'campaign-ops-config-'))));
+      expect(error).toBeInstanceOf(ConfigError);
+      expect(error.message).toMatch(/^CONNECTION_ENCRYPTION_KEY is required/);
+    });
+
+    it('refuses a key that is not 64 hexadecimal characters, and a previous key likewise', () => {
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: 'abc' })).message).toMatch(/^CONNECTION_ENCRYPTION_KEY must be 32 bytes/);
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_ENCRYPTION_KEY_PREVIOUS: 'xyz' })).message).toMatch(/^CONNECTION_ENCRYPTION_KEY_PREVIOUS must be 32 bytes/);
+    });
+
+    it('takes the key and the previous one as given (lowercase)', () => {
+      const config = loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key.toUpperCase(), CONNECTION_ENCRYPTION_KEY_PREVIOUS: 'b'.repeat(64) });
+      expect(config.connections).toMatchObject({ encryptionKey: key, previousEncryptionKey: 'b'.repeat(64) });
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key }).connections.previousEncryptionKey).toBeNull();
+    });
+
+    it('has the standalone process generate one into DATA_DIR, and keep it across starts', () => {
+      const dir = mkdtempSync(join(tmpdir(), 'campaign-ops-config-'));
+      const first = loadFor('standalone', {}, dir).connections.encryptionKey;
+      expect(first).toMatch(/^[0-9a-f]{64}$/);
+      expect(loadFor('standalone', {}, dir).connections.encryptionKey).toBe(first);
+      // connection-service started later on the same DATA_DIR finds it too
+      expect(loadFor('connection-service', {}, dir).connections.encryptionKey).toBe(first);
+    });
+
+    it('needs no key where no connection is handled', () => {
+      expect(loadFor('dispatch-service', {}).connections.encryptionKey).toBe('');
+    });
+
+    it('builds the OAuth callback on PUBLIC_BASE_URL, by default localhost on PORT', () => {
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key }).connections.publicBaseUrl).toBe('http://localhost:3002');
+      expect(loadFor('standalone', { PORT: '4100' }).connections.publicBaseUrl).toBe('http://localhost:4100');
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'https://api.example.com/' }).connections.publicBaseUrl).toBe('https://api.example.com');
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'ftp://x' })).message).toMatch(/^PUBLIC_BASE_URL /);
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'not a url' })).message).toMatch(/^PUBLIC_BASE_URL /);
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'https://api.example.com/v1?x=1' })).message).toMatch(/^PUBLIC_BASE_URL /);
+    });
+
+    it('sweeps for tokens to refresh every minute unless told otherwise', () => {
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key }).connections.refreshSweepMs).toBe(60_000);
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_REFRESH_SWEEP_MS: '5000' }).connections.refreshSweepMs).toBe(5000);
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_REFRESH_SWEEP_MS: '10' })).message).toMatch(/^CONNECTION_REFRESH_SWEEP_MS /);
+    });
+  });
 });

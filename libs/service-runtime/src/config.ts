@@ -28,6 +28,8 @@ export interface ServiceConfig {
   webhookSecretKey: string;
   /** 64 hex characters; keys the gateway's idempotency record ids and answer seals (HMAC). */
   idempotencySecretKey: string;
+  /** connection-service: the token vault's keys, the OAuth callback's public origin, the refresh sweep. */
+  connections: ConnectionSettings;
   webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; disableAfterMs: number };
   executorConcurrency: number;
   requestTimeoutMs: number;
@@ -35,6 +37,17 @@ export interface ServiceConfig {
   rateLimit: { perSecond: number; burst: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   version: string;
+}
+
+export interface ConnectionSettings {
+  /** 64 hex characters; seals provider tokens at rest (AES-256-GCM). Empty in apps that hold no tokens. */
+  encryptionKey: string;
+  /** The key before a rotation: values it sealed are still opened, and sealed again with the new one on their next write. */
+  previousEncryptionKey: string | null;
+  /** Where partners and browsers reach the API; the OAuth callback is `${publicBaseUrl}/v1/connections/oauth/callback`. No trailing slash. */
+  publicBaseUrl: string;
+  /** How often active connections expiring within 10 minutes are refreshed. */
+  refreshSweepMs: number;
 }
 
 export class ConfigError extends Error {
@@ -118,6 +131,29 @@ function secretKey(env: Env, name: string, app: AppName, dataDir: string): strin
   return stored[name];
 }
 
+/** An optional key in the same format (nothing is generated for it). */
+function optionalSecretKey(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(name, 'must be 32 bytes written as 64 hexadecimal characters');
+  return raw.toLowerCase();
+}
+
+/** An http(s) origin with an optional path prefix, kept without its trailing slash. */
+function publicBaseUrl(env: Env, port: number): string {
+  const raw = env.PUBLIC_BASE_URL;
+  if (raw === undefined || raw === '') return `http://localhost:${port}`;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError('PUBLIC_BASE_URL', `must be a URL such as https://api.example.com, not "${raw}"`);
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new ConfigError('PUBLIC_BASE_URL', `must use https:// (or http://), not "${parsed.protocol}"`);
+  if (parsed.search || parsed.hash || parsed.username || parsed.password) throw new ConfigError('PUBLIC_BASE_URL', 'must be an origin with an optional path, without query, fragment or credentials');
+  return `${parsed.origin}${parsed.pathname}`.replace(/\/+$/, '');
+}
+
 /** The version in the root package.json, found from here in source and in dist alike. */
 function packageVersion(): string {
   for (let dir = __dirname; dir !== resolve(dir, '..'); dir = resolve(dir, '..')) {
@@ -144,9 +180,11 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
   const logLevel = (env.LOG_LEVEL || 'info') as ServiceConfig['logLevel'];
   if (!['debug', 'info', 'warn', 'error'].includes(logLevel)) throw new ConfigError('LOG_LEVEL', 'must be debug, info, warn or error');
   const needsWebhookKey = app === 'standalone' || app === 'webhook-delivery-service';
+  const holdsTokens = app === 'standalone' || app === 'connection-service';
+  const port = integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535);
   return {
     app,
-    port: integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535),
+    port,
     dataDir,
     natsUrl: url(env, 'NATS_URL', ['nats', 'tls']),
     natsStreamReplicas: integer(env, 'NATS_STREAM_REPLICAS', 1, 1, 5),
@@ -157,6 +195,12 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     adminToken,
     webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',
     idempotencySecretKey: app === 'standalone' || app === 'api-gateway' ? secretKey(env, 'IDEMPOTENCY_SECRET_KEY', app, dataDir) : '',
+    connections: {
+      encryptionKey: holdsTokens ? secretKey(env, 'CONNECTION_ENCRYPTION_KEY', app, dataDir) : '',
+      previousEncryptionKey: holdsTokens ? optionalSecretKey(env, 'CONNECTION_ENCRYPTION_KEY_PREVIOUS') : null,
+      publicBaseUrl: publicBaseUrl(env, port),
+      refreshSweepMs: integer(env, 'CONNECTION_REFRESH_SWEEP_MS', 60_000, 1_000, 86_400_000),
+    },
     webhook: {
       allowHttp: boolean(env, 'WEBHOOK_ALLOW_HTTP', false),
       allowPrivateNetworks: boolean(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
