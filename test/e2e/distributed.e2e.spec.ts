@@ -33,6 +33,7 @@ describe('the four apps over NATS', () => {
       WEBHOOK_RETRY_SCHEDULE: '1s,1s,2s',
       WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
       IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
+      CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
       NODE_EXTRA_CA_CERTS: certificates.caCertPath,
       BUS_REQUEST_TIMEOUT_MS: '3000',
     };

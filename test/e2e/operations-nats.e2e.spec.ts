@@ -47,6 +47,7 @@ describe('the four apps over NATS, operated', () => {
       WEBHOOK_TIMEOUT_MS: String(WEBHOOK_TIMEOUT_MS),
       WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
       IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
+      CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     };
     const start = async (name: AppName, extra: Record<string, string> = {}) => apps.set(name, await ServiceProcess.start(name, { ...common, DATA_DIR: join(dataDir, name), ...extra }));
     await Promise.all([start('connection-service'), start('dispatch-service'), start('webhook-delivery-service')]);

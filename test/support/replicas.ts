@@ -37,6 +37,7 @@ export async function startAppsOverNats(replicas: { gateways: number; dispatchSe
     // Replicas of an app share their secrets, as they share their stores.
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
     IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
+    CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     ...env,
   };
   const start = async (app: AppName, count: number, extra: Record<string, string> = {}) => {
