@@ -9,7 +9,11 @@ describe('api errors', () => {
     expect(new ApiError('dispatch_not_retryable', 'x').type).toBe('invalid_request_error');
     expect(new ApiError('rate_limited', 'x').status).toBe(429);
     expect(new ApiError('service_unavailable', 'x').status).toBe(503);
-    expect(Object.keys(ERROR_CATALOG)).toHaveLength(26);
+    expect(new ApiError('connection_exists', 'x').status).toBe(409);
+    expect(new ApiError('channel_not_configured', 'x').status).toBe(422);
+    expect(new ApiError('state_invalid', 'x').status).toBe(400);
+    expect([new ApiError('provider_unavailable', 'x').status, new ApiError('provider_unavailable', 'x').type]).toEqual([502, 'api_error']);
+    expect(Object.keys(ERROR_CATALOG)).toHaveLength(32);
   });
 
   it('travel as values and come back as the same error', () => {
