@@ -26,6 +26,12 @@ export interface AdNetwork {
   refresh(refreshToken: string): Promise<TokenSet>;
   /** The live check made before a connection becomes active: proves the token reaches the ad account. */
   readAccount(access: AccountAccess): Promise<ProviderAccount>;
+  /**
+   * Why live launches cannot run with the settings this network was built with (e.g. Google Ads
+   * without its developer token), or null when they can. Absent: they always can. A launch on a
+   * channel that answers a reason is refused with 422 `channel_live_unavailable`.
+   */
+  launchUnavailableReason?(): string | null;
   /** Creates the campaign (one "try": may be several calls, e.g. Google's budget then campaign). */
   createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }>;
 }

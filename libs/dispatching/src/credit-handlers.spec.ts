@@ -6,6 +6,7 @@ import { SUBJECTS } from '@campaign-ops/service-messages';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
+import { LiveLaunches } from './live-launches';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchStore } from './dispatch-store';
 
@@ -24,7 +25,7 @@ describe('credit handlers of dispatch-service', () => {
     await bus.respond(SUBJECTS.connectionResolve, async () => ({ connection: null }));
     ledgers = new CreditLedgers(events, reads);
     store = new DispatchStore(events, reads);
-    handlers = new CreditHandlers(ledgers, new DispatchCommands(store, ledgers, new DispatchIdempotency(reads), bus));
+    handlers = new CreditHandlers(ledgers, new DispatchCommands(store, ledgers, new DispatchIdempotency(reads), bus, new LiveLaunches({}, bus)));
   });
 
   afterEach(async () => {

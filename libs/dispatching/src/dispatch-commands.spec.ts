@@ -5,6 +5,7 @@ import { SqliteReadStore } from '@campaign-ops/read-store';
 import { CreateDispatchRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
+import { LiveLaunches } from './live-launches';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchStore } from './dispatch-store';
 
@@ -37,7 +38,7 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
     ledgers = new CreditLedgers(events, reads);
     idempotency = new DispatchIdempotency(reads);
     store = new DispatchStore(events, reads);
-    commands = new DispatchCommands(store, ledgers, idempotency, bus);
+    commands = new DispatchCommands(store, ledgers, idempotency, bus, new LiveLaunches({}, bus));
     await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 10, now: new Date().toISOString() }, {});
   });
 

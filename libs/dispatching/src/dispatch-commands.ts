@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { BUS, Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
 import {
@@ -24,7 +24,7 @@ import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { currentRequestId } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
-import { CHANNEL_PROVIDERS, ChannelProviders, NO_LIVE_CHANNELS } from './dispatch-executor';
+import { LiveLaunches } from './live-launches';
 
 /** The write side of dispatches: launch and retry. */
 @Injectable()
@@ -36,8 +36,8 @@ export class DispatchCommands {
     private readonly ledgers: CreditLedgers,
     private readonly idempotency: DispatchIdempotency,
     @Inject(BUS) private readonly bus: Bus,
-    /** Which channels can run live dispatches (a live provider adapter exists for them). */
-    @Optional() @Inject(CHANNEL_PROVIDERS) private readonly providers: Pick<ChannelProviders, 'liveChannelAvailable'> = NO_LIVE_CHANNELS,
+    /** Which channels can run live dispatches (an adapter exists and is configured for them). */
+    private readonly live: LiveLaunches,
   ) {}
 
   async create(request: CreateDispatchRequest): Promise<Outcome<DispatchResource>> {
@@ -61,8 +61,8 @@ export class DispatchCommands {
         return refuse(failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel'));
       if (found.status === 'reauth_required')
         return refuse(failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel'));
-      if (!this.providers.liveChannelAvailable(channel))
-        return refuse(failure('channel_live_unavailable', `Live dispatches to ${channel} are not available yet; use a test key for the sandbox.`, 'channel'));
+      if (!this.live.available(channel))
+        return refuse(failure('channel_live_unavailable', `Live dispatches to ${channel} cannot run on this service as it is configured; use a test key for the sandbox, or ask the operator.`, 'channel'));
     }
     let charge: RecordedEvent;
     try {

@@ -1,28 +1,25 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ChannelProvider, ProviderError } from '@campaign-ops/channels';
+import { ChannelProvider } from '@campaign-ops/channels';
 import { HandlerOutcome } from '@campaign-ops/bus';
-import { DispatchCommand, DispatchError, DispatchNotInProgress, StaleAttempt, Dispatch } from '@campaign-ops/dispatch-domain';
+import { Dispatch, DispatchCommand, DispatchNotInProgress, StaleAttempt } from '@campaign-ops/dispatch-domain';
 import { dispatchesExecuting } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
 import { RelayedEvent } from './dispatch-relay';
+import { classify, LaunchOutcome, LiveLaunches } from './live-launches';
 
-/** Which provider runs a dispatch: the simulator for test keys, a live adapter for live keys. */
-export interface ChannelProviders {
-  forDispatch(dispatch: Dispatch): ChannelProvider | null;
-  liveChannelAvailable(channel: Dispatch['channel']): boolean;
-}
-
-export const CHANNEL_PROVIDERS = Symbol('CHANNEL_PROVIDERS');
-
-/** Until live adapters exist: no channel runs live. */
-export const NO_LIVE_CHANNELS: Pick<ChannelProviders, 'liveChannelAvailable'> = { liveChannelAvailable: () => false };
+/** The simulator that runs test-key dispatches (API.md §3, "Sandbox"). */
+export const SANDBOX_PROVIDER = Symbol('SANDBOX_PROVIDER');
 
 /** Waits between transient provider errors within one dispatch. */
 export const attemptBackoffMs = (attempt: number): number => Math.min(30_000, 500 * 2 ** (attempt - 1));
 
+/** The longest the executor waits before the next try, whatever delay a network names. */
+const MAX_RETRY_DELAY_MS = 15 * 60_000;
+
 /**
- * Runs accepted dispatches against their channel and records the outcome. It decides from the
- * stream, not from the message, so a redelivered or stale message does nothing twice.
+ * Runs accepted dispatches against their channel (the simulator for test keys, the ad network
+ * for live ones) and records the outcome. It decides from the stream, not from the message, so a
+ * redelivered or stale message does nothing twice.
  */
 @Injectable()
 export class DispatchExecutor {
@@ -30,7 +27,8 @@ export class DispatchExecutor {
 
   constructor(
     private readonly store: DispatchStore,
-    @Inject(CHANNEL_PROVIDERS) private readonly providers: ChannelProviders,
+    @Inject(SANDBOX_PROVIDER) private readonly sandbox: ChannelProvider,
+    private readonly live: LiveLaunches,
   ) {}
 
   async handle(event: RelayedEvent): Promise<HandlerOutcome> {
@@ -40,14 +38,18 @@ export class DispatchExecutor {
 
     const attempt = state.attempts + 1;
     dispatchesExecuting.inc();
-    const command = await this.callProvider(state, attempt).finally(() => dispatchesExecuting.dec());
+    const outcome = await (state.mode === 'live' ? this.live.launch(state) : this.simulate(state, attempt)).finally(() => dispatchesExecuting.dec());
+    const command = toCommand(outcome, attempt, new Date().toISOString());
     const metadata = { accountId: state.accountId, mode: state.mode, requestId: (event.metadata.requestId as string | undefined) ?? null };
     try {
       const decided = await this.store.repository.execute(event.streamId, command, metadata);
       await this.store.refreshView(event.streamId);
       const last = decided.recorded[decided.recorded.length - 1];
-      // A transient failure: wait, then this message comes back and the next attempt runs.
-      if (last?.type === 'DispatchAttemptFailed') return { retryInMs: attemptBackoffMs(attempt) };
+      // A transient failure: wait (the network's delay when it named one), then this message comes back and the next try runs.
+      if (last?.type === 'DispatchAttemptFailed') {
+        const delay = outcome.kind === 'failed' && outcome.retryAfterMs !== null ? outcome.retryAfterMs : attemptBackoffMs(attempt);
+        return { retryInMs: Math.min(MAX_RETRY_DELAY_MS, Math.max(0, delay)) };
+      }
     } catch (error) {
       // Another delivery of this work recorded the outcome first: nothing left to do.
       if (error instanceof StaleAttempt || error instanceof DispatchNotInProgress) return;
@@ -55,39 +57,21 @@ export class DispatchExecutor {
     }
   }
 
-  private async callProvider(dispatch: Dispatch, attempt: number): Promise<DispatchCommand> {
-    const now = () => new Date().toISOString();
-    const provider = this.providers.forDispatch(dispatch);
-    if (!provider) {
-      const error: DispatchError = {
-        code: 'provider_unavailable',
-        message: `Live execution on ${dispatch.channel} is not available.`,
-        provider_code: null,
-        retryable: true,
-      };
-      return { type: 'RecordProviderFailure', attempt, error, now: now() };
-    }
+  /** A test-key dispatch on the simulator; `[sandbox:reauth]` moves the channel's sandbox connection too. */
+  private async simulate(dispatch: Dispatch, attempt: number): Promise<LaunchOutcome> {
     try {
-      const created = await provider.createCampaign({ dispatchId: dispatch.id, channel: dispatch.channel, campaign: dispatch.campaign, attempt });
-      return { type: 'RecordProviderSuccess', attempt, providerResourceId: created.providerResourceId, now: now() };
+      const created = await this.sandbox.createCampaign({ dispatchId: dispatch.id, channel: dispatch.channel, campaign: dispatch.campaign, attempt });
+      return { kind: 'created', providerResourceId: created.providerResourceId };
     } catch (error) {
-      return { type: 'RecordProviderFailure', attempt, error: this.toDispatchError(error), now: now() };
+      const outcome = classify(error, this.logger);
+      if (outcome.kind === 'failed' && outcome.error.code === 'connection_reauth_required') await this.live.reportReauthRequired(dispatch, 'sandbox_reauth');
+      return outcome;
     }
   }
+}
 
-  private toDispatchError(error: unknown): DispatchError {
-    if (error instanceof ProviderError) {
-      switch (error.kind) {
-        case 'validation':
-          return { code: 'provider_validation_failed', message: error.message, provider_code: error.providerCode, retryable: false };
-        case 'auth':
-          return { code: 'connection_reauth_required', message: error.message, provider_code: error.providerCode, retryable: false };
-        case 'transient':
-          return { code: 'provider_unavailable', message: error.message, provider_code: error.providerCode, retryable: true };
-      }
-    }
-    // Not a provider's answer (a network fault, a bug): treat as transient, and say so in the log.
-    this.logger.warn(`provider call failed unexpectedly: ${(error as Error).message}`);
-    return { code: 'provider_unavailable', message: 'The provider could not be reached.', provider_code: null, retryable: true };
-  }
+function toCommand(outcome: LaunchOutcome, attempt: number, now: string): DispatchCommand {
+  if (outcome.kind === 'created') return { type: 'RecordProviderSuccess', attempt, providerResourceId: outcome.providerResourceId, now };
+  if (!outcome.tried && !outcome.error.retryable) return { type: 'RecordFailureBeforeTry', attempt, error: outcome.error, now };
+  return { type: 'RecordProviderFailure', attempt, error: outcome.error, now };
 }

@@ -1,23 +1,25 @@
 import { Module } from '@nestjs/common';
+import { AD_NETWORKS, AdNetworks } from '@campaign-ops/ad-networks';
 import { SandboxSimulator } from '@campaign-ops/channels';
+import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';
 import { CreditsMessageController } from './credits.message.controller';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchExecutionMessageController } from './dispatch-execution.message.controller';
-import { CHANNEL_PROVIDERS, ChannelProviders, DispatchExecutor } from './dispatch-executor';
+import { DispatchExecutor, SANDBOX_PROVIDER } from './dispatch-executor';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchProcessors } from './dispatch-processors';
 import { DispatchQueries } from './dispatch-queries';
 import { DispatchStore } from './dispatch-store';
 import { DispatchesMessageController } from './dispatches.message.controller';
+import { LiveLaunches } from './live-launches';
 
-/** Test keys run on the simulator; live adapters arrive with connections (a later issue). */
-const simulator = new SandboxSimulator();
-const sandboxOnly: ChannelProviders = {
-  forDispatch: (dispatch) => (dispatch.mode === 'test' ? simulator : null),
-  liveChannelAvailable: () => false,
-};
+/** The ad networks live dispatches run on, from `CHANNEL_<CHANNEL>_*` (API.md §4). */
+function liveAdNetworks(_config: ServiceConfig): AdNetworks {
+  return {};
+}
+
 
 /**
  * dispatch-service: owns the dispatch aggregate and the credit ledgers. Its message controllers
@@ -26,7 +28,9 @@ const sandboxOnly: ChannelProviders = {
 @Module({
   controllers: [DispatchesMessageController, CreditsMessageController, DispatchExecutionMessageController],
   providers: [
-    { provide: CHANNEL_PROVIDERS, useValue: sandboxOnly },
+    { provide: SANDBOX_PROVIDER, useValue: new SandboxSimulator() },
+    { provide: AD_NETWORKS, useFactory: liveAdNetworks, inject: [CONFIG] },
+    LiveLaunches,
     DispatchStore,
     DispatchIdempotency,
     CreditLedgers,

@@ -8,3 +8,4 @@ export * from './dispatch-relay';
 export * from './credit-ledgers';
 export * from './credit-handlers';
 export * from './dispatch-idempotency';
+export * from './live-launches';

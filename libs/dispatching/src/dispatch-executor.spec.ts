@@ -1,0 +1,179 @@
+import { AdNetwork, AdNetworks } from '@campaign-ops/ad-networks';
+import { failure, success } from '@campaign-ops/api-errors';
+import { InProcessBus } from '@campaign-ops/bus';
+import { CampaignSpec, ProviderError, SandboxSimulator } from '@campaign-ops/channels';
+import { Dispatch, dispatchStreamId } from '@campaign-ops/dispatch-domain';
+import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteReadStore } from '@campaign-ops/read-store';
+import { ConnectionAccessRequest, ConnectionReauthRequiredRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { DispatchExecutor } from './dispatch-executor';
+import { RelayedEvent } from './dispatch-relay';
+import { DispatchStore } from './dispatch-store';
+import { LiveLaunches } from './live-launches';
+
+const campaign: CampaignSpec = {
+  name: 'Spring',
+  objective: 'conversion',
+  budget: { amount_micros: 50_000_000, currency: 'EUR', type: 'daily' },
+  schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'Europe/Berlin' },
+};
+
+/**
+ * An ad network as the port sees it, scripted per call: each entry of `answers` is what the next
+ * createCampaign does. (The adapters themselves are tested against HTTP fakes of the networks.)
+ */
+class ScriptedNetwork implements Partial<AdNetwork> {
+  readonly calls: Array<{ accessToken: string; currency: string }> = [];
+  constructor(private readonly answers: Array<string | ProviderError>) {}
+  async createCampaign(access: Parameters<AdNetwork['createCampaign']>[0]) {
+    this.calls.push({ accessToken: access.accessToken, currency: access.account.currency });
+    const answer = this.answers.shift() ?? new ProviderError('validation', 'no more answers scripted', 'SCRIPT');
+    if (answer instanceof ProviderError) throw answer;
+    return { providerResourceId: answer };
+  }
+}
+
+describe('the dispatch executor', () => {
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let bus: InProcessBus;
+  let store: DispatchStore;
+  /** What connection-service was asked, and what it answers (a fresh token per refresh). */
+  let accessRequests: ConnectionAccessRequest[];
+  let reauthReports: ConnectionReauthRequiredRequest[];
+  let refreshRefused: boolean;
+  let accountCurrency: string;
+
+  beforeEach(async () => {
+    events = SqliteEventStore.open(':memory:');
+    reads = SqliteReadStore.open(':memory:');
+    bus = InProcessBus.open();
+    store = new DispatchStore(events, reads);
+    accessRequests = [];
+    reauthReports = [];
+    refreshRefused = false;
+    accountCurrency = 'EUR';
+    await bus.respond<ConnectionAccessRequest>(SUBJECTS.connectionAccess, async (request) => {
+      accessRequests.push(request);
+      if (request.forceRefresh && refreshRefused) return failure('connection_reauth_required', 'The provider refused the refresh token.');
+      const token = request.forceRefresh ? 'token-refreshed' : 'token-1';
+      return success({ connectionId: request.connectionId, channel: 'meta_ads', providerAccountId: '1234', accessToken: token, currency: accountCurrency, timezone: 'Europe/Berlin' });
+    });
+    await bus.respond<ConnectionReauthRequiredRequest>(SUBJECTS.connectionReauthRequired, async (request) => {
+      reauthReports.push(request);
+      return success({});
+    });
+  });
+
+  afterEach(async () => {
+    await bus.close();
+    await events.close();
+    await reads.close();
+  });
+
+  /** Accepts a dispatch, then runs the executor on its acceptance as the bus would hand it over. */
+  async function execute(network: ScriptedNetwork | null, options: { mode?: 'live' | 'test'; name?: string; connectionId?: string | null } = {}) {
+    const mode = options.mode ?? 'live';
+    const id = `dsp_${Math.random().toString(36).slice(2)}`;
+    const streamId = dispatchStreamId(id);
+    const now = new Date().toISOString();
+    await store.repository.execute(
+      streamId,
+      { type: 'CreateDispatch', dispatchId: id, accountId: 'acct_1', mode, channel: 'meta_ads', campaign: { ...campaign, name: options.name ?? campaign.name }, connectionId: options.connectionId === undefined ? 'con_1' : options.connectionId, idempotencyKey: null, now },
+      {},
+    );
+    const networks: AdNetworks = network ? { meta_ads: network as unknown as AdNetwork } : {};
+    const executor = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches(networks, bus));
+    const [accepted] = await events.readStream(streamId);
+    const relayed: RelayedEvent = { ...accepted };
+    const outcome = await executor.handle(relayed);
+    return { outcome, dispatch: (await store.stateOf(streamId)).state as Dispatch, run: () => executor.handle(relayed) };
+  }
+
+  it('creates the campaign with the token connection-service gives, and records the network id', async () => {
+    const network = new ScriptedNetwork(['120210000000001']);
+    const { dispatch } = await execute(network);
+    expect(dispatch).toMatchObject({ status: 'completed', providerResourceId: '120210000000001', attempts: 1, error: null });
+    expect(network.calls).toEqual([{ accessToken: 'token-1', currency: 'EUR' }]);
+    expect(accessRequests).toEqual([expect.objectContaining({ accountId: 'acct_1', mode: 'live', connectionId: 'con_1', forceRefresh: false })]);
+  });
+
+  it("fails a budget in another currency than the ad account's before any call: currency_mismatch, 0 attempts", async () => {
+    accountCurrency = 'USD';
+    const network = new ScriptedNetwork(['never']);
+    const { dispatch } = await execute(network);
+    expect(dispatch).toMatchObject({ status: 'failed', attempts: 0, error: { code: 'provider_validation_failed', provider_code: 'currency_mismatch', retryable: false } });
+    expect(dispatch.error?.message).toContain('EUR');
+    expect(network.calls).toEqual([]);
+  });
+
+  it('refreshes a refused token once and repeats the try with the new one', async () => {
+    const network = new ScriptedNetwork([new ProviderError('auth', 'Error validating access token', '190', 400), '120210000000002']);
+    const { dispatch } = await execute(network);
+    expect(dispatch).toMatchObject({ status: 'completed', providerResourceId: '120210000000002', attempts: 1 });
+    expect(network.calls.map((c) => c.accessToken)).toEqual(['token-1', 'token-refreshed']);
+    expect(accessRequests.map((r) => r.forceRefresh)).toEqual([false, true]);
+    expect(reauthReports).toEqual([]);
+  });
+
+  it('fails with connection_reauth_required when the refresh is refused (connection-service moved the connection)', async () => {
+    refreshRefused = true;
+    const network = new ScriptedNetwork([new ProviderError('auth', 'Error validating access token', '190', 400)]);
+    const { dispatch } = await execute(network);
+    expect(dispatch).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'connection_reauth_required', retryable: false } });
+    expect(network.calls).toHaveLength(1);
+  });
+
+  it('fails with connection_reauth_required and reports the connection when the refreshed token is refused too', async () => {
+    const network = new ScriptedNetwork([new ProviderError('auth', 'expired', '190', 400), new ProviderError('auth', 'expired again', '190', 400)]);
+    const { dispatch } = await execute(network);
+    expect(dispatch).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'connection_reauth_required', provider_code: '190', retryable: false } });
+    expect(reauthReports).toEqual([expect.objectContaining({ accountId: 'acct_1', mode: 'live', connectionId: 'con_1', channel: 'meta_ads', reason: 'token_refused:190' })]);
+  });
+
+  it("waits the network's own delay after a rate limit, then tries again", async () => {
+    const network = new ScriptedNetwork([new ProviderError('rate_limited', 'User request limit reached', '17', 400, 42_000), '120210000000003']);
+    const first = await execute(network);
+    expect(first.outcome).toEqual({ retryInMs: 42_000 });
+    expect(first.dispatch).toMatchObject({ status: 'accepted', attempts: 1 });
+    await first.run();
+    const { state } = await store.stateOf(dispatchStreamId(first.dispatch.id));
+    expect(state).toMatchObject({ status: 'completed', attempts: 2, providerResourceId: '120210000000003' });
+  });
+
+  it('backs off on a transient error without a named delay, and fails retryable after 5 tries', async () => {
+    const answers = Array.from({ length: 5 }, () => new ProviderError('transient', 'Service temporarily unavailable', 'HTTP_503', 503));
+    const run = await execute(new ScriptedNetwork(answers));
+    expect(run.outcome).toEqual({ retryInMs: 500 });
+    for (let i = 0; i < 4; i++) await run.run();
+    const { state } = await store.stateOf(dispatchStreamId(run.dispatch.id));
+    expect(state).toMatchObject({ status: 'failed', attempts: 5, error: { code: 'provider_unavailable', retryable: true } });
+  });
+
+  it("fails with the network's own message and code on a validation error", async () => {
+    const network = new ScriptedNetwork([new ProviderError('validation', 'Invalid parameter: daily_budget too low', '100', 400)]);
+    const { dispatch } = await execute(network);
+    expect(dispatch.error).toEqual({ code: 'provider_validation_failed', message: 'Invalid parameter: daily_budget too low', provider_code: '100', retryable: false });
+  });
+
+  it('gives up on nothing when connection-service cannot be reached: the message comes back, nothing is recorded', async () => {
+    await bus.close();
+    bus = InProcessBus.open();
+    const network = new ScriptedNetwork(['never']);
+    await expect(execute(network)).rejects.toThrow();
+    expect(network.calls).toEqual([]);
+  });
+
+  it('moves the sandbox connection on [sandbox:reauth], before recording the failure', async () => {
+    const { dispatch } = await execute(null, { mode: 'test', name: 'Spring [sandbox:reauth]', connectionId: null });
+    expect(dispatch).toMatchObject({ status: 'failed', error: { code: 'connection_reauth_required' } });
+    expect(reauthReports).toEqual([expect.objectContaining({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'meta_ads', reason: 'sandbox_reauth' })]);
+    expect(accessRequests).toEqual([]);
+  });
+
+  it('runs test-key dispatches on the simulator, never asking for a token', async () => {
+    const { dispatch } = await execute(null, { mode: 'test', connectionId: null });
+    expect(dispatch).toMatchObject({ status: 'completed', providerResourceId: expect.stringMatching(/^sbx_meta_ads_\d+$/) });
+    expect(accessRequests).toEqual([]);
+  });
+});
