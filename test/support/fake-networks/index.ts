@@ -13,3 +13,4 @@ export {
   type OAuthShape,
   type RecordedRequest,
 } from './fake-network';
+export { SnapchatAdsFake } from './snapchat-ads.fake';

@@ -1,0 +1,169 @@
+import { CampaignSpec } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { isIanaTimeZone, isoWithOffset } from '../account-time';
+import { toMicros } from '../budget-units';
+import { NetworkAnswer, NetworkHttp } from '../network-http';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+
+/**
+ * Snapchat Marketing API (Ads API v1): every fact of the network lives in this file.
+ *
+ * - OAuth 2: consent at `accounts.snapchat.com/login/oauth2/authorize` (`response_type=code`,
+ *   scope `snapchat-marketing-api`); code exchange and refresh at
+ *   `accounts.snapchat.com/login/oauth2/access_token` (form body, client id and secret in the body).
+ *   Access tokens live about an hour (trust `expires_in`); a refresh token is issued and is used
+ *   again for every refresh. A refused refresh is an RFC 6749 error (`invalid_grant`).
+ * - Every call: `Authorization: Bearer <token>`. Answers are wrapped: `{request_status, request_id,
+ *   <plural>: [{sub_request_status, <singular>: {...}}]}`; errors are `{request_status: "ERROR",
+ *   request_id, debug_message, display_message, error_code}`. A batch write may answer with a
+ *   failing `sub_request_status` and its `sub_request_error_reason` instead.
+ * - Ad account read: `GET /v1/adaccounts/{id}`: `adaccounts[0].adaccount.currency` and `.timezone`
+ *   (IANA names).
+ * - Campaign create: `POST /v1/adaccounts/{id}/campaigns` with `{campaigns: [{...}]}`; `status` and
+ *   `start_time` are required; budgets in micro-currency (`daily_budget_micro`, or
+ *   `lifetime_spend_cap_micro` for a lifetime budget); `start_time` / `end_time` ISO 8601 with an
+ *   offset (we write them in the ad account's time zone); the id is `campaigns[0].campaign.id`.
+ *   Created PAUSED: a campaign without ad squads delivers nothing anyway, and nobody spends by accident.
+ * - The objective goes in `objective_v2_properties.objective_v2_type` (AWARENESS_AND_ENGAGEMENT,
+ *   SALES, TRAFFIC, APP_PROMOTION, LEADS), which replaces the deprecated `objective` field.
+ *   CHANNELS.md's `WEB_CONVERSION` is that deprecated field's name for SALES (unconfirmed that
+ *   Snap still accepts it; the deprecated enum has no traffic value at all).
+ * - Re-authenticate: HTTP 401; a refused refresh. Slow down: HTTP 429 (20 requests/s per app,
+ *   10 per token); Snap documents no Retry-After, so without one we wait one rate window (1 s).
+ *   5xx: transient. 403 / 404 on the ad account: the token cannot reach it. Other 4xx: validation,
+ *   with Snap's `display_message` / `debug_message` and `error_code`.
+ */
+const API_VERSION = 'v1';
+const SCOPES = ['snapchat-marketing-api'] as const;
+/** One rate window of Snap's per-second limits, when a 429 names no delay. */
+const RATE_WINDOW_MS = 1_000;
+
+/** Our objectives as Snap's objective_v2_type. */
+export const SNAPCHAT_OBJECTIVES: Readonly<Record<string, string>> = {
+  conversion: 'SALES',
+  traffic: 'TRAFFIC',
+  awareness: 'AWARENESS_AND_ENGAGEMENT',
+  engagement: 'AWARENESS_AND_ENGAGEMENT',
+  leads: 'LEADS',
+  app_installs: 'APP_PROMOTION',
+};
+
+interface SnapError {
+  request_status?: string;
+  request_id?: string;
+  debug_message?: string;
+  display_message?: string;
+  error_code?: string;
+}
+
+type SnapItem = { sub_request_status?: string; sub_request_error_reason?: string } & Record<string, unknown>;
+
+export class SnapchatAds implements AdNetwork {
+  readonly channel = 'snapchat_ads' as const;
+  readonly scopes = SCOPES;
+
+  constructor(
+    private readonly settings: NetworkSettings,
+    private readonly http: NetworkHttp,
+  ) {}
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+    const { clientId } = requireClient(this.settings);
+    return consentUrl(this.settings, {
+      client_id: clientId,
+      redirect_uri: request.redirectUri,
+      response_type: 'code',
+      scope: SCOPES.join(' '),
+      state: request.state,
+    });
+  }
+
+  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
+    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri);
+  }
+
+  refresh(refreshToken: string): Promise<TokenSet> {
+    return refreshAccessToken(this.http, this.settings, refreshToken);
+  }
+
+  async readAccount(access: AccountAccess): Promise<ProviderAccount> {
+    const answer = await this.http.call({ method: 'GET', url: this.url(`/adaccounts/${encodeURIComponent(access.providerAccountId)}`), headers: this.auth(access) });
+    if (answer.status !== 200) throw this.refusal(answer, 'ad account read');
+    const item = this.firstItem(answer, 'adaccounts');
+    const account = item.adaccount as { currency?: unknown; timezone?: unknown } | undefined;
+    const currency = account?.currency;
+    const timezone = account?.timezone;
+    if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency) || typeof timezone !== 'string' || !isIanaTimeZone(timezone))
+      throw new ProviderError('transient', 'snapchat_ads answered the ad account read without a currency and time zone', null, answer.status);
+    return { currency, timezone };
+  }
+
+  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
+    const campaign = this.campaignBody(access.providerAccountId, access.account, request.campaign);
+    const answer = await this.http.call({
+      method: 'POST',
+      url: this.url(`/adaccounts/${encodeURIComponent(access.providerAccountId)}/campaigns`),
+      headers: this.auth(access),
+      json: { campaigns: [campaign] },
+    });
+    if (answer.status !== 200) throw this.refusal(answer, 'campaign create');
+    const created = this.firstItem(answer, 'campaigns').campaign as { id?: unknown } | undefined;
+    if (typeof created?.id !== 'string' || !created.id)
+      throw new ProviderError('transient', 'snapchat_ads answered the campaign create without a campaign id', null, answer.status);
+    return { providerResourceId: created.id };
+  }
+
+  /** The campaign as Snap takes it (one element of `campaigns`). */
+  campaignBody(adAccountId: string, account: ProviderAccount, spec: CampaignSpec): Record<string, unknown> {
+    if (spec.budget.currency !== account.currency)
+      throw new ProviderError('validation', `the budget is in ${spec.budget.currency} but the ad account bills in ${account.currency}`, 'currency_mismatch');
+    const objective = SNAPCHAT_OBJECTIVES[spec.objective];
+    if (!objective) throw new ProviderError('validation', `snapchat_ads has no objective for ${spec.objective}`, 'objective_unsupported');
+    const micros = toMicros(spec.budget.amount_micros);
+    return {
+      ad_account_id: adAccountId,
+      name: spec.name,
+      status: 'PAUSED',
+      objective_v2_properties: { objective_v2_type: objective },
+      start_time: isoWithOffset(spec.schedule.start_at, account.timezone),
+      ...(spec.schedule.end_at ? { end_time: isoWithOffset(spec.schedule.end_at, account.timezone) } : {}),
+      ...(spec.budget.type === 'daily' ? { daily_budget_micro: micros } : { lifetime_spend_cap_micro: micros }),
+    };
+  }
+
+  private url(path: string): string {
+    return `${this.settings.apiUrl}/${API_VERSION}${path}`;
+  }
+
+  private auth(access: AccountAccess): Record<string, string> {
+    return { authorization: `Bearer ${access.accessToken}` };
+  }
+
+  /** The first entry of a wrapped answer; a failing sub-request is Snap's validation refusal. */
+  private firstItem(answer: NetworkAnswer, plural: string): SnapItem {
+    const body = (answer.json ?? {}) as Record<string, unknown> & SnapError;
+    const items = body[plural];
+    const item = Array.isArray(items) ? (items[0] as SnapItem | undefined) : undefined;
+    if (item && item.sub_request_status && item.sub_request_status !== 'SUCCESS')
+      throw new ProviderError('validation', item.sub_request_error_reason ?? `snapchat_ads refused the request (${item.sub_request_status})`, body.error_code ?? 'sub_request_error', answer.status);
+    if (!item || (body.request_status && body.request_status !== 'SUCCESS'))
+      throw new ProviderError('transient', `snapchat_ads answered without ${plural}`, body.error_code ?? null, answer.status);
+    return item;
+  }
+
+  /** An answer other than 200, classified by Snap's rules. */
+  private refusal(answer: NetworkAnswer, what: string): ProviderError {
+    const body = (answer.json ?? {}) as SnapError & { [plural: string]: unknown };
+    const code = typeof body.error_code === 'string' ? body.error_code : null;
+    const message = body.display_message ?? body.debug_message ?? `snapchat_ads refused the ${what} (HTTP ${answer.status})`;
+    if (answer.status === 401) return new ProviderError('auth', `snapchat_ads refused the access token: ${message}`, code ?? 'unauthorized', 401);
+    if (answer.status === 429)
+      return new ProviderError('rate_limited', 'snapchat_ads asks to slow down (HTTP 429)', code ?? 'rate_limited', 429, answer.retryAfterMs ?? RATE_WINDOW_MS);
+    if (answer.status >= 500) return new ProviderError('transient', `snapchat_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
+    if (answer.status === 403 || answer.status === 404)
+      return new ProviderError('account_unreachable', `snapchat_ads: the token cannot reach this ad account: ${message}`, code ?? `http_${answer.status}`, answer.status);
+    const failed = Object.values(body).find((value): value is SnapItem[] => Array.isArray(value) && (value[0] as SnapItem | undefined)?.sub_request_error_reason !== undefined);
+    const reason = failed?.[0]?.sub_request_error_reason;
+    return new ProviderError('validation', reason ?? message, code ?? `http_${answer.status}`, answer.status);
+  }
+}
