@@ -5,3 +5,4 @@ export * from './network-http';
 export * from './budget-units';
 export * from './account-time';
 export * from './oauth2';
+export * from './ad-networks.module';

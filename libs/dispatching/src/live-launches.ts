@@ -115,7 +115,7 @@ export class LiveLaunches {
    * later), or the connection needs the person to authorize again (it has moved it already).
    */
   private accessRefused(error: ErrorBody, tried: boolean): LaunchOutcome {
-    if ((error.code as string) === 'provider_unavailable' || error.code === 'service_unavailable') {
+    if (error.code === 'provider_unavailable' || error.code === 'service_unavailable') {
       return { kind: 'failed', error: { code: 'provider_unavailable', message: error.message, provider_code: null, retryable: true }, tried: true, retryAfterMs: null };
     }
     const message = `The connection cannot be used: ${error.message} Reauthorize it (POST /v1/connections/:id/reauthorize), then retry the dispatch.`;
