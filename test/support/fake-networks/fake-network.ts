@@ -229,6 +229,11 @@ export abstract class FakeNetwork {
     this.refusingRefresh = true;
   }
 
+  /** Refresh grants are accepted again (after `refuseRefresh`). */
+  acceptRefresh(): void {
+    this.refusingRefresh = false;
+  }
+
   /** The next consent is refused: the browser goes back with `error=access_denied`. */
   denyNextConsent(): void {
     this.denyingConsent = true;
