@@ -3,6 +3,7 @@ import { Channel } from '@campaign-ops/channels';
 import { AdNetwork, AdNetworks, NetworkSettings } from './ad-network.port';
 import { NetworkHttp } from './network-http';
 import { SnapchatAds } from './channels/snapchat-ads';
+import { PinterestAds } from './channels/pinterest-ads';
 
 export interface AdNetworkOptions {
   /** Tests: an undici Agent that trusts the fake networks' CA. Production: Node's CA store. */
@@ -14,6 +15,7 @@ type AdapterFactory = (settings: NetworkSettings, http: NetworkHttp) => AdNetwor
 /** One line per channel with a live adapter (its file in ./channels holds every fact of that network). */
 const ADAPTERS = {
   snapchat_ads: (settings, http) => new SnapchatAds(settings, http),
+  pinterest_ads: (settings, http) => new PinterestAds(settings, http),
 } satisfies Partial<Record<Channel, AdapterFactory>>;
 
 /** The channels that have a live adapter. */

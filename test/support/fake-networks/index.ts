@@ -14,3 +14,4 @@ export {
   type RecordedRequest,
 } from './fake-network';
 export { SnapchatAdsFake } from './snapchat-ads.fake';
+export { PinterestAdsFake } from './pinterest-ads.fake';

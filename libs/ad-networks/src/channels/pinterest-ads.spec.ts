@@ -1,0 +1,178 @@
+import { request } from 'undici';
+import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
+import { PinterestAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, refusingLoopbackUrl } from '../../../../test/support/fake-networks';
+import { NetworkHttp } from '../network-http';
+import { PinterestAds } from './pinterest-ads';
+
+const USD_ACCOUNT = '549755885175';
+const JPY_ACCOUNT = '549755885176';
+const usd = { currency: 'USD', timezone: 'UTC' };
+const jpy = { currency: 'JPY', timezone: 'UTC' };
+
+const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
+  name: 'Autumn boards',
+  objective: 'conversion',
+  budget: { amount_micros: 25_000_000, currency: 'USD', type: 'daily' },
+  schedule: { start_at: '2027-03-01T08:00:00Z', timezone: 'Europe/London' },
+  ...overrides,
+});
+
+async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
+  const error = await promise.then(() => null, (caught: unknown) => caught);
+  expect(error).toBeInstanceOf(ProviderError);
+  return error as ProviderError;
+}
+
+describe('PinterestAds against its fake', () => {
+  let fake: PinterestAdsFake;
+  let pinterest: PinterestAds;
+  let token: string;
+
+  beforeAll(async () => {
+    fake = await PinterestAdsFake.start({ accounts: [{ id: USD_ACCOUNT, currency: 'USD', timezone: 'UTC' }, { id: JPY_ACCOUNT, currency: 'JPY', timezone: 'UTC' }] });
+    pinterest = new PinterestAds(fake.settings(), new NetworkHttp('pinterest_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+  });
+  beforeEach(() => {
+    token = fake.issueAccessToken();
+  });
+  afterAll(async () => {
+    await fake.close();
+    await closeFakeNetworkDispatcher();
+  });
+
+  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd) =>
+    pinterest.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
+  const sentCampaign = () => (fake.lastRequest(/\/campaigns$/).body as Array<Record<string, unknown>>)[0];
+
+  describe('OAuth', () => {
+    it('sends the browser to the consent page with comma-separated ads scopes', () => {
+      const url = new URL(pinterest.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/cb', providerAccountId: USD_ACCOUNT }));
+      expect(url.origin + url.pathname).toBe(`${fake.url}/oauth/`);
+      expect(Object.fromEntries(url.searchParams)).toEqual({ client_id: fake.clientId, redirect_uri: 'https://ops.example/cb', response_type: 'code', scope: 'ads:read,ads:write', state: 'st_1' });
+    });
+
+    it('exchanges the code with the client as HTTP Basic, then refreshes into a new refresh token', async () => {
+      const redirectUri = 'https://ops.example/cb';
+      const consent = await request(pinterest.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: USD_ACCOUNT }), { dispatcher: await fakeNetworkDispatcher() });
+      await consent.body.dump();
+      const code = new URL(String(consent.headers.location)).searchParams.get('code')!;
+
+      const tokens = await pinterest.exchangeCode({ code, redirectUri });
+      const grant = fake.lastRequest('/v5/oauth/token');
+      expect(grant.headers.authorization).toBe(`Basic ${Buffer.from(`${fake.clientId}:${fake.clientSecret}`).toString('base64')}`);
+      expect(grant.body).toEqual({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, continuous_refresh: 'true' });
+      expect(tokens.refreshToken).toMatch(/^rt-/);
+      expect(Date.parse(tokens.expiresAt!) - Date.now()).toBeGreaterThan(29 * 86_400_000);
+
+      const refreshed = await pinterest.refresh(tokens.refreshToken!);
+      expect(fake.lastRequest('/v5/oauth/token').body).toEqual({ grant_type: 'refresh_token', refresh_token: tokens.refreshToken });
+      expect(refreshed.refreshToken).toMatch(/^rt-/);
+      expect(refreshed.refreshToken).not.toBe(tokens.refreshToken);
+    });
+
+    it('a refused code or refresh is auth, with Pinterest\'s code and message', async () => {
+      const code = await rejection(pinterest.exchangeCode({ code: 'never-issued', redirectUri: 'https://ops.example/cb' }));
+      expect([code.kind, code.providerCode, code.httpStatus]).toEqual(['auth', '283', 400]);
+      expect(code.message).toContain('The authorization grant is invalid');
+      const refresh = fake.issueRefreshToken();
+      fake.refuseRefresh(); // nothing in this spec refreshes after this test
+      const refused = await rejection(pinterest.refresh(refresh));
+      expect([refused.kind, refused.providerCode]).toEqual(['auth', '283']);
+      expect(refused.message).not.toContain(refresh);
+    });
+  });
+
+  describe('reading the ad account', () => {
+    it('answers the currency; the v5 ad account names no time zone, so UTC', async () => {
+      expect(await pinterest.readAccount({ accessToken: token, providerAccountId: JPY_ACCOUNT })).toEqual(jpy);
+      const sent = fake.lastRequest();
+      expect([sent.method, sent.path, sent.headers.authorization]).toEqual(['GET', `/v5/ad_accounts/${JPY_ACCOUNT}`, `Bearer ${token}`]);
+    });
+
+    it('401 is auth; 403 and 404 are account_unreachable', async () => {
+      fake.expireToken(token);
+      const expired = await rejection(pinterest.readAccount({ accessToken: token, providerAccountId: USD_ACCOUNT }));
+      expect([expired.kind, expired.providerCode, expired.httpStatus]).toEqual(['auth', '2', 401]);
+      expect(expired.message).not.toContain(token);
+      const valid = fake.issueAccessToken();
+      fake.denyAccount(JPY_ACCOUNT, valid);
+      const denied = await rejection(pinterest.readAccount({ accessToken: valid, providerAccountId: JPY_ACCOUNT }));
+      expect([denied.kind, denied.httpStatus]).toEqual(['account_unreachable', 403]);
+      const missing = await rejection(pinterest.readAccount({ accessToken: valid, providerAccountId: '1' }));
+      expect([missing.kind, missing.message]).toEqual(['account_unreachable', 'pinterest_ads: the token cannot reach this ad account: AdAccount not found.']);
+    });
+  });
+
+  describe('creating a campaign', () => {
+    it('maps the unified campaign field by field (an array body, Unix seconds, PAUSED) and answers Pinterest\'s id', async () => {
+      const created = await create(campaign({ schedule: { start_at: '2027-03-01T08:00:00Z', timezone: 'Europe/London', end_at: '2027-03-31T08:00:00.500Z' } }));
+      const sent = fake.lastRequest(/\/campaigns$/);
+      expect([sent.method, sent.path, sent.headers.authorization]).toEqual(['POST', `/v5/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`]);
+      expect(sent.body).toEqual([
+        { ad_account_id: USD_ACCOUNT, name: 'Autumn boards', status: 'PAUSED', objective_type: 'WEB_CONVERSION', daily_spend_cap: 25_000_000, start_time: 1_803_888_000, end_time: 1_806_480_000 },
+      ]);
+      expect(created.providerResourceId).toBe(fake.created[fake.created.length - 1].id);
+      expect(created.providerResourceId).toMatch(/^\d+$/);
+    });
+
+    it.each([
+      ['conversion', 'WEB_CONVERSION'],
+      ['traffic', 'CONSIDERATION'],
+      ['awareness', 'AWARENESS'],
+      ['engagement', 'CONSIDERATION'],
+      ['leads', 'LEADS'],
+    ])('objective %s is objective_type %s', async (objective, type) => {
+      await create(campaign({ objective }));
+      expect(sentCampaign().objective_type).toBe(type);
+    });
+
+    it('app_installs has no Pinterest objective: refused before any call', async () => {
+      const before = fake.requests.length;
+      const refused = await rejection(create(campaign({ objective: 'app_installs' })));
+      expect([refused.kind, refused.providerCode]).toEqual(['validation', 'objective_unsupported']);
+      expect(fake.requests.length).toBe(before);
+    });
+
+    it('a lifetime budget is lifetime_spend_cap (never both caps)', async () => {
+      await create(campaign({ budget: { amount_micros: 400_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-03-01T08:00:00Z', timezone: 'UTC', end_at: '2027-04-01T08:00:00Z' } }));
+      expect(sentCampaign()).toMatchObject({ lifetime_spend_cap: 400_000_000, end_time: 1_806_566_400 });
+      expect(sentCampaign()).not.toHaveProperty('daily_spend_cap');
+    });
+
+    it.each([
+      ['USD', USD_ACCOUNT, usd, 12_345_678],
+      ['JPY', JPY_ACCOUNT, jpy, 3_000_000_000],
+    ])('passes %s micros through unchanged', async (currency, accountId, account, micros) => {
+      await create(campaign({ budget: { amount_micros: micros, currency, type: 'daily' } }), accountId, account);
+      expect(sentCampaign().daily_spend_cap).toBe(micros);
+    });
+
+    it('an item exception is validation with Pinterest\'s message and code', async () => {
+      const refused = await rejection(create(campaign({ budget: { amount_micros: 4_990_000, currency: 'USD', type: 'daily' } })));
+      expect([refused.kind, refused.providerCode, refused.message]).toEqual(['validation', '2648', 'Daily spend cap must be at least $5.00']);
+    });
+
+    it('401 is auth, 403 account_unreachable', async () => {
+      fake.expireToken(token);
+      expect((await rejection(create(campaign()))).kind).toBe('auth');
+      token = fake.issueAccessToken();
+      fake.denyAccount(USD_ACCOUNT, token);
+      expect((await rejection(create(campaign()))).kind).toBe('account_unreachable');
+    });
+
+    it('429 is rate_limited after X-RateLimit-Reset; 5xx transient; no answer transient without a code', async () => {
+      fake.rateLimitNext(1, 30);
+      const limited = await rejection(create(campaign()));
+      expect([limited.kind, limited.providerCode, limited.retryAfterMs]).toEqual(['rate_limited', '8', 30_000]);
+      fake.rateLimitNext(1, 0);
+      expect((await rejection(create(campaign()))).retryAfterMs).toBeNull();
+      fake.failNext(1, 500);
+      const failed = await rejection(create(campaign()));
+      expect([failed.kind, failed.httpStatus]).toEqual(['transient', 500]);
+
+      const down = new PinterestAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('pinterest_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const unreachable = await rejection(down.readAccount({ accessToken: token, providerAccountId: USD_ACCOUNT }));
+      expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
+    });
+  });
+});

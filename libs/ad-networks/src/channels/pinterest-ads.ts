@@ -1,0 +1,167 @@
+import { CampaignSpec } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { toMicros } from '../budget-units';
+import { NetworkAnswer, NetworkHttp } from '../network-http';
+import { consentUrl, requireClient, tokenSetFrom } from '../oauth2';
+
+/**
+ * Pinterest API v5 (ads): every fact of the network lives in this file.
+ *
+ * - OAuth 2: consent at `www.pinterest.com/oauth/` (`response_type=code`, scopes comma-separated:
+ *   `ads:read,ads:write`); code exchange and refresh at `api.pinterest.com/v5/oauth/token`, form
+ *   body, client id and secret as HTTP Basic. Access tokens live 30 days, refresh tokens 60 days;
+ *   with "continuous refresh" every refresh answers a new refresh token (apps made before
+ *   2025-09-25 opt in with `continuous_refresh=true` on the code exchange, which we always send;
+ *   that newer apps ignore it is unconfirmed).
+ * - Every call: `Authorization: Bearer <token>`. Errors are `{code, message}` with the HTTP status
+ *   (401 "Authentication failed.", 403 no permission on the ad account, 404 "AdAccount not found.",
+ *   429 rate limited).
+ * - Ad account read: `GET /v5/ad_accounts/{id}`: `currency` at the top level. The v5 ad account
+ *   has no time zone (unconfirmed that none exists elsewhere): we read `timezone` / `time_zone`
+ *   when present and otherwise keep UTC, which nothing of Pinterest's campaign create depends on
+ *   (its times are Unix seconds).
+ * - Campaign create: `POST /v5/ad_accounts/{id}/campaigns` with an array of campaigns (at most 30);
+ *   `ad_account_id`, `name` and `objective_type` required; `daily_spend_cap` or
+ *   `lifetime_spend_cap` in micro-currency (never both); `start_time` / `end_time` in Unix
+ *   seconds; `status` defaults to ACTIVE, so we send PAUSED. It answers 200
+ *   `{items: [{data: {id, ...}, exceptions: [{code, message}]}]}`: an item with exceptions is
+ *   Pinterest's refusal of that campaign.
+ * - Objectives: WEB_CONVERSION for conversion (CHANNELS.md; Pinterest's 2026 objective
+ *   simplification deprecates it for SALES), CONSIDERATION for traffic and engagement (Pin and
+ *   outbound clicks), AWARENESS, LEADS (introduced by the same simplification). Pinterest has no
+ *   app-install objective in v5: `app_installs` is refused before any call.
+ * - Re-authenticate: HTTP 401; a refused refresh. Slow down: 429, after `Retry-After` or, failing
+ *   that, `X-RateLimit-Reset` seconds (unconfirmed header). 5xx transient. 403 / 404 on the ad
+ *   account: unreachable. Other 4xx: validation with Pinterest's `message` and `code`.
+ */
+const API_VERSION = 'v5';
+const SCOPES = ['ads:read', 'ads:write'] as const;
+
+export const PINTEREST_OBJECTIVES: Readonly<Record<string, string>> = {
+  conversion: 'WEB_CONVERSION',
+  traffic: 'CONSIDERATION',
+  awareness: 'AWARENESS',
+  engagement: 'CONSIDERATION',
+  leads: 'LEADS',
+};
+
+interface PinterestError {
+  code?: unknown;
+  message?: unknown;
+}
+
+export class PinterestAds implements AdNetwork {
+  readonly channel = 'pinterest_ads' as const;
+  readonly scopes = SCOPES;
+
+  constructor(
+    private readonly settings: NetworkSettings,
+    private readonly http: NetworkHttp,
+  ) {}
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+    const { clientId } = requireClient(this.settings);
+    return consentUrl(this.settings, {
+      client_id: clientId,
+      redirect_uri: request.redirectUri,
+      response_type: 'code',
+      scope: SCOPES.join(','),
+      state: request.state,
+    });
+  }
+
+  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
+    return this.grant({ grant_type: 'authorization_code', code: request.code, redirect_uri: request.redirectUri, continuous_refresh: 'true' });
+  }
+
+  refresh(refreshToken: string): Promise<TokenSet> {
+    return this.grant({ grant_type: 'refresh_token', refresh_token: refreshToken });
+  }
+
+  async readAccount(access: AccountAccess): Promise<ProviderAccount> {
+    const answer = await this.http.call({ method: 'GET', url: this.accountUrl(access.providerAccountId), headers: this.auth(access) });
+    if (answer.status !== 200) throw this.refusal(answer, 'ad account read');
+    const account = (answer.json ?? {}) as { currency?: unknown; timezone?: unknown; time_zone?: unknown };
+    if (typeof account.currency !== 'string' || !/^[A-Z]{3}$/.test(account.currency) || account.currency === 'UNK')
+      throw new ProviderError('transient', 'pinterest_ads answered the ad account read without a currency', null, answer.status);
+    const timezone = [account.timezone, account.time_zone].find((zone): zone is string => typeof zone === 'string' && zone.includes('/'));
+    return { currency: account.currency, timezone: timezone ?? 'UTC' };
+  }
+
+  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
+    const campaign = this.campaignBody(access.providerAccountId, access.account, request.campaign);
+    const answer = await this.http.call({ method: 'POST', url: `${this.accountUrl(access.providerAccountId)}/campaigns`, headers: this.auth(access), json: [campaign] });
+    if (answer.status !== 200) throw this.refusal(answer, 'campaign create');
+    const items = ((answer.json ?? {}) as { items?: unknown }).items;
+    const item = (Array.isArray(items) ? items[0] : undefined) as { data?: { id?: unknown }; exceptions?: PinterestError[] } | undefined;
+    const exception = item?.exceptions?.[0];
+    if (exception) throw new ProviderError('validation', String(exception.message ?? 'pinterest_ads refused the campaign'), exception.code === undefined ? 'exception' : String(exception.code), answer.status);
+    const id = item?.data?.id;
+    if (typeof id !== 'string' || !id) throw new ProviderError('transient', 'pinterest_ads answered the campaign create without a campaign id', null, answer.status);
+    return { providerResourceId: id };
+  }
+
+  /** The campaign as Pinterest takes it (one element of the array body). */
+  campaignBody(adAccountId: string, account: ProviderAccount, spec: CampaignSpec): Record<string, unknown> {
+    if (spec.budget.currency !== account.currency)
+      throw new ProviderError('validation', `the budget is in ${spec.budget.currency} but the ad account bills in ${account.currency}`, 'currency_mismatch');
+    const objective = PINTEREST_OBJECTIVES[spec.objective];
+    if (!objective) throw new ProviderError('validation', `pinterest_ads has no objective for ${spec.objective}`, 'objective_unsupported');
+    const micros = toMicros(spec.budget.amount_micros);
+    return {
+      ad_account_id: adAccountId,
+      name: spec.name,
+      status: 'PAUSED',
+      objective_type: objective,
+      ...(spec.budget.type === 'daily' ? { daily_spend_cap: micros } : { lifetime_spend_cap: micros }),
+      start_time: unixSeconds(spec.schedule.start_at),
+      ...(spec.schedule.end_at ? { end_time: unixSeconds(spec.schedule.end_at) } : {}),
+    };
+  }
+
+  /** The token endpoint: form body, client as HTTP Basic; a refusal is auth with Pinterest's words. */
+  private async grant(form: Record<string, string>): Promise<TokenSet> {
+    const client = requireClient(this.settings);
+    const answer = await this.http.call({
+      method: 'POST',
+      url: this.settings.tokenUrl,
+      headers: { authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}` },
+      form,
+    });
+    if (answer.status === 200) return tokenSetFrom(this.channel, answer.json);
+    if (answer.status === 429 || answer.status >= 500) throw this.refusal(answer, 'token grant');
+    const body = (answer.json ?? {}) as PinterestError & { error?: unknown; error_description?: unknown };
+    const code = typeof body.error === 'string' ? body.error : body.code !== undefined ? String(body.code) : 'token_refused';
+    const said = body.error_description ?? body.message;
+    throw new ProviderError('auth', `pinterest_ads refused the grant (${code})${typeof said === 'string' ? `: ${said}` : ''}`, code, answer.status);
+  }
+
+  private accountUrl(adAccountId: string): string {
+    return `${this.settings.apiUrl}/${API_VERSION}/ad_accounts/${encodeURIComponent(adAccountId)}`;
+  }
+
+  private auth(access: AccountAccess): Record<string, string> {
+    return { authorization: `Bearer ${access.accessToken}` };
+  }
+
+  /** An answer other than 200, classified by Pinterest's rules. */
+  private refusal(answer: NetworkAnswer, what: string): ProviderError {
+    const body = (answer.json ?? {}) as PinterestError;
+    const code = body.code === undefined || body.code === null ? null : String(body.code);
+    const message = typeof body.message === 'string' ? body.message : `pinterest_ads refused the ${what} (HTTP ${answer.status})`;
+    if (answer.status === 401) return new ProviderError('auth', `pinterest_ads refused the access token: ${message}`, code ?? 'unauthorized', 401);
+    if (answer.status === 429) {
+      const reset = Number(answer.headers['x-ratelimit-reset']);
+      const delay = answer.retryAfterMs ?? (Number.isFinite(reset) && reset > 0 ? reset * 1000 : null);
+      return new ProviderError('rate_limited', `pinterest_ads asks to slow down: ${message}`, code ?? 'rate_limited', 429, delay);
+    }
+    if (answer.status >= 500) return new ProviderError('transient', `pinterest_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
+    if (answer.status === 403 || answer.status === 404) return new ProviderError('account_unreachable', `pinterest_ads: the token cannot reach this ad account: ${message}`, code ?? `http_${answer.status}`, answer.status);
+    return new ProviderError('validation', message, code ?? `http_${answer.status}`, answer.status);
+  }
+}
+
+/** An ISO 8601 instant as Pinterest's Unix seconds. */
+function unixSeconds(instant: string): number {
+  return Math.floor(Date.parse(instant) / 1000);
+}
