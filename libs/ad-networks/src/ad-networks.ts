@@ -2,8 +2,10 @@ import { Dispatcher } from 'undici';
 import { Channel } from '@campaign-ops/channels';
 import { AdNetwork, AdNetworks, NetworkSettings } from './ad-network.port';
 import { NetworkHttp } from './network-http';
+import { GoogleAds } from './channels/google-ads';
 import { SnapchatAds } from './channels/snapchat-ads';
 import { PinterestAds } from './channels/pinterest-ads';
+import { RedditAds } from './channels/reddit-ads';
 
 export interface AdNetworkOptions {
   /** Tests: an undici Agent that trusts the fake networks' CA. Production: Node's CA store. */
@@ -14,8 +16,10 @@ type AdapterFactory = (settings: NetworkSettings, http: NetworkHttp) => AdNetwor
 
 /** One line per channel with a live adapter (its file in ./channels holds every fact of that network). */
 const ADAPTERS = {
+  google_ads: (settings, http) => new GoogleAds(settings, http),
   snapchat_ads: (settings, http) => new SnapchatAds(settings, http),
   pinterest_ads: (settings, http) => new PinterestAds(settings, http),
+  reddit_ads: (settings, http) => new RedditAds(settings, http),
 } satisfies Partial<Record<Channel, AdapterFactory>>;
 
 /** The channels that have a live adapter. */

@@ -6,6 +6,7 @@ export {
   closeFakeNetworkDispatcher,
   fakeNetworkCertificates,
   fakeNetworkDispatcher,
+  followConsent,
   refusingLoopbackUrl,
   type FakeAccount,
   type FakeAnswer,
@@ -15,3 +16,6 @@ export {
 } from './fake-network';
 export { SnapchatAdsFake } from './snapchat-ads.fake';
 export { PinterestAdsFake } from './pinterest-ads.fake';
+export { GoogleAdsFake } from './google-ads.fake';
+export { unifiedCampaign } from './unified-campaign';
+export { RedditAdsFake } from './reddit-ads.fake';
