@@ -6,3 +6,4 @@ export * from './budget-units';
 export * from './account-time';
 export * from './oauth2';
 export * from './ad-networks.module';
+export * from './unified-campaign';

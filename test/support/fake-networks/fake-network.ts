@@ -200,16 +200,14 @@ export abstract class FakeNetwork {
     return entry;
   }
 
-  /** A valid access token, as if a person had consented (for token-import tests). */
-  issueAccessToken(): string {
-    const token = `at-${randomBytes(12).toString('hex')}`;
+  /** A valid access token, as if a person had consented (for token-import tests); `token` plants a known value. */
+  issueAccessToken(token = `at-${randomBytes(12).toString('hex')}`): string {
     this.accessTokens.set(token, 'valid');
     return token;
   }
 
-  /** A refresh token the token endpoint accepts. */
-  issueRefreshToken(): string {
-    const token = `rt-${randomBytes(12).toString('hex')}`;
+  /** A refresh token the token endpoint accepts; `token` plants a known value. */
+  issueRefreshToken(token = `rt-${randomBytes(12).toString('hex')}`): string {
     this.refreshTokens.add(token);
     return token;
   }
@@ -462,4 +460,15 @@ export async function refusingLoopbackUrl(): Promise<string> {
   const { port } = probe.address() as AddressInfo;
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   return `https://127.0.0.1:${port}`;
+}
+
+/** Follows a consent URL as a person's browser would (the fake consents at once): the redirect's query. */
+export async function followConsent(authorizationUrl: string): Promise<{ location: URL; query: Record<string, string> }> {
+  const { request } = await import('undici');
+  const answer = await request(authorizationUrl, { dispatcher: await fakeNetworkDispatcher() });
+  await answer.body.text();
+  const location = answer.headers.location;
+  if (answer.statusCode !== 302 || typeof location !== 'string') throw new Error(`the consent page answered ${answer.statusCode}, not a redirect`);
+  const url = new URL(location);
+  return { location: url, query: Object.fromEntries(url.searchParams) };
 }

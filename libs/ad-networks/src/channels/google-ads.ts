@@ -1,0 +1,198 @@
+import { CampaignSpec, Objective, ProviderError } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { localDateTime } from '../account-time';
+import { toMicros } from '../budget-units';
+import { NetworkAnswer, NetworkHttp } from '../network-http';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
+
+/**
+ * Google Ads API over REST (shared/CHANNELS.md). Every fact of the network is in this file.
+ *
+ * - Version v23: the first with `startDateTime`/`endDateTime` ("yyyy-MM-dd HH:mm:ss" in the
+ *   account's time zone; v22 and before had `startDate`). Newer versions exist (v26 in late 2026);
+ *   v23 is the one whose shapes were checked. Each version is sunset about a year after release.
+ * - Headers: `Authorization: Bearer`, `developer-token`, `login-customer-id` when a manager account
+ *   is used. The provider account id is the customer id (dashes allowed) or, through a manager,
+ *   `<manager id>/<customer id>` (this service's convention, not Google's).
+ * - Budgets in micros; a daily budget is `period: DAILY`, a lifetime one `period: CUSTOM_PERIOD`
+ *   with `totalAmountMicros` and needs the campaign's end (not every campaign type takes one).
+ * - No objective field: the objective picks the channel type and the bidding strategy (below).
+ * - Created PAUSED (a campaign with no ad groups serves nothing; the partner enables it).
+ * - `containsEuPoliticalAdvertising` must be declared on create (required since 2025).
+ * - (unconfirmed) Search campaigns may accept only a whole-day start (00:00:00); Google answers
+ *   DATE_RANGE_ERROR_START_TIME_MUST_BE_THE_START_OF_A_DAY, passed back as a validation error.
+ */
+export const GOOGLE_ADS_API_VERSION = 'v23';
+const SCOPES = ['https://www.googleapis.com/auth/adwords'];
+
+type Bidding = Record<string, Record<string, never>>;
+const OBJECTIVES: Record<Exclude<Objective, 'app_installs'>, { channelType: 'SEARCH' | 'DISPLAY'; bidding: Bidding }> = {
+  conversion: { channelType: 'SEARCH', bidding: { maximizeConversions: {} } },
+  leads: { channelType: 'SEARCH', bidding: { maximizeConversions: {} } },
+  traffic: { channelType: 'SEARCH', bidding: { targetSpend: {} } }, // "Maximize clicks"
+  awareness: { channelType: 'DISPLAY', bidding: { manualCpm: {} } }, // (unconfirmed) viewable CPM on Display
+  engagement: { channelType: 'DISPLAY', bidding: { targetSpend: {} } }, // (unconfirmed)
+};
+
+/** Error codes (the value inside `errorCode`) that mean the token cannot reach this customer. */
+const UNREACHABLE_CODES = new Set(['USER_PERMISSION_DENIED', 'CUSTOMER_NOT_ENABLED', 'CUSTOMER_NOT_FOUND', 'INVALID_CUSTOMER_ID']); // CUSTOMER_NOT_FOUND, INVALID_CUSTOMER_ID (unconfirmed)
+/** Error codes that mean the token is dead or lacks the scope: refresh, then re-authenticate. */
+const AUTH_CODES = new Set(['ACCESS_TOKEN_SCOPE_INSUFFICIENT', 'OAUTH_TOKEN_EXPIRED', 'OAUTH_TOKEN_INVALID', 'OAUTH_TOKEN_REVOKED', 'OAUTH_TOKEN_DISABLED', 'NOT_ADS_USER']);
+const RATE_CODES = new Set(['RESOURCE_EXHAUSTED', 'RESOURCE_TEMPORARILY_EXHAUSTED']);
+
+export class GoogleAds implements AdNetwork {
+  readonly channel = 'google_ads' as const;
+  readonly scopes = SCOPES;
+
+  constructor(
+    private readonly settings: NetworkSettings,
+    private readonly http: NetworkHttp,
+  ) {}
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+    return consentUrl(this.settings, {
+      client_id: requireClient(this.settings).clientId,
+      redirect_uri: request.redirectUri,
+      response_type: 'code',
+      scope: SCOPES.join(' '),
+      state: request.state,
+      access_type: 'offline', // a refresh token
+      prompt: 'consent', // a refresh token again on a second consent
+      include_granted_scopes: 'true',
+    });
+  }
+
+  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
+    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri);
+  }
+
+  /** Google answers no new refresh token on refresh: the caller keeps the one on file. */
+  refresh(refreshToken: string): Promise<TokenSet> {
+    return refreshAccessToken(this.http, this.settings, refreshToken);
+  }
+
+  async readAccount(access: AccountAccess): Promise<ProviderAccount> {
+    const ids = customerIds(access.providerAccountId);
+    const answer = await this.call(access, ids, 'googleAds:search', { query: 'SELECT customer.id, customer.currency_code, customer.time_zone FROM customer' });
+    const customer = (answer as { results?: Array<{ customer?: { currencyCode?: string; timeZone?: string } }> }).results?.[0]?.customer;
+    if (!customer?.currencyCode || !customer.timeZone)
+      throw new ProviderError('account_unreachable', `google_ads answered no customer ${ids.customerId}`, null);
+    return { currency: customer.currencyCode, timezone: customer.timeZone };
+  }
+
+  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
+    const { campaign } = request;
+    const objective = objectiveOf(campaign);
+    if (objective === 'app_installs') throw unsupportedObjective(this.channel, objective, 'an app campaign needs an app id and store, which a unified campaign does not carry');
+    const end = lifetimeEnd(this.channel, campaign);
+    const ids = customerIds(access.providerAccountId);
+
+    const budget = await this.call(access, ids, 'campaignBudgets:mutate', { operations: [{ create: budgetOf(campaign, request.dispatchId) }] });
+    const budgetResource = resourceNameOf(budget, 'campaign budget');
+
+    const mapped = OBJECTIVES[objective];
+    const created = await this.call(access, ids, 'campaigns:mutate', {
+      operations: [
+        {
+          create: {
+            name: campaign.name,
+            status: 'PAUSED',
+            advertisingChannelType: mapped.channelType,
+            campaignBudget: budgetResource,
+            ...mapped.bidding,
+            ...(mapped.channelType === 'SEARCH' ? { networkSettings: { targetGoogleSearch: true, targetSearchNetwork: true, targetContentNetwork: false } } : {}),
+            startDateTime: localDateTime(campaign.schedule.start_at, access.account.timezone),
+            ...(end ? { endDateTime: localDateTime(end, access.account.timezone) } : {}),
+            containsEuPoliticalAdvertising: 'DOES_NOT_CONTAIN_EU_POLITICAL_ADVERTISING',
+          },
+        },
+      ],
+    });
+    // customers/{customer_id}/campaigns/{campaign_id}
+    const campaignId = resourceNameOf(created, 'campaign').split('/').pop()!;
+    return { providerResourceId: campaignId };
+  }
+
+  private async call(access: AccountAccess, ids: CustomerIds, method: string, body: unknown): Promise<unknown> {
+    const answer = await this.http.call({
+      method: 'POST',
+      url: `${this.settings.apiUrl}/${GOOGLE_ADS_API_VERSION}/customers/${ids.customerId}/${method}`,
+      headers: {
+        authorization: `Bearer ${access.accessToken}`,
+        'developer-token': this.settings.developerToken ?? undefined,
+        'login-customer-id': ids.loginCustomerId,
+      },
+      json: body,
+    });
+    if (answer.status >= 200 && answer.status < 300) return answer.json;
+    throw googleAdsError(answer);
+  }
+}
+
+interface CustomerIds {
+  customerId: string;
+  loginCustomerId?: string;
+}
+
+function customerIds(providerAccountId: string): CustomerIds {
+  const parts = providerAccountId.split('/').map((part) => part.replace(/-/g, '').trim());
+  if (parts.length > 2 || parts.some((part) => !/^\d{10}$/.test(part)))
+    throw new ProviderError('account_unreachable', `google_ads customer ids are 10 digits ("123-456-7890", or "<manager>/<customer>"), not "${providerAccountId}"`, 'INVALID_CUSTOMER_ID');
+  return parts.length === 2 ? { loginCustomerId: parts[0], customerId: parts[1] } : { customerId: parts[0] };
+}
+
+function budgetOf(campaign: CampaignSpec, dispatchId: string): Record<string, unknown> {
+  const micros = String(toMicros(campaign.budget.amount_micros)); // int64 travels as a string in proto3 JSON
+  // Budget names are unique per account; a retried try must not collide with the budget of an earlier one.
+  const name = `${campaign.name} (${dispatchId} ${Date.now().toString(36)})`;
+  const common = { name, deliveryMethod: 'STANDARD', explicitlyShared: false };
+  return campaign.budget.type === 'daily' ? { ...common, period: 'DAILY', amountMicros: micros } : { ...common, period: 'CUSTOM_PERIOD', totalAmountMicros: micros };
+}
+
+function resourceNameOf(answer: unknown, what: string): string {
+  const name = (answer as { results?: Array<{ resourceName?: string }> })?.results?.[0]?.resourceName;
+  if (!name) throw new ProviderError('transient', `google_ads answered no resourceName for the ${what}`, null);
+  return name;
+}
+
+interface GoogleAdsErrorBody {
+  error?: {
+    code?: number;
+    message?: string;
+    status?: string;
+    details?: Array<{
+      '@type'?: string;
+      reason?: string;
+      retryDelay?: string;
+      errors?: Array<{ errorCode?: Record<string, string>; message?: string; details?: { quotaErrorDetails?: { retryDelay?: string } } }>;
+    }>;
+  };
+}
+
+/** Google's error envelope: `error.status` and each `errors[].errorCode` say what happened. */
+export function googleAdsError(answer: NetworkAnswer): ProviderError {
+  const error = (answer.json as GoogleAdsErrorBody | undefined)?.error;
+  const details = error?.details ?? [];
+  const failures = details.flatMap((detail) => detail.errors ?? []);
+  const codes = [...failures.flatMap((failure) => Object.values(failure.errorCode ?? {})), ...details.map((detail) => detail.reason).filter((r): r is string => !!r)];
+  const providerCode = codes[0] ?? error?.status ?? null;
+  const message = `google_ads: ${failures[0]?.message ?? error?.message ?? `HTTP ${answer.status}`}`;
+  const status = answer.status;
+
+  if (status === 401 || error?.status === 'UNAUTHENTICATED' || codes.some((code) => AUTH_CODES.has(code))) return new ProviderError('auth', message, providerCode ?? 'UNAUTHENTICATED', status);
+  if (status === 429 || error?.status === 'RESOURCE_EXHAUSTED' || codes.some((code) => RATE_CODES.has(code))) {
+    const delay = [...failures.map((failure) => failure.details?.quotaErrorDetails?.retryDelay), ...details.map((detail) => detail.retryDelay)].find(Boolean);
+    return new ProviderError('rate_limited', message, providerCode ?? 'RESOURCE_EXHAUSTED', status, delay ? durationMs(delay) : answer.retryAfterMs);
+  }
+  if (codes.some((code) => UNREACHABLE_CODES.has(code))) return new ProviderError('account_unreachable', message, providerCode, status);
+  if (status >= 500) return new ProviderError('transient', message, providerCode, status, answer.retryAfterMs);
+  return new ProviderError('validation', message, providerCode, status);
+}
+
+/** A protobuf Duration in JSON: "30s", "1.5s". */
+function durationMs(duration: string): number | null {
+  const match = /^(\d+)(?:\.(\d{1,9}))?s$/.exec(duration);
+  if (!match) return null;
+  return Number(match[1]) * 1000 + Math.round(Number(`0.${match[2] ?? '0'}`) * 1000);
+}
