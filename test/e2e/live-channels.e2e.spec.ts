@@ -1,0 +1,287 @@
+/**
+ * Live launches on every ad network, end to end: `npm start`'s standalone process pointed at a
+ * loopback HTTPS fake of each network (CHANNEL_<CHANNEL>_API_URL, _OAUTH_URL, _TOKEN_URL; the
+ * fakes' CA trusted through NODE_EXTRA_CA_CERTS), called as a partner would. Per channel: an ad
+ * account connected by token import and by the OAuth flow, a live launch that completes with the
+ * network's id and sends the network exactly the campaign (checked field by field, per
+ * CHANNELS.md), a refused refresh that fails the dispatch and moves the connection (with its
+ * signed webhook), and a rate limit that is waited out. All of it twice: on the standalone
+ * process, and on the four apps as separate processes over a real nats-server.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request as undiciRequest } from 'undici';
+import { Channel } from '@campaign-ops/channels';
+import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
+import { PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
+import { closeFakeNetworkDispatcher, FakeNetwork, fakeNetworkCertificates, fakeNetworkDispatcher } from '../support/fake-networks';
+import { EXPECTED_CAMPAIGN, LIVE_FAKES, LiveCampaignExpectation, LiveFake } from '../support/fake-networks/live-expectations';
+import { eventually, openAccountWithKeys, PartnerClient } from '../support/partner-client';
+import { AppName, freePort, ServiceProcess } from '../support/service-process';
+
+const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
+/** The ad account every fake has: billing in USD, in New York (so account-time schedules show the offset). */
+const ACCOUNT = { currency: 'USD', timezone: 'America/New_York' };
+const campaign = (name: string) => ({
+  name,
+  objective: 'conversion',
+  budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' },
+  schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'Europe/Berlin' },
+});
+const CHANNELS = Object.keys(LIVE_FAKES) as Channel[];
+const fake = (channel: Channel): LiveFake => LIVE_FAKES[channel] as LiveFake;
+/** The ad account as the connection shows it (UTC where the network's account read has no time zone). */
+const accountOf = (channel: Channel) => ({ currency: ACCOUNT.currency, timezone: fake(channel).reportedTimezone ?? ACCOUNT.timezone });
+
+/** Where the partner's requests go, and how to stop it all. */
+interface Topology {
+  url: string;
+  /** Every directory the processes (and nats-server) store anything in. */
+  storeDirs: string[];
+  /** Every process's whole output, for the token search. */
+  logLines(): string[];
+  stop(): Promise<void>;
+}
+
+/** `npm start`: one process, embedded storage, the in-process bus. */
+async function standalone(dataDir: string, env: Record<string, string>): Promise<Topology> {
+  const port = await freePort();
+  const service = new ServiceProcess('standalone', port, { ...env, DATA_DIR: dataDir, PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
+  await service.start();
+  return { url: service.url, storeDirs: [dataDir], logLines: () => lines(service), stop: () => service.stop() };
+}
+
+/** The four apps as separate processes, each with its own storage, over a real nats-server. */
+async function appsOverNats(dataDir: string, env: Record<string, string>): Promise<Topology> {
+  const nats: NatsServerHandle = await startNatsServer();
+  const port = await freePort();
+  const common = {
+    ...env,
+    NATS_URL: nats.url,
+    WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
+    IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
+    CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+  };
+  const apps: ServiceProcess[] = [];
+  const start = async (app: AppName, appPort?: number) => {
+    const process = new ServiceProcess(app, appPort ?? (await freePort()), { ...common, DATA_DIR: join(dataDir, app) });
+    apps.push(process);
+    await process.start();
+  };
+  const stop = async () => {
+    await Promise.all(apps.map((app) => app.stop()));
+    await nats.stop();
+  };
+  try {
+    await Promise.all([start('connection-service'), start('dispatch-service'), start('webhook-delivery-service')]);
+    await start('api-gateway', port);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url: `http://127.0.0.1:${port}`, storeDirs: [dataDir, nats.storeDir], logLines: () => apps.flatMap(lines), stop };
+}
+
+const lines = (service: ServiceProcess) => {
+  const { stdout, stderr } = service.outputLines();
+  return [...stdout, ...stderr];
+};
+
+describe.each([
+  ['the standalone process', standalone],
+  ['the four apps over NATS', appsOverNats],
+])('live launches on every ad network, on %s', (_name, topology) => {
+  let dataDir: string;
+  let service: Topology;
+  let admin: PartnerClient;
+  let receiver: PartnerReceiver;
+  const fakes = {} as Record<Channel, FakeNetwork>;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-live-'));
+    for (const channel of CHANNELS) {
+      fakes[channel] = await fake(channel).start({ accounts: [{ id: fake(channel).accountId, ...ACCOUNT }] });
+    }
+    const env: Record<string, string> = {
+      ADMIN_TOKEN,
+      NODE_EXTRA_CA_CERTS: (await fakeNetworkCertificates()).caCertPath,
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '200ms,200ms',
+      RATE_LIMIT_PER_SECOND: '1000',
+      RATE_LIMIT_BURST: '1000',
+      // Every line the services can write, so the token search below reads them all.
+      LOG_LEVEL: 'debug',
+    };
+    for (const channel of CHANNELS) Object.assign(env, fakes[channel].env());
+    service = await topology(dataDir, env);
+    admin = new RecordingClient(service.url, ADMIN_TOKEN);
+    receiver = await startPartnerReceiver();
+  }, 60_000);
+
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+    await Promise.all(Object.values(fakes).map((fake) => fake.close()));
+    await closeFakeNetworkDispatcher();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** A fresh account with a live key and a webhook endpoint for connection and dispatch events. */
+  async function livePartner(name: string): Promise<PartnerClient> {
+    const keys = await openAccountWithKeys(admin, name);
+    const live = new RecordingClient(service.url, keys.liveKey);
+    const endpoint = await live.post('/v1/webhooks', {
+      url: receiver.url,
+      events: ['connection.active', 'connection.reauth_required', 'dispatch.completed', 'dispatch.failed'],
+    });
+    expect(endpoint.status).toBe(200);
+    receiver.addSecret(endpoint.body.data.signing_secret);
+    return live;
+  }
+
+  async function importToken(live: PartnerClient, channel: Channel, credentials: Record<string, string>) {
+    const answer = await live.post('/v1/connections', { channel, provider_account_id: fake(channel).accountId, credentials });
+    expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200, body: { success: true } });
+    return answer.body.data;
+  }
+
+  async function launched(live: PartnerClient, channel: Channel, name: string, until: (dispatch: any) => boolean) {
+    const answer = await live.post('/v1/campaigns', { channel, campaign: campaign(name) });
+    expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200, body: { data: { status: 'accepted', environment: 'live' } } });
+    const id = answer.body.data.id as string;
+    return eventually(async () => {
+      const dispatch = (await live.get(`/v1/dispatches/${id}`)).body.data;
+      return until(dispatch) ? dispatch : undefined;
+    }, 30_000, `dispatch ${id} of ${channel}`);
+  }
+
+  describe.each(CHANNELS)('%s', (channel) => {
+    const expectation = EXPECTED_CAMPAIGN[channel] as LiveCampaignExpectation;
+
+    it('connects an ad account by token import, reading its currency and time zone, and launches live: completed with the network id, the request checked field by field', async () => {
+      const live = await livePartner(`${channel} import`);
+      const network = fakes[channel];
+      const connection = await importToken(live, channel, fake(channel).credentials(network));
+      expect(connection).toMatchObject({ channel, status: 'active', environment: 'live', provider_account_id: fake(channel).accountId, ...accountOf(channel) });
+      expect(JSON.stringify(connection)).not.toMatch(/access_token|refresh_token/);
+
+      const before = network.created.length;
+      const dispatch = await launched(live, channel, `Spring ${channel}`, (d) => d.status !== 'accepted');
+      const created = network.created.slice(before);
+      expect(dispatch).toMatchObject({ status: 'completed', connection_id: connection.id, attempts: 1, error: null });
+      expect(dispatch.provider_resource_id).toBe(expectation.providerResourceId(created));
+      expectation.check(created, { name: `Spring ${channel}`, accountId: fake(channel).accountId });
+    });
+
+    it('connects by OAuth: the consent URL, the callback, and a 302 back to the partner', async () => {
+      const live = await livePartner(`${channel} oauth`);
+      const redirectUri = 'https://partner.example/connected?from=test';
+      const started = await live.post('/v1/connections', { channel, provider_account_id: fake(channel).accountId, redirect_uri: redirectUri });
+      expect({ status: started.status, data: started.body.data }).toMatchObject({ status: 200, data: { status: 'pending', channel } });
+      const consent = new URL(started.body.data.authorization_url);
+      expect(consent.origin + consent.pathname).toBe(fakes[channel].settings().oauthUrl);
+      expect(consent.searchParams.get('redirect_uri') ?? consent.searchParams.get('oauth_callback')).toBe(`${service.url}/v1/connections/oauth/callback`);
+
+      // The person's browser: the consent page sends it to our callback, which sends it to the partner.
+      const atConsent = await undiciRequest(consent, { dispatcher: await fakeNetworkDispatcher() });
+      expect(atConsent.statusCode).toBe(302);
+      await atConsent.body.dump();
+      const callback = await undiciRequest(String(atConsent.headers.location));
+      await callback.body.dump();
+      expect(callback.statusCode).toBe(302);
+      const back = new URL(String(callback.headers.location));
+      expect(back.origin + back.pathname).toBe('https://partner.example/connected');
+      expect(Object.fromEntries(back.searchParams)).toEqual({ from: 'test', connection_id: started.body.data.id, status: 'active' });
+
+      const connection = (await live.get(`/v1/connections/${started.body.data.id}`)).body.data;
+      expect(connection).toMatchObject({ status: 'active', ...accountOf(channel) });
+      await receiver.waitFor((e) => e.body.event === 'connection.active' && e.body.data.connection_id === connection.id, 15_000);
+      const dispatch = await launched(live, channel, `OAuth ${channel}`, (d) => d.status !== 'accepted');
+      expect(dispatch).toMatchObject({ status: 'completed' });
+    });
+
+    it('fails a launch with connection_reauth_required when the token is dead and the refresh refused; the connection moves and says so by a signed webhook', async () => {
+      const live = await livePartner(`${channel} reauth`);
+      const network = fakes[channel];
+      const credentials = fake(channel).credentials(network);
+      const connection = await importToken(live, channel, credentials);
+      network.expireToken(credentials.access_token);
+      network.refuseRefresh();
+      try {
+        const dispatch = await launched(live, channel, `Dead token ${channel}`, (d) => d.status !== 'accepted');
+        expect(dispatch).toMatchObject({ status: 'failed', error: { code: 'connection_reauth_required', retryable: false } });
+        expect((await live.get(`/v1/connections/${connection.id}`)).body.data).toMatchObject({ status: 'reauth_required', reauth_reason: expect.any(String) });
+        const [webhook] = await receiver.waitFor((e) => e.body.event === 'connection.reauth_required' && e.body.data.connection_id === connection.id, 15_000);
+        expect(webhook.body.data).toMatchObject({ connection_id: connection.id, channel, status: 'reauth_required', provider_account_id: fake(channel).accountId, environment: 'live', reason: expect.any(String) });
+        const refused = await live.post('/v1/campaigns', { channel, campaign: campaign('after') });
+        expect(refused.status).toBe(422);
+        expect(refused.body.error.code).toBe('connection_reauth_required');
+      } finally {
+        network.acceptRefresh();
+      }
+    });
+
+    it("retries a rate-limited call after the network's delay, and completes", async () => {
+      const live = await livePartner(`${channel} slow down`);
+      const network = fakes[channel];
+      await importToken(live, channel, fake(channel).credentials(network));
+      network.rateLimitNext(1, 1);
+      const dispatch = await launched(live, channel, `Busy ${channel}`, (d) => d.status !== 'accepted');
+      expect(dispatch).toMatchObject({ status: 'completed', attempts: 2 });
+    });
+  });
+
+  it('never shows a token: a known token planted on every network is in no log line, answer, webhook, event, stored row or file of the whole run', async () => {
+    const planted = CHANNELS.map((channel) => ({ channel, access: `PLANTEDat${channel}${randomBytes(12).toString('hex')}`, refresh: `PLANTEDrt${channel}${randomBytes(12).toString('hex')}` }));
+    const live = await livePartner('token search');
+    for (const { channel, access, refresh } of planted) {
+      const network = fakes[channel];
+      network.issueAccessToken(access);
+      network.issueRefreshToken(refresh);
+      const connection = await importToken(live, channel, fake(channel).plantedCredentials?.(network, access, refresh) ?? { access_token: access, refresh_token: refresh });
+      // A launch with it, a refusal of it (refreshed with the planted refresh token), and the reads a partner makes.
+      expect(await launched(live, channel, `Planted ${channel}`, (d) => d.status !== 'accepted')).toMatchObject({ status: 'completed' });
+      network.expireToken(access);
+      expect(await launched(live, channel, `Refreshed ${channel}`, (d) => d.status !== 'accepted')).toMatchObject({ status: 'completed' });
+      await live.get(`/v1/connections/${connection.id}`);
+      await live.get(`/v1/connections?channel=${channel}`);
+      await live.post(`/v1/connections/${connection.id}/reauthorize`, { credentials: { access_token: 'not-a-token-the-network-knows' } });
+    }
+    const dispatches = (await live.get('/v1/dispatches?limit=100')).body.data as Array<{ id: string }>;
+    for (const { id } of dispatches) await live.get(`/v1/dispatches/${id}/events`);
+    await live.get('/v1/events?limit=100');
+
+    const secrets = planted.flatMap(({ access, refresh }) => [access, refresh]);
+    const hits = (where: string, text: string) => secrets.filter((secret) => text.includes(secret)).map((secret) => `${where}: ${secret}`);
+    const found = [
+      ...service.logLines().flatMap((line, i) => hits(`log line ${i}`, line)),
+      ...RecordingClient.answers.flatMap((answer, i) => hits(`answer ${i}`, answer)),
+      ...receiver.requests().flatMap((request, i) => hits(`webhook ${i}`, JSON.stringify(request))),
+      ...service.storeDirs.flatMap((dir) => filesUnder(dir).flatMap((file) => hits(file, readFileSync(file).toString('latin1')))),
+    ];
+    expect(found).toEqual([]);
+    // The search can find: the fakes did receive the planted tokens.
+    for (const { channel, access } of planted) expect(JSON.stringify(fakes[channel].requests)).toContain(access);
+  });
+});
+
+/** A partner client that keeps every answer it got (status, headers and body), for the token search. */
+class RecordingClient extends PartnerClient {
+  static readonly answers: string[] = [];
+  override async call<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const answer = await super.call<T>(method, path, body, headers);
+    RecordingClient.answers.push(JSON.stringify({ status: answer.status, headers: Object.fromEntries(answer.headers), body: answer.body }));
+    return answer;
+  }
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
