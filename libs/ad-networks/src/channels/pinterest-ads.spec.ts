@@ -75,10 +75,14 @@ describe('PinterestAds against its fake', () => {
       expect([code.kind, code.providerCode, code.httpStatus]).toEqual(['auth', '283', 400]);
       expect(code.message).toContain('The authorization grant is invalid');
       const refresh = fake.issueRefreshToken();
-      fake.refuseRefresh(); // nothing in this spec refreshes after this test
-      const refused = await rejection(pinterest.refresh(refresh));
-      expect([refused.kind, refused.providerCode]).toEqual(['auth', '283']);
-      expect(refused.message).not.toContain(refresh);
+      fake.refuseRefresh();
+      try {
+        const refused = await rejection(pinterest.refresh(refresh));
+        expect([refused.kind, refused.providerCode]).toEqual(['auth', '283']);
+        expect(refused.message).not.toContain(refresh);
+      } finally {
+        fake.acceptRefresh();
+      }
     });
   });
 

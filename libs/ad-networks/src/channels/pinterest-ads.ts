@@ -1,8 +1,9 @@
-import { CampaignSpec } from '@campaign-ops/channels';
+import { CampaignSpec, Objective } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, requireClient, tokenSetFrom } from '../oauth2';
+import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
 
 /**
  * Pinterest API v5 (ads): every fact of the network lives in this file.
@@ -37,7 +38,7 @@ import { consentUrl, requireClient, tokenSetFrom } from '../oauth2';
 const API_VERSION = 'v5';
 const SCOPES = ['ads:read', 'ads:write'] as const;
 
-export const PINTEREST_OBJECTIVES: Readonly<Record<string, string>> = {
+export const PINTEREST_OBJECTIVES: Readonly<Record<Exclude<Objective, 'app_installs'>, string>> = {
   conversion: 'WEB_CONVERSION',
   traffic: 'CONSIDERATION',
   awareness: 'AWARENESS',
@@ -89,7 +90,7 @@ export class PinterestAds implements AdNetwork {
   }
 
   async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const campaign = this.campaignBody(access.providerAccountId, access.account, request.campaign);
+    const campaign = this.campaignBody(access.providerAccountId, request.campaign);
     const answer = await this.http.call({ method: 'POST', url: `${this.accountUrl(access.providerAccountId)}/campaigns`, headers: this.auth(access), json: [campaign] });
     if (answer.status !== 200) throw this.refusal(answer, 'campaign create');
     const items = ((answer.json ?? {}) as { items?: unknown }).items;
@@ -102,20 +103,19 @@ export class PinterestAds implements AdNetwork {
   }
 
   /** The campaign as Pinterest takes it (one element of the array body). */
-  campaignBody(adAccountId: string, account: ProviderAccount, spec: CampaignSpec): Record<string, unknown> {
-    if (spec.budget.currency !== account.currency)
-      throw new ProviderError('validation', `the budget is in ${spec.budget.currency} but the ad account bills in ${account.currency}`, 'currency_mismatch');
-    const objective = PINTEREST_OBJECTIVES[spec.objective];
-    if (!objective) throw new ProviderError('validation', `pinterest_ads has no objective for ${spec.objective}`, 'objective_unsupported');
+  campaignBody(adAccountId: string, spec: CampaignSpec): Record<string, unknown> {
+    const wanted = objectiveOf(spec);
+    if (wanted === 'app_installs') throw unsupportedObjective(this.channel, wanted, 'Pinterest API v5 has no app-install objective');
+    const end = lifetimeEnd(this.channel, spec);
     const micros = toMicros(spec.budget.amount_micros);
     return {
       ad_account_id: adAccountId,
       name: spec.name,
       status: 'PAUSED',
-      objective_type: objective,
+      objective_type: PINTEREST_OBJECTIVES[wanted],
       ...(spec.budget.type === 'daily' ? { daily_spend_cap: micros } : { lifetime_spend_cap: micros }),
       start_time: unixSeconds(spec.schedule.start_at),
-      ...(spec.schedule.end_at ? { end_time: unixSeconds(spec.schedule.end_at) } : {}),
+      ...(end ? { end_time: unixSeconds(end) } : {}),
     };
   }
 

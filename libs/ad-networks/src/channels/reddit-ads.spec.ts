@@ -75,10 +75,14 @@ describe('RedditAds against its fake', () => {
       const code = await rejection(reddit.exchangeCode({ code: 'never-issued', redirectUri: 'https://ops.example/cb' }));
       expect([code.kind, code.providerCode, code.httpStatus]).toEqual(['auth', 'invalid_grant', 200]);
       const refresh = fake.issueRefreshToken();
-      fake.refuseRefresh(); // nothing in this spec refreshes after this test
-      const refused = await rejection(reddit.refresh(refresh));
-      expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['auth', 'invalid_grant', 400]);
-      expect(refused.message).not.toContain(refresh);
+      fake.refuseRefresh();
+      try {
+        const refused = await rejection(reddit.refresh(refresh));
+        expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['auth', 'invalid_grant', 400]);
+        expect(refused.message).not.toContain(refresh);
+      } finally {
+        fake.acceptRefresh();
+      }
     });
   });
 

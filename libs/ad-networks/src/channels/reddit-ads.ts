@@ -1,9 +1,10 @@
-import { CampaignSpec } from '@campaign-ops/channels';
+import { CampaignSpec, Objective } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, requireClient, tokenSetFrom } from '../oauth2';
+import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 
 /**
  * Reddit Ads API v3: every fact of the network lives in this file.
@@ -38,7 +39,7 @@ const API_VERSION = 'v3';
 const SCOPES = ['adsread', 'adsedit'] as const;
 const USER_AGENT = 'campaign-ops/0.1 (live ad-network adapter)';
 
-export const REDDIT_OBJECTIVES: Readonly<Record<string, { objective: string; bidType: string }>> = {
+export const REDDIT_OBJECTIVES: Readonly<Record<Objective, { objective: string; bidType: string }>> = {
   conversion: { objective: 'CONVERSIONS', bidType: 'CPC' },
   traffic: { objective: 'CLICKS', bidType: 'CPC' },
   awareness: { objective: 'IMPRESSIONS', bidType: 'CPM' },
@@ -92,7 +93,7 @@ export class RedditAds implements AdNetwork {
   }
 
   async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const data = this.campaignBody(access.account, request.campaign);
+    const data = this.campaignBody(request.campaign);
     const answer = await this.http.call({ method: 'POST', url: `${this.accountUrl(access.providerAccountId)}/campaigns`, headers: this.headers(access), json: { data } });
     if (answer.status !== 200 && answer.status !== 201) throw this.refusal(answer, 'campaign create');
     const id = ((answer.json ?? {}) as { data?: { id?: unknown } }).data?.id;
@@ -101,11 +102,9 @@ export class RedditAds implements AdNetwork {
   }
 
   /** The campaign as Reddit takes it (the `data` of the body). */
-  campaignBody(account: ProviderAccount, spec: CampaignSpec): Record<string, unknown> {
-    if (spec.budget.currency !== account.currency)
-      throw new ProviderError('validation', `the budget is in ${spec.budget.currency} but the ad account bills in ${account.currency}`, 'currency_mismatch');
-    const objective = REDDIT_OBJECTIVES[spec.objective];
-    if (!objective) throw new ProviderError('validation', `reddit_ads has no objective for ${spec.objective}`, 'objective_unsupported');
+  campaignBody(spec: CampaignSpec): Record<string, unknown> {
+    const objective = REDDIT_OBJECTIVES[objectiveOf(spec)];
+    const end = lifetimeEnd(this.channel, spec);
     return {
       name: spec.name,
       objective: objective.objective,
@@ -116,7 +115,7 @@ export class RedditAds implements AdNetwork {
       bid_strategy: 'MAXIMIZE_VOLUME',
       bid_type: objective.bidType,
       start_time: isoSeconds(spec.schedule.start_at),
-      ...(spec.schedule.end_at ? { end_time: isoSeconds(spec.schedule.end_at) } : {}),
+      ...(end ? { end_time: isoSeconds(end) } : {}),
     };
   }
 

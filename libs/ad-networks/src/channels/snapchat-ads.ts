@@ -1,9 +1,10 @@
-import { CampaignSpec } from '@campaign-ops/channels';
+import { CampaignSpec, Objective } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone, isoWithOffset } from '../account-time';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 
 /**
  * Snapchat Marketing API (Ads API v1): every fact of the network lives in this file.
@@ -39,7 +40,7 @@ const SCOPES = ['snapchat-marketing-api'] as const;
 const RATE_WINDOW_MS = 1_000;
 
 /** Our objectives as Snap's objective_v2_type. */
-export const SNAPCHAT_OBJECTIVES: Readonly<Record<string, string>> = {
+export const SNAPCHAT_OBJECTIVES: Readonly<Record<Objective, string>> = {
   conversion: 'SALES',
   traffic: 'TRAFFIC',
   awareness: 'AWARENESS_AND_ENGAGEMENT',
@@ -115,10 +116,8 @@ export class SnapchatAds implements AdNetwork {
 
   /** The campaign as Snap takes it (one element of `campaigns`). */
   campaignBody(adAccountId: string, account: ProviderAccount, spec: CampaignSpec): Record<string, unknown> {
-    if (spec.budget.currency !== account.currency)
-      throw new ProviderError('validation', `the budget is in ${spec.budget.currency} but the ad account bills in ${account.currency}`, 'currency_mismatch');
-    const objective = SNAPCHAT_OBJECTIVES[spec.objective];
-    if (!objective) throw new ProviderError('validation', `snapchat_ads has no objective for ${spec.objective}`, 'objective_unsupported');
+    const objective = SNAPCHAT_OBJECTIVES[objectiveOf(spec)];
+    const end = lifetimeEnd(this.channel, spec);
     const micros = toMicros(spec.budget.amount_micros);
     return {
       ad_account_id: adAccountId,
@@ -126,7 +125,7 @@ export class SnapchatAds implements AdNetwork {
       status: 'PAUSED',
       objective_v2_properties: { objective_v2_type: objective },
       start_time: isoWithOffset(spec.schedule.start_at, account.timezone),
-      ...(spec.schedule.end_at ? { end_time: isoWithOffset(spec.schedule.end_at, account.timezone) } : {}),
+      ...(end ? { end_time: isoWithOffset(end, account.timezone) } : {}),
       ...(spec.budget.type === 'daily' ? { daily_budget_micro: micros } : { lifetime_spend_cap_micro: micros }),
     };
   }
