@@ -3,6 +3,7 @@ import { Channel } from '@campaign-ops/channels';
 import { AdNetwork, AdNetworks, NetworkSettings } from './ad-network.port';
 import { NetworkHttp } from './network-http';
 import { GoogleAds } from './channels/google-ads';
+import { MetaAds } from './channels/meta-ads';
 import { SnapchatAds } from './channels/snapchat-ads';
 import { PinterestAds } from './channels/pinterest-ads';
 import { RedditAds } from './channels/reddit-ads';
@@ -17,6 +18,7 @@ type AdapterFactory = (settings: NetworkSettings, http: NetworkHttp) => AdNetwor
 /** One line per channel with a live adapter (its file in ./channels holds every fact of that network). */
 const ADAPTERS = {
   google_ads: (settings, http) => new GoogleAds(settings, http),
+  meta_ads: (settings, http) => new MetaAds(settings, http),
   snapchat_ads: (settings, http) => new SnapchatAds(settings, http),
   pinterest_ads: (settings, http) => new PinterestAds(settings, http),
   reddit_ads: (settings, http) => new RedditAds(settings, http),

@@ -17,5 +17,6 @@ export {
 export { SnapchatAdsFake } from './snapchat-ads.fake';
 export { PinterestAdsFake } from './pinterest-ads.fake';
 export { GoogleAdsFake } from './google-ads.fake';
+export { MetaAdsFake } from './meta-ads.fake';
 export { unifiedCampaign } from './unified-campaign';
 export { RedditAdsFake } from './reddit-ads.fake';

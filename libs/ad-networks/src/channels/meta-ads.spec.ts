@@ -1,0 +1,202 @@
+import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
+import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign } from '../../../../test/support/fake-networks';
+import { MetaAdsFake } from '../../../../test/support/fake-networks/meta-ads.fake';
+import { NetworkHttp } from '../network-http';
+import { MetaAds } from './meta-ads';
+
+const USD = '1111111111';
+const JPY = '2222222222';
+const BHD = '3333333333';
+const DISABLED = '4444444444';
+const accounts: Record<string, { currency: string; timezone: string }> = {
+  [USD]: { currency: 'USD', timezone: 'America/Los_Angeles' },
+  [JPY]: { currency: 'JPY', timezone: 'Asia/Tokyo' },
+  [BHD]: { currency: 'BHD', timezone: 'Asia/Bahrain' },
+  [DISABLED]: { currency: 'USD', timezone: 'UTC' },
+};
+
+async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
+  const error = await promise.then(() => null, (caught: unknown) => caught);
+  expect(error).toBeInstanceOf(ProviderError);
+  return error as ProviderError;
+}
+
+describe('MetaAds against its fake, over HTTPS', () => {
+  let fake: MetaAdsFake;
+  let meta: MetaAds;
+  let token: string;
+
+  beforeAll(async () => {
+    fake = await MetaAdsFake.start({ accounts: Object.entries(accounts).map(([id, account]) => ({ id, ...account })) });
+    fake.accountStatus.set(DISABLED, 2);
+    meta = new MetaAds(fake.settings(), new NetworkHttp('meta_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+  });
+  beforeEach(() => {
+    token = fake.issueAccessToken();
+  });
+  afterAll(async () => {
+    await fake.close();
+    await closeFakeNetworkDispatcher();
+  });
+
+  const create = (campaign: CampaignSpec, accountId = USD) =>
+    meta.createCampaign({ accessToken: token, providerAccountId: `act_${accountId}`, account: accounts[accountId] }, { dispatchId: 'dsp_m1', campaign });
+  const sent = () => fake.lastRequest(/\/campaigns$/).body as Record<string, unknown>;
+
+  describe('OAuth', () => {
+    const redirectUri = 'https://ops.example/v1/connections/oauth/callback';
+
+    it('sends the browser to the versioned dialog with comma-separated scopes', () => {
+      const url = new URL(meta.authorizationUrl({ state: 'st_1', redirectUri, providerAccountId: `act_${USD}` }));
+      expect(url.origin + url.pathname).toBe(`${fake.url}/v24.0/dialog/oauth`);
+      expect(Object.fromEntries(url.searchParams)).toEqual({
+        client_id: fake.clientId,
+        redirect_uri: redirectUri,
+        state: 'st_1',
+        response_type: 'code',
+        scope: 'ads_management,ads_read,business_management',
+      });
+    });
+
+    it('trades the code (GET on the Graph host), then the short-lived token for a long-lived one; no refresh token', async () => {
+      const { query } = await followConsent(meta.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: `act_${USD}` }));
+      const before = Date.now();
+      const tokens = await meta.exchangeCode({ code: query.code, redirectUri });
+      const [codeCall, longCall] = fake.requestsTo('/v24.0/oauth/access_token').slice(-2);
+      expect(codeCall.method).toBe('GET');
+      expect(codeCall.query).toEqual({ client_id: fake.clientId, client_secret: fake.clientSecret, redirect_uri: redirectUri, code: query.code });
+      expect(longCall.query).toMatchObject({ grant_type: 'fb_exchange_token', client_id: fake.clientId, client_secret: fake.clientSecret });
+      expect(tokens.refreshToken).toBeNull();
+      expect(Date.parse(tokens.expiresAt!) - before).toBeGreaterThan(59 * 24 * 3600_000);
+      // the long-lived token is the one that works
+      await expect(meta.readAccount({ accessToken: tokens.accessToken, providerAccountId: USD })).resolves.toMatchObject({ currency: 'USD' });
+    });
+
+    it("makes a refused code auth, with Meta's code", async () => {
+      const error = await rejection(meta.exchangeCode({ code: 'code-never-issued', redirectUri }));
+      expect(error).toMatchObject({ kind: 'auth', providerCode: '100/36009' });
+    });
+
+    it('refuses to refresh without a call: Meta issues no refresh tokens', async () => {
+      const calls = fake.requests.length;
+      await expect(meta.refresh('anything')).rejects.toMatchObject({ kind: 'auth', providerCode: 'no_refresh_token' });
+      expect(fake.requests.length).toBe(calls);
+    });
+  });
+
+  describe('reading the ad account', () => {
+    it('reads account_status, currency and timezone_name with the bearer token', async () => {
+      await expect(meta.readAccount({ accessToken: token, providerAccountId: `act_${USD}` })).resolves.toEqual({ currency: 'USD', timezone: 'America/Los_Angeles' });
+      const call = fake.lastRequest();
+      expect(call.method).toBe('GET');
+      expect(call.path).toBe(`/v24.0/act_${USD}`);
+      expect(call.query).toEqual({ fields: 'account_status,currency,timezone_name' });
+      expect(call.headers.authorization).toBe(`Bearer ${token}`);
+    });
+
+    it('takes the id with or without act_', async () => {
+      await expect(meta.readAccount({ accessToken: token, providerAccountId: JPY })).resolves.toEqual({ currency: 'JPY', timezone: 'Asia/Tokyo' });
+      expect(fake.lastRequest().path).toBe(`/v24.0/act_${JPY}`);
+    });
+
+    it('is account_unreachable for an account the token cannot load (100/33)', async () => {
+      const error = await rejection(meta.readAccount({ accessToken: token, providerAccountId: 'act_5555555555' }));
+      expect(error).toMatchObject({ kind: 'account_unreachable', providerCode: '100/33', httpStatus: 400 });
+    });
+
+    it('is account_unreachable for a disabled account (account_status 2)', async () => {
+      await expect(meta.readAccount({ accessToken: token, providerAccountId: DISABLED })).rejects.toMatchObject({ kind: 'account_unreachable', providerCode: 'account_status_2' });
+    });
+  });
+
+  describe('creating a campaign', () => {
+    it('posts name, objective, PAUSED, special_ad_categories and a daily budget in cents; the id is Meta\'s', async () => {
+      const campaign = unifiedCampaign();
+      const { providerResourceId } = await create(campaign);
+      const call = fake.lastRequest();
+      expect(call.path).toBe(`/v24.0/act_${USD}/campaigns`);
+      expect(call.headers.authorization).toBe(`Bearer ${token}`);
+      expect(call.headers['content-type']).toBe('application/json');
+      expect(sent()).toEqual({ name: campaign.name, objective: 'OUTCOME_SALES', status: 'PAUSED', special_ad_categories: [], daily_budget: 1234 });
+      expect(providerResourceId).toBe(fake.created.at(-1)!.id);
+    });
+
+    it.each([
+      ['conversion', 'OUTCOME_SALES'],
+      ['traffic', 'OUTCOME_TRAFFIC'],
+      ['awareness', 'OUTCOME_AWARENESS'],
+      ['leads', 'OUTCOME_LEADS'],
+      ['engagement', 'OUTCOME_ENGAGEMENT'],
+      ['app_installs', 'OUTCOME_APP_PROMOTION'],
+    ])('maps %s to %s', async (objective, expected) => {
+      await create(unifiedCampaign({ objective }));
+      expect(sent().objective).toBe(expected);
+    });
+
+    it('sends a lifetime budget as lifetime_budget, and no schedule (it lives on ad sets)', async () => {
+      await create(unifiedCampaign({ budget: { type: 'lifetime', amount_micros: 900_000_000 }, schedule: { end_at: '2027-02-01T00:00:00Z' } }));
+      expect(sent()).toMatchObject({ lifetime_budget: 90_000 });
+      for (const field of ['daily_budget', 'start_time', 'stop_time']) expect(sent()).not.toHaveProperty(field);
+    });
+
+    it("converts to Meta's offset: USD cents, JPY whole yen, BHD with two decimals (not ISO's three)", async () => {
+      await create(unifiedCampaign({ budget: { amount_micros: 7_010_000 } }));
+      expect(sent().daily_budget).toBe(701);
+      await create(unifiedCampaign({ budget: { currency: 'JPY', amount_micros: 1_500_000_000 } }), JPY);
+      expect(sent().daily_budget).toBe(1500);
+      await create(unifiedCampaign({ budget: { currency: 'BHD', amount_micros: 1_250_000 } }), BHD);
+      expect(sent().daily_budget).toBe(125);
+    });
+
+    it('refuses, before any call, an amount finer than the offset (USD 12.345, JPY 1500.5, BHD 1.255)', async () => {
+      const calls = fake.requests.length;
+      for (const [currency, amount_micros, accountId] of [['USD', 12_345_000, USD], ['JPY', 1_500_500_000, JPY], ['BHD', 1_255_000, BHD]] as const) {
+        const error = await rejection(create(unifiedCampaign({ budget: { currency, amount_micros } }), accountId));
+        expect(error).toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      }
+      expect(fake.requests.length).toBe(calls);
+    });
+
+    it('refuses KWD before any call: no Meta ad account bills in it', async () => {
+      await expect(create(unifiedCampaign({ budget: { currency: 'KWD', amount_micros: 1_250_000 } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'currency_unsupported' });
+    });
+  });
+
+  describe('errors (classified by code, the status being 400)', () => {
+    it('makes code 190 auth', async () => {
+      fake.expireToken(token);
+      const error = await rejection(create(unifiedCampaign()));
+      expect(error).toMatchObject({ kind: 'auth', providerCode: '190/463', httpStatus: 400 });
+      expect(error.message).not.toContain(token);
+    });
+
+    it('makes an unknown token auth (190)', async () => {
+      await expect(meta.readAccount({ accessToken: 'not-a-token', providerAccountId: USD })).rejects.toMatchObject({ kind: 'auth', providerCode: '190' });
+    });
+
+    it('makes code 17 rate_limited with the business use case delay', async () => {
+      fake.rateLimitNext(1, 300);
+      const error = await rejection(create(unifiedCampaign()));
+      expect(error).toMatchObject({ kind: 'rate_limited', providerCode: '17/2446079', retryAfterMs: 300_000 });
+    });
+
+    it.each([500, 503])('makes HTTP %i transient', async (status) => {
+      fake.failNext(1, status);
+      await expect(create(unifiedCampaign())).rejects.toMatchObject({ kind: 'transient', httpStatus: status });
+    });
+
+    it("keeps Meta's user message and code/subcode for a refused campaign", async () => {
+      const error = await rejection(create({ ...unifiedCampaign(), name: '' }));
+      expect(error).toMatchObject({ kind: 'validation', providerCode: '100', message: 'meta_ads: The name parameter is required.' });
+    });
+
+    it('is transient without a provider code when nothing listens, or nothing answers in time', async () => {
+      const dispatcher = await fakeNetworkDispatcher();
+      const down = new MetaAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('meta_ads', 2_000, { dispatcher }));
+      await expect(down.readAccount({ accessToken: token, providerAccountId: USD })).rejects.toMatchObject({ kind: 'transient', providerCode: null });
+      const impatient = new MetaAds(fake.settings(), new NetworkHttp('meta_ads', 300, { dispatcher }));
+      fake.stallNext(1);
+      await expect(impatient.readAccount({ accessToken: token, providerAccountId: USD })).rejects.toMatchObject({ kind: 'transient', providerCode: null });
+    });
+  });
+});
