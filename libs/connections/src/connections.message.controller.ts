@@ -1,17 +1,73 @@
-import { Inject } from '@nestjs/common';
-import { MessageController } from '@campaign-ops/service-runtime';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
-import { ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
-import { resolveConnection } from './resolve-connection';
+import { MessageController } from '@campaign-ops/service-runtime';
+import {
+  ConnectionAccessRequest,
+  ConnectionByIdRequest,
+  ConnectionReauthRequiredRequest,
+  CreateConnectionRequest,
+  ListConnectionsRequest,
+  OAuthCallbackRequest,
+  ReauthorizeConnectionRequest,
+  ResolveConnectionRequest,
+  SUBJECTS,
+} from '@campaign-ops/service-messages';
+import { ConnectionAccessService } from './connection-access';
+import { ConnectionCommands } from './connection-commands';
+import { ConnectionQueries } from './connection-queries';
+import { OAuthRounds } from './oauth-rounds';
 
-/** What connection-service answers: which connection a dispatch would use. */
+/** What connection-service answers: the gateway's connection calls, and dispatch-service's token and reauth requests. */
 @MessageController()
 export class ConnectionsMessageController {
-  constructor(@Inject(READ_STORE) private readonly readStore: ReadStore) {}
+  constructor(
+    private readonly commands: ConnectionCommands,
+    private readonly queries: ConnectionQueries,
+    private readonly rounds: OAuthRounds,
+    private readonly tokens: ConnectionAccessService,
+  ) {}
+
+  @MessagePattern(SUBJECTS.connectionCreate)
+  create(@Payload() request: CreateConnectionRequest) {
+    return this.commands.create(request);
+  }
+
+  @MessagePattern(SUBJECTS.connectionList)
+  list(@Payload() request: ListConnectionsRequest) {
+    return this.queries.list(request);
+  }
+
+  @MessagePattern(SUBJECTS.connectionGet)
+  get(@Payload() request: ConnectionByIdRequest) {
+    return this.queries.get(request);
+  }
+
+  @MessagePattern(SUBJECTS.connectionDelete)
+  remove(@Payload() request: ConnectionByIdRequest) {
+    return this.commands.remove(request);
+  }
+
+  @MessagePattern(SUBJECTS.connectionReauthorize)
+  reauthorize(@Payload() request: ReauthorizeConnectionRequest) {
+    return this.commands.reauthorize(request);
+  }
+
+  @MessagePattern(SUBJECTS.connectionOAuthCallback)
+  oauthCallback(@Payload() request: OAuthCallbackRequest) {
+    return this.rounds.complete(request);
+  }
+
+  @MessagePattern(SUBJECTS.connectionAccess)
+  access(@Payload() request: ConnectionAccessRequest) {
+    return this.tokens.access(request);
+  }
+
+  @MessagePattern(SUBJECTS.connectionReauthRequired)
+  reauthRequired(@Payload() request: ConnectionReauthRequiredRequest) {
+    return this.tokens.reauthRequired(request);
+  }
 
   @MessagePattern(SUBJECTS.connectionResolve)
   resolve(@Payload() request: ResolveConnectionRequest) {
-    return resolveConnection(this.readStore, request);
+    return this.queries.resolve(request);
   }
 }

@@ -1,9 +1,34 @@
 import { Module } from '@nestjs/common';
+import { ChannelSlots } from './channel-slots';
+import { ConnectionAccessService } from './connection-access';
+import { ConnectionCommands } from './connection-commands';
+import { ConnectionProcessors } from './connection-processors';
+import { ConnectionQueries } from './connection-queries';
+import { connectionSettingsProvider } from './connection-settings';
+import { ConnectionStore } from './connection-store';
 import { ConnectionsMessageController } from './connections.message.controller';
+import { networkProviders } from './network-providers';
+import { OAuthRounds } from './oauth-rounds';
+import { TokenVault } from './token-vault';
 
 /**
- * connection-service: owns provider connections. Today it answers which connection a dispatch
- * would use; creating connections, OAuth and token refresh come with the connections issue.
+ * connection-service: owns connections (API.md §4): their streams and view, the token vault,
+ * OAuth rounds, token refresh (on demand and by a sweep) and reauthorization. Its message
+ * controller says what it answers; ConnectionProcessors follow its event store.
  */
-@Module({ controllers: [ConnectionsMessageController] })
+@Module({
+  controllers: [ConnectionsMessageController],
+  providers: [
+    connectionSettingsProvider,
+    ...networkProviders,
+    ConnectionStore,
+    TokenVault,
+    ChannelSlots,
+    OAuthRounds,
+    ConnectionCommands,
+    ConnectionQueries,
+    ConnectionAccessService,
+    ConnectionProcessors,
+  ],
+})
 export class ConnectionsModule {}

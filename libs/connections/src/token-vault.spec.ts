@@ -21,59 +21,63 @@ describe('the token vault', () => {
 
   it('keeps tokens sealed with AES-256-GCM, the key id beside them, and opens them', async () => {
     const vault = new TokenVault(reads, settings(newKey));
-    await vault.store('con_1', tokens, '2026-11-24T10:00:00.000Z');
+    await vault.store('con_1', tokens);
     const record = await raw().get('con_1');
     expect(JSON.stringify(record)).not.toContain('secret');
     expect(record).toMatchObject({ key_id: keyId(newKey), sealed: expect.stringMatching(/^v1\./), expires_at: tokens.expiresAt, version: 1 });
-    expect(await vault.read('con_1')).toMatchObject({ ...tokens, version: 1, refreshedAt: '2026-11-24T10:00:00.000Z' });
+    expect(await vault.read('con_1')).toMatchObject({ ...tokens, version: 1, refreshedAt: null });
     expect(await vault.read('con_2')).toBeNull();
   });
 
   it('opens values of the previous key after a rotation, and seals them with the new key on their next write', async () => {
-    await new TokenVault(reads, settings(oldKey)).store('con_1', tokens, '2026-11-24T10:00:00.000Z');
+    await new TokenVault(reads, settings(oldKey)).store('con_1', tokens);
     const rotated = new TokenVault(reads, settings(newKey, oldKey));
     expect(await rotated.read('con_1')).toMatchObject(tokens);
-    await rotated.store('con_1', { ...tokens, accessToken: 'next' }, '2026-11-24T10:01:00.000Z');
+    await rotated.store('con_1', { ...tokens, accessToken: 'next' });
     expect(await raw().get('con_1')).toMatchObject({ key_id: keyId(newKey), version: 2 });
     expect(await new TokenVault(reads, settings(newKey)).read('con_1')).toMatchObject({ accessToken: 'next' });
   });
 
   it('refuses a value sealed with a key it does not have, naming the setting that would open it', async () => {
-    await new TokenVault(reads, settings(oldKey)).store('con_1', tokens, '2026-11-24T10:00:00.000Z');
+    await new TokenVault(reads, settings(oldKey)).store('con_1', tokens);
     await expect(new TokenVault(reads, settings(newKey)).read('con_1')).rejects.toThrow(new RegExp(`sealed with key ${keyId(oldKey)}.*CONNECTION_ENCRYPTION_KEY_PREVIOUS`));
   });
 
   it("refuses one connection's sealed tokens copied onto another's record", async () => {
     const vault = new TokenVault(reads, settings(newKey));
-    await vault.store('con_1', tokens, '2026-11-24T10:00:00.000Z');
-    await vault.store('con_2', { ...tokens, accessToken: 'other' }, '2026-11-24T10:00:00.000Z');
+    await vault.store('con_1', tokens);
+    await vault.store('con_2', { ...tokens, accessToken: 'other' });
     await raw().update('con_2', { sealed: (await raw().get('con_1'))!.sealed });
     await expect(vault.read('con_2')).rejects.toThrow(/belong to another connection/);
   });
 
-  it('replaces tokens only over the version it read (a refresh elsewhere wins)', async () => {
+  it('keeps refreshed tokens only over the version it read (a refresh elsewhere wins)', async () => {
     const vault = new TokenVault(reads, settings(newKey));
-    await vault.store('con_1', tokens, '2026-11-24T10:00:00.000Z');
-    expect(await vault.replace('con_1', 1, { ...tokens, accessToken: 'mine' }, '2026-11-24T10:01:00.000Z')).toBe(true);
-    expect(await vault.replace('con_1', 1, { ...tokens, accessToken: 'late' }, '2026-11-24T10:01:00.000Z')).toBe(false);
-    expect(await vault.read('con_1')).toMatchObject({ accessToken: 'mine', version: 2 });
+    await vault.store('con_1', tokens);
+    expect(await vault.refreshed('con_1', 1, { ...tokens, accessToken: 'mine' }, '2026-11-24T10:01:00.000Z')).toBe(true);
+    expect(await vault.refreshed('con_1', 1, { ...tokens, accessToken: 'late' }, '2026-11-24T10:01:00.000Z')).toBe(false);
+    expect(await vault.read('con_1')).toMatchObject({ accessToken: 'mine', version: 2, refreshedAt: '2026-11-24T10:01:00.000Z' });
+    await vault.store('con_1', { ...tokens, accessToken: 'reauthorized' });
+    expect(await vault.read('con_1')).toMatchObject({ accessToken: 'reauthorized', version: 3, refreshedAt: null });
   });
 
   it('leases a refresh to one caller at a time, until the lease runs out or the tokens change', async () => {
     const vault = new TokenVault(reads, settings(newKey));
-    await vault.store('con_1', tokens, '2026-11-24T10:00:00.000Z');
+    await vault.store('con_1', tokens);
     const now = '2026-11-24T10:05:00.000Z';
     const results = await Promise.all([vault.lease('con_1', 1, now, 30_000), vault.lease('con_1', 1, now, 30_000)]);
     expect(results.sort()).toEqual([false, true]);
     expect(await vault.lease('con_1', 1, '2026-11-24T10:05:29.000Z', 30_000)).toBe(false);
     expect(await vault.lease('con_1', 1, '2026-11-24T10:05:31.000Z', 30_000)).toBe(true);
-    await vault.replace('con_1', 1, tokens, now);
+    await vault.refreshed('con_1', 1, tokens, now);
+    expect(await vault.lease('con_1', 2, now, 30_000)).toBe(true);
+    await vault.unlease('con_1', 2);
     expect(await vault.lease('con_1', 2, now, 30_000)).toBe(true);
   });
 
   it('destroys them', async () => {
     const vault = new TokenVault(reads, settings(newKey));
-    await vault.store('con_1', tokens, '2026-11-24T10:00:00.000Z');
+    await vault.store('con_1', tokens);
     await vault.destroy('con_1');
     expect(await raw().get('con_1')).toBeNull();
     await vault.destroy('con_1');

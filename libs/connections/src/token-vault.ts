@@ -14,7 +14,8 @@ export interface ConnectionTokens {
 export interface VaultEntry extends ConnectionTokens {
   /** Bumped by every write: a refresh replaces only the tokens it read. */
   version: number;
-  refreshedAt: string;
+  /** When a refresh last replaced them; null for tokens as they were given (import, OAuth, reauthorization). */
+  refreshedAt: string | null;
 }
 
 /** The vault's record: the tokens sealed, the id of the key that sealed them, and what refreshing needs in the clear. */
@@ -24,7 +25,7 @@ interface VaultRecord {
   sealed: string;
   expires_at: string | null;
   version: number;
-  refreshed_at: string;
+  refreshed_at: string | null;
   /** A refresh in progress somewhere holds the tokens until then ('' when none does). */
   lease_until: string;
   [field: string]: unknown;
@@ -71,20 +72,19 @@ export class TokenVault {
   }
 
   /** New tokens for a connection (import, OAuth, reauthorization), whatever was there. */
-  async store(connectionId: string, tokens: ConnectionTokens, now: string): Promise<void> {
+  async store(connectionId: string, tokens: ConnectionTokens): Promise<void> {
     for (let attempt = 0; attempt < 10; attempt++) {
       const existing = await this.records.get(connectionId);
       if (!existing) {
-        if (await this.records.insert(this.recordOf(connectionId, tokens, 1, now))) return;
-      } else if (await this.replace(connectionId, existing.version, tokens, now)) return;
+        if (await this.records.insert(this.recordOf(connectionId, tokens, 1, null))) return;
+      } else if (await this.write(connectionId, existing.version, tokens, null)) return;
     }
     throw new Error(`the tokens of ${connectionId} kept changing while they were stored`);
   }
 
-  /** Replaces the tokens if they are still at `version`; false when another writer came first. */
-  async replace(connectionId: string, version: number, tokens: ConnectionTokens, now: string): Promise<boolean> {
-    const { id: _id, ...patch } = this.recordOf(connectionId, tokens, version + 1, now);
-    return (await this.records.update(connectionId, patch, { version })) !== null;
+  /** Refreshed tokens, kept only if the tokens are still at `version` (false: another writer came first). */
+  refreshed(connectionId: string, version: number, tokens: ConnectionTokens, now: string): Promise<boolean> {
+    return this.write(connectionId, version, tokens, now);
   }
 
   /**
@@ -96,11 +96,21 @@ export class TokenVault {
     return (await this.records.update(connectionId, { lease_until: until }, { version, lease_until: { $lte: now } })) !== null;
   }
 
+  /** Gives a lease back (a refresh that failed), so the next caller need not wait for it to run out. */
+  async unlease(connectionId: string, version: number): Promise<void> {
+    await this.records.update(connectionId, { lease_until: '' }, { version });
+  }
+
   async destroy(connectionId: string): Promise<void> {
     await this.records.delete(connectionId);
   }
 
-  private recordOf(connectionId: string, tokens: ConnectionTokens, version: number, now: string): VaultRecord {
+  private async write(connectionId: string, version: number, tokens: ConnectionTokens, refreshedAt: string | null): Promise<boolean> {
+    const { id: _id, ...patch } = this.recordOf(connectionId, tokens, version + 1, refreshedAt);
+    return (await this.records.update(connectionId, patch, { version })) !== null;
+  }
+
+  private recordOf(connectionId: string, tokens: ConnectionTokens, version: number, refreshedAt: string | null): VaultRecord {
     const sealed: SealedTokens = { c: connectionId, a: tokens.accessToken, r: tokens.refreshToken };
     return {
       id: connectionId,
@@ -108,7 +118,7 @@ export class TokenVault {
       sealed: this.keys.get(this.currentKeyId)!.seal(JSON.stringify(sealed)),
       expires_at: tokens.expiresAt,
       version,
-      refreshed_at: now,
+      refreshed_at: refreshedAt,
       lease_until: '',
     };
   }

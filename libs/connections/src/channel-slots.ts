@@ -1,0 +1,73 @@
+import { Injectable } from '@nestjs/common';
+import { failure, Outcome, success } from '@campaign-ops/api-errors';
+import { Connection } from '@campaign-ops/connection-domain';
+import { EventMetadata } from '@campaign-ops/event-sourcing';
+import { ConnectionStore, ConnectionView } from './connection-store';
+import { KeyedLock } from './keyed-lock';
+import { TokenVault } from './token-vault';
+
+export interface SlotClaim {
+  connectionId: string;
+  accountId: string;
+  mode: 'live' | 'test';
+  channel: string;
+  providerAccountId: string;
+}
+
+/**
+ * At most one connection per account, mode and channel is `active` or `reauth_required` (API.md
+ * §4). A connection that becomes active takes the channel's slot: one to the same provider
+ * account is replaced (revoked, its tokens destroyed), one to another provider account keeps it
+ * and the newcomer is refused with 409 `connection_exists`.
+ *
+ * Activations on one channel of one account run one after another in this process; the rule is
+ * read from the view, which every command brings up to date before it answers.
+ */
+@Injectable()
+export class ChannelSlots {
+  private readonly lock = new KeyedLock();
+
+  constructor(
+    private readonly store: ConnectionStore,
+    private readonly vault: TokenVault,
+  ) {}
+
+  /** Runs `activate` (which makes `claim.connectionId` active) if the slot allows it, then revokes what it replaces. */
+  activate(claim: SlotClaim, metadata: EventMetadata, activate: () => Promise<Connection>): Promise<Outcome<Connection>> {
+    return this.lock.run(`${claim.accountId}:${claim.mode}:${claim.channel}`, async () => {
+      const held = await this.holders(claim);
+      const refused = this.refusal(claim, held);
+      if (refused) return refused;
+      const connection = await activate();
+      for (const replaced of held) await this.release(replaced.id, 'replaced', metadata);
+      return success(connection);
+    });
+  }
+
+  /** Answers early (before an OAuth round starts) what `activate` would answer at its end. */
+  async check(claim: SlotClaim): Promise<Outcome<never> | null> {
+    return this.refusal(claim, await this.holders(claim));
+  }
+
+  /** Revokes a connection and destroys its tokens (the projection destroys them again should this stop in between). */
+  async release(connectionId: string, reason: 'deleted' | 'replaced', metadata: EventMetadata): Promise<Connection> {
+    const connection = await this.store.execute(connectionId, { type: 'Revoke', reason, now: new Date().toISOString() }, metadata);
+    await this.vault.destroy(connectionId);
+    return connection;
+  }
+
+  private async holders(claim: SlotClaim): Promise<ConnectionView[]> {
+    const page = await this.store.views.find({ account_id: claim.accountId, mode: claim.mode, channel: claim.channel, status: { $in: ['active', 'reauth_required'] } }, { limit: 100 });
+    return page.items.filter((view) => view.id !== claim.connectionId);
+  }
+
+  private refusal(claim: SlotClaim, held: ConnectionView[]): Outcome<never> | null {
+    const other = held.find((view) => view.provider_account_id !== claim.providerAccountId);
+    if (!other) return null;
+    return failure(
+      'connection_exists',
+      `${claim.channel} already has connection ${other.id} (${other.status}) to provider account ${other.provider_account_id}; delete it before connecting another account.`,
+      'provider_account_id',
+    );
+  }
+}

@@ -1,0 +1,148 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AD_NETWORKS, AdNetworks, ProviderAccount } from '@campaign-ops/ad-networks';
+import { failure, Outcome, success } from '@campaign-ops/api-errors';
+import { Channel } from '@campaign-ops/channels';
+import { Connection, ConnectionResource, ConnectionRevokedError, toConnectionResource } from '@campaign-ops/connection-domain';
+import { newId } from '@campaign-ops/ids';
+import {
+  Caller,
+  ConnectionByIdRequest,
+  ConnectionCredentials,
+  CreateConnectionRequest,
+  Mode,
+  ReauthorizeConnectionRequest,
+} from '@campaign-ops/service-messages';
+import { ChannelSlots, SlotClaim } from './channel-slots';
+import { ConnectionStore } from './connection-store';
+import { OAuthRounds } from './oauth-rounds';
+import { readAccount } from './provider-calls';
+import { ConnectionTokens, TokenVault } from './token-vault';
+
+const SANDBOX_ACCOUNT: ProviderAccount = { currency: 'USD', timezone: 'UTC' };
+
+/** What new credentials come to once checked: the ad account they reach, and the tokens to keep (none in the sandbox). */
+interface Verified {
+  account: ProviderAccount;
+  tokens: ConnectionTokens | null;
+  expiresAt: string | null;
+}
+
+/**
+ * The write side of connections (API.md §4): create (token import or an OAuth round), reauthorize
+ * and delete. Every command is scoped to the caller's account and mode: another's connection
+ * answers exactly as one that does not exist.
+ */
+@Injectable()
+export class ConnectionCommands {
+  private readonly logger = new Logger('connection-commands');
+
+  constructor(
+    private readonly store: ConnectionStore,
+    private readonly vault: TokenVault,
+    private readonly slots: ChannelSlots,
+    private readonly rounds: OAuthRounds,
+    @Inject(AD_NETWORKS) private readonly networks: AdNetworks,
+  ) {}
+
+  async create(request: CreateConnectionRequest): Promise<Outcome<ConnectionResource>> {
+    const { caller, channel, providerAccountId, credentials, redirectUri, sandbox } = request;
+    const refused = shapeRefusal(caller.mode, credentials, redirectUri);
+    if (refused) return refused;
+    if (sandbox && caller.mode === 'live') return failure('parameter_invalid', 'sandbox is only for test keys: a live connection takes its currency and time zone from the ad account.', 'sandbox');
+    const claim: SlotClaim = { connectionId: newId('con'), accountId: caller.accountId, mode: caller.mode, channel, providerAccountId };
+    const metadata = metadataOf(caller);
+    const sandboxAccount = { ...SANDBOX_ACCOUNT, ...sandbox };
+
+    if (redirectUri !== undefined) {
+      const prepared = this.rounds.prepare(caller.mode, channel, redirectUri);
+      if (!prepared.ok) return prepared;
+      const taken = await this.slots.check(claim);
+      if (taken) return taken;
+      return this.rounds.start({ ...claim, channel, redirectUri, sandbox: sandboxAccount }, false, metadata);
+    }
+
+    const taken = await this.slots.check(claim);
+    if (taken) return taken;
+    const verified = await this.verify(caller.mode, channel, providerAccountId, credentials, sandboxAccount);
+    if (!verified.ok) return verified;
+    const { account, tokens, expiresAt } = verified.value;
+    const activated = await this.slots.activate(claim, metadata, async () => {
+      const now = new Date().toISOString();
+      if (tokens) await this.vault.store(claim.connectionId, tokens);
+      return this.store.execute(claim.connectionId, { type: 'ImportToken', ...claim, scopes: [], account, expiresAt, sandbox: caller.mode === 'test', now }, metadata);
+    });
+    return activated.ok ? success(toConnectionResource(activated.value)) : activated;
+  }
+
+  /** New credentials, or a new OAuth round, for a connection that exists (pending, active or reauth_required). */
+  async reauthorize(request: ReauthorizeConnectionRequest): Promise<Outcome<ConnectionResource>> {
+    const { caller, id, credentials, redirectUri } = request;
+    const connection = await this.owned(caller, id);
+    if (!connection) return missing(id);
+    const refused = shapeRefusal(caller.mode, credentials, redirectUri);
+    if (refused) return refused;
+    if (connection.status === 'revoked') return revoked(id);
+    const metadata = metadataOf(caller);
+    const claim: SlotClaim = { connectionId: id, accountId: connection.accountId, mode: connection.mode, channel: connection.channel, providerAccountId: connection.providerAccountId };
+    const sandboxAccount = { currency: connection.currency ?? SANDBOX_ACCOUNT.currency, timezone: connection.timezone ?? SANDBOX_ACCOUNT.timezone };
+
+    try {
+      if (redirectUri !== undefined) return await this.rounds.start({ ...claim, channel: connection.channel as Channel, redirectUri, sandbox: sandboxAccount }, true, metadata);
+      const verified = await this.verify(caller.mode, connection.channel as Channel, connection.providerAccountId, credentials, sandboxAccount);
+      if (!verified.ok) return verified;
+      const { account, tokens, expiresAt } = verified.value;
+      const activated = await this.slots.activate(claim, metadata, async () => {
+        const now = new Date().toISOString();
+        if (tokens) await this.vault.store(id, tokens);
+        try {
+          return await this.store.execute(id, { type: 'Reauthorize', scopes: connection.scopes, account, expiresAt, sandbox: caller.mode === 'test', now }, metadata);
+        } catch (error) {
+          // Deleted meanwhile: its tokens go with it.
+          if (error instanceof ConnectionRevokedError) await this.vault.destroy(id);
+          throw error;
+        }
+      });
+      return activated.ok ? success(toConnectionResource(activated.value)) : activated;
+    } catch (error) {
+      if (error instanceof ConnectionRevokedError) return revoked(id);
+      throw error;
+    }
+  }
+
+  /** `revoked`, its tokens destroyed; deleting it again answers the same. */
+  async remove({ caller, id }: ConnectionByIdRequest): Promise<Outcome<ConnectionResource>> {
+    const connection = await this.owned(caller, id);
+    if (!connection) return missing(id);
+    return success(toConnectionResource(await this.slots.release(id, 'deleted', metadataOf(caller))));
+  }
+
+  /** The connection if it is the caller's (account and mode), from its stream. */
+  private async owned(caller: Caller, id: string): Promise<Connection | null> {
+    if (!/^con_[0-9A-Za-z]+$/.test(id)) return null;
+    const connection = await this.store.load(id);
+    return connection && connection.accountId === caller.accountId && connection.mode === caller.mode ? connection : null;
+  }
+
+  /** Live: the ad account read with the token (API.md §4). Test keys: the sandbox account, nothing kept. */
+  private async verify(mode: Mode, channel: Channel, providerAccountId: string, credentials: ConnectionCredentials | undefined, sandbox: ProviderAccount): Promise<Outcome<Verified>> {
+    const expiresAt = credentials?.expires_at ? new Date(credentials.expires_at).toISOString() : null;
+    if (mode === 'test') return success({ account: sandbox, tokens: null, expiresAt });
+    const network = this.networks[channel];
+    if (!network) return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
+    const accessToken = credentials!.access_token;
+    const read = await readAccount(network, accessToken, providerAccountId, (message) => this.logger.warn(`ad account read failed unexpectedly: ${message}`));
+    if (!read.ok) return read;
+    return success({ account: read.value, tokens: { accessToken, refreshToken: credentials!.refresh_token ?? null, expiresAt }, expiresAt });
+  }
+}
+
+const metadataOf = (caller: Caller) => ({ accountId: caller.accountId, mode: caller.mode, requestId: caller.requestId });
+const missing = (id: string) => failure('resource_missing', `No such connection: ${id}`, 'id');
+const revoked = (id: string) => failure('parameter_invalid', `Connection ${id} was revoked (deleted or replaced); create a new connection instead.`, 'id');
+
+/** Exactly one of credentials and redirect_uri with a live key; at most one with a test key (neither: a sandbox connection). */
+function shapeRefusal(mode: Mode, credentials: ConnectionCredentials | undefined, redirectUri: string | undefined): Outcome<never> | null {
+  if (credentials && redirectUri !== undefined) return failure('parameter_invalid', 'Send credentials (to import a token) or redirect_uri (to start OAuth), not both.', 'redirect_uri');
+  if (mode === 'live' && !credentials && redirectUri === undefined) return failure('parameter_missing', 'A live connection needs credentials (a token to import) or redirect_uri (to start OAuth).', 'credentials');
+  return null;
+}

@@ -1,0 +1,93 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { fold } from '@campaign-ops/decider';
+import { AggregateRepository, EventMetadata, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import {
+  Connection,
+  ConnectionCommand,
+  connectionDecider,
+  ConnectionEvent,
+  ConnectionNotFound,
+  ConnectionResource,
+  ConnectionState,
+  connectionStreamId,
+  toConnectionResource,
+  upcastConnectionEvent,
+} from '@campaign-ops/connection-domain';
+
+/** A connection as the `connections` read model keeps it: the resource plus its tenancy. */
+export type ConnectionView = ConnectionResource & { account_id: string; mode: 'live' | 'test' } & Record<string, unknown>;
+
+export const CONNECTION_VIEW_INDEXES = ['account_id', 'mode', 'channel', 'status', 'expires_at'];
+
+/**
+ * An OAuth `state` as the callback finds it: by its SHA-256 (the state itself is never stored),
+ * with where to send the browser back even once it is spent. Kept after use, so a second use is
+ * told apart from a state never issued.
+ */
+export interface OAuthStateRecord {
+  id: string;
+  connection_id: string;
+  account_id: string;
+  mode: 'live' | 'test';
+  redirect_uri: string;
+  expires_at: string;
+  /** Test keys: the simulated ad account the round ends with. */
+  sandbox: { currency: string; timezone: string } | null;
+  created_at: string;
+  [field: string]: unknown;
+}
+
+/** Where connections are written (their streams) and read (their view, OAuth states), for every use case. */
+@Injectable()
+export class ConnectionStore {
+  readonly repository: AggregateRepository<ConnectionCommand, ConnectionEvent, ConnectionState>;
+  readonly views: Collection<ConnectionView>;
+  readonly oauthStates: Collection<OAuthStateRecord>;
+
+  constructor(
+    @Inject(EVENT_STORE) readonly events: EventStore,
+    @Inject(READ_STORE) readStore: ReadStore,
+  ) {
+    this.repository = new AggregateRepository(events, connectionDecider, upcastConnectionEvent);
+    this.views = readStore.collection<ConnectionView>('connections', { indexes: CONNECTION_VIEW_INDEXES });
+    this.oauthStates = readStore.collection<OAuthStateRecord>('connection_oauth_states', { indexes: ['connection_id'] });
+  }
+
+  /** The connection from its stream (the truth), or null when it does not exist. */
+  async load(connectionId: string): Promise<Connection | null> {
+    const { state } = await this.repository.load(connectionStreamId(connectionId));
+    return state.status === 'none' ? null : state;
+  }
+
+  /** The connection as of `upToRevision` (inclusive), or its latest state. */
+  async stateOf(streamId: string, upToRevision?: number): Promise<{ state: ConnectionState; recorded: RecordedEvent[] }> {
+    const recorded = await this.events.readStream(streamId, upToRevision === undefined ? {} : { maxCount: upToRevision + 1 });
+    const history = recorded.map((r) => toDomainEvent(r, upcastConnectionEvent));
+    return { state: fold(connectionDecider, history), recorded };
+  }
+
+  /** Decides and appends a command, then brings the view up to it (read-your-writes). */
+  async execute(connectionId: string, command: ConnectionCommand, metadata: EventMetadata): Promise<Connection> {
+    const streamId = connectionStreamId(connectionId);
+    const decided = await this.repository.execute(streamId, command, metadata);
+    if (decided.state.status === 'none') throw new ConnectionNotFound('no such connection');
+    await this.refreshView(streamId);
+    return decided.state;
+  }
+
+  /** Upserts guarded by revision: inline after a command and again from the projection, the second changes nothing. */
+  async refreshView(streamId: string): Promise<void> {
+    const { state, recorded } = await this.stateOf(streamId);
+    if (state.status === 'none') return;
+    await this.views.upsert(toView(state), recorded[recorded.length - 1].revision);
+  }
+}
+
+export const toView = (c: Connection): ConnectionView => ({ ...toConnectionResource(c), account_id: c.accountId, mode: c.mode });
+
+export function fromView(view: ConnectionView): ConnectionResource {
+  const { account_id: _account, mode: _mode, ...resource } = view;
+  return resource as ConnectionResource;
+}

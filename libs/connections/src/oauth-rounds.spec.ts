@@ -1,0 +1,185 @@
+import { createHash } from 'node:crypto';
+import { Outcome } from '@campaign-ops/api-errors';
+import { callerOf, connectionsHarness, ConnectionsHarness, InMemoryNetwork, settingsFor } from '@campaign-ops/testing/connections';
+
+const live = callerOf('acct_1', 'live');
+const test = callerOf('acct_1', 'test');
+const META_EUR = { currency: 'EUR', timezone: 'Europe/Berlin' };
+const CALLBACK = 'https://api.campaign-ops.example/v1/connections/oauth/callback';
+const BACK = 'https://partner.example/connected?tenant=7';
+
+describe('connections: OAuth rounds', () => {
+  let network: InMemoryNetwork;
+  let h: ConnectionsHarness;
+  const value = <T>(outcome: Outcome<T>): T => {
+    if (!outcome.ok) throw new Error(`expected success, got ${JSON.stringify(outcome.error)}`);
+    return outcome.value;
+  };
+  const start = async (overrides: { redirectUri?: string; channel?: 'meta_ads' | 'google_ads' | 'tiktok_ads'; providerAccountId?: string } = {}) =>
+    h.commands.create({ caller: live, channel: overrides.channel ?? 'meta_ads', providerAccountId: overrides.providerAccountId ?? 'act_42', redirectUri: overrides.redirectUri ?? BACK });
+  const started = async (providerAccountId = 'act_42') => {
+    const connection = value(await start({ providerAccountId })) as { id: string; authorization_url: string };
+    return { ...connection, state: new URL(connection.authorization_url).searchParams.get('state')! };
+  };
+  const callback = (query: { state?: string; code?: string; error?: string }) => h.rounds.complete({ requestId: 'req_cb', ...query });
+  const location = (outcome: Outcome<{ location: string }>) => new URL(value(outcome).location);
+
+  beforeEach(() => {
+    network = new InMemoryNetwork('meta_ads').account('act_42', META_EUR, 'ignored');
+    network.code('code-1', { accessToken: 'oauth-access', refreshToken: 'oauth-refresh', expiresAt: '2027-01-01T00:00:00.000Z' }, ['act_42']);
+    h = connectionsHarness({ meta_ads: network, google_ads: new InMemoryNetwork('google_ads') }, { meta_ads: settingsFor('meta_ads', true), google_ads: settingsFor('google_ads', false) });
+  });
+  afterEach(async () => {
+    jest.useRealTimers();
+    await h.close();
+  });
+
+  describe('starting a round', () => {
+    it("answers the connection pending, with the network's consent page: our callback, its scopes and a state", async () => {
+      const connection = value(await start());
+      expect(connection).toMatchObject({ status: 'pending', provider_account_id: 'act_42', scopes: ['ads_management', 'ads_read'], currency: null, timezone: null });
+      const url = new URL((connection as { authorization_url: string }).authorization_url);
+      expect(url.origin + url.pathname).toBe('https://consent.network.example/dialog');
+      expect(url.searchParams.get('redirect_uri')).toBe(CALLBACK);
+      expect(url.searchParams.get('state')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(value(await h.queries.get({ caller: live, id: connection.id }))).not.toHaveProperty('authorization_url');
+    });
+
+    it('keeps only the hash of the state, nowhere the state itself', async () => {
+      const { id, state } = await started();
+      const hash = createHash('sha256').update(state).digest('hex');
+      expect(await h.store.oauthStates.get(hash)).toMatchObject({ connection_id: id, redirect_uri: BACK });
+      const stored = JSON.stringify({ events: await h.events.readStream(`connection-${id}`), views: await h.store.views.find({}, {}), states: await h.store.oauthStates.find({}, {}) });
+      expect(stored).not.toContain(state);
+      expect(stored).toContain(hash);
+    });
+
+    it('answers 422 channel_not_configured on a channel without its client id and secret', async () =>
+      expect(await start({ channel: 'google_ads', providerAccountId: '1234567890' })).toMatchObject({ ok: false, error: { code: 'channel_not_configured', param: 'channel' } }));
+
+    it.each([
+      ['http://partner.example/back', 'url_not_https'],
+      ['not a url', 'url_invalid'],
+    ])('refuses the redirect_uri %s with %s', async (redirectUri, code) => expect(await start({ redirectUri })).toMatchObject({ ok: false, error: { code, param: 'redirect_uri' } }));
+
+    it('takes http on localhost, for partners developing', async () => expect(value(await start({ redirectUri: 'http://localhost:8080/back' }))).toMatchObject({ status: 'pending' }));
+
+    it('answers connection_exists at once when the channel is taken by another provider account', async () => {
+      network.account('act_77', META_EUR, 'token-77');
+      value(await h.commands.create({ caller: live, channel: 'meta_ads', providerAccountId: 'act_77', credentials: { access_token: 'token-77' } }));
+      expect(await start()).toMatchObject({ ok: false, error: { code: 'connection_exists' } });
+    });
+  });
+
+  describe('the callback', () => {
+    it('exchanges the code, reads the ad account, activates, and sends the browser back with connection_id and status', async () => {
+      const { id, state } = await started();
+      const back = location(await callback({ state, code: 'code-1' }));
+      expect(back.origin + back.pathname).toBe('https://partner.example/connected');
+      expect(Object.fromEntries(back.searchParams)).toEqual({ tenant: '7', connection_id: id, status: 'active' });
+      expect(value(await h.queries.get({ caller: live, id }))).toMatchObject({ status: 'active', currency: 'EUR', timezone: 'Europe/Berlin', expires_at: '2027-01-01T00:00:00.000Z' });
+      expect(await h.vault.read(id)).toMatchObject({ accessToken: 'oauth-access', refreshToken: 'oauth-refresh' });
+      expect((await h.events.readStream(`connection-${id}`)).map((e) => e.type)).toEqual(['ConnectionRequested', 'ConnectionActivated']);
+    });
+
+    it('takes a state once: used again, the browser goes back with error=state_invalid', async () => {
+      const { id, state } = await started();
+      value(await callback({ state, code: 'code-1' }));
+      const again = location(await callback({ state, code: 'code-1' }));
+      expect(again.searchParams.get('error')).toBe('state_invalid');
+      expect(again.searchParams.get('connection_id')).toBeNull();
+      expect(network.calls.exchangeCode).toBe(1);
+      expect((await h.events.readStream(`connection-${id}`)).map((e) => e.type)).toEqual(['ConnectionRequested', 'ConnectionActivated']);
+    });
+
+    it('lets only one of two simultaneous callbacks with the same state exchange the code', async () => {
+      const { state } = await started();
+      const [first, second] = await Promise.all([callback({ state, code: 'code-1' }), callback({ state, code: 'code-1' })]);
+      expect([location(first).searchParams.get('status'), location(second).searchParams.get('error')]).toEqual(['active', 'state_invalid']);
+      expect(network.calls.exchangeCode).toBe(1);
+    });
+
+    it('answers 400 state_invalid for a state it never issued, or none, in the envelope', async () => {
+      await started();
+      for (const state of ['made-up', undefined]) expect(await callback({ state, code: 'code-1' })).toMatchObject({ ok: false, error: { code: 'state_invalid', param: 'state' } });
+      expect(network.calls.exchangeCode).toBe(0);
+    });
+
+    it('answers 400 state_invalid for a state past its 15 minutes', async () => {
+      const { state } = await started();
+      jest.useFakeTimers({ now: Date.now() + 15 * 60_000 + 1, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout'] });
+      expect(await callback({ state, code: 'code-1' })).toMatchObject({ ok: false, error: { code: 'state_invalid' } });
+      expect(network.calls.exchangeCode).toBe(0);
+    });
+
+    it('sends the browser back with error=access_denied when the person declined, and the connection stays pending', async () => {
+      const { id, state } = await started();
+      expect(location(await callback({ state, error: 'access_denied' })).searchParams.get('error')).toBe('access_denied');
+      expect(location(await callback({ state })).searchParams.get('error')).toBe('access_denied');
+      expect(value(await h.queries.get({ caller: live, id })).status).toBe('pending');
+    });
+
+    it('sends the browser back with error=credentials_invalid for a code the network refuses', async () => {
+      const { id, state } = await started();
+      expect(location(await callback({ state, code: 'forged' })).searchParams.get('error')).toBe('credentials_invalid');
+      expect(value(await h.queries.get({ caller: live, id })).status).toBe('pending');
+    });
+
+    it('sends the browser back with error=provider_account_unreachable when the token does not reach the ad account', async () => {
+      network.code('code-2', { accessToken: 'elsewhere', refreshToken: null, expiresAt: null }, ['act_other']);
+      const { state } = await started();
+      expect(location(await callback({ state, code: 'code-2' })).searchParams.get('error')).toBe('provider_account_unreachable');
+    });
+
+    it('sends the browser back with error=provider_unavailable when the network does not answer', async () => {
+      const { state } = await started();
+      network.down = true;
+      expect(location(await callback({ state, code: 'code-1' })).searchParams.get('error')).toBe('provider_unavailable');
+    });
+
+    it('sends the browser back with error=state_invalid for the round of a connection deleted meanwhile', async () => {
+      const { id, state } = await started();
+      value(await h.commands.remove({ caller: live, id }));
+      expect(location(await callback({ state, code: 'code-1' })).searchParams.get('error')).toBe('state_invalid');
+    });
+
+    it('replaces an active connection to the same provider account when the round completes', async () => {
+      network.account('act_42', META_EUR, 'token-42');
+      const old = value(await h.commands.create({ caller: live, channel: 'meta_ads', providerAccountId: 'act_42', credentials: { access_token: 'token-42' } }));
+      const { id, state } = await started();
+      expect(value(await h.queries.get({ caller: live, id: old.id })).status).toBe('active');
+      value(await callback({ state, code: 'code-1' }));
+      expect([value(await h.queries.get({ caller: live, id: old.id })).status, value(await h.queries.get({ caller: live, id })).status]).toEqual(['revoked', 'active']);
+    });
+  });
+
+  describe('reauthorization through a new round', () => {
+    it('keeps the connection as it is until the callback, then makes it active again with the new tokens', async () => {
+      const { id, state } = await started();
+      value(await callback({ state, code: 'code-1' }));
+      await h.access.reauthRequired({ accountId: 'acct_1', mode: 'live', connectionId: id, channel: 'meta_ads', reason: 'refresh_refused' });
+      const round = value(await h.commands.reauthorize({ caller: live, id, redirectUri: 'https://partner.example/again' })) as { status: string; authorization_url: string };
+      expect(round.status).toBe('reauth_required');
+      network.code('code-3', { accessToken: 'second-access', refreshToken: 'second-refresh', expiresAt: null }, ['act_42']);
+      const back = location(await callback({ state: new URL(round.authorization_url).searchParams.get('state')!, code: 'code-3' }));
+      expect([back.origin + back.pathname, back.searchParams.get('status')]).toEqual(['https://partner.example/again', 'active']);
+      expect(value(await h.queries.get({ caller: live, id }))).toMatchObject({ status: 'active', reauth_reason: null });
+      expect(await h.vault.read(id)).toMatchObject({ accessToken: 'second-access' });
+      // the first round's state stays spent
+      expect(location(await callback({ state, code: 'code-3' })).searchParams.get('error')).toBe('state_invalid');
+    });
+  });
+
+  describe('with a test key', () => {
+    it('simulates the consent: the authorization_url is the callback itself, which activates a sandbox connection', async () => {
+      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK, sandbox: { currency: 'EUR' } })) as { id: string; status: string; authorization_url: string };
+      expect(round.status).toBe('pending');
+      const consent = new URL(round.authorization_url);
+      expect(consent.origin + consent.pathname).toBe(CALLBACK);
+      const back = location(await callback({ state: consent.searchParams.get('state')!, code: consent.searchParams.get('code')! }));
+      expect(back.searchParams.get('status')).toBe('active');
+      expect(value(await h.queries.get({ caller: test, id: round.id }))).toMatchObject({ status: 'active', environment: 'sandbox', currency: 'EUR', timezone: 'UTC' });
+      expect(network.calls.exchangeCode).toBe(0);
+    });
+  });
+});

@@ -1,0 +1,163 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { AD_NETWORKS, AdNetwork, AdNetworks, oauthConfigured, TokenSet } from '@campaign-ops/ad-networks';
+import { failure, Outcome, success } from '@campaign-ops/api-errors';
+import { Channel, ProviderError } from '@campaign-ops/channels';
+import { Connection, ConnectionResource, oauthRoundFor, OAuthStateSpent, OAuthStateUnknown, toConnectionResource } from '@campaign-ops/connection-domain';
+import { EventMetadata } from '@campaign-ops/event-sourcing';
+import { OAuthCallbackRequest, OAuthCallbackResult } from '@campaign-ops/service-messages';
+import { ChannelSlots } from './channel-slots';
+import { CONNECTION_SETTINGS, ConnectionSettings, oauthCallbackUrl } from './connection-settings';
+import { ConnectionStore } from './connection-store';
+import { KeyedLock } from './keyed-lock';
+import { ChannelSettings, NETWORK_SETTINGS } from './network-providers';
+import { readAccount, redacted } from './provider-calls';
+import { checkRedirectUri, withQuery } from './redirect-uri';
+import { TokenVault } from './token-vault';
+
+const STATE_LIFETIME_MS = 15 * 60_000;
+const SANDBOX_ACCOUNT = { currency: 'USD', timezone: 'UTC' };
+
+export const hashState = (state: string) => createHash('sha256').update(state).digest('hex');
+
+export interface RoundRequest {
+  connectionId: string;
+  accountId: string;
+  mode: 'live' | 'test';
+  channel: Channel;
+  providerAccountId: string;
+  redirectUri: string;
+  /** The simulated ad account a test key's round ends with. */
+  sandbox: { currency: string; timezone: string } | null;
+}
+
+/** What the browser is told on its way back to the partner (API.md §4). */
+type BackError = 'access_denied' | 'state_invalid' | 'credentials_invalid' | 'provider_account_unreachable' | 'provider_unavailable' | 'connection_exists';
+
+/**
+ * OAuth rounds (API.md §4): a new connection's or a reauthorization's consent. The round's
+ * `state` is random, used once, bound to its connection and good for 15 minutes; only its SHA-256
+ * is kept. The person's browser comes back to the service's own callback, which exchanges the
+ * code, reads the ad account with the token, activates the connection and sends the browser on
+ * to the partner's `redirect_uri`.
+ *
+ * A test key's round is simulated: its consent page is the callback itself (with a sandbox code),
+ * so partners can exercise their redirect handling without a network.
+ */
+@Injectable()
+export class OAuthRounds {
+  private readonly logger = new Logger('oauth');
+  private readonly lock = new KeyedLock();
+
+  constructor(
+    private readonly store: ConnectionStore,
+    private readonly vault: TokenVault,
+    private readonly slots: ChannelSlots,
+    @Inject(AD_NETWORKS) private readonly networks: AdNetworks,
+    @Inject(NETWORK_SETTINGS) private readonly networkSettings: ChannelSettings,
+    @Inject(CONNECTION_SETTINGS) private readonly settings: ConnectionSettings,
+  ) {}
+
+  /** What a round on `channel` needs before anything is written: a usable redirect_uri and, live, an OAuth client. */
+  prepare(mode: 'live' | 'test', channel: Channel, redirectUri: string): Outcome<{ redirectUri: string; network: AdNetwork | null }> {
+    const checked = checkRedirectUri(redirectUri);
+    if (!checked.ok) return checked;
+    if (mode === 'test') return success({ redirectUri: checked.value, network: null });
+    const settings = this.networkSettings[channel];
+    if (!settings || !oauthConfigured(settings)) {
+      return failure('channel_not_configured', `OAuth on ${channel} needs CHANNEL_${channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET, which this service does not have; import a token instead.`, 'channel');
+    }
+    const network = this.networks[channel];
+    if (!network) return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
+    return success({ redirectUri: checked.value, network });
+  }
+
+  /** Starts a round for a new connection (`existing: false`) or an existing one: the connection with its `authorization_url`. */
+  async start(request: RoundRequest, existing: boolean, metadata: EventMetadata): Promise<Outcome<ConnectionResource & { authorization_url: string }>> {
+    const prepared = this.prepare(request.mode, request.channel, request.redirectUri);
+    if (!prepared.ok) return prepared;
+    const { network, redirectUri } = prepared.value;
+    const state = randomBytes(32).toString('base64url');
+    const now = new Date();
+    const oauth = { stateHash: hashState(state), redirectUri, expiresAt: new Date(now.getTime() + STATE_LIFETIME_MS).toISOString() };
+    const callback = oauthCallbackUrl(this.settings);
+    const authorizationUrl = network
+      ? network.authorizationUrl({ state, redirectUri: callback, providerAccountId: request.providerAccountId })
+      : withQuery(callback, { code: 'sandbox', state });
+    // The state's record first: a round whose command then fails leaves a record the callback calls unknown.
+    await this.store.oauthStates.insert({
+      id: oauth.stateHash,
+      connection_id: request.connectionId,
+      account_id: request.accountId,
+      mode: request.mode,
+      redirect_uri: redirectUri,
+      expires_at: oauth.expiresAt,
+      sandbox: request.mode === 'test' ? (request.sandbox ?? SANDBOX_ACCOUNT) : null,
+      created_at: now.toISOString(),
+    });
+    const { connectionId, accountId, mode, channel, providerAccountId } = request;
+    const connection = existing
+      ? await this.store.execute(connectionId, { type: 'StartReauthorization', oauth, now: now.toISOString() }, metadata)
+      : await this.store.execute(connectionId, { type: 'StartOAuth', connectionId, accountId, mode, channel, providerAccountId, scopes: [...(network?.scopes ?? [])], oauth, now: now.toISOString() }, metadata);
+    return success({ ...toConnectionResource(connection), authorization_url: authorizationUrl });
+  }
+
+  /**
+   * The browser's return. A state never issued (or past its time) answers 400 `state_invalid`:
+   * there is no partner to send the browser to. Everything else sends it back to the partner.
+   */
+  async complete(request: OAuthCallbackRequest): Promise<Outcome<OAuthCallbackResult>> {
+    const unknown = failure('state_invalid', 'This authorization link is unknown or has expired; start the connection again.', 'state');
+    if (!request.state) return unknown;
+    const stateHash = hashState(request.state);
+    const record = await this.store.oauthStates.get(stateHash);
+    if (!record) return unknown;
+    const back = (params: Record<string, string>) => success({ location: withQuery(record.redirect_uri, params) });
+    const backWith = (error: BackError) => back({ error });
+
+    return this.lock.run(record.connection_id, async () => {
+      const connection = await this.store.load(record.connection_id);
+      try {
+        oauthRoundFor(connection ?? { status: 'none' }, stateHash, new Date().toISOString());
+      } catch (error) {
+        if (error instanceof OAuthStateSpent) return backWith('state_invalid');
+        if (error instanceof OAuthStateUnknown) return unknown;
+        throw error;
+      }
+      const current = connection as Connection;
+      if (request.error || !request.code) return backWith('access_denied');
+      const metadata = { accountId: current.accountId, mode: current.mode, requestId: request.requestId };
+
+      let tokens: TokenSet | null = null;
+      let account = record.sandbox ?? SANDBOX_ACCOUNT;
+      if (current.mode === 'live') {
+        const network = this.networks[current.channel as Channel];
+        if (!network) return backWith('provider_unavailable');
+        const exchanged = await this.exchange(network, request.code);
+        if (!exchanged.ok) return backWith(exchanged.error);
+        tokens = exchanged.value;
+        const read = await readAccount(network, tokens.accessToken, current.providerAccountId, (message) => this.logger.warn(`ad account read failed unexpectedly: ${message}`));
+        if (!read.ok) return backWith(read.error.code as BackError);
+        account = read.value;
+      }
+      const { id: connectionId, accountId, mode, channel, providerAccountId } = current;
+      const activated = await this.slots.activate({ connectionId, accountId, mode, channel, providerAccountId }, metadata, async () => {
+        const now = new Date().toISOString();
+        if (tokens) await this.vault.store(connectionId, tokens);
+        return this.store.execute(connectionId, { type: 'CompleteOAuth', stateHash, scopes: current.scopes, account, expiresAt: tokens?.expiresAt ?? null, now }, metadata);
+      });
+      if (!activated.ok) return backWith('connection_exists');
+      return back({ connection_id: connectionId, status: activated.value.status });
+    });
+  }
+
+  private async exchange(network: AdNetwork, code: string): Promise<{ ok: true; value: TokenSet } | { ok: false; error: BackError }> {
+    try {
+      return { ok: true, value: await network.exchangeCode({ code, redirectUri: oauthCallbackUrl(this.settings) }) };
+    } catch (error) {
+      if (error instanceof ProviderError && (error.kind === 'auth' || error.kind === 'validation')) return { ok: false, error: 'credentials_invalid' };
+      if (!(error instanceof ProviderError)) this.logger.warn(`code exchange failed unexpectedly: ${redacted(error, [code])}`);
+      return { ok: false, error: 'provider_unavailable' };
+    }
+  }
+}
