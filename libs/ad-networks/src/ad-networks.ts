@@ -4,6 +4,7 @@ import { AdNetwork, AdNetworks, NetworkSettings } from './ad-network.port';
 import { NetworkHttp } from './network-http';
 import { GoogleAds } from './channels/google-ads';
 import { MetaAds } from './channels/meta-ads';
+import { TiktokAds } from './channels/tiktok-ads';
 import { SnapchatAds } from './channels/snapchat-ads';
 import { PinterestAds } from './channels/pinterest-ads';
 import { RedditAds } from './channels/reddit-ads';
@@ -19,6 +20,7 @@ type AdapterFactory = (settings: NetworkSettings, http: NetworkHttp) => AdNetwor
 const ADAPTERS = {
   google_ads: (settings, http) => new GoogleAds(settings, http),
   meta_ads: (settings, http) => new MetaAds(settings, http),
+  tiktok_ads: (settings, http) => new TiktokAds(settings, http),
   snapchat_ads: (settings, http) => new SnapchatAds(settings, http),
   pinterest_ads: (settings, http) => new PinterestAds(settings, http),
   reddit_ads: (settings, http) => new RedditAds(settings, http),

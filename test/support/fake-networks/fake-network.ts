@@ -64,8 +64,8 @@ export interface OAuthShape {
   tokenPath: string;
   /** Query name of the client id on the consent page (TikTok: `app_id`). */
   consentClientIdParam?: string;
-  /** Query name of the code in the redirect back (TikTok: `auth_code`). */
-  codeParam?: string;
+  /** Query name(s) of the code in the redirect back (TikTok: `auth_code` and `code`). */
+  codeParam?: string | string[];
   /** Seconds an access token lives (`expires_in`). */
   accessTokenSeconds?: number;
   /** Whether the network issues refresh tokens (Meta does not). */
@@ -418,7 +418,7 @@ export abstract class FakeNetwork {
     } else {
       const code = `code-${randomBytes(10).toString('hex')}`;
       this.codes.set(code, { redirectUri, used: false });
-      back.searchParams.set(this.oauth.codeParam ?? 'code', code);
+      for (const name of [this.oauth.codeParam ?? 'code'].flat()) back.searchParams.set(name, code);
     }
     if (req.query.state !== undefined) back.searchParams.set('state', req.query.state);
     return { status: 302, headers: { location: back.toString() } };

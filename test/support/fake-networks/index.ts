@@ -18,5 +18,6 @@ export { SnapchatAdsFake } from './snapchat-ads.fake';
 export { PinterestAdsFake } from './pinterest-ads.fake';
 export { GoogleAdsFake } from './google-ads.fake';
 export { MetaAdsFake } from './meta-ads.fake';
+export { TiktokAdsFake } from './tiktok-ads.fake';
 export { unifiedCampaign } from './unified-campaign';
 export { RedditAdsFake } from './reddit-ads.fake';

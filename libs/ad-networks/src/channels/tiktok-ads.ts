@@ -1,0 +1,131 @@
+import { Objective, ProviderError } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { isIanaTimeZone } from '../account-time';
+import { toMajorUnitNumber } from '../budget-units';
+import { NetworkAnswer, NetworkHttp } from '../network-http';
+import { consentUrl, requireClient } from '../oauth2';
+import { objectiveOf } from '../unified-campaign';
+
+/**
+ * TikTok API for Business (Marketing API v1.3), shared/CHANNELS.md. Every fact of the network is here.
+ *
+ * - Header `Access-Token` (not Bearer). Answers are HTTP 200 with `{code, message, request_id, data}`;
+ *   a non-zero `code` is the error, whatever the status.
+ * - OAuth: the consent page takes `app_id`, `redirect_uri`, `state`; the scopes are the app's,
+ *   chosen in the developer portal, so none travel in the URL. The browser comes back with
+ *   `auth_code` (unconfirmed: and the same value as `code`). The token call is
+ *   `POST /open_api/v1.3/oauth2/access_token/` with JSON `{app_id, secret, auth_code}`; the
+ *   Marketing API token is long-term: no expiry and NO refresh token, so `refresh` is refused.
+ * - Account read: `GET /open_api/v1.3/advertiser/info/?advertiser_ids=["id"]`, `data.list[0]`
+ *   `currency` and `timezone` (an IANA name, "Etc/GMT+8" style included; `display_timezone`
+ *   when `timezone` is not one (unconfirmed)).
+ * - Campaign: `POST /open_api/v1.3/campaign/create/`, `budget_mode` BUDGET_MODE_DAY or
+ *   BUDGET_MODE_TOTAL and `budget` in major units (a number). The schedule lives on ad groups, so
+ *   none is sent. Created with TikTok's default status (the CHANNELS.md table asks no pause).
+ * - Error codes: 40102 expired, 40104/40105 invalid, 40106 token/advertiser mismatch: auth;
+ *   40100 (QPS), 40016, 40133: slow down, TikTok names no delay; 5xxxx: TikTok's own failure
+ *   (transient); 40001 (unconfirmed) no permission on the advertiser: unreachable.
+ */
+export const TIKTOK_API_PATH = '/open_api/v1.3';
+
+const OBJECTIVES: Record<Objective, string> = {
+  conversion: 'WEB_CONVERSIONS',
+  traffic: 'TRAFFIC',
+  awareness: 'REACH',
+  leads: 'LEAD_GENERATION',
+  engagement: 'ENGAGEMENT',
+  app_installs: 'APP_PROMOTION',
+};
+
+const AUTH_CODES = [40102, 40104, 40105, 40106];
+const RATE_CODES = [40100, 40016, 40133];
+const UNREACHABLE_CODES = [40001];
+
+export class TiktokAds implements AdNetwork {
+  readonly channel = 'tiktok_ads' as const;
+  /** Chosen for the app in TikTok's developer portal: none are asked for in the consent URL. */
+  readonly scopes: readonly string[] = [];
+
+  constructor(
+    private readonly settings: NetworkSettings,
+    private readonly http: NetworkHttp,
+  ) {}
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+    return consentUrl(this.settings, { app_id: requireClient(this.settings).clientId, state: request.state, redirect_uri: request.redirectUri });
+  }
+
+  async exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
+    const client = requireClient(this.settings);
+    const answer = await this.http.call({ method: 'POST', url: this.settings.tokenUrl, json: { app_id: client.clientId, secret: client.clientSecret, auth_code: request.code } });
+    let data: unknown;
+    try {
+      data = tiktokData(answer);
+    } catch (error) {
+      const refusal = error as ProviderError;
+      // A refused auth_code (or app secret): the person must consent again.
+      throw refusal.kind === 'rate_limited' || refusal.kind === 'transient' ? refusal : new ProviderError('auth', refusal.message, refusal.providerCode, refusal.httpStatus);
+    }
+    const accessToken = (data as { access_token?: unknown }).access_token;
+    if (typeof accessToken !== 'string' || !accessToken) throw new ProviderError('transient', 'tiktok_ads answered no access_token', null);
+    return { accessToken, refreshToken: null, expiresAt: null };
+  }
+
+  async refresh(_refreshToken: string): Promise<TokenSet> {
+    throw new ProviderError('auth', 'tiktok_ads issues no refresh tokens (its tokens do not expire until revoked): the person must consent again', 'no_refresh_token');
+  }
+
+  async readAccount(access: AccountAccess): Promise<ProviderAccount> {
+    const data = await this.call(access, 'GET', '/advertiser/info/', {
+      query: { advertiser_ids: JSON.stringify([access.providerAccountId]), fields: JSON.stringify(['advertiser_id', 'currency', 'timezone', 'display_timezone', 'status']) },
+    });
+    const advertiser = (data as { list?: Array<{ currency?: string; timezone?: string; display_timezone?: string }> }).list?.[0];
+    if (!advertiser?.currency) throw new ProviderError('account_unreachable', `tiktok_ads answered no advertiser ${access.providerAccountId}`, null);
+    const timezone = [advertiser.timezone, advertiser.display_timezone].find((zone): zone is string => !!zone && isIanaTimeZone(zone));
+    if (!timezone) throw new ProviderError('transient', `tiktok_ads answered a time zone that is no IANA name: ${advertiser.timezone}`, null);
+    return { currency: advertiser.currency, timezone };
+  }
+
+  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
+    const { campaign } = request;
+    const objective = objectiveOf(campaign);
+    const data = await this.call(access, 'POST', '/campaign/create/', {
+      json: {
+        advertiser_id: access.providerAccountId,
+        campaign_name: campaign.name,
+        objective_type: OBJECTIVES[objective],
+        ...(objective === 'app_installs' ? { app_promotion_type: 'APP_INSTALL' } : {}),
+        budget_mode: campaign.budget.type === 'daily' ? 'BUDGET_MODE_DAY' : 'BUDGET_MODE_TOTAL',
+        budget: toMajorUnitNumber(campaign.budget.amount_micros, campaign.budget.currency),
+      },
+    });
+    const id = (data as { campaign_id?: unknown }).campaign_id;
+    if ((typeof id !== 'string' && typeof id !== 'number') || id === '') throw new ProviderError('transient', 'tiktok_ads answered no campaign_id', null);
+    return { providerResourceId: String(id) };
+  }
+
+  private async call(access: AccountAccess, method: 'GET' | 'POST', path: string, body: { query?: Record<string, string>; json?: unknown }): Promise<unknown> {
+    const answer = await this.http.call({ method, url: `${this.settings.apiUrl}${TIKTOK_API_PATH}${path}`, headers: { 'access-token': access.accessToken }, query: body.query, json: body.json });
+    return tiktokData(answer);
+  }
+}
+
+/** `data` of a TikTok answer whose `code` is 0; anything else as the ProviderError it means. */
+export function tiktokData(answer: NetworkAnswer): unknown {
+  const body = answer.json as { code?: unknown; message?: unknown; data?: unknown } | undefined;
+  if (answer.status >= 500) return fail(new ProviderError('transient', `tiktok_ads failed with HTTP ${answer.status}`, typeof body?.code === 'number' ? String(body.code) : null, answer.status, answer.retryAfterMs));
+  if (answer.status === 429) return fail(new ProviderError('rate_limited', 'tiktok_ads asks to slow down (HTTP 429)', null, 429, answer.retryAfterMs));
+  if (typeof body?.code !== 'number') return fail(new ProviderError(answer.status >= 400 ? 'validation' : 'transient', `tiktok_ads answered HTTP ${answer.status} without its envelope`, null, answer.status));
+  if (body.code === 0) return body.data ?? {};
+  const code = body.code;
+  const message = `tiktok_ads: ${typeof body.message === 'string' ? body.message : `code ${code}`}`;
+  if (AUTH_CODES.includes(code)) return fail(new ProviderError('auth', message, String(code), answer.status));
+  if (RATE_CODES.includes(code)) return fail(new ProviderError('rate_limited', message, String(code), answer.status, answer.retryAfterMs));
+  if (UNREACHABLE_CODES.includes(code)) return fail(new ProviderError('account_unreachable', message, String(code), answer.status));
+  if (code >= 50000) return fail(new ProviderError('transient', message, String(code), answer.status));
+  return fail(new ProviderError('validation', message, String(code), answer.status));
+}
+
+function fail(error: ProviderError): never {
+  throw error;
+}
