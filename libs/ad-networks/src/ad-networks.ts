@@ -8,6 +8,7 @@ import { TiktokAds } from './channels/tiktok-ads';
 import { SnapchatAds } from './channels/snapchat-ads';
 import { PinterestAds } from './channels/pinterest-ads';
 import { RedditAds } from './channels/reddit-ads';
+import { XAds } from './channels/x-ads';
 
 export interface AdNetworkOptions {
   /** Tests: an undici Agent that trusts the fake networks' CA. Production: Node's CA store. */
@@ -24,6 +25,7 @@ const ADAPTERS = {
   snapchat_ads: (settings, http) => new SnapchatAds(settings, http),
   pinterest_ads: (settings, http) => new PinterestAds(settings, http),
   reddit_ads: (settings, http) => new RedditAds(settings, http),
+  x_ads: (settings, http) => new XAds(settings, http),
 } satisfies Partial<Record<Channel, AdapterFactory>>;
 
 /** The channels that have a live adapter. */

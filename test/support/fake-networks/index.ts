@@ -21,3 +21,4 @@ export { MetaAdsFake } from './meta-ads.fake';
 export { TiktokAdsFake } from './tiktok-ads.fake';
 export { unifiedCampaign } from './unified-campaign';
 export { RedditAdsFake } from './reddit-ads.fake';
+export { XAdsFake } from './x-ads.fake';
