@@ -18,6 +18,9 @@ import { OAuthRounds } from './oauth-rounds';
 import { readAccount } from './provider-calls';
 import { ConnectionTokens, TokenVault } from './token-vault';
 
+/** A connection as a command answers it: with `authorization_url` when the command started an OAuth round. */
+export type ConnectionAnswer = ConnectionResource & { authorization_url?: string };
+
 const SANDBOX_ACCOUNT: ProviderAccount = { currency: 'USD', timezone: 'UTC' };
 
 /** What new credentials come to once checked: the ad account they reach, and the tokens to keep (none in the sandbox). */
@@ -44,7 +47,7 @@ export class ConnectionCommands {
     @Inject(AD_NETWORKS) private readonly networks: AdNetworks,
   ) {}
 
-  async create(request: CreateConnectionRequest): Promise<Outcome<ConnectionResource>> {
+  async create(request: CreateConnectionRequest): Promise<Outcome<ConnectionAnswer>> {
     const { caller, channel, providerAccountId, credentials, redirectUri, sandbox } = request;
     const refused = shapeRefusal(caller.mode, credentials, redirectUri);
     if (refused) return refused;
@@ -75,7 +78,7 @@ export class ConnectionCommands {
   }
 
   /** New credentials, or a new OAuth round, for a connection that exists (pending, active or reauth_required). */
-  async reauthorize(request: ReauthorizeConnectionRequest): Promise<Outcome<ConnectionResource>> {
+  async reauthorize(request: ReauthorizeConnectionRequest): Promise<Outcome<ConnectionAnswer>> {
     const { caller, id, credentials, redirectUri } = request;
     const connection = await this.owned(caller, id);
     if (!connection) return missing(id);
