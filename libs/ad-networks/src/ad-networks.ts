@@ -5,6 +5,7 @@ import { NetworkHttp } from './network-http';
 import { GoogleAds } from './channels/google-ads';
 import { MetaAds } from './channels/meta-ads';
 import { TiktokAds } from './channels/tiktok-ads';
+import { LinkedinAds } from './channels/linkedin-ads';
 import { SnapchatAds } from './channels/snapchat-ads';
 import { PinterestAds } from './channels/pinterest-ads';
 import { RedditAds } from './channels/reddit-ads';
@@ -22,6 +23,7 @@ const ADAPTERS = {
   google_ads: (settings, http) => new GoogleAds(settings, http),
   meta_ads: (settings, http) => new MetaAds(settings, http),
   tiktok_ads: (settings, http) => new TiktokAds(settings, http),
+  linkedin_ads: (settings, http) => new LinkedinAds(settings, http),
   snapchat_ads: (settings, http) => new SnapchatAds(settings, http),
   pinterest_ads: (settings, http) => new PinterestAds(settings, http),
   reddit_ads: (settings, http) => new RedditAds(settings, http),
