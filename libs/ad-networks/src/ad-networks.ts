@@ -10,6 +10,7 @@ import { SnapchatAds } from './channels/snapchat-ads';
 import { PinterestAds } from './channels/pinterest-ads';
 import { RedditAds } from './channels/reddit-ads';
 import { XAds } from './channels/x-ads';
+import { AmazonAds } from './channels/amazon-ads';
 
 export interface AdNetworkOptions {
   /** Tests: an undici Agent that trusts the fake networks' CA. Production: Node's CA store. */
@@ -28,6 +29,7 @@ const ADAPTERS = {
   pinterest_ads: (settings, http) => new PinterestAds(settings, http),
   reddit_ads: (settings, http) => new RedditAds(settings, http),
   x_ads: (settings, http) => new XAds(settings, http),
+  amazon_ads: (settings, http) => new AmazonAds(settings, http),
 } satisfies Partial<Record<Channel, AdapterFactory>>;
 
 /** The channels that have a live adapter. */

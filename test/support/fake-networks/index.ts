@@ -23,3 +23,4 @@ export { LinkedinAdsFake } from './linkedin-ads.fake';
 export { unifiedCampaign } from './unified-campaign';
 export { RedditAdsFake } from './reddit-ads.fake';
 export { XAdsFake } from './x-ads.fake';
+export { AmazonAdsFake } from './amazon-ads.fake';

@@ -1,0 +1,181 @@
+import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
+import { AmazonAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl } from '../../../../test/support/fake-networks';
+import { NetworkHttp } from '../network-http';
+import { AmazonAds } from './amazon-ads';
+
+const US_ACCOUNT = 'ENTITY2IHJASDJKERU';
+const JP_ACCOUNT = 'A3JPSELLER0001';
+const UK_ACCOUNT = 'A1UKSELLER0001';
+const usd = { currency: 'USD', timezone: 'America/Los_Angeles' };
+const jpy = { currency: 'JPY', timezone: 'Asia/Tokyo' };
+const gbp = { currency: 'GBP', timezone: 'Europe/London' };
+
+const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
+  name: 'Prime day push',
+  objective: 'conversion',
+  budget: { amount_micros: 12_340_000, currency: 'USD', type: 'daily' },
+  schedule: { start_at: '2027-01-04T09:00:00.000Z', timezone: 'America/Los_Angeles' },
+  ...overrides,
+});
+
+async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
+  const error = await promise.then(() => null, (caught: unknown) => caught);
+  expect(error).toBeInstanceOf(ProviderError);
+  return error as ProviderError;
+}
+
+describe('AmazonAds against its fake', () => {
+  let fake: AmazonAdsFake;
+  let amazon: AmazonAds;
+  let token: string;
+
+  beforeAll(async () => {
+    fake = await AmazonAdsFake.start({ accounts: [{ id: US_ACCOUNT, ...usd }, { id: JP_ACCOUNT, ...jpy }, { id: UK_ACCOUNT, ...gbp }] });
+    amazon = new AmazonAds(fake.settings(), new NetworkHttp('amazon_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+  });
+  beforeEach(() => {
+    token = fake.issueAccessToken();
+  });
+  afterAll(async () => {
+    await fake.close();
+    await closeFakeNetworkDispatcher();
+  });
+
+  const create = (spec: CampaignSpec, accountId = US_ACCOUNT, account = usd) =>
+    amazon.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
+  const sentCampaign = () => (fake.lastRequest('/adsApi/v1/create/campaigns').body as { campaigns: Array<Record<string, any>> }).campaigns[0];
+
+  describe('Login with Amazon', () => {
+    it('consent with the campaign-management scope; the code exchanged, then refreshed (client in the body)', async () => {
+      const url = amazon.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/cb', providerAccountId: US_ACCOUNT });
+      expect(Object.fromEntries(new URL(url).searchParams)).toEqual({ client_id: fake.clientId, scope: 'advertising::campaign_management', response_type: 'code', redirect_uri: 'https://ops.example/cb', state: 'st_1' });
+      const back = await followConsent(url);
+      expect(back.query.state).toBe('st_1');
+
+      const tokens = await amazon.exchangeCode({ code: back.query.code, redirectUri: 'https://ops.example/cb' });
+      expect(fake.lastRequest('/auth/o2/token').body).toEqual({ grant_type: 'authorization_code', code: back.query.code, redirect_uri: 'https://ops.example/cb', client_id: fake.clientId, client_secret: fake.clientSecret });
+      expect(tokens.refreshToken).toMatch(/^rt-/);
+      const lifetime = Date.parse(tokens.expiresAt!) - Date.now();
+      expect(lifetime).toBeGreaterThan(3_500_000);
+      expect(lifetime).toBeLessThanOrEqual(3_600_000);
+
+      const refreshed = await amazon.refresh(tokens.refreshToken!);
+      expect(fake.lastRequest('/auth/o2/token').body).toMatchObject({ grant_type: 'refresh_token', refresh_token: tokens.refreshToken });
+      expect(await amazon.readAccount({ accessToken: refreshed.accessToken, providerAccountId: US_ACCOUNT })).toEqual(usd);
+    });
+
+    it('a refused refresh is auth (invalid_grant)', async () => {
+      const refresh = fake.issueRefreshToken();
+      fake.refuseRefresh();
+      try {
+        const refused = await rejection(amazon.refresh(refresh));
+        expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['auth', 'invalid_grant', 400]);
+        expect(refused.message).not.toContain(refresh);
+      } finally {
+        fake.acceptRefresh();
+      }
+    });
+  });
+
+  describe('reading the account', () => {
+    it('finds the profile of the advertiser account (or of a profile id): its currencyCode and timezone', async () => {
+      expect(await amazon.readAccount({ accessToken: token, providerAccountId: JP_ACCOUNT })).toEqual(jpy);
+      const sent = fake.lastRequest();
+      expect([sent.method, sent.path, sent.headers.authorization, sent.headers['amazon-advertising-api-clientid']]).toEqual(['GET', '/v2/profiles', `Bearer ${token}`, fake.clientId]);
+      expect(await amazon.readAccount({ accessToken: token, providerAccountId: String(fake.profileIdOf(UK_ACCOUNT)) })).toEqual(gbp);
+    });
+
+    it('401 is auth; an account among none of the token\'s profiles is account_unreachable', async () => {
+      fake.expireToken(token);
+      const expired = await rejection(amazon.readAccount({ accessToken: token, providerAccountId: US_ACCOUNT }));
+      expect([expired.kind, expired.providerCode, expired.httpStatus]).toEqual(['auth', 'UNAUTHORIZED', 401]);
+      expect(expired.message).not.toContain(token);
+      const valid = fake.issueAccessToken();
+      fake.denyAccount(JP_ACCOUNT, valid);
+      const denied = await rejection(amazon.readAccount({ accessToken: valid, providerAccountId: JP_ACCOUNT }));
+      expect([denied.kind, denied.providerCode]).toEqual(['account_unreachable', 'profile_not_found']);
+    });
+  });
+
+  describe('creating a campaign', () => {
+    it('posts a PAUSED Sponsored Products campaign for the profile, field by field, and answers Amazon\'s campaignId', async () => {
+      const created = await create(campaign({ schedule: { start_at: '2027-01-04T09:00:00.000Z', timezone: 'America/Los_Angeles', end_at: '2027-02-01T08:00:00Z' } }));
+      const sent = fake.lastRequest('/adsApi/v1/create/campaigns');
+      expect(sent.method).toBe('POST');
+      expect(sent.headers).toMatchObject({
+        authorization: `Bearer ${token}`,
+        'amazon-advertising-api-clientid': fake.clientId,
+        'amazon-advertising-api-scope': String(fake.profileIdOf(US_ACCOUNT)),
+        'amazon-ads-accountid': US_ACCOUNT,
+      });
+      expect(sent.body).toEqual({
+        campaigns: [
+          {
+            adProduct: 'SPONSORED_PRODUCTS',
+            name: 'Prime day push',
+            state: 'PAUSED',
+            marketplaceScope: 'SINGLE_MARKETPLACE',
+            marketplaces: ['US'],
+            autoCreationSettings: { autoCreateTargets: true },
+            budgets: [{ budgetType: 'MONETARY', recurrenceTimePeriod: 'DAILY', budgetValue: { monetaryBudgetValue: { monetaryBudget: { value: 12.34 } } } }],
+            startDateTime: '2027-01-04T09:00:00Z',
+            endDateTime: '2027-02-01T08:00:00Z',
+          },
+        ],
+      });
+      expect(created.providerResourceId).toBe(fake.created[fake.created.length - 1].id);
+    });
+
+    it.each(['conversion', 'traffic', 'awareness', 'leads', 'engagement', 'app_installs'])('objective %s: Amazon has no objective field, the same campaign', async (objective) => {
+      await create(campaign({ objective }));
+      expect(sentCampaign()).toMatchObject({ adProduct: 'SPONSORED_PRODUCTS', state: 'PAUSED' });
+      expect(Object.keys(sentCampaign()).some((field) => /objective|goal/i.test(field))).toBe(false);
+    });
+
+    it.each([
+      ['USD', 12_340_000, 12.34, 'US', US_ACCOUNT, usd],
+      ['USD', 5_000_000, 5, 'US', US_ACCOUNT, usd],
+      ['JPY', 1_500_000_000, 1500, 'JP', JP_ACCOUNT, jpy],
+      ['GBP', 7_050_000, 7.05, 'GB', UK_ACCOUNT, gbp],
+    ])('%s budget in major units: %d micros is %d (marketplace %s)', async (currency, micros, value, marketplace, accountId, account) => {
+      await create(campaign({ budget: { amount_micros: micros, currency, type: 'daily' } }), accountId, account);
+      expect(sentCampaign().budgets[0].budgetValue.monetaryBudgetValue.monetaryBudget.value).toBe(value);
+      expect(sentCampaign().marketplaces).toEqual([marketplace]);
+    });
+
+    it('a budget finer than the currency\'s minor unit, or a lifetime budget, is refused before any call', async () => {
+      const before = fake.requests.length;
+      const fraction = await rejection(create(campaign({ budget: { amount_micros: 1_500_500_000, currency: 'JPY', type: 'daily' } }), JP_ACCOUNT, jpy));
+      expect([fraction.kind, fraction.providerCode]).toEqual(['validation', 'budget_not_whole_minor_units']);
+      const lifetime = await rejection(create(campaign({ budget: { amount_micros: 100_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-01-04T09:00:00Z', timezone: 'UTC', end_at: '2027-02-04T09:00:00Z' } })));
+      expect([lifetime.kind, lifetime.providerCode]).toEqual(['validation', 'budget_type_unsupported']);
+      expect(fake.requests.length).toBe(before);
+    });
+
+    it('an error entry of the 207 is validation with Amazon\'s code and message', async () => {
+      const refused = await rejection(create(campaign({ budget: { amount_micros: 50_000_000, currency: 'JPY', type: 'daily' } }), JP_ACCOUNT, jpy));
+      expect([refused.kind, refused.providerCode, refused.httpStatus, refused.message]).toEqual(['validation', 'FIELD_VALUE_IS_BELOW_MINIMUM_LIMIT', 207, 'The daily budget must be at least 100 JPY']);
+    });
+
+    it('401 is auth; a denied profile is account_unreachable', async () => {
+      fake.expireToken(token);
+      expect((await rejection(create(campaign()))).kind).toBe('auth');
+      token = fake.issueAccessToken();
+      fake.denyAccount(US_ACCOUNT, token);
+      expect((await rejection(create(campaign()))).kind).toBe('account_unreachable');
+    });
+
+    it('429 is rate_limited after Amazon\'s Retry-After; 5xx transient; no answer transient without a code', async () => {
+      fake.rateLimitNext(1, 3);
+      const limited = await rejection(create(campaign()));
+      expect([limited.kind, limited.providerCode, limited.retryAfterMs]).toEqual(['rate_limited', 'TOO_MANY_REQUESTS', 3_000]);
+      fake.failNext(1, 500);
+      const failed = await rejection(create(campaign()));
+      expect([failed.kind, failed.providerCode, failed.httpStatus]).toEqual(['transient', 'INTERNAL_ERROR', 500]);
+
+      const down = new AmazonAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('amazon_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const unreachable = await rejection(down.readAccount({ accessToken: token, providerAccountId: US_ACCOUNT }));
+      expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
+    });
+  });
+});

@@ -1,0 +1,179 @@
+import { CampaignSpec } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { isIanaTimeZone } from '../account-time';
+import { toMajorUnitNumber } from '../budget-units';
+import { NetworkAnswer, NetworkHttp } from '../network-http';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+import { lifetimeEnd, objectiveOf } from '../unified-campaign';
+
+/**
+ * Amazon Ads API: every fact of the network lives in this file.
+ *
+ * - Login with Amazon (OAuth 2): consent at `www.amazon.com/ap/oa` (North America; Europe and Far
+ *   East have their own hosts, set with CHANNEL_AMAZON_ADS_OAUTH_URL / _TOKEN_URL / _API_URL),
+ *   scope `advertising::campaign_management`; code exchange and refresh at
+ *   `api.amazon.com/auth/o2/token`, form body, client id and secret in the body. Access tokens live
+ *   60 minutes; a refresh token is issued; a refused one answers 400 `invalid_grant`.
+ * - Every call: `Authorization: Bearer`, `Amazon-Advertising-API-ClientId` (the LwA client id;
+ *   the unified v1 API names it `Amazon-Ads-ClientId`, so we send both), and for profile-scoped
+ *   calls `Amazon-Advertising-API-Scope: <profileId>` and `Amazon-Ads-AccountId: <advertiser
+ *   account id>`.
+ * - The provider account id is the advertiser account id, `accountInfo.id` of a profile (e.g.
+ *   `ENTITY2IHJ...` or `A3...`); a numeric profile id is accepted as well.
+ * - Ad account read: `GET /v2/profiles`, the profile whose `accountInfo.id` (or `profileId`) is ours:
+ *   `currencyCode` and `timezone` (IANA).
+ * - Campaign create: the profile again (its id and marketplace), then
+ *   `POST /adsApi/v1/create/campaigns` with `{campaigns: [...]}`: a Sponsored Products campaign
+ *   (there is no objective field: the six objectives all make the same campaign), `state` PAUSED,
+ *   `marketplaceScope` SINGLE_MARKETPLACE with the profile's marketplace (Amazon's profiles say
+ *   `UK` for the `GB` marketplace), automatic targeting, `budgets` with
+ *   `monetaryBudget.value` in major units (a JSON number, exact from the ISO 4217 exponent) and
+ *   `recurrenceTimePeriod: DAILY`, the only recurrence Sponsored Products takes: a lifetime
+ *   budget is refused before any call. `startDateTime` / `endDateTime` ISO 8601 in UTC with `Z`.
+ *   It answers 207 `{success: [{index, campaign: {campaignId, ...}}], error: [{index, errors:
+ *   [{code, message, fieldLocation}]}]}`; an error entry is Amazon's refusal of that campaign
+ *   (by its code: TOO_MANY_REQUESTS slow down, UNAUTHORIZED re-authenticate, INTERNAL_ERROR and
+ *   CONFLICT transient, FORBIDDEN unreachable, the rest validation).
+ * - Re-authenticate: HTTP 401; a refused refresh. Slow down: 429 after its `Retry-After`.
+ *   5xx transient. 403 / 404, or no profile for the account: unreachable. Other 4xx: validation
+ *   with Amazon's `code` and `message` (`details` in older answers).
+ */
+const SCOPES = ['advertising::campaign_management'] as const;
+/** Amazon's profiles use UK where the marketplace enum has GB. */
+const MARKETPLACE_OF_COUNTRY: Readonly<Record<string, string>> = { UK: 'GB' };
+
+interface Profile {
+  profileId?: unknown;
+  countryCode?: unknown;
+  currencyCode?: unknown;
+  timezone?: unknown;
+  accountInfo?: { id?: unknown; marketplaceStringId?: unknown; type?: unknown };
+}
+
+interface AmazonError {
+  code?: unknown;
+  message?: unknown;
+  details?: unknown;
+}
+
+export class AmazonAds implements AdNetwork {
+  readonly channel = 'amazon_ads' as const;
+  readonly scopes = SCOPES;
+
+  constructor(
+    private readonly settings: NetworkSettings,
+    private readonly http: NetworkHttp,
+  ) {}
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+    const { clientId } = requireClient(this.settings);
+    return consentUrl(this.settings, { client_id: clientId, scope: SCOPES.join(' '), response_type: 'code', redirect_uri: request.redirectUri, state: request.state });
+  }
+
+  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
+    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri);
+  }
+
+  refresh(refreshToken: string): Promise<TokenSet> {
+    return refreshAccessToken(this.http, this.settings, refreshToken);
+  }
+
+  async readAccount(access: AccountAccess): Promise<ProviderAccount> {
+    const profile = await this.profile(access);
+    return { currency: profile.currency, timezone: profile.timezone };
+  }
+
+  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
+    const spec = request.campaign;
+    objectiveOf(spec); // checked; Amazon has no objective field
+    if (spec.budget.type !== 'daily')
+      throw new ProviderError('validation', 'amazon_ads: Sponsored Products campaigns take only a daily budget (recurrenceTimePeriod DAILY)', 'budget_type_unsupported');
+    const dailyBudget = toMajorUnitNumber(spec.budget.amount_micros, spec.budget.currency); // whole minor units, checked before any call
+    const profile = await this.profile(access);
+    const body = { campaigns: [this.campaignBody(spec, profile.marketplace, dailyBudget)] };
+    const answer = await this.http.call({
+      method: 'POST',
+      url: `${this.settings.apiUrl}/adsApi/v1/create/campaigns`,
+      headers: { ...this.headers(access), 'amazon-advertising-api-scope': profile.profileId, 'amazon-ads-accountid': profile.accountId },
+      json: body,
+    });
+    if (answer.status !== 207 && answer.status !== 200) throw this.refusal(answer, 'campaign create');
+    const result = (answer.json ?? {}) as { success?: Array<{ index?: number; campaign?: { campaignId?: unknown } }>; error?: Array<{ index?: number; errors?: AmazonError[] }> };
+    const refused = result.error?.find((entry) => entry.index === 0)?.errors?.[0];
+    if (refused) throw this.itemRefusal(refused, answer.status);
+    const campaignId = result.success?.find((entry) => entry.index === 0)?.campaign?.campaignId;
+    if (typeof campaignId !== 'string' || !campaignId) throw new ProviderError('transient', 'amazon_ads answered the campaign create without a campaignId', null, answer.status);
+    return { providerResourceId: campaignId };
+  }
+
+  /** The campaign as the unified v1 API takes it (one element of `campaigns`). */
+  campaignBody(spec: CampaignSpec, marketplace: string, dailyBudget: number): Record<string, unknown> {
+    const end = lifetimeEnd(this.channel, spec);
+    return {
+      adProduct: 'SPONSORED_PRODUCTS',
+      name: spec.name,
+      state: 'PAUSED',
+      marketplaceScope: 'SINGLE_MARKETPLACE',
+      marketplaces: [marketplace],
+      autoCreationSettings: { autoCreateTargets: true },
+      budgets: [
+        {
+          budgetType: 'MONETARY',
+          recurrenceTimePeriod: 'DAILY',
+          budgetValue: { monetaryBudgetValue: { monetaryBudget: { value: dailyBudget } } },
+        },
+      ],
+      startDateTime: utcSeconds(spec.schedule.start_at),
+      ...(end ? { endDateTime: utcSeconds(end) } : {}),
+    };
+  }
+
+  /** The profile of the connection's advertiser account, from `GET /v2/profiles`. */
+  private async profile(access: AccountAccess): Promise<{ profileId: string; accountId: string; marketplace: string; currency: string; timezone: string }> {
+    const answer = await this.http.call({ method: 'GET', url: `${this.settings.apiUrl}/v2/profiles`, headers: this.headers(access) });
+    if (answer.status !== 200) throw this.refusal(answer, 'profiles read');
+    const profiles = Array.isArray(answer.json) ? (answer.json as Profile[]) : [];
+    const wanted = access.providerAccountId;
+    const profile = profiles.find((p) => p.accountInfo?.id === wanted) ?? profiles.find((p) => String(p.profileId) === wanted);
+    if (!profile) throw new ProviderError('account_unreachable', `amazon_ads: no advertising profile of this token is the account ${wanted}`, 'profile_not_found', answer.status);
+    const { currencyCode, timezone, countryCode, profileId } = profile;
+    if (typeof currencyCode !== 'string' || typeof timezone !== 'string' || !isIanaTimeZone(timezone) || typeof countryCode !== 'string' || profileId === undefined || profileId === null)
+      throw new ProviderError('transient', 'amazon_ads answered a profile without its currency, time zone or marketplace', null, answer.status);
+    const accountId = typeof profile.accountInfo?.id === 'string' ? profile.accountInfo.id : wanted;
+    return { profileId: String(profileId), accountId, marketplace: MARKETPLACE_OF_COUNTRY[countryCode] ?? countryCode, currency: currencyCode, timezone };
+  }
+
+  private headers(access: AccountAccess): Record<string, string> {
+    const clientId = this.settings.clientId ?? undefined;
+    return { authorization: `Bearer ${access.accessToken}`, ...(clientId ? { 'amazon-advertising-api-clientid': clientId, 'amazon-ads-clientid': clientId } : {}) };
+  }
+
+  /** An error entry of a 207. */
+  private itemRefusal(error: AmazonError, status: number): ProviderError {
+    const code = typeof error.code === 'string' ? error.code : 'error';
+    const message = typeof error.message === 'string' ? error.message : 'amazon_ads refused the campaign';
+    if (code === 'TOO_MANY_REQUESTS') return new ProviderError('rate_limited', `amazon_ads asks to slow down: ${message}`, code, status);
+    if (code === 'UNAUTHORIZED') return new ProviderError('auth', `amazon_ads refused the token: ${message}`, code, status);
+    if (code === 'INTERNAL_ERROR' || code === 'CONFLICT') return new ProviderError('transient', `amazon_ads could not create the campaign now: ${message}`, code, status);
+    if (code === 'FORBIDDEN') return new ProviderError('account_unreachable', `amazon_ads: the token cannot reach this account: ${message}`, code, status);
+    return new ProviderError('validation', message, code, status);
+  }
+
+  /** An HTTP refusal, classified by Amazon's rules. */
+  private refusal(answer: NetworkAnswer, what: string): ProviderError {
+    const body = (Array.isArray(answer.json) ? {} : (answer.json ?? {})) as AmazonError;
+    const code = typeof body.code === 'string' || typeof body.code === 'number' ? String(body.code) : null;
+    const said = typeof body.message === 'string' ? body.message : typeof body.details === 'string' ? body.details : null;
+    const message = said ?? `amazon_ads refused the ${what} (HTTP ${answer.status})`;
+    if (answer.status === 401) return new ProviderError('auth', `amazon_ads refused the access token: ${message}`, code ?? 'UNAUTHORIZED', 401);
+    if (answer.status === 429) return new ProviderError('rate_limited', `amazon_ads asks to slow down: ${message}`, code ?? 'TOO_MANY_REQUESTS', 429, answer.retryAfterMs);
+    if (answer.status >= 500) return new ProviderError('transient', `amazon_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
+    if (answer.status === 403 || answer.status === 404) return new ProviderError('account_unreachable', `amazon_ads: the token cannot reach this account: ${message}`, code ?? `http_${answer.status}`, answer.status);
+    return new ProviderError('validation', message, code ?? `http_${answer.status}`, answer.status);
+  }
+}
+
+/** ISO 8601 UTC with `Z`, to the second: `2027-01-04T09:00:00Z`. */
+function utcSeconds(instant: string): string {
+  return new Date(instant).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
