@@ -3,3 +3,4 @@ export * from './create-campaign.dto';
 export * from './webhook.dto';
 export * from './admin.dto';
 export * from './list-query.dto';
+export * from './connection.dto';

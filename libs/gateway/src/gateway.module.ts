@@ -5,6 +5,7 @@ import { Bus, BUS } from '@campaign-ops/bus';
 import { AccountController } from './controllers/account.http.controller';
 import { AdminController } from './controllers/admin.http.controller';
 import { CampaignsController } from './controllers/campaigns.http.controller';
+import { ConnectionsController } from './controllers/connections.http.controller';
 import { DispatchesController } from './controllers/dispatches.http.controller';
 import { EventsController } from './controllers/events.http.controller';
 import { OpenApiController } from './controllers/openapi.http.controller';
@@ -37,7 +38,7 @@ import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
       },
     ]),
   ],
-  controllers: [CampaignsController, DispatchesController, WebhooksController, EventsController, AccountController, AdminController, OpenApiController],
+  controllers: [CampaignsController, DispatchesController, ConnectionsController, WebhooksController, EventsController, AccountController, AdminController, OpenApiController],
   providers: [
     AccountDirectory,
     GatewayProcessors,

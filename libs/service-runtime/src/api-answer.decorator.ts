@@ -12,6 +12,8 @@ export interface ApiAnswerOptions {
   raw?: 'application/json' | 'text/html' | 'text/plain';
   /** `false` for the probes, which the rate limit never counts. */
   rateLimited?: false;
+  /** Answered with a 302 and `Location` (a browser's round trip, e.g. the OAuth callback) instead of 200; `resource` is then not sent. */
+  redirect?: true;
 }
 
 /** What a route answers as `data` (a schema of the gateway's resource schemas), and how. */

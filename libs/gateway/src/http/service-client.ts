@@ -19,7 +19,8 @@ export class ServiceClient {
   constructor(@Inject(SERVICES) private readonly client: ClientProxy) {}
 
   async call<T>(subject: string, request: object): Promise<T> {
-    const requestId = (request as { caller?: { requestId?: string } }).caller?.requestId;
+    // The caller's request id; a call without a caller (the OAuth callback's browser) names its own.
+    const requestId = (request as { caller?: { requestId?: string }; requestId?: string }).caller?.requestId ?? (request as { requestId?: string }).requestId;
     let outcome: Outcome<T>;
     try {
       outcome = await firstValueFrom(this.client.send<Outcome<T>>(subject, new BusRecord(request, requestId ? { 'X-Request-Id': requestId } : {})));

@@ -9,6 +9,7 @@ const RULE_SCHEMAS: Record<string, JsonSchema> = {
   isCurrencyCode: { type: 'string', pattern: '^[A-Z]{3}$' },
   isAfter: {},
   endsWithLifetimeBudget: {},
+  notWith: {},
 };
 
 /**

@@ -25,6 +25,7 @@ const TAGS: Record<string, string> = {
   Dispatches: 'Dispatches: operational records of launches, to monitor, retry and audit.',
   Webhooks: 'Webhook endpoints that receive signed events, and their deliveries.',
   Events: 'The events of the last 30 days, to catch up on what an endpoint missed.',
+  Connections: 'Connections to ad accounts at the providers: token import, OAuth, reauthorization.',
   Account: "The calling key's account.",
   Admin: 'The Admin API for operators; enabled only when ADMIN_TOKEN is set.',
   Operations: 'Health, readiness and this documentation; no key needed.',
@@ -55,6 +56,7 @@ const HEADERS: Record<string, JsonSchema> = {
   'RateLimit-Remaining': { description: 'Requests left right now.', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Reset': { description: 'Seconds until the bucket is full again.', schema: { type: 'integer', minimum: 0 } },
   'Retry-After': { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'integer', minimum: 0 } },
+  Location: { description: "The partner's `redirect_uri`, with `connection_id` and `status` (or `error`) added to its query.", required: true, schema: { type: 'string', format: 'uri' } },
   'Idempotent-Replayed': { description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
 };
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
@@ -188,8 +190,11 @@ function operationOf(
   const route: RouteKind = { method, path, auth, body: body !== undefined, list: answer.list, errors: answer.errors, rateLimited: answer.rateLimited };
 
   const inPath = ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'path');
+  // Query parameters a route names with @ApiQuery (lists take theirs from their query DTO instead).
+  const inQuery = answer.list ? [] : ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'query');
   const parameters: JsonSchema[] = [
     ...inPath.map(({ name, description }) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } })),
+    ...inQuery.map(({ name, description, required }) => ({ name, in: 'query', required: required === true, description, schema: { type: 'string' } })),
     ...(answer.list?.paginated ? [parameterRef('Limit'), parameterRef('StartingAfter')] : []),
     ...Object.entries((requests[answer.list?.query ?? '']?.properties ?? {}) as Record<string, JsonSchema>)
       .filter(([name]) => !PAGINATION.includes(name))
@@ -205,14 +210,16 @@ function operationOf(
   }
 
   const summary = generated.summary as string;
-  const success: JsonSchema = answer.raw
+  const success: JsonSchema = answer.redirect
+    ? { description: summary + '.', headers: headersOf([...everyAnswer(route), 'Location']) }
+    : answer.raw
     ? { description: summary + '.', headers: headersOf(everyAnswer(route)), content: { [answer.raw]: { schema: schemaRef(answer.resource) } } }
     : {
         description: answer.list ? `A list of ${answer.resource}.` : `The ${answer.resource}.`,
         headers: headersOf([...everyAnswer(route), ...(replayable(route, 200) ? ['Idempotent-Replayed'] : [])]),
         content: { 'application/json': { schema: envelope(answer.resource, answer.list !== undefined) } },
       };
-  const responses: Record<string, JsonSchema> = { '200': success };
+  const responses: Record<string, JsonSchema> = { [answer.redirect ? '302' : '200']: success };
   for (const [status, codes] of errorCodesByStatus(route)) {
     const headers = [...everyAnswer(route), ...(codes.includes('rate_limited') || codes.includes('service_unavailable') ? ['Retry-After'] : []), ...(replayable(route, status) ? ['Idempotent-Replayed'] : [])];
     responses[String(status)] = errorResponse(codes, headers);

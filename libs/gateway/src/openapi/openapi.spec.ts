@@ -13,6 +13,8 @@ import { ApiDocument } from './api-document';
 import { buildOpenApiDocument, OpenApiDocument } from './openapi.document';
 
 const ROOT = resolve(__dirname, '../../../..');
+/** The one route a browser calls: no key, and a 302 where every other route answers 200. */
+const OAUTH_CALLBACK = '/v1/connections/oauth/callback';
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const CONTROLLERS = [...(Reflect.getMetadata('controllers', GatewayModule) as Function[]), ...(InfrastructureModule.forRoot({} as ServiceConfig).controllers ?? [])];
 
@@ -81,8 +83,9 @@ describe('GET /openapi.json', () => {
       const report = JSON.parse(lint.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[] };
       const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`);
       expect({ errors: report.totals.errors, problems: problems.filter((p) => p.startsWith('error')) }).toEqual({ errors: 0, problems: [] });
-      // Warnings are allowed, but only this one: the probes and /metrics have no 4xx answer (never rate limited).
-      expect(problems.filter((p) => !/^warn operation-4xx-response at #\/paths\/~1(healthz|readyz|metrics)\/get\/responses:/.test(p))).toEqual([]);
+      // Warnings are allowed, but only these: the probes and /metrics have no 4xx answer (never rate limited), and the OAuth callback no 2xx (it answers 302).
+      const expected = [/^warn operation-4xx-response at #\/paths\/~1(healthz|readyz|metrics)\/get\/responses:/, /^warn operation-2xx-response at #\/paths\/~1v1~1connections~1oauth~1callback\/get\/responses:/];
+      expect(problems.filter((p) => !expected.some((allowed) => allowed.test(p)))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -96,11 +99,12 @@ describe('GET /openapi.json', () => {
 
   it('describes every operation: its security, parameters, errors and headers', () => {
     for (const [method, path, op] of operations()) {
-      const auth = path.startsWith('/v1/') ? 'apiKey' : path.startsWith('/admin/') ? 'adminToken' : 'none';
+      const browser = path === OAUTH_CALLBACK;
+      const auth = browser ? 'none' : path.startsWith('/v1/') ? 'apiKey' : path.startsWith('/admin/') ? 'adminToken' : 'none';
       const limited = !['/healthz', '/readyz', '/metrics'].includes(path);
       expect(op).toMatchObject({ operationId: expect.any(String), summary: expect.any(String), tags: [expect.any(String)] });
       expect(op.security).toEqual(auth === 'none' ? [] : [{ [auth]: [] }]);
-      expect(op.responses['200']).toBeDefined();
+      expect(op.responses[browser ? '302' : '200']).toBeDefined();
       for (const status of [...(limited ? ['429'] : []), '500', '503']) expect(op.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
       expect(op.responses['429'] !== undefined).toBe(limited);
       if (auth !== 'none') expect(Object.keys(op.responses['401'].content['application/json'].examples)).toEqual(expect.arrayContaining(['api_key_missing', 'api_key_invalid']));
@@ -177,6 +181,47 @@ describe('GET /openapi.json', () => {
     }
     const completed = components.schemas.DispatchCompletedEvent.properties.data;
     expect(completed.required).toEqual(expect.arrayContaining(['dispatch_id', 'channel', 'status', 'provider_resource_id']));
+  });
+
+  describe('connections', () => {
+    it('shows the connection with every field of API.md §4, and authorization_url only on the answers that start a round', () => {
+      const fields = 'id channel status provider_account_id environment scopes currency timezone expires_at reauth_reason created_at updated_at'.split(' ');
+      expect(Object.keys(components.schemas.Connection.properties)).toEqual(fields);
+      expect(components.schemas.Connection.properties).not.toHaveProperty('access_token');
+      expect(components.schemas.ConnectionWithAuthorizationUrl).toMatchObject({ required: fields, properties: { authorization_url: { format: 'uri' } } });
+      for (const [method, path] of [['POST', '/v1/connections'], ['POST', '/v1/connections/{id}/reauthorize']]) {
+        expect(operation(method, path).responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ConnectionWithAuthorizationUrlEnvelope' });
+      }
+      expect(operation('GET', '/v1/connections/{id}').responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ConnectionEnvelope' });
+    });
+
+    it('takes the nested credentials, the redirect_uri and the sandbox account from the DTOs', () => {
+      expect(operation('POST', '/v1/connections').requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/CreateConnectionDto' });
+      expect(components.schemas.CreateConnectionDto).toMatchObject({
+        required: ['channel', 'provider_account_id'],
+        additionalProperties: false,
+        properties: { credentials: { $ref: '#/components/schemas/ConnectionCredentialsDto' }, sandbox: { $ref: '#/components/schemas/SandboxAccountDto' }, redirect_uri: { format: 'uri' } },
+      });
+      expect(components.schemas.ConnectionCredentialsDto).toMatchObject({ required: ['access_token'], properties: { access_token: { writeOnly: true }, refresh_token: { writeOnly: true } } });
+      expect(Object.keys(operation('POST', '/v1/connections').responses['400'].content['application/json'].examples)).toEqual(
+        expect.arrayContaining(['credentials_invalid', 'provider_account_unreachable', 'url_not_https']),
+      );
+      expect(Object.keys(operation('POST', '/v1/connections').responses['409'].content['application/json'].examples)).toContain('connection_exists');
+      expect(Object.keys(operation('POST', '/v1/connections').responses['422'].content['application/json'].examples)).toContain('channel_not_configured');
+      expect(Object.keys(operation('POST', '/v1/connections').responses['502'].content['application/json'].examples)).toEqual(['provider_unavailable']);
+      expect(operation('GET', '/v1/connections').parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'channel', in: 'query' }), expect.objectContaining({ name: 'status', in: 'query' })]));
+    });
+
+    it('describes the OAuth callback as the browser meets it: no key, a 302 with Location, state_invalid in the envelope', () => {
+      const callback = operation('GET', OAUTH_CALLBACK);
+      expect(callback.security).toEqual([]);
+      expect(callback.responses).not.toHaveProperty('200');
+      expect(callback.responses).not.toHaveProperty('401');
+      expect(Object.keys(callback.responses['302'].headers)).toContain('Location');
+      expect(callback.responses['302']).not.toHaveProperty('content');
+      expect(Object.keys(callback.responses['400'].content['application/json'].examples)).toEqual(['state_invalid']);
+      expect(callback.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name).sort()).toEqual(['code', 'error', 'state']);
+    });
   });
 
   it('defines the bearer security schemes', () => {

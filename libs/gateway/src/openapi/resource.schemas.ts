@@ -47,6 +47,21 @@ const endpointProperties = {
   created_at: timestamp('When the endpoint was created.'),
 };
 
+const connectionProperties = {
+  id: id('con', 'The connection id.'),
+  channel,
+  status: oneOf(['pending', 'active', 'reauth_required', 'revoked'], '`pending` until the OAuth consent, `active`, `reauth_required` when the provider refused its token, `revoked` once deleted or replaced.'),
+  provider_account_id: text('The ad account at the provider.', { examples: ['act_1234567890'] }),
+  environment,
+  scopes: { type: 'array', description: 'The scopes asked for at the consent (empty for an imported token).', items: { type: 'string' } },
+  currency: orNull(text("The ad account's currency (ISO 4217), read from the provider; null while pending.", { examples: ['EUR'] })),
+  timezone: orNull(text("The ad account's time zone (IANA), read from the provider; null while pending.", { examples: ['Europe/Berlin'] })),
+  expires_at: orNull(timestamp('When the access token expires; it is refreshed before. Null when it does not expire (or is not known).')),
+  reauth_reason: orNull(text('Why the connection needs reauthorization.', { examples: ['refresh_refused'] })),
+  created_at: timestamp('When the connection was made.'),
+  updated_at: timestamp('Its last change.'),
+};
+
 const dispatchEventData = (event: 'accepted' | 'completed' | 'failed'): JsonSchema =>
   object(`\`data\` of \`dispatch.${event}\`.`, {
     dispatch_id: id('dsp', 'The dispatch.'),
@@ -124,6 +139,14 @@ export const RESOURCE_SCHEMAS = {
     data: { type: 'object', description: 'The domain event as recorded.' },
     occurred_at: timestamp('When it was recorded.'),
   }),
+  Connection: object('A connection of the account (in the key’s mode) to one ad account at a provider (API.md §4). Tokens are never shown.', connectionProperties),
+  ConnectionWithAuthorizationUrl: {
+    ...object('A connection; with `authorization_url` when the call started an OAuth round.', connectionProperties),
+    properties: {
+      ...connectionProperties,
+      authorization_url: text('Only when an OAuth round started: the consent page to send the person’s browser to (good for 15 minutes, once).', { format: 'uri' }),
+    },
+  },
   WebhookEndpoint: object('A webhook endpoint (SPEC.md §2.2), without its signing secret.', endpointProperties),
   WebhookEndpointWithSecret: object('A webhook endpoint with its signing secret: only in the answers to create and rotate-secret.', {
     ...endpointProperties,
