@@ -94,6 +94,7 @@ describe('XAds against its fake', () => {
       expect(back.query.state).toBe('st_1');
       const code = xAdsCallbackCode(back.query);
       expect(code).toBe(`${back.query.oauth_token}:${back.query.oauth_verifier}`);
+      expect(x.callbackCode(back.query)).toBe(code);
 
       const tokens = await x.exchangeCode({ code: code!, redirectUri: CALLBACK });
       expect(tokens.accessToken).toMatch(/^at-[0-9a-f]+:[0-9a-f]+$/);

@@ -21,7 +21,7 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   `startConsent` POSTs `oauth/request_token` (with `oauth_callback` = our callback plus the
  *   `state`) and answers `oauth/authorize?oauth_token=<request token>`; `authorizationUrl` refuses
  *   (`oauth1_consent_is_async`). X sends the browser back with `state`, `oauth_token` and
- *   `oauth_verifier` (or `denied` when the person refuses); `xAdsCallbackCode` turns those into the
+ *   `oauth_verifier` (or `denied` when the person refuses); `callbackCode` (`xAdsCallbackCode`) turns those into the
  *   `code` that `exchangeCode` takes, which POSTs `oauth/access_token?oauth_token&oauth_verifier`
  *   (X documents it as needing no signature) and answers `oauth_token`, `oauth_token_secret`.
  *   The request-token endpoint is the token URL's sibling (`.../oauth/request_token`).
@@ -120,6 +120,11 @@ export class XAds implements AdNetwork {
     const consent = new URL(this.settings.oauthUrl);
     consent.searchParams.set('oauth_token', requestToken);
     return consent.toString();
+  }
+
+  /** The `code` of the callback's query (`oauth_token`, `oauth_verifier`); null when the person refused (`denied`). */
+  callbackCode(query: { oauth_token?: string; oauth_verifier?: string; denied?: string }): string | null {
+    return xAdsCallbackCode(query);
   }
 
   /** Step 3: the request token and verifier (`xAdsCallbackCode`) for the user's token and secret. */
