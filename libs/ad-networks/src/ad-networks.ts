@@ -6,6 +6,7 @@ import { GoogleAds } from './channels/google-ads';
 import { MetaAds } from './channels/meta-ads';
 import { TiktokAds } from './channels/tiktok-ads';
 import { LinkedinAds } from './channels/linkedin-ads';
+import { MicrosoftAds } from './channels/microsoft-ads';
 import { SnapchatAds } from './channels/snapchat-ads';
 import { PinterestAds } from './channels/pinterest-ads';
 import { RedditAds } from './channels/reddit-ads';
@@ -25,6 +26,7 @@ const ADAPTERS = {
   meta_ads: (settings, http) => new MetaAds(settings, http),
   tiktok_ads: (settings, http) => new TiktokAds(settings, http),
   linkedin_ads: (settings, http) => new LinkedinAds(settings, http),
+  microsoft_ads: (settings, http) => new MicrosoftAds(settings, http),
   snapchat_ads: (settings, http) => new SnapchatAds(settings, http),
   pinterest_ads: (settings, http) => new PinterestAds(settings, http),
   reddit_ads: (settings, http) => new RedditAds(settings, http),

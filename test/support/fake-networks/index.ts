@@ -20,6 +20,7 @@ export { GoogleAdsFake } from './google-ads.fake';
 export { MetaAdsFake } from './meta-ads.fake';
 export { TiktokAdsFake } from './tiktok-ads.fake';
 export { LinkedinAdsFake } from './linkedin-ads.fake';
+export { MicrosoftAdsFake } from './microsoft-ads.fake';
 export { unifiedCampaign } from './unified-campaign';
 export { RedditAdsFake } from './reddit-ads.fake';
 export { XAdsFake } from './x-ads.fake';
