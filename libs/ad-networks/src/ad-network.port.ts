@@ -20,6 +20,17 @@ export interface AdNetwork {
 
   /** The consent page to send a person's browser to. Needs the client id (`channel_not_configured` otherwise: checked by the caller with `oauthConfigured`). */
   authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string;
+  /**
+   * For a network whose consent starts with a call (X's OAuth 1.0a request token): the consent
+   * URL, made by that call. Callers use it when present, `authorizationUrl` otherwise.
+   */
+  startConsent?(request: { state: string; redirectUri: string; providerAccountId: string }): Promise<string>;
+  /**
+   * For a network that sends the browser back with other parameters than `code` (X:
+   * `oauth_token`, `oauth_verifier`, or `denied`): the code for `exchangeCode`, or null when the
+   * person refused. The callback's whole query is given (`state` included).
+   */
+  callbackCode?(query: Record<string, string | undefined>): string | null;
   /** Trades an authorization code for tokens at the network's token URL. A refused code is `auth`. */
   exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet>;
   /** New tokens from a refresh token. A refusal (`invalid_grant`, 400/401) is `auth`. */
