@@ -139,8 +139,10 @@ export class MicrosoftAdsFake extends FakeNetwork {
   }
 }
 
+/** The text of the first element with this local name, entities decoded. */
 function value(xml: string, name: string): string | undefined {
-  return new RegExp(`<(?:\\w+:)?${name}(?:\\s[^>]*)?>([^<]*)</(?:\\w+:)?${name}>`).exec(xml)?.[1];
+  const raw = new RegExp(`<(?:\\w+:)?${name}(?:\\s[^>]*)?>([^<]*)</(?:\\w+:)?${name}>`).exec(xml)?.[1];
+  return raw?.replace(/&(lt|gt|quot|apos|amp);/g, (_, entity: string) => ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' })[entity]!);
 }
 
 function soap(body: string): FakeAnswer {

@@ -233,6 +233,12 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       expect(error).toMatchObject({ kind: 'validation', providerCode: 'DUPLICATE_CAMPAIGN_NAME', httpStatus: 400, message: 'google_ads: Campaign name already used.' });
     });
 
+    it("makes a developer token Google refuses validation, not auth: the partner's grant is fine", async () => {
+      const misconfigured = new GoogleAds({ ...fake.settings(), developerToken: 'revoked-dev-token' }, new NetworkHttp('google_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const error = await rejection(misconfigured.readAccount({ accessToken: token, providerAccountId: USD }));
+      expect(error).toMatchObject({ kind: 'validation', providerCode: 'DEVELOPER_TOKEN_INVALID', httpStatus: 401 });
+    });
+
     it('is transient without a provider code when nothing listens', async () => {
       const down = new GoogleAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('google_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
       await expect(down.readAccount({ accessToken: token, providerAccountId: USD })).rejects.toMatchObject({ kind: 'transient', providerCode: null });

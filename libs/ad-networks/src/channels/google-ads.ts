@@ -180,6 +180,8 @@ export function googleAdsError(answer: NetworkAnswer): ProviderError {
   const message = `google_ads: ${failures[0]?.message ?? error?.message ?? `HTTP ${answer.status}`}`;
   const status = answer.status;
 
+  // The service's own developer token, not the partner's grant: re-authenticating would not help.
+  if (codes.some((code) => code.startsWith('DEVELOPER_TOKEN_'))) return new ProviderError('validation', message, providerCode, status);
   if (status === 401 || error?.status === 'UNAUTHENTICATED' || codes.some((code) => AUTH_CODES.has(code))) return new ProviderError('auth', message, providerCode ?? 'UNAUTHENTICATED', status);
   if (status === 429 || error?.status === 'RESOURCE_EXHAUSTED' || codes.some((code) => RATE_CODES.has(code))) {
     const delay = [...failures.map((failure) => failure.details?.quotaErrorDetails?.retryDelay), ...details.map((detail) => detail.retryDelay)].find(Boolean);

@@ -129,6 +129,7 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
       const campaign = unifiedCampaign({ name: 'Spring & <sale>' });
       const { providerResourceId } = await create(campaign);
       const [read, add] = fake.requests.slice(-2);
+      expect(add.rawBody).toContain('<Name>Spring &amp; &lt;sale&gt;</Name>');
       expect(read.headers.soapaction).toBe('GetAccount');
       expect(add.path).toBe(CAMPAIGN_PATH);
       expect(add.headers.soapaction).toBe('AddCampaigns');
@@ -140,7 +141,7 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
         biddingScheme: 'MaxConversions',
         BudgetType: 'DailyBudgetStandard',
         DailyBudget: '12.34',
-        Name: 'Spring &amp; &lt;sale&gt;',
+        Name: 'Spring & <sale>', // sent escaped, read back by the fake as XML
         StartDate: '2027-01-04T04:00:00', // 09:00 UTC in New York
         Status: 'Paused',
         TimeZone: 'EasternTimeUSCanada',
