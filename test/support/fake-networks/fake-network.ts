@@ -70,6 +70,8 @@ export interface OAuthShape {
   accessTokenSeconds?: number;
   /** Whether the network issues refresh tokens (Meta does not). */
   issuesRefreshTokens?: boolean;
+  /** What a refresh answers as `refresh_token`: a `new` one (default; Microsoft rolls them), the `same` one (LinkedIn), or `none` (Google keeps the one on file). */
+  refreshTokenOnRefresh?: 'new' | 'same' | 'none';
 }
 
 type Fault = { kind: 'rate_limited'; retryAfterSeconds: number } | { kind: 'fail'; status: number } | { kind: 'stall' };
@@ -296,7 +298,7 @@ export abstract class FakeNetwork {
     if (form.grant_type === 'refresh_token') {
       const refusal = this.checkRefreshToken(form.refresh_token);
       if (refusal) return this.grantRefusedAnswer(req, 'invalid_grant', refusal);
-      return { status: 200, json: this.tokenAnswer() };
+      return { status: 200, json: this.tokenAnswer(form.refresh_token) };
     }
     return this.grantRefusedAnswer(req, 'unsupported_grant_type', `grant_type ${form.grant_type ?? '(none)'} is not supported`);
   }
@@ -327,13 +329,15 @@ export abstract class FakeNetwork {
     return null;
   }
 
-  /** A fresh `{access_token, token_type, expires_in, refresh_token?}`. */
-  protected tokenAnswer(): Record<string, unknown> {
+  /** A fresh `{access_token, token_type, expires_in, refresh_token?}`; `refreshed` is the refresh token of a refresh grant. */
+  protected tokenAnswer(refreshed?: string): Record<string, unknown> {
+    const onRefresh = refreshed === undefined ? 'new' : (this.oauth.refreshTokenOnRefresh ?? 'new');
+    const refreshToken = this.oauth.issuesRefreshTokens === false || onRefresh === 'none' ? undefined : onRefresh === 'same' ? refreshed : this.issueRefreshToken();
     return {
       access_token: this.issueAccessToken(),
       token_type: 'Bearer',
       expires_in: this.oauth.accessTokenSeconds ?? 3600,
-      ...(this.oauth.issuesRefreshTokens === false ? {} : { refresh_token: this.issueRefreshToken() }),
+      ...(refreshToken ? { refresh_token: refreshToken } : {}),
     };
   }
 

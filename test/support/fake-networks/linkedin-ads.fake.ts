@@ -14,7 +14,7 @@ const MIN_DAILY_USD = 10;
  */
 export class LinkedinAdsFake extends FakeNetwork {
   readonly channel = 'linkedin_ads' as const;
-  protected readonly oauth: OAuthShape = { consentPath: '/oauth/v2/authorization', tokenPath: '/oauth/v2/accessToken', accessTokenSeconds: 5_184_000 };
+  protected readonly oauth: OAuthShape = { consentPath: '/oauth/v2/authorization', tokenPath: '/oauth/v2/accessToken', accessTokenSeconds: 5_184_000, refreshTokenOnRefresh: 'same' };
   /** `status` per ad account id (ACTIVE unless set). */
   readonly accountStatus = new Map<string, string>();
   private readonly groups = new Map<string, string>(); // group id → account id

@@ -87,6 +87,7 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const refreshToken = fake.issueRefreshToken();
       const tokens = await google.refresh(refreshToken);
       expect(tokens.accessToken).toMatch(/^at-/);
+      expect(tokens.refreshToken).toBeNull(); // Google answers none: the one on file is kept
       expect(fake.lastRequest('/token').body).toEqual({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: fake.clientId, client_secret: fake.clientSecret });
     });
 

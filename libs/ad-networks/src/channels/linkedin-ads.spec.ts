@@ -65,7 +65,7 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
 
     it('refreshes, and makes a refused refresh auth (invalid_grant)', async () => {
       const refreshToken = fake.issueRefreshToken();
-      await expect(linkedin.refresh(refreshToken)).resolves.toMatchObject({ accessToken: expect.stringMatching(/^at-/) });
+      await expect(linkedin.refresh(refreshToken)).resolves.toMatchObject({ accessToken: expect.stringMatching(/^at-/), refreshToken });
       expect(fake.lastRequest('/oauth/v2/accessToken').body).toMatchObject({ grant_type: 'refresh_token', refresh_token: refreshToken });
       fake.refuseRefresh();
       try {
