@@ -1,6 +1,6 @@
 import { ProviderError } from '@campaign-ops/channels';
 import { FakeAnswer, FakeNetwork, RecordedRequest, closeFakeNetworkDispatcher, fakeNetworkDispatcher, refusingLoopbackUrl } from '../../../test/support/fake-networks';
-import { NetworkHttp, parseRetryAfter } from './network-http';
+import { NetworkHttp, closeNetworkConnections, parseRetryAfter } from './network-http';
 
 /** The smallest fake: echoes what it received; the base supplies faults and the token endpoint. */
 class EchoFake extends FakeNetwork {
@@ -84,7 +84,7 @@ describe('NetworkHttp', () => {
   it('does not trust a certificate its dispatcher does not know (production: Node CA store)', async () => {
     const strict = new NetworkHttp('google_ads', 2_000);
     const error = await strict.call({ method: 'GET', url: `${fake.url}/echo` }).catch((e) => e);
-    await strict.close();
+    await closeNetworkConnections();
     expect(error).toMatchObject({ kind: 'transient', providerCode: null });
   });
 });

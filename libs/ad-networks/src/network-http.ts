@@ -43,7 +43,6 @@ export interface NetworkAnswer {
 
 export class NetworkHttp {
   private readonly dispatcher: Dispatcher;
-  private readonly ownsDispatcher: boolean;
 
   constructor(
     /** Names the network in messages, e.g. `google_ads`. */
@@ -51,7 +50,6 @@ export class NetworkHttp {
     private readonly timeoutMs: number,
     options: NetworkHttpOptions = {},
   ) {
-    this.ownsDispatcher = !options.dispatcher;
     this.dispatcher = options.dispatcher ?? defaultDispatcher();
   }
 
@@ -74,10 +72,6 @@ export class NetworkHttp {
     }
   }
 
-  /** Closes the connections this client opened (never a dispatcher it was given). */
-  async close(): Promise<void> {
-    if (this.ownsDispatcher) await this.dispatcher.close();
-  }
 }
 
 /** 429 and 5xx, as every network means them; null for anything the channel must read itself. */
@@ -92,6 +86,13 @@ let shared: Agent | null = null;
 function defaultDispatcher(): Agent {
   shared ??= new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connections: 32 });
   return shared;
+}
+
+/** At shutdown: closes the process-wide connections of every client built without a dispatcher. */
+export async function closeNetworkConnections(): Promise<void> {
+  const agent = shared;
+  shared = null;
+  await agent?.close();
 }
 
 /**
