@@ -4,7 +4,7 @@ import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Channel, ProviderError } from '@campaign-ops/channels';
 import { Connection, ConnectionNotActive, ConnectionRevokedError } from '@campaign-ops/connection-domain';
 import { EventMetadata } from '@campaign-ops/event-sourcing';
-import { ConnectionAccess, ConnectionAccessRequest, ConnectionReauthRequiredRequest, ResolvedConnection } from '@campaign-ops/service-messages';
+import { ConnectionAccess, ConnectionAccessRequest, ConnectionReauthRequiredRequest, ConnectionReauthRequiredResult } from '@campaign-ops/service-messages';
 import { ConnectionStore } from './connection-store';
 import { KeyedLock } from './keyed-lock';
 import { redacted } from './provider-calls';
@@ -52,7 +52,7 @@ export class ConnectionAccessService {
    * (with `connectionId` null: the channel's active connection of the account and mode, if any)
    * moves to `reauth_required`, once however often it is said.
    */
-  async reauthRequired(request: ConnectionReauthRequiredRequest): Promise<Outcome<ResolvedConnection>> {
+  async reauthRequired(request: ConnectionReauthRequiredRequest): Promise<Outcome<ConnectionReauthRequiredResult>> {
     let target: Connection | null;
     if (request.connectionId) {
       target = await this.owned(request.accountId, request.mode, request.connectionId);

@@ -1,6 +1,24 @@
 import { createHash } from 'node:crypto';
 import { Outcome } from '@campaign-ops/api-errors';
+import { ProviderError } from '@campaign-ops/channels';
 import { callerOf, connectionsHarness, ConnectionsHarness, InMemoryNetwork, settingsFor } from '@campaign-ops/testing/connections';
+
+/** A network whose consent starts with a call and comes back without `code` (X's OAuth 1.0a). */
+class ConsentByCallNetwork extends InMemoryNetwork {
+  refuseClient = false;
+  readonly started: Array<{ state: string; redirectUri: string }> = [];
+  override authorizationUrl(): string {
+    throw new ProviderError('validation', 'use startConsent()', 'oauth1_consent_is_async');
+  }
+  async startConsent(request: { state: string; redirectUri: string }): Promise<string> {
+    if (this.refuseClient) throw new ProviderError('auth', 'Could not authenticate you', '32', 401);
+    this.started.push(request);
+    return `https://consent.x.example/oauth/authorize?oauth_token=req-${this.started.length}`;
+  }
+  callbackCode(query: Record<string, string | undefined>): string | null {
+    return query.denied || !query.oauth_verifier ? null : `${query.oauth_token}:${query.oauth_verifier}`;
+  }
+}
 
 const live = callerOf('acct_1', 'live');
 const test = callerOf('acct_1', 'test');
@@ -167,6 +185,42 @@ describe('connections: OAuth rounds', () => {
       expect(await h.vault.read(id)).toMatchObject({ accessToken: 'second-access' });
       // the first round's state stays spent
       expect(location(await callback({ state, code: 'code-3' })).searchParams.get('error')).toBe('state_invalid');
+    });
+  });
+
+  describe('a network whose consent starts with a call', () => {
+    let x: ConsentByCallNetwork;
+    beforeEach(async () => {
+      await h.close();
+      x = new ConsentByCallNetwork('x_ads').account('18ce54', { currency: 'USD', timezone: 'America/Los_Angeles' }, 'unused');
+      x.code('req-1:verifier-1', { accessToken: 'x-token:x-secret', refreshToken: null, expiresAt: null }, ['18ce54']);
+      h = connectionsHarness({ x_ads: x }, { x_ads: settingsFor('x_ads', true) });
+    });
+
+    it('asks the network for the consent page, and reads its own callback parameters into the code', async () => {
+      const round = value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK })) as { id: string; authorization_url: string };
+      expect(round.authorization_url).toBe('https://consent.x.example/oauth/authorize?oauth_token=req-1');
+      expect(x.started[0].redirectUri).toBe(CALLBACK);
+      const state = x.started[0].state;
+      const back = location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, oauth_token: 'req-1', oauth_verifier: 'verifier-1' } }));
+      expect(back.searchParams.get('status')).toBe('active');
+      expect(await h.vault.read(round.id)).toMatchObject({ accessToken: 'x-token:x-secret' });
+    });
+
+    it('sends the browser back with access_denied when the network says the person refused', async () => {
+      value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK }));
+      const state = x.started[0].state;
+      expect(location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, denied: 'req-1' } })).searchParams.get('error')).toBe('access_denied');
+      expect(x.calls.exchangeCode).toBe(0);
+    });
+
+    it("answers channel_not_configured when the network refuses the service's client, provider_unavailable when it does not answer", async () => {
+      x.refuseClient = true;
+      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK })).toMatchObject({ ok: false, error: { code: 'channel_not_configured' } });
+      x.refuseClient = false;
+      jest.spyOn(x, 'startConsent').mockRejectedValueOnce(new ProviderError('transient', 'over capacity', '130', 503));
+      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK })).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
+      expect(await h.store.views.count({})).toBe(0);
     });
   });
 

@@ -81,9 +81,14 @@ export class OAuthRounds {
     const now = new Date();
     const oauth = { stateHash: hashState(state), redirectUri, expiresAt: new Date(now.getTime() + STATE_LIFETIME_MS).toISOString() };
     const callback = oauthCallbackUrl(this.settings);
-    const authorizationUrl = network
-      ? network.authorizationUrl({ state, redirectUri: callback, providerAccountId: request.providerAccountId })
-      : withQuery(callback, { code: 'sandbox', state });
+    let authorizationUrl: string;
+    if (!network) {
+      authorizationUrl = withQuery(callback, { code: 'sandbox', state });
+    } else {
+      const consent = await this.consentUrl(network, { state, redirectUri: callback, providerAccountId: request.providerAccountId });
+      if (!consent.ok) return consent;
+      authorizationUrl = consent.value;
+    }
     // The state's record first: a round whose command then fails leaves a record the callback calls unknown.
     await this.store.oauthStates.insert({
       id: oauth.stateHash,
@@ -125,15 +130,17 @@ export class OAuthRounds {
         throw error;
       }
       const current = connection as Connection;
-      if (request.error || !request.code) return backWith('access_denied');
+      const network = current.mode === 'live' ? this.networks[current.channel as Channel] : undefined;
+      // Most networks come back with `code` (or `error`); some with their own parameters, which their adapter reads.
+      const code = network?.callbackCode ? network.callbackCode({ ...request.query, state: request.state }) : request.error ? null : (request.code ?? null);
+      if (!code) return backWith('access_denied');
       const metadata = { accountId: current.accountId, mode: current.mode, requestId: request.requestId };
 
       let tokens: TokenSet | null = null;
       let account = record.sandbox ?? SANDBOX_ACCOUNT;
       if (current.mode === 'live') {
-        const network = this.networks[current.channel as Channel];
         if (!network) return backWith('provider_unavailable');
-        const exchanged = await this.exchange(network, request.code);
+        const exchanged = await this.exchange(network, code);
         if (!exchanged.ok) return backWith(exchanged.error);
         tokens = exchanged.value;
         const read = await readAccount(network, tokens.accessToken, current.providerAccountId, (message) => this.logger.warn(`ad account read failed unexpectedly: ${message}`));
@@ -149,6 +156,20 @@ export class OAuthRounds {
       if (!activated.ok) return backWith('connection_exists');
       return back({ connection_id: connectionId, status: activated.value.status });
     });
+  }
+
+  /** The consent page: built from the settings, or (X's OAuth 1.0a) made by a call to the network. */
+  private async consentUrl(network: AdNetwork, request: { state: string; redirectUri: string; providerAccountId: string }): Promise<Outcome<string>> {
+    if (!network.startConsent) return success(network.authorizationUrl(request));
+    try {
+      return success(await network.startConsent(request));
+    } catch (error) {
+      if (error instanceof ProviderError && (error.kind === 'auth' || error.kind === 'validation')) {
+        return failure('channel_not_configured', `${network.channel} refused this service's OAuth client (CHANNEL_${network.channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET).`, 'channel');
+      }
+      if (!(error instanceof ProviderError)) this.logger.warn(`starting the ${network.channel} consent failed unexpectedly: ${redacted(error, [request.state])}`);
+      return failure('provider_unavailable', `${network.channel} did not answer; try again shortly.`);
+    }
   }
 
   private async exchange(network: AdNetwork, code: string): Promise<{ ok: true; value: TokenSet } | { ok: false; error: BackError }> {

@@ -133,6 +133,8 @@ export interface OAuthCallbackRequest {
   state?: string;
   /** The network's own refusal (`error=access_denied` on the callback). */
   error?: string;
+  /** The callback's whole query (single values only), for networks that come back without `code` (X: `oauth_token`, `oauth_verifier`, `denied`). */
+  query?: Record<string, string>;
 }
 /** Where the browser goes next: the partner's `redirect_uri` with `connection_id`/`status` or `error`. */
 export interface OAuthCallbackResult {
@@ -176,6 +178,8 @@ export interface ConnectionAccess {
   currency: string;
   timezone: string;
 }
+/** The answer to `connectionReauthRequired`: the connection as it now stands, or null when there was none to move. */
+export type ConnectionReauthRequiredResult = ResolvedConnection;
 export interface ConnectionReauthRequiredRequest {
   accountId: string;
   mode: Mode;

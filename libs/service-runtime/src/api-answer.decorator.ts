@@ -12,7 +12,7 @@ export interface ApiAnswerOptions {
   raw?: 'application/json' | 'text/html' | 'text/plain';
   /** `false` for the probes, which the rate limit never counts. */
   rateLimited?: false;
-  /** Answered with a 302 and `Location` (a browser's round trip, e.g. the OAuth callback) instead of 200; `resource` is then not sent. */
+  /** Answered with a 302 and `Location` (a browser's round trip, e.g. the OAuth callback) instead of 200, `resource` in the envelope as ever. */
   redirect?: true;
 }
 

@@ -60,7 +60,8 @@ export class ConnectionsController {
 
   /**
    * The person's browser back from the consent page: no API key (the `state` says whose round it
-   * is), and the answer is a 302 to the partner's `redirect_uri`, outside the envelope. A `state`
+   * is), and the answer is a 302 to the partner's `redirect_uri` (sent here, not by the envelope
+   * interceptor, whose 200 it is not). A `state`
    * never issued or expired is 400 `state_invalid` in the envelope. GET, so idempotency does not
    * apply; without a key it is rate limited by address.
    */
@@ -75,17 +76,21 @@ export class ConnectionsController {
   @ApiQuery({ name: 'state', required: false, description: 'The round’s state, as the consent page was given it.' })
   @ApiQuery({ name: 'code', required: false, description: 'The authorization code to exchange.' })
   @ApiQuery({ name: 'error', required: false, description: 'The provider’s refusal (e.g. `access_denied`).' })
-  @ApiAnswer('Connection', { redirect: true, errors: ['state_invalid'] })
+  @ApiAnswer('OAuthRedirect', { redirect: true, errors: ['state_invalid'] })
   async oauthCallback(@Req() request: GatewayRequest, @Res() response: Response, @Query() query: Record<string, unknown>): Promise<void> {
+    const singles = Object.fromEntries(Object.entries(query).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value]] : [])));
     const result = await this.services.call<OAuthCallbackResult>(SUBJECTS.connectionOAuthCallback, {
       requestId: request.requestId,
       state: single(query.state),
       code: single(query.code),
       error: single(query.error),
+      query: singles,
     });
+    // Still JSON, as every answer of the API: the browser follows Location, a script can read it.
     response.setHeader('Cache-Control', 'no-store');
     response.setHeader('Referrer-Policy', 'no-referrer');
-    response.redirect(302, result.location);
+    response.setHeader('Location', result.location);
+    response.status(302).json({ success: true, data: { location: result.location }, request_id: request.requestId });
   }
 
   @Get(':id')

@@ -211,7 +211,7 @@ function operationOf(
 
   const summary = generated.summary as string;
   const success: JsonSchema = answer.redirect
-    ? { description: summary + '.', headers: headersOf([...everyAnswer(route), 'Location']) }
+    ? { description: summary + '.', headers: headersOf([...everyAnswer(route), 'Location']), content: { 'application/json': { schema: envelope(answer.resource, false) } } }
     : answer.raw
     ? { description: summary + '.', headers: headersOf(everyAnswer(route)), content: { [answer.raw]: { schema: schemaRef(answer.resource) } } }
     : {

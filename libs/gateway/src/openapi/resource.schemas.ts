@@ -147,6 +147,9 @@ export const RESOURCE_SCHEMAS = {
       authorization_url: text('Only when an OAuth round started: the consent page to send the person’s browser to (good for 15 minutes, once).', { format: 'uri' }),
     },
   },
+  OAuthRedirect: object('Where the browser is sent (also in `Location`).', {
+    location: text("The partner's `redirect_uri` with `connection_id` and `status`, or `error`, added to its query.", { format: 'uri', examples: ['https://partner.example/connected?connection_id=con_01JBZ8KQ4T7W3X9M2N5P6R8S0V&status=active'] }),
+  }),
   WebhookEndpoint: object('A webhook endpoint (SPEC.md §2.2), without its signing secret.', endpointProperties),
   WebhookEndpointWithSecret: object('A webhook endpoint with its signing secret: only in the answers to create and rotate-secret.', {
     ...endpointProperties,
