@@ -54,6 +54,13 @@ describe('the apps’ JSON logs (pino)', () => {
     expect(JSON.stringify(entries())).not.toContain('mk_live_secret');
   });
 
+  it('never writes provider tokens or credentials, should an object carrying them be logged', () => {
+    const { logger, entries } = logged();
+    logger.warn({ msg: 'import', credentials: { access_token: 'EAAB-secret', refresh_token: 'r-secret' }, access_token: 'EAAB-secret', request: { refresh_token: 'r-secret', accessToken: 'a-secret', refreshToken: 'r-secret' } }, 'connections');
+    expect(entries()[0]).toMatchObject({ msg: 'import', credentials: '[redacted]', access_token: '[redacted]', request: { refresh_token: '[redacted]', accessToken: '[redacted]', refreshToken: '[redacted]' } });
+    expect(JSON.stringify(entries())).not.toMatch(/secret/);
+  });
+
   it('is what `new Logger(context)` writes to, once an app uses it', () => {
     const { logger, entries } = logged();
     Logger.overrideLogger(logger);

@@ -8,8 +8,8 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug';
  * One JSON object per line, written by pino: `time` (ISO 8601), `level` (its name), `app`,
  * `context`, `msg`, `stack` for errors, and the `request_id` of the work in progress (an HTTP
  * request, or a bus message: the AsyncLocalStorage of request-context.ts carries it across both).
- * Secrets never reach it: nothing logs keys, tokens or signing secrets, and an `authorization`
- * field is redacted should one ever be passed.
+ * Secrets never reach it: nothing logs keys, tokens or signing secrets, and `authorization`,
+ * `credentials` and token fields are redacted should one ever be passed.
  */
 export function createPino(app: string, level: 'debug' | 'info' | 'warn' | 'error', destination: DestinationStream = pino.destination({ sync: true })): Pino {
   return pino(
@@ -22,11 +22,15 @@ export function createPino(app: string, level: 'debug' | 'info' | 'warn' | 'erro
         const requestId = currentRequestId();
         return requestId ? { request_id: requestId } : {};
       },
-      redact: { paths: ['authorization', '*.authorization', 'headers.authorization', 'headers.cookie'], censor: '[redacted]' },
+      redact: { paths: REDACTED, censor: '[redacted]' },
     },
     destination,
   );
 }
+
+/** Fields that hold secrets, at the top and one level down: API keys, and provider tokens (connection-service never logs them; this is the net under that). */
+const SECRET_FIELDS = ['authorization', 'credentials', 'access_token', 'refresh_token', 'accessToken', 'refreshToken'];
+const REDACTED = [...SECRET_FIELDS.flatMap((field) => [field, `*.${field}`]), 'headers.cookie'];
 
 /** Nest's logger interface over pino: `new Logger('context')` anywhere in the apps lands here. */
 export class PinoLoggerService implements LoggerService {
