@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AdNetworksModule } from '@campaign-ops/ad-networks';
 import { ChannelSlots } from './channel-slots';
 import { ConnectionAccessService } from './connection-access';
 import { ConnectionCommands } from './connection-commands';
@@ -7,7 +8,7 @@ import { ConnectionQueries } from './connection-queries';
 import { connectionSettingsProvider } from './connection-settings';
 import { ConnectionStore } from './connection-store';
 import { ConnectionsMessageController } from './connections.message.controller';
-import { networkProviders } from './network-providers';
+import { networkSettingsProvider } from './network-providers';
 import { OAuthRounds } from './oauth-rounds';
 import { TokenVault } from './token-vault';
 
@@ -17,10 +18,11 @@ import { TokenVault } from './token-vault';
  * controller says what it answers; ConnectionProcessors follow its event store.
  */
 @Module({
+  imports: [AdNetworksModule],
   controllers: [ConnectionsMessageController],
   providers: [
     connectionSettingsProvider,
-    ...networkProviders,
+    networkSettingsProvider,
     ConnectionStore,
     TokenVault,
     ChannelSlots,
