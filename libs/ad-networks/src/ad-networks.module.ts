@@ -1,6 +1,7 @@
-import { Module } from '@nestjs/common';
+import { Module, OnApplicationShutdown } from '@nestjs/common';
 import { AD_NETWORKS } from './ad-network.port';
 import { createAdNetworks } from './ad-networks';
+import { closeNetworkConnections } from './network-http';
 import { loadNetworkSettings } from './network-settings';
 
 /**
@@ -12,4 +13,9 @@ import { loadNetworkSettings } from './network-settings';
   providers: [{ provide: AD_NETWORKS, useFactory: () => createAdNetworks(loadNetworkSettings(process.env)) }],
   exports: [AD_NETWORKS],
 })
-export class AdNetworksModule {}
+export class AdNetworksModule implements OnApplicationShutdown {
+  /** The process-wide keep-alive pool to the networks, closed once everything else has stopped. */
+  async onApplicationShutdown(): Promise<void> {
+    await closeNetworkConnections();
+  }
+}

@@ -45,6 +45,12 @@ describe('AmazonAds against its fake', () => {
     amazon.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
   const sentCampaign = () => (fake.lastRequest('/adsApi/v1/create/campaigns').body as { campaigns: Array<Record<string, any>> }).campaigns[0];
 
+  it('can launch only with its client id (else channel_live_unavailable)', async () => {
+    expect(amazon.launchUnavailableReason()).toBeNull();
+    const bare = new AmazonAds(fake.settings({ clientId: null }), new NetworkHttp('amazon_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+    expect(bare.launchUnavailableReason()).toContain('CHANNEL_AMAZON_ADS_CLIENT_ID');
+  });
+
   describe('Login with Amazon', () => {
     it('consent with the campaign-management scope; the code exchanged, then refreshed (client in the body)', async () => {
       const url = amazon.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/cb', providerAccountId: US_ACCOUNT });

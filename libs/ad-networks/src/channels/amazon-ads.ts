@@ -78,6 +78,11 @@ export class AmazonAds implements AdNetwork {
     return refreshAccessToken(this.http, this.settings, refreshToken);
   }
 
+  /** Every Amazon Ads call names the app (Amazon-Advertising-API-ClientId): without it no live launch can run. */
+  launchUnavailableReason(): string | null {
+    return this.settings.clientId ? null : 'Amazon Ads names the app on every call: CHANNEL_AMAZON_ADS_CLIENT_ID is not set';
+  }
+
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {
     const profile = await this.profile(access);
     return { currency: profile.currency, timezone: profile.timezone };

@@ -45,6 +45,13 @@ describe('GoogleAds against its fake, over HTTPS', () => {
     google.createCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId as keyof typeof accounts] }, { dispatchId: 'dsp_g1', campaign });
   const sent = (kind: 'campaignBudgets' | 'campaigns') => (fake.lastRequest(new RegExp(`/${kind}:mutate$`)).body as { operations: Array<{ create: Record<string, unknown> }> }).operations[0].create;
 
+  it('can launch only with its developer token (else channel_live_unavailable)', async () => {
+    expect(google.launchUnavailableReason?.()).toBeNull();
+    const settings = loadNetworkSettings({ ...fake.env(), CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN: '' });
+    const bare = createAdNetworks(settings, { dispatcher: await fakeNetworkDispatcher() }).google_ads;
+    expect(bare.launchUnavailableReason?.()).toContain('CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN');
+  });
+
   describe('OAuth', () => {
     const redirectUri = 'https://ops.example/v1/connections/oauth/callback';
 

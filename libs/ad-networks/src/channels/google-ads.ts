@@ -72,6 +72,11 @@ export class GoogleAds implements AdNetwork {
     return refreshAccessToken(this.http, this.settings, refreshToken);
   }
 
+  /** Every Google Ads API call carries the developer token: without it no live launch can run. */
+  launchUnavailableReason(): string | null {
+    return this.settings.developerToken ? null : 'Google Ads needs a developer token on every call: CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN is not set';
+  }
+
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {
     const ids = customerIds(access.providerAccountId);
     const answer = await this.call(access, ids, 'googleAds:search', { query: 'SELECT customer.id, customer.currency_code, customer.time_zone FROM customer' });

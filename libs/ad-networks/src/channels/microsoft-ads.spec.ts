@@ -44,6 +44,12 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
   const sent = () => fake.created.at(-1)!.body as Record<string, string>;
   const soapHeader = (xml: string, name: string) => xmlValues(xml.slice(0, xml.indexOf('<s:Body>')), name)[0];
 
+  it('can launch only with its developer token (else channel_live_unavailable)', async () => {
+    expect(microsoft.launchUnavailableReason()).toBeNull();
+    const bare = new MicrosoftAds(fake.settings({ developerToken: null }), new NetworkHttp('microsoft_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+    expect(bare.launchUnavailableReason()).toContain('CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN');
+  });
+
   describe('OAuth', () => {
     const redirectUri = 'https://ops.example/v1/connections/oauth/callback';
 

@@ -164,6 +164,11 @@ export class MicrosoftAds implements AdNetwork {
     return refreshAccessToken(this.http, this.settings, refreshToken, { extra: { scope: SCOPES.join(' ') } });
   }
 
+  /** Every Microsoft Advertising SOAP call carries the developer token: without it no live launch can run. */
+  launchUnavailableReason(): string | null {
+    return this.settings.developerToken ? null : 'Microsoft Advertising needs a developer token on every call: CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN is not set';
+  }
+
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {
     const account = await this.getAccount(access);
     return { currency: account.currency, timezone: account.timezone };
