@@ -2,8 +2,10 @@
  * Connections (API.md §4) as a partner's suite exercises them against the built standalone:
  * sandbox connections with a test key (create, list, read, replace, delete, reauthorize, the
  * simulated OAuth round and its callback), the one-active rule, scoping to account and mode,
- * validation, the live key's OAuth on a channel without a client, and `connection.active` /
- * `connection.reauth_required` as signed webhooks and in the Events API.
+ * validation, live connections against a loopback fake of Meta's Graph API (token import with the
+ * ad account read, refusals, the OAuth round through the fake's consent page), the live key's
+ * OAuth on a channel without a client, and `connection.active` / `connection.reauth_required` as
+ * signed webhooks and in the Events API.
  */
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
@@ -11,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AcceptedWebhook, PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
+import { followConsent, MetaAdsFake } from '../support/fake-networks';
 import { ApiAnswer, eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { freePort, ROOT, ServiceProcess } from '../support/service-process';
 
@@ -25,11 +28,21 @@ describe('connections, end to end', () => {
   let keys: Awaited<ReturnType<typeof openAccountWithKeys>>;
   let partner: PartnerClient;
   let live: PartnerClient;
+  let meta: MetaAdsFake;
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-connections-'));
     receiver = await startPartnerReceiver();
-    service = await ServiceProcess.start('standalone', { ADMIN_TOKEN, DATA_DIR: dataDir, WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_SCHEDULE: '200ms,200ms' });
+    meta = await MetaAdsFake.start({ accounts: [{ id: '1234567890', currency: 'EUR', timezone: 'Europe/Berlin' }, { id: '555', currency: 'USD', timezone: 'America/New_York' }] });
+    service = await ServiceProcess.start('standalone', {
+      ADMIN_TOKEN,
+      DATA_DIR: dataDir,
+      WEBHOOK_ALLOW_HTTP: 'true',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '200ms,200ms',
+      ...meta.env(),
+      NODE_EXTRA_CA_CERTS: meta.caCertPath,
+    });
     admin = new PartnerClient(service.url, ADMIN_TOKEN);
     keys = await openAccountWithKeys(admin, 'Connector');
     partner = new PartnerClient(service.url, keys.testKey);
@@ -39,6 +52,7 @@ describe('connections, end to end', () => {
   afterAll(async () => {
     await service?.stop();
     await receiver?.close();
+    await meta?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -165,13 +179,88 @@ describe('connections, end to end', () => {
     });
 
     it('answers 422 channel_not_configured to a live OAuth start on a channel without its client id and secret', async () => {
-      expectError(await live.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1', redirect_uri: BACK }), 422, 'channel_not_configured', 'channel');
+      expectError(await live.post('/v1/connections', { channel: 'google_ads', provider_account_id: '1234567890', redirect_uri: BACK }), 422, 'channel_not_configured', 'channel');
     });
 
     it('wants an https redirect_uri (http only for localhost)', async () => {
       expectError(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'http://partner.example/back' }), 400, 'url_not_https', 'redirect_uri');
       expectError(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'back' }), 400, 'url_invalid', 'redirect_uri');
       expect(ok(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'http://localhost:8080/back' })).status).toBe('pending');
+    });
+  });
+
+  describe('live connections (a loopback fake of Meta)', () => {
+    it('imports a token: the ad account is read with it, the connection is active with its currency and time zone', async () => {
+      const owner = await openAccountWithKeys(admin, 'Live importer');
+      const client = new PartnerClient(service.url, owner.liveKey);
+      const token = meta.issueAccessToken();
+      const answer = await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1234567890', credentials: { access_token: token } });
+      expect(ok(answer)).toMatchObject({ status: 'active', environment: 'live', currency: 'EUR', timezone: 'Europe/Berlin', provider_account_id: 'act_1234567890' });
+      expect(JSON.stringify(answer.body)).not.toContain(token);
+      expect(meta.lastRequest(/act_1234567890$/).headers.authorization ?? meta.lastRequest(/act_1234567890$/).query.access_token).toContain(token);
+      // the test key of the same account sees none of it
+      expect(ok(await new PartnerClient(service.url, owner.testKey).get('/v1/connections'))).toEqual([]);
+    });
+
+    it("gives dispatch-service the connection's token for a live launch", async () => {
+      const client = new PartnerClient(service.url, (await openAccountWithKeys(admin, 'Live launcher')).liveKey);
+      const token = meta.issueAccessToken();
+      const connection = ok(await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1234567890', credentials: { access_token: token } }));
+      const launch = sandboxCampaign('Live on Meta');
+      launch.campaign.budget.currency = 'EUR';
+      const dispatch = ok(await client.post('/v1/campaigns', launch));
+      expect(dispatch.connection_id).toBe(connection.id);
+      const settled = await eventually(async () => {
+        const d = ok(await client.get(`/v1/dispatches/${dispatch.id}`));
+        return d.status !== 'accepted' && d;
+      }, 20_000, 'the live dispatch to settle');
+      expect(settled).toMatchObject({ status: 'completed', provider_resource_id: expect.any(String) });
+      const created = meta.lastRequest(/act_1234567890\/campaigns$/);
+      expect(created.headers.authorization ?? created.query.access_token ?? JSON.stringify(created.body)).toContain(token);
+    });
+
+    it('answers credentials_invalid, provider_account_unreachable and provider_unavailable as the network decides', async () => {
+      const client = new PartnerClient(service.url, (await openAccountWithKeys(admin, 'Live refusals')).liveKey);
+      const connect = (token: string, account = 'act_1234567890') => client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: account, credentials: { access_token: token } });
+      expectError(await connect('forged-token'), 400, 'credentials_invalid', 'credentials.access_token');
+      const denied = meta.issueAccessToken();
+      meta.denyAccount('1234567890', denied);
+      expectError(await connect(denied), 400, 'provider_account_unreachable', 'provider_account_id');
+      meta.failNext(1, 503);
+      const down = await connect(meta.issueAccessToken());
+      expectError(down, 502, 'provider_unavailable');
+      expect(down.body.error.type).toBe('api_error');
+      expect(ok(await client.get('/v1/connections'))).toEqual([]);
+    });
+
+    it("runs an OAuth round through the network's consent page, and the new connection replaces the imported one", async () => {
+      const owner = await openAccountWithKeys(admin, 'Live OAuth');
+      const client = new PartnerClient(service.url, owner.liveKey);
+      const imported = ok(await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_555', credentials: { access_token: meta.issueAccessToken() } }));
+      const round = ok(await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_555', redirect_uri: BACK }));
+      const consent = new URL(round.authorization_url);
+      expect(consent.origin).toBe(meta.url);
+      expect(consent.searchParams.get('client_id')).toBe(meta.clientId);
+      expect(consent.searchParams.get('redirect_uri')).toBe(`http://localhost:${service.port}/v1/connections/oauth/callback`);
+
+      const { location } = await followConsent(round.authorization_url);
+      const back = await browse(`${service.url}${location.pathname}${location.search}`);
+      expect(back.status).toBe(302);
+      expect(Object.fromEntries(new URL(back.location!).searchParams)).toEqual({ tenant: '7', connection_id: round.id, status: 'active' });
+      expect(ok(await client.get(`/v1/connections/${round.id}`))).toMatchObject({ status: 'active', currency: 'USD', timezone: 'America/New_York', scopes: expect.arrayContaining([expect.any(String)]) });
+      expect(ok(await client.get(`/v1/connections/${imported.id}`)).status).toBe('revoked');
+      const again = await browse(`${service.url}${location.pathname}${location.search}`);
+      expect(new URL(again.location!).searchParams.get('error')).toBe('state_invalid');
+    });
+
+    it('sends the browser back with error=access_denied when the person declines', async () => {
+      const client = new PartnerClient(service.url, (await openAccountWithKeys(admin, 'Live decline')).liveKey);
+      const round = ok(await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1234567890', redirect_uri: BACK }));
+      meta.denyNextConsent();
+      const { location } = await followConsent(round.authorization_url);
+      const back = await browse(`${service.url}${location.pathname}${location.search}`);
+      expect(new URL(back.location!).searchParams.get('error')).toBe('access_denied');
+      expect(ok(await client.get(`/v1/connections/${round.id}`)).status).toBe('pending');
     });
   });
 
