@@ -140,6 +140,12 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       });
       expect(value(await h.queries.get({ caller: test, id: other })).status).toBe('active');
       expect((await view(liveOne)).status).toBe('active');
+      // said again: the same connection, moved once
+      expect(await h.access.reauthRequired({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'meta_ads', reason: 'sandbox_reauth' })).toEqual({
+        ok: true,
+        value: { connection: { id: sandbox, status: 'reauth_required' } },
+      });
+      expect((await h.events.readStream(`connection-${sandbox}`)).map((e) => e.type)).toEqual(['ConnectionActivated', 'ReauthRequired']);
       expect(await h.access.reauthRequired({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'tiktok_ads', reason: 'sandbox_reauth' })).toEqual({ ok: true, value: { connection: null } });
     });
 

@@ -49,7 +49,7 @@ export class ConnectionAccessService {
 
   /**
    * A provider refused a token dispatch-service was given (or `[sandbox:reauth]`): the connection
-   * (with `connectionId` null: the channel's active connection of the account and mode, if any)
+   * (with `connectionId` null: the channel's connection of the account and mode, if any)
    * moves to `reauth_required`, once however often it is said.
    */
   async reauthRequired(request: ConnectionReauthRequiredRequest): Promise<Outcome<ConnectionReauthRequiredResult>> {
@@ -57,7 +57,8 @@ export class ConnectionAccessService {
     if (request.connectionId) {
       target = await this.owned(request.accountId, request.mode, request.connectionId);
     } else {
-      const [view] = (await this.store.views.find({ account_id: request.accountId, mode: request.mode, channel: request.channel, status: 'active' }, { limit: 1 })).items;
+      // The channel's connection: the one active, or the one already waiting for reauthorization (at most one is either).
+      const [view] = (await this.store.views.find({ account_id: request.accountId, mode: request.mode, channel: request.channel, status: { $in: ['active', 'reauth_required'] } }, { limit: 1 })).items;
       target = view ? await this.store.load(view.id) : null;
     }
     if (!target) return success({ connection: null });
