@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Connection } from '@campaign-ops/connection-domain';
@@ -5,6 +6,10 @@ import { EventMetadata } from '@campaign-ops/event-sourcing';
 import { ConnectionStore, ConnectionView } from './connection-store';
 import { KeyedLock } from './keyed-lock';
 import { TokenVault } from './token-vault';
+
+const SLOT_LEASE_MS = 15_000;
+const SLOT_WAIT_MS = 20_000;
+const SLOT_POLL_MS = 25;
 
 export interface SlotClaim {
   connectionId: string;
@@ -20,8 +25,9 @@ export interface SlotClaim {
  * account is replaced (revoked, its tokens destroyed), one to another provider account keeps it
  * and the newcomer is refused with 409 `connection_exists`.
  *
- * Activations on one channel of one account run one after another in this process; the rule is
- * read from the view, which every command brings up to date before it answers.
+ * Activations on one channel of one account run one after another: in this process behind a keyed
+ * lock, across replicas behind a lease on the channel's slot record (a compare-and-set in the read
+ * store). The rule is read from the view, which every command brings up to date before it answers.
  */
 @Injectable()
 export class ChannelSlots {
@@ -34,14 +40,17 @@ export class ChannelSlots {
 
   /** Runs `activate` (which makes `claim.connectionId` active) if the slot allows it, then revokes what it replaces. */
   activate(claim: SlotClaim, metadata: EventMetadata, activate: () => Promise<Connection>): Promise<Outcome<Connection>> {
-    return this.lock.run(`${claim.accountId}:${claim.mode}:${claim.channel}`, async () => {
-      const held = await this.holders(claim);
-      const refused = this.refusal(claim, held);
-      if (refused) return refused;
-      const connection = await activate();
-      for (const replaced of held) await this.release(replaced.id, 'replaced', metadata);
-      return success(connection);
-    });
+    const slot = `${claim.accountId}:${claim.mode}:${claim.channel}`;
+    return this.lock.run(slot, () =>
+      this.leased(slot, async () => {
+        const held = await this.holders(claim);
+        const refused = this.refusal(claim, held);
+        if (refused) return refused;
+        const connection = await activate();
+        for (const replaced of held) await this.release(replaced.id, 'replaced', metadata);
+        return success(connection);
+      }),
+    );
   }
 
   /** Answers early (before an OAuth round starts) what `activate` would answer at its end. */
@@ -54,6 +63,30 @@ export class ChannelSlots {
     const connection = await this.store.execute(connectionId, { type: 'Revoke', reason, now: new Date().toISOString() }, metadata);
     await this.vault.destroy(connectionId);
     return connection;
+  }
+
+  /**
+   * Runs `task` holding the slot's lease. The work under it is a few local writes; a lease left by
+   * a replica that died runs out after SLOT_LEASE_MS.
+   */
+  private async leased<T>(slot: string, task: () => Promise<T>): Promise<T> {
+    const holder = randomUUID();
+    const deadline = Date.now() + SLOT_WAIT_MS;
+    for (;;) {
+      const now = new Date();
+      const until = new Date(now.getTime() + SLOT_LEASE_MS).toISOString();
+      const taken =
+        (await this.store.channelSlots.insert({ id: slot, holder, lease_until: until })) ||
+        (await this.store.channelSlots.update(slot, { holder, lease_until: until }, { lease_until: { $lte: now.toISOString() } })) !== null;
+      if (taken) break;
+      if (Date.now() > deadline) throw new Error(`the ${slot} channel slot stayed taken for ${SLOT_WAIT_MS} ms`);
+      await new Promise((done) => setTimeout(done, SLOT_POLL_MS));
+    }
+    try {
+      return await task();
+    } finally {
+      await this.store.channelSlots.update(slot, { lease_until: '' }, { holder });
+    }
   }
 
   private async holders(claim: SlotClaim): Promise<ConnectionView[]> {

@@ -135,6 +135,16 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
       const answers = await Promise.all([importToken(), importToken({ providerAccountId: 'act_77', credentials: { access_token: 'token-77' } })]);
       expect(answers.map((a) => (a.ok ? 'active' : a.error.code)).sort()).toEqual(['active', 'connection_exists']);
     });
+
+    it('lets only one in when the two imports reach two replicas', async () => {
+      const other = h.replica();
+      const answers = await Promise.all([
+        importToken(),
+        other.commands.create({ caller: live, channel: 'meta_ads', providerAccountId: 'act_77', credentials: { access_token: 'token-77' } }),
+      ]);
+      expect(answers.map((a) => (a.ok ? 'active' : a.error.code)).sort()).toEqual(['active', 'connection_exists']);
+      expect(await h.store.views.count({ account_id: 'acct_1', mode: 'live', channel: 'meta_ads', status: 'active' })).toBe(1);
+    });
   });
 
   describe('reads, scoped to account and mode', () => {

@@ -39,12 +39,21 @@ export interface OAuthStateRecord {
   [field: string]: unknown;
 }
 
+/** A channel's slot (account, mode, channel): who holds the right to change which connection is active there, until when. */
+export interface ChannelSlotRecord {
+  id: string;
+  holder: string;
+  lease_until: string;
+  [field: string]: unknown;
+}
+
 /** Where connections are written (their streams) and read (their view, OAuth states), for every use case. */
 @Injectable()
 export class ConnectionStore {
   readonly repository: AggregateRepository<ConnectionCommand, ConnectionEvent, ConnectionState>;
   readonly views: Collection<ConnectionView>;
   readonly oauthStates: Collection<OAuthStateRecord>;
+  readonly channelSlots: Collection<ChannelSlotRecord>;
 
   constructor(
     @Inject(EVENT_STORE) readonly events: EventStore,
@@ -53,6 +62,7 @@ export class ConnectionStore {
     this.repository = new AggregateRepository(events, connectionDecider, upcastConnectionEvent);
     this.views = readStore.collection<ConnectionView>('connections', { indexes: CONNECTION_VIEW_INDEXES });
     this.oauthStates = readStore.collection<OAuthStateRecord>('connection_oauth_states', { indexes: ['connection_id'] });
+    this.channelSlots = readStore.collection<ChannelSlotRecord>('connection_channel_slots');
   }
 
   /** The connection from its stream (the truth), or null when it does not exist. */

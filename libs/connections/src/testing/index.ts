@@ -129,7 +129,7 @@ export interface ConnectionsHarness {
   queries: ConnectionQueries;
   access: ConnectionAccessService;
   /** Another replica of connection-service over the same stores (its own locks). */
-  replica(): { access: ConnectionAccessService; rounds: OAuthRounds };
+  replica(): { access: ConnectionAccessService; rounds: OAuthRounds; commands: ConnectionCommands };
   close(): Promise<void>;
 }
 
