@@ -83,7 +83,7 @@ describe('the dispatch executor', () => {
       {},
     );
     const networks: AdNetworks = network ? { meta_ads: network as unknown as AdNetwork } : {};
-    const executor = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches(networks, bus));
+    const executor = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches(networks, bus), { channelRetryMaxWaitMs: 60_000 });
     const [accepted] = await events.readStream(streamId);
     const relayed: RelayedEvent = { ...accepted };
     const outcome = await executor.handle(relayed);
@@ -139,6 +139,12 @@ describe('the dispatch executor', () => {
     await first.run();
     const { state } = await store.stateOf(dispatchStreamId(first.dispatch.id));
     expect(state).toMatchObject({ status: 'completed', attempts: 2, providerResourceId: '120210000000003' });
+  });
+
+  it('waits no longer than CHANNEL_RETRY_MAX_WAIT, whatever the network names', async () => {
+    const untilMidnight = new ProviderError('rate_limited', 'Too many requests', 'HTTP_429', 429, 9 * 3_600_000);
+    const { outcome } = await execute(new ScriptedNetwork([untilMidnight]));
+    expect(outcome).toEqual({ retryInMs: 60_000 });
   });
 
   it('backs off on a transient error without a named delay, and fails retryable after 5 tries', async () => {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ChannelProvider } from '@campaign-ops/channels';
 import { HandlerOutcome } from '@campaign-ops/bus';
 import { Dispatch, DispatchCommand, DispatchNotInProgress, StaleAttempt } from '@campaign-ops/dispatch-domain';
-import { dispatchesExecuting } from '@campaign-ops/service-runtime';
+import { CONFIG, dispatchesExecuting, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
 import { RelayedEvent } from './dispatch-relay';
 import { classify, LaunchOutcome, LiveLaunches } from './live-launches';
@@ -12,9 +12,6 @@ export const SANDBOX_PROVIDER = Symbol('SANDBOX_PROVIDER');
 
 /** Waits between transient provider errors within one dispatch. */
 export const attemptBackoffMs = (attempt: number): number => Math.min(30_000, 500 * 2 ** (attempt - 1));
-
-/** The longest the executor waits before the next try, whatever delay a network names. */
-const MAX_RETRY_DELAY_MS = 15 * 60_000;
 
 /**
  * Runs accepted dispatches against their channel (the simulator for test keys, the ad network
@@ -29,6 +26,7 @@ export class DispatchExecutor {
     private readonly store: DispatchStore,
     @Inject(SANDBOX_PROVIDER) private readonly sandbox: ChannelProvider,
     private readonly live: LiveLaunches,
+    @Inject(CONFIG) private readonly config: Pick<ServiceConfig, 'channelRetryMaxWaitMs'>,
   ) {}
 
   async handle(event: RelayedEvent): Promise<HandlerOutcome> {
@@ -48,7 +46,8 @@ export class DispatchExecutor {
       // A transient failure: wait (the network's delay when it named one), then this message comes back and the next try runs.
       if (last?.type === 'DispatchAttemptFailed') {
         const delay = outcome.kind === 'failed' && outcome.retryAfterMs !== null ? outcome.retryAfterMs : attemptBackoffMs(attempt);
-        return { retryInMs: Math.min(MAX_RETRY_DELAY_MS, Math.max(0, delay)) };
+        // Bounded by CHANNEL_RETRY_MAX_WAIT: a network may name hours (LinkedIn: until midnight UTC).
+        return { retryInMs: Math.min(this.config.channelRetryMaxWaitMs, Math.max(0, delay)) };
       }
     } catch (error) {
       // Another delivery of this work recorded the outcome first: nothing left to do.

@@ -32,6 +32,8 @@ export interface ServiceConfig {
   connections: ConnectionSettings;
   webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; disableAfterMs: number };
   executorConcurrency: number;
+  /** The longest a dispatch waits between tries, whatever delay a network names (LinkedIn's is "until midnight UTC"). */
+  channelRetryMaxWaitMs: number;
   requestTimeoutMs: number;
   /** Gateway token bucket per API key (and per client IP without one): refill rate and bucket size. */
   rateLimit: { perSecond: number; burst: number };
@@ -210,6 +212,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
       disableAfterMs: duration(env, 'WEBHOOK_DISABLE_AFTER', '5d'),
     },
     executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),
+    channelRetryMaxWaitMs: duration(env, 'CHANNEL_RETRY_MAX_WAIT', '15m'),
     requestTimeoutMs: integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
     rateLimit: {
       perSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),

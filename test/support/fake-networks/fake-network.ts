@@ -30,6 +30,8 @@ export interface RecordedRequest {
   rawBody: string;
   /** JSON parsed, a form as an object, anything else (SOAP XML) as the raw text. */
   body: unknown;
+  /** When it arrived (Date.now()), to check the waits between calls. */
+  at: number;
 }
 
 export interface FakeAnswer {
@@ -385,6 +387,7 @@ export abstract class FakeNetwork {
       headers,
       rawBody,
       body: parseBody(headers['content-type'] ?? '', rawBody),
+      at: Date.now(),
     };
     this.requests.push(recorded);
     let answer: FakeAnswer | null;

@@ -27,6 +27,14 @@ export interface LiveFake {
   credentials(fake: FakeNetwork): { access_token: string; refresh_token?: string };
   /** Credentials carrying planted token values, where the network's differ from {access_token, refresh_token}. */
   plantedCredentials?(fake: FakeNetwork, access: string, refresh: string): { access_token: string; refresh_token?: string };
+  /**
+   * The least wait before the retry of a call rate-limited with a 1 s delay: that 1 s where the
+   * network names its delay in seconds, the executor's backoff (500 ms) where it names none, and
+   * CHANNEL_RETRY_MAX_WAIT (the e2e's 2 s) where it names longer (a minute, "midnight UTC").
+   */
+  rateLimitWaitMs?: number | ((refusedAt: number) => number);
+  /** False where the consent URL does not carry our callback (X: it went with the request-token call). */
+  consentNamesCallback?: boolean;
   /** The time zone the connection gets when the network's account read has none (e.g. UTC). */
   reportedTimezone?: string;
 }
@@ -53,14 +61,18 @@ const only = (created: Created, kind: string) => {
 
 export const LIVE_FAKES: Partial<Record<Channel, LiveFake>> = {
   google_ads: { start: (o) => GoogleAdsFake.start(o), accountId: '1234567890', credentials: withRefresh },
-  meta_ads: { start: (o) => MetaAdsFake.start(o), accountId: '1029384756', credentials: accessOnly },
-  tiktok_ads: { start: (o) => TiktokAdsFake.start(o), accountId: '7012345678901234567', credentials: accessOnly },
-  linkedin_ads: { start: (o) => LinkedinAdsFake.start(o), accountId: '508765432', credentials: withRefresh, reportedTimezone: 'UTC' },
-  microsoft_ads: { start: (o) => MicrosoftAdsFake.start(o), accountId: '149876543', credentials: withRefresh },
+  // Meta names its wait in minutes (X-Business-Use-Case-Usage), Microsoft documents 60 s, LinkedIn "until midnight UTC".
+  meta_ads: { start: (o) => MetaAdsFake.start(o), accountId: '1029384756', credentials: accessOnly, rateLimitWaitMs: 2_000 },
+  tiktok_ads: { start: (o) => TiktokAdsFake.start(o), accountId: '7012345678901234567', credentials: accessOnly, rateLimitWaitMs: 500 },
+  linkedin_ads: { start: (o) => LinkedinAdsFake.start(o), accountId: '508765432', credentials: withRefresh, reportedTimezone: 'UTC', rateLimitWaitMs: 2_000 },
+  microsoft_ads: { start: (o) => MicrosoftAdsFake.start(o), accountId: '149876543', credentials: withRefresh, rateLimitWaitMs: 2_000 },
   x_ads: {
     start: (o) => XAdsFake.start(o),
     accountId: '18ce54d4x5t',
     credentials: accessOnly,
+    consentNamesCallback: false,
+    // X names an epoch second (x-account-rate-limit-reset), not a duration: until the next whole second.
+    rateLimitWaitMs: (refusedAt) => (Math.floor(refusedAt / 1000) + 1) * 1000 - refusedAt,
     // A connection's access_token is `<oauth_token>:<oauth_token_secret>`.
     plantedCredentials: (fake, access) => ({ access_token: fake.issueAccessToken(access) }),
   },
