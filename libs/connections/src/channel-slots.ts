@@ -4,7 +4,7 @@ import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Connection } from '@campaign-ops/connection-domain';
 import { EventMetadata } from '@campaign-ops/event-sourcing';
 import { ConnectionStore, ConnectionView } from './connection-store';
-import { KeyedLock } from './keyed-lock';
+import { KeyedMutex } from '@campaign-ops/event-sourcing';
 import { TokenVault } from './token-vault';
 
 const SLOT_LEASE_MS = 15_000;
@@ -31,7 +31,7 @@ export interface SlotClaim {
  */
 @Injectable()
 export class ChannelSlots {
-  private readonly lock = new KeyedLock();
+  private readonly lock = new KeyedMutex();
 
   constructor(
     private readonly store: ConnectionStore,

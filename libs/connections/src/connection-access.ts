@@ -6,7 +6,7 @@ import { Connection, ConnectionNotActive, ConnectionRevokedError } from '@campai
 import { EventMetadata } from '@campaign-ops/event-sourcing';
 import { ConnectionAccess, ConnectionAccessRequest, ConnectionReauthRequiredRequest, ConnectionReauthRequiredResult } from '@campaign-ops/service-messages';
 import { ConnectionStore } from './connection-store';
-import { KeyedLock } from './keyed-lock';
+import { KeyedMutex } from '@campaign-ops/event-sourcing';
 import { redacted } from './provider-calls';
 import { TokenVault, VaultEntry } from './token-vault';
 
@@ -32,7 +32,7 @@ const LEASE_POLL_MS = 200;
 @Injectable()
 export class ConnectionAccessService {
   private readonly logger = new Logger('connection-access');
-  private readonly lock = new KeyedLock();
+  private readonly lock = new KeyedMutex();
 
   constructor(
     private readonly store: ConnectionStore,

@@ -9,7 +9,7 @@ import { OAuthCallbackRequest, OAuthCallbackResult } from '@campaign-ops/service
 import { ChannelSlots } from './channel-slots';
 import { CONNECTION_SETTINGS, ConnectionSettings, oauthCallbackUrl } from './connection-settings';
 import { ConnectionStore } from './connection-store';
-import { KeyedLock } from './keyed-lock';
+import { KeyedMutex } from '@campaign-ops/event-sourcing';
 import { ChannelSettings, NETWORK_SETTINGS } from './network-providers';
 import { readAccount, redacted } from './provider-calls';
 import { checkRedirectUri, withQuery } from './redirect-uri';
@@ -47,7 +47,7 @@ type BackError = 'access_denied' | 'state_invalid' | 'credentials_invalid' | 'pr
 @Injectable()
 export class OAuthRounds {
   private readonly logger = new Logger('oauth');
-  private readonly lock = new KeyedLock();
+  private readonly lock = new KeyedMutex();
 
   constructor(
     private readonly store: ConnectionStore,

@@ -8,11 +8,10 @@ import {
   Mode,
   upcastCreditLedgerEvent,
 } from '@campaign-ops/dispatch-domain';
-import { toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
+import { KeyedMutex, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
-import { KeyedMutex } from './keyed-mutex';
 
 export interface LedgerView {
   id: string;

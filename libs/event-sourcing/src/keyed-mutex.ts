@@ -1,7 +1,8 @@
 /**
- * Runs tasks with the same key one after another within this process. Concurrent charges to one
- * credit ledger would otherwise all read the same revision and all but one would conflict;
- * across replicas, optimistic concurrency on the stream still decides.
+ * Runs tasks with the same key one after another within this process: concurrent writes to one
+ * stream (charges to one credit ledger, refreshes of one connection) would otherwise all read the
+ * same revision and all but one would conflict. Across replicas, optimistic concurrency on the
+ * stream (and any lease beside it) still decides.
  */
 export class KeyedMutex {
   private readonly tails = new Map<string, Promise<unknown>>();
