@@ -179,6 +179,21 @@ describe.each([
       expectation.check(created, { name: `Spring ${channel}`, accountId: fake(channel).accountId });
     });
 
+    it("fails a budget in another currency than the ad account's before any call: currency_mismatch, 0 attempts", async () => {
+      const live = await livePartner(`${channel} currency`);
+      const network = fakes[channel];
+      await importToken(live, channel, fake(channel).credentials(network));
+      const before = network.requests.length;
+      const answer = await live.post('/v1/campaigns', { channel, campaign: { ...campaign(`Euro ${channel}`), budget: { amount_micros: 50_000_000, currency: 'EUR', type: 'daily' } } });
+      expect(answer.status).toBe(200);
+      const dispatch = await eventually(async () => {
+        const current = (await live.get(`/v1/dispatches/${answer.body.data.id}`)).body.data;
+        return current.status !== 'accepted' ? current : undefined;
+      }, 30_000, `dispatch of ${channel} in EUR`);
+      expect(dispatch).toMatchObject({ status: 'failed', attempts: 0, error: { code: 'provider_validation_failed', provider_code: 'currency_mismatch', retryable: false } });
+      expect(network.requests.slice(before)).toEqual([]);
+    });
+
     it('connects by OAuth: the consent URL, the callback, and a 302 back to the partner', async () => {
       const live = await livePartner(`${channel} oauth`);
       const redirectUri = 'https://partner.example/connected?from=test';
