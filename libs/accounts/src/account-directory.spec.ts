@@ -1,5 +1,6 @@
 import { SqliteEventStore } from '@campaign-ops/event-store';
 import { SqliteReadStore } from '@campaign-ops/read-store';
+import { indexedOnly } from '@campaign-ops/testing/read-store';
 import { AccountDirectory } from './account-directory';
 
 /** Accounts and keys as operators make them and the gateway checks them, over real SQLite stores. */
@@ -44,6 +45,22 @@ describe('account directory', () => {
     expect(await directory.authenticate(keyA.key)).toEqual({ ok: true, accountId: a, mode: 'live', keyId: keyA.id });
     expect(await directory.authenticate('mk_live_' + 'Z'.repeat(40))).toEqual({ ok: false, code: 'api_key_invalid' });
     expect(await directory.authenticate('not a key')).toEqual({ ok: false, code: 'api_key_invalid' });
+  });
+
+  it('finds a presented key through an index the read store was told to build (no collection scan per request)', async () => {
+    const indexed = new AccountDirectory(events, indexedOnly(reads));
+    const id = (await indexed.openAccount('A')).account.id;
+    const { key, id: keyId } = await issue(id, 'live');
+    expect(await indexed.authenticate(key)).toEqual({ ok: true, accountId: id, mode: 'live', keyId });
+    expect(await indexed.authenticate('mk_live_' + 'Z'.repeat(40))).toEqual({ ok: false, code: 'api_key_invalid' });
+  });
+
+  it('answers api_key_invalid to something that is not a key without asking the store (junk stays a 401 while the store is down)', async () => {
+    const find = jest.spyOn(directory.keys, 'find').mockRejectedValue(new Error('read store down'));
+    expect(await directory.authenticate('not a key')).toEqual({ ok: false, code: 'api_key_invalid' });
+    expect(await directory.authenticate('mk_live_short')).toEqual({ ok: false, code: 'api_key_invalid' });
+    expect(find).not.toHaveBeenCalled();
+    await expect(directory.authenticate('mk_live_' + 'Z'.repeat(40))).rejects.toThrow('read store down');
   });
 
   it('keeps only the hash of a key', async () => {

@@ -29,6 +29,7 @@ describe('credit handlers of dispatch-service', () => {
   });
 
   afterEach(async () => {
+    jest.restoreAllMocks();
     await bus.close();
     await events.close();
     await reads.close();
@@ -54,6 +55,12 @@ describe('credit handlers of dispatch-service', () => {
     await handlers.onAccountEvent(relayed('AccountOpened', { accountId: 'acct_7', name: 'A', credits: { live: 0, test: 0 }, openedAt: new Date().toISOString() }, 'evt_2'));
     expect(await events.readStream(creditLedgerStreamId('acct_7', 'live'))).toEqual([]);
     expect(await events.readStream(creditLedgerStreamId('acct_7', 'test'))).toEqual([]);
+  });
+
+  it('leaves the ledgers alone for account events that carry no credits, so such events pass even while the ledgers cannot be read', async () => {
+    jest.spyOn(events, 'readStream').mockRejectedValue(new Error('event store down'));
+    await expect(handlers.onAccountEvent(relayed('ApiKeyIssued', { keyId: 'key_1', mode: 'live', keyHash: 'h', issuedAt: new Date().toISOString() }))).resolves.toBeUndefined();
+    await expect(handlers.onAccountEvent(relayed('AccountOpened', { accountId: 'acct_7', name: 'A', credits: { live: 5, test: 0 }, openedAt: new Date().toISOString() }, 'evt_2'))).rejects.toThrow('event store down');
   });
 
   it('makes sure every charge on a ledger has its dispatch, for the account and mode of that ledger', async () => {

@@ -112,6 +112,23 @@ describe('a credit ledger', () => {
     expect(await ledgers.load('acct_1', 'live')).toEqual({ state: { accountId: 'acct_1', mode: 'live', balance: 5, grantIds: ['g1'] }, revision: 0 });
   });
 
+  it('reads from the stream only the events its view does not hold yet, never the whole stream again', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    await ledgers.execute('acct_1', 'live', grant('g2', 3), {});
+    const read = jest.spyOn(events, 'readStream');
+    expect((await ledgers.load('acct_1', 'live')).state.balance).toBe(8);
+    expect(await read.mock.results[0].value).toEqual([]);
+    const otherReads = SqliteReadStore.open(':memory:');
+    try {
+      await new CreditLedgers(events, otherReads).execute('acct_1', 'live', grant('g3', 2), {});
+    } finally {
+      await otherReads.close();
+    }
+    read.mockClear();
+    expect(await ledgers.load('acct_1', 'live')).toMatchObject({ state: { balance: 10 }, revision: 2 });
+    expect((await read.mock.results[0].value).map((e: { revision: number }) => e.revision)).toEqual([2]);
+  });
+
   it('continues from its view, and brings the view up to events another writer appended', async () => {
     await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
     const other = new CreditLedgers(events, SqliteReadStore.open(':memory:'));

@@ -63,6 +63,7 @@ export class CreditLedgers {
         } catch (error) {
           // Another replica charged or granted first: decide again on the new state, after a pause.
           if (!(error instanceof WrongExpectedRevisionError) || conflicts >= MAX_CONFLICTS) throw error;
+          // Stryker disable next-line ArithmeticOperator: a random pause of up to 20 ms or of up to 0.05 ms; only how far apart the replicas retry differs
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 20));
         }
       }

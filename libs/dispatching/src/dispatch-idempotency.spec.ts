@@ -1,4 +1,5 @@
-import { Collection, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { Collection, FindOptions, Filter, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { indexedOnly } from '@campaign-ops/testing/read-store';
 import { DispatchIdempotency, IDEMPOTENCY_WINDOW_MS } from './dispatch-idempotency';
 
 /** Idempotency-Keys as dispatch-service holds them: one dispatch per account, mode and key for 24 h. */
@@ -94,6 +95,37 @@ describe('dispatch idempotency', () => {
     expect(await keys.claim('acct_1', 'test', 'young', 'dsp_x', spring)).toMatchObject({ kind: 'taken', dispatchId: 'dsp_young' });
     const left = await reads.collection('dispatch_idempotency_keys').find({}, { limit: 10 });
     expect(left.items).toHaveLength(1);
+  });
+
+  it('finishes a sweep however many keys are still young, more than a page of them', async () => {
+    await keys.claim('acct_1', 'test', 'old', 'dsp_old', spring);
+    at(1000);
+    for (let n = 0; n < 501; n++) await keys.claim('acct_1', 'test', `young-${n}`, `dsp_${n}`, spring);
+    at(IDEMPOTENCY_WINDOW_MS + 500);
+    // A sweep that paged through young keys would read the same full page of them for ever.
+    let finds = 0;
+    const bounded: ReadStore = Object.assign(Object.create(reads) as ReadStore, {
+      collection: <T extends { id: string }>(name: string, options?: object) => {
+        const inner = reads.collection<T>(name, options);
+        return Object.assign(Object.create(inner) as Collection<T>, {
+          find: async (where: Filter, findOptions?: FindOptions) => {
+            if (++finds > 10) throw new Error('the sweep is still reading after 10 pages');
+            return inner.find(where, findOptions);
+          },
+        });
+      },
+    });
+    const sweeping = new DispatchIdempotency(bounded);
+    expect(await sweeping.sweep()).toBe(1);
+    expect(await sweeping.sweep()).toBe(0);
+    expect(await keys.claim('acct_1', 'test', 'young-500', 'dsp_x', spring)).toMatchObject({ kind: 'taken', dispatchId: 'dsp_500' });
+  });
+
+  it('finds the expired keys through an index the read store was told to build (no collection scan per sweep)', async () => {
+    const indexed = new DispatchIdempotency(indexedOnly(reads));
+    await indexed.claim('acct_1', 'test', 'k', 'dsp_1', spring);
+    at(IDEMPOTENCY_WINDOW_MS + 1);
+    expect(await indexed.sweep()).toBe(1);
   });
 
   it('gives an expired key to exactly one of many simultaneous requests', async () => {

@@ -79,7 +79,8 @@ export function precheckWebhookUrl(raw: unknown, policy: UrlPolicy): UrlCheckRes
 
 async function resolveWithDns(host: string): Promise<string[]> {
   // The system resolver, like the HTTP client that will deliver: /etc/hosts counts too.
-  const records = await lookup(host, { all: true, verbatim: true });
+  // Every address is judged, so the order they come in (verbatim or IPv4 first) does not matter.
+  const records = await lookup(host, { all: true });
   return records.map((record) => record.address);
 }
 

@@ -1,4 +1,4 @@
-import { Body, Controller, ExecutionContext, HttpCode, INestApplication, Param, Patch, Post } from '@nestjs/common';
+import { Body, Controller, ExecutionContext, HttpCode, INestApplication, Logger, Param, Patch, Post } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import type { NextFunction, Response } from 'express';
@@ -226,6 +226,23 @@ describe('IdempotencyInterceptor', () => {
       expect([response.status, response.headers.get('idempotent-replayed')]).toEqual([200, null]);
     }
     expect(runs).toEqual(['update:t1', 'update:t1']);
+  });
+
+  it('still answers when the answer cannot be kept, and logs that under idempotency with the request id', async () => {
+    const complete = jest.spyOn(IdempotencyStore.prototype, 'complete').mockRejectedValueOnce(new Error('store down'));
+    const error = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+    try {
+      const answer = await post('/v1/things', { name: 'a' }, { 'Idempotency-Key': 'unkept-1' });
+      expect(answer.status).toBe(200);
+      const requestId = JSON.parse(answer.text).request_id;
+      expect(error.mock.calls.map((call, n) => [JSON.parse(call[0] as string), (error.mock.contexts[n] as { context?: string }).context])).toEqual([
+        [{ msg: 'idempotency record not written', request_id: requestId, error: 'store down' }, 'idempotency'],
+      ]);
+      expect(complete).toHaveBeenCalledTimes(1);
+    } finally {
+      complete.mockRestore();
+      error.mockRestore();
+    }
   });
 
   it('runs every request without a key', async () => {

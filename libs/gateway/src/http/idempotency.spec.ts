@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Collection, READ_STORE, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { indexedOnly } from '@campaign-ops/testing/read-store';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import {
   answerSealingKey,
@@ -32,17 +33,24 @@ describe('requestFingerprint', () => {
     // the path and the body cannot be traded for one another
     expect(requestFingerprint('POST', '/a', body('\nb'))).not.toBe(requestFingerprint('POST', '/a\n', body('b')));
   });
+
+  it('is sha256 of the upper-case method, the length-prefixed path and the body: records outlive a deploy, so the format must not drift', () => {
+    // sha256('POST\n13:/v1/campaigns\n{"a":1}')
+    const vector = 'e05246ee32674ae31e7b9cc899a6a44c4c2f96f8db4bb617ac28f30b54044fb1';
+    expect(requestFingerprint('post', '/v1/campaigns', body('{"a":1}'))).toBe(vector);
+    expect(requestFingerprint('POST', '/v1/campaigns', body('{"a":1}'))).toBe(vector);
+  });
 });
 
 describe('idempotencyRecordId', () => {
   it('scopes a key: the same key in another account or mode is another record', () => {
-    const id = idempotencyRecordId('acct_1:test', 'key-1');
+    const id = idempotencyRecordId('acct_1:test', 'key-1', '');
     expect(id).toMatch(/^[0-9a-f]{64}$/);
-    expect(idempotencyRecordId('acct_1:test', 'key-1')).toBe(id);
-    expect(idempotencyRecordId('acct_1:live', 'key-1')).not.toBe(id);
-    expect(idempotencyRecordId('acct_2:test', 'key-1')).not.toBe(id);
-    expect(idempotencyRecordId('admin', 'key-1')).not.toBe(id);
-    expect(idempotencyRecordId('a', 'b\nc')).not.toBe(idempotencyRecordId('a\nb', 'c'));
+    expect(idempotencyRecordId('acct_1:test', 'key-1', '')).toBe(id);
+    expect(idempotencyRecordId('acct_1:live', 'key-1', '')).not.toBe(id);
+    expect(idempotencyRecordId('acct_2:test', 'key-1', '')).not.toBe(id);
+    expect(idempotencyRecordId('admin', 'key-1', '')).not.toBe(id);
+    expect(idempotencyRecordId('a', 'b\nc', '')).not.toBe(idempotencyRecordId('a\nb', 'c', ''));
     // Keyed: without the deployment's secret, a guessed key cannot be checked against the store.
     expect(idempotencyRecordId('acct_1:test', 'key-1', 'a'.repeat(64))).not.toBe(id);
     expect(idempotencyRecordId('acct_1:test', 'key-1', 'a'.repeat(64))).toBe(idempotencyRecordId('acct_1:test', 'key-1', 'a'.repeat(64)));
@@ -175,7 +183,10 @@ describe('IdempotencyStore', () => {
     expect(await store.sweep()).toBe(1);
   });
 
-  it('leaves alone a record taken over between the sweep finding it and deleting it', async () => {
+  it.each([
+    ['taken over', () => ({ token: 'someone-else', expires_at: now + IDEMPOTENCY_TTL_MS })],
+    ['taken over and released again', () => ({ token: 'someone-else', expires_at: 0, locked_until: 0 })],
+  ])('leaves alone a record %s between the sweep finding it and deleting it', async (_, since: () => Partial<IdempotencyRecord>) => {
     const taken = new Set<string>();
     // The store as another replica changes it: what the sweep reads again is a taken-over record.
     const racing: ReadStore = Object.assign(Object.create(reads) as ReadStore, {
@@ -184,7 +195,7 @@ describe('IdempotencyStore', () => {
         return Object.assign(Object.create(inner) as Collection<T>, {
           get: async (id: string) => {
             const record = await inner.get(id);
-            return record && taken.has(id) ? { ...record, token: 'someone-else', expires_at: now + IDEMPOTENCY_TTL_MS } : record;
+            return record && taken.has(id) ? { ...record, ...since() } : record;
           },
         });
       },
@@ -196,19 +207,21 @@ describe('IdempotencyStore', () => {
       return begun.reservation;
     })());
     now += LEASE * 2;
-    taken.add(idempotencyRecordId('acct_1:test', 'k'));
+    taken.add(idempotencyRecordId('acct_1:test', 'k', ''));
     expect(await swept.sweep()).toBe(0);
     taken.clear();
     expect(await swept.sweep()).toBe(1);
   });
 
-  it('gives up with in_use when the record keeps vanishing between its insert and its read', async () => {
+  it('gives up with in_use after five rounds when the record keeps vanishing between its insert and its read', async () => {
+    let inserts = 0;
     const vanishing: ReadStore = Object.assign(Object.create(reads) as ReadStore, {
       collection: <T extends { id: string }>(name: string, options?: object) =>
-        Object.assign(Object.create(reads.collection<T>(name, options)) as Collection<T>, { insert: async () => false, get: async () => null }),
+        Object.assign(Object.create(reads.collection<T>(name, options)) as Collection<T>, { insert: async () => (inserts++, false), get: async () => null }),
     });
     const store2 = new IdempotencyStore(vanishing, { leaseMs: LEASE, now: () => now, sweepIntervalMs: 0 });
     expect(await store2.begin('acct_1:test', 'k', 'fp')).toEqual({ kind: 'in_use' });
+    expect(inserts).toBe(5);
   });
 
   it('warns when an answer comes after its reservation was taken over', async () => {
@@ -268,6 +281,29 @@ describe('IdempotencyStore', () => {
     }
   });
 
+  it('sweeps at most `limit` records a call, expired ones only, however many live records come before them', async () => {
+    // Record ids are HMACs: the three expired keys are those whose ids sort last, after every live one.
+    const keys = Array.from({ length: 10 }, (_, n) => `key-${n}`).sort((a, b) => (idempotencyRecordId('acct_1:test', a, '') < idempotencyRecordId('acct_1:test', b, '') ? -1 : 1));
+    const [live, expired] = [keys.slice(0, 7), keys.slice(7)];
+    for (const key of live) await store.complete(await run('fp', key), answer());
+    for (const key of expired) await store.release(await run('fp', key));
+    now += LEASE * 2;
+    expect(await store.sweep(2)).toBe(2);
+    expect(await store.sweep(2)).toBe(1);
+    expect(await store.sweep(2)).toBe(0);
+    const left = await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).find({}, { limit: 20, order: 'asc' });
+    expect(left.items.map((r) => r.id)).toEqual(live.map((key) => idempotencyRecordId('acct_1:test', key, '')));
+  });
+
+  it('finds what to sweep through an index the read store was told to build (no collection scan per sweep)', async () => {
+    const indexed = new IdempotencyStore(indexedOnly(reads), { leaseMs: LEASE, now: () => now, sweepIntervalMs: 0 });
+    const begun = await indexed.begin('acct_1:test', 'key-1', 'fp');
+    if (begun.kind !== 'run') throw new Error(begun.kind);
+    await indexed.release(begun.reservation);
+    now += LEASE * 2;
+    expect(await indexed.sweep()).toBe(1);
+  });
+
   it('sweeps records that expired or were released a lease ago, and only those', async () => {
     await store.complete(await run('fp', 'old'), answer());
     await store.release(await run('fp', 'released'));
@@ -276,7 +312,7 @@ describe('IdempotencyStore', () => {
     now += LEASE * 4;
     expect(await store.sweep()).toBe(2);
     const left = await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).find({}, { limit: 10 });
-    expect(left.items.map((r) => r.id)).toEqual([idempotencyRecordId('acct_1:test', 'recent')]);
+    expect(left.items.map((r) => r.id)).toEqual([idempotencyRecordId('acct_1:test', 'recent', '')]);
     expect((await store.begin('acct_1:test', 'recent', 'fp')).kind).toBe('replay');
     expect((await store.begin('acct_1:test', 'old', 'other')).kind).toBe('run');
   });

@@ -58,13 +58,13 @@ export function requestFingerprint(method: string, path: string, rawBody: Buffer
 }
 
 /** The record id of a key in a scope (`<account>:<mode>` for partners, `admin` for operators). */
-export function idempotencyRecordId(scope: string, key: string, secret = ''): string {
+export function idempotencyRecordId(scope: string, key: string, secret: string): string {
   // Length-prefixed so that no (scope, key) pair can collide with another.
   return createHmac('sha256', secret).update(`record-id\n${scope.length}:${scope}\n${key}`).digest('hex');
 }
 
 /** The key that seals a kept answer: another derivation than the record id, so the id does not reveal it. */
-export function answerSealingKey(scope: string, key: string, secret = ''): string {
+export function answerSealingKey(scope: string, key: string, secret: string): string {
   return createHmac('sha256', secret).update(`answer-sealing-key\n${scope.length}:${scope}\n${key}`).digest('hex');
 }
 

@@ -1,0 +1,1 @@
+export { indexedOnly } from './indexed-only';
