@@ -4,7 +4,7 @@
 const base = require('./jest.config');
 
 const LIBS = [
-  'account-domain', 'accounts', 'connection-domain', 'decider', 'dispatch-domain', 'dispatching', 'gateway', 'secret-box',
+  'account-domain', 'accounts', 'connection-domain', 'connections', 'decider', 'dispatch-domain', 'dispatching', 'gateway', 'secret-box',
   'url-guard', 'webhook-delivery', 'webhook-domain', 'webhook-sender', 'webhook-signing',
 ];
 
