@@ -11,7 +11,12 @@ export class DispatchExecutionMessageController {
 
   @EventPattern(DISPATCH_EVENT_SUBJECTS, {
     durable: 'dispatch-executor',
-    ackWaitMs: 60_000,
+    // Longer than a live try can take, or the message would be redelivered while the network is
+    // still being called and a second try could create the campaign twice: a fresh token and a
+    // forced refresh (each at most CHANNEL_TIMEOUT_MS, 30 s) around up to two rounds of up to four
+    // calls (X: funding instruments, campaign, line item, clean-up). After a crash, NATS hands
+    // the message to another replica once this runs out; standalone releases it at the next start.
+    ackWaitMs: 360_000,
     lanes: (config) => config.executorConcurrency,
   } satisfies DurableConsumerOptions<ServiceConfig>)
   execute(@Payload() event: RelayedEvent) {
