@@ -3,7 +3,9 @@
  * docker-compose, every Kubernetes overlay through `kubectl kustomize`, every object it builds
  * against the Kubernetes schemas (kubernetes-models), and the rules production relies on:
  * confined and sized containers, probes, network isolation, placeholders instead of secrets,
- * autoscalers and disruption budgets, data stores whose settings agree with their member count.
+ * autoscalers and disruption budgets, data stores whose settings agree with their member count,
+ * and the wiring of the live ad-network settings (CHANNEL_*, PUBLIC_BASE_URL) to the two services
+ * that call the networks.
  *
  * A check whose tool is missing prints one line and is skipped; CI installs both (.ci/run).
  */
@@ -12,6 +14,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { tmpdir } from 'node:os';
 import { delimiter, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { DEFAULT_ENDPOINTS, loadNetworkSettings } from '@campaign-ops/ad-networks';
+import { CHANNELS } from '@campaign-ops/channels';
+import { loadConfig } from '@campaign-ops/service-runtime';
 
 const root = join(__dirname, '..', '..');
 
@@ -29,6 +34,42 @@ const PLACEHOLDER = /^REPLACE_ME/;
 const HTTPS_ONLY_WORKERS = ['dispatch-service', 'connection-service'];
 const ANY_PORT_WORKERS = ['webhook-delivery-service'];
 const INTERNET_CIDRS = ['0.0.0.0/0', '::/0'];
+// The ad networks' apps and live-call settings (k8s/channels.env.example): a Secret of their own,
+// for the two services that call the networks and no other app.
+const CHANNELS_SECRET = 'campaign-ops-channels';
+const NETWORK_CALLERS = ['connection-service', 'dispatch-service'];
+
+type Env = Record<string, string | undefined>;
+
+/** The names a loader reads from its environment, recorded as it reads them. */
+function variablesRead(load: (env: Env) => unknown, given: Env = {}): string[] {
+  const read = new Set<string>();
+  const env = new Proxy(given, {
+    get(target, name) {
+      if (typeof name === 'string') read.add(name);
+      return typeof name === 'string' ? target[name] : undefined;
+    },
+  });
+  load(env);
+  return [...read];
+}
+
+/** A DATA_DIR for the config loader (which creates it; nothing is written there when the keys are given). */
+const configDataDir = mkdtempSync(join(tmpdir(), 'deploy-config-'));
+afterAll(() => rmSync(configDataDir, { recursive: true, force: true }));
+
+/**
+ * Every CHANNEL_* variable the two services read, as the code reads it: the network settings (one
+ * set per channel of the CHANNELS catalog) and the service config (CHANNEL_RETRY_MAX_WAIT).
+ */
+const CHANNEL_VARIABLES: string[] = (() => {
+  const given = { DATA_DIR: configDataDir, CONNECTION_ENCRYPTION_KEY: '1'.repeat(64) };
+  const names = [
+    ...variablesRead(loadNetworkSettings),
+    ...NETWORK_CALLERS.flatMap((app) => variablesRead((env) => loadConfig(app as 'connection-service' | 'dispatch-service', env), given)),
+  ];
+  return [...new Set(names.filter((name) => name.startsWith('CHANNEL_')))].sort();
+})();
 
 // ---------------------------------------------------------------------------------------------
 // Tools
@@ -153,6 +194,55 @@ describeWithTool('docker-compose.yml', composeTool, (compose) => {
     expect(services['api-gateway']?.environment?.ADMIN_TOKEN).toBe(COMPOSE_SECRETS.ADMIN_TOKEN);
     expect(failures).toEqual([]);
   });
+
+  const withoutChannelSettings = (): NodeJS.ProcessEnv => {
+    const env = withoutSecrets();
+    for (const name of [...CHANNEL_VARIABLES, 'PUBLIC_BASE_URL', 'CONNECTION_ENCRYPTION_KEY_PREVIOUS']) delete env[name];
+    return { ...env, ...COMPOSE_SECRETS };
+  };
+  const composeServices = (env: NodeJS.ProcessEnv): Record<string, Json> => {
+    const result = composeRun(['config'], env);
+    expect({ status: result.status, stderr: result.stderr.trim() }).toEqual({ status: 0, stderr: expect.any(String) });
+    return parseYaml(result.stdout, 'docker-compose config')[0].services;
+  };
+
+  it('passes every CHANNEL_* setting from .env or the environment to connection-service and dispatch-service, and to no other app', () => {
+    const given = Object.fromEntries(CHANNEL_VARIABLES.map((name) => [name, `given-${name}`]));
+    const services = composeServices({ ...withoutChannelSettings(), ...given });
+    const failures: string[] = [];
+    for (const app of APPS) {
+      const environment: Record<string, string> = services[app]?.environment ?? {};
+      for (const name of CHANNEL_VARIABLES) {
+        const expected = NETWORK_CALLERS.includes(app) ? given[name] : undefined;
+        if (environment[name] !== expected) failures.push(`${app}: ${name} is ${JSON.stringify(environment[name])}, expected ${JSON.stringify(expected)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it('leaves an unset CHANNEL_* setting empty, which the services read as unset (defaults, no OAuth client)', () => {
+    const services = composeServices(withoutChannelSettings());
+    for (const app of NETWORK_CALLERS) {
+      const environment: Env = { ...services[app].environment, DATA_DIR: configDataDir };
+      expect(CHANNEL_VARIABLES.filter((name) => environment[name] !== '')).toEqual([]);
+      const settings = loadNetworkSettings(environment);
+      for (const channel of CHANNELS) {
+        const { clientId, clientSecret, developerToken, apiUrl, oauthUrl, tokenUrl } = settings[channel];
+        expect({ channel, clientId, clientSecret, developerToken, apiUrl, oauthUrl, tokenUrl }).toEqual({ channel, clientId: null, clientSecret: null, developerToken: null, ...DEFAULT_ENDPOINTS[channel] });
+      }
+      const config = loadConfig(app as 'connection-service' | 'dispatch-service', environment);
+      expect(config.channelRetryMaxWaitMs).toBe(15 * 60_000);
+      if (app === 'connection-service') expect(config.connections.previousEncryptionKey).toBeNull();
+    }
+  });
+
+  it('gives connection-service PUBLIC_BASE_URL: the published gateway by default, else the one given', () => {
+    expect(composeServices(withoutChannelSettings())['connection-service'].environment.PUBLIC_BASE_URL).toBe('http://localhost:3000');
+    const services = composeServices({ ...withoutChannelSettings(), PUBLIC_BASE_URL: 'https://api.partner.example' });
+    expect(services['connection-service'].environment.PUBLIC_BASE_URL).toBe('https://api.partner.example');
+    const config = loadConfig('connection-service', { ...services['connection-service'].environment, DATA_DIR: configDataDir });
+    expect(config.connections.publicBaseUrl).toBe('https://api.partner.example');
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -168,8 +258,13 @@ const overlays = existsSync(overlaysDir)
 const secretTemplate = join(root, 'k8s', 'secrets.env.example');
 
 function readSecretTemplate(): Map<string, string> {
+  return readEnvFile(secretTemplate);
+}
+
+/** NAME=value lines of an env file (as `kubectl create secret --from-env-file` reads them); comments skipped. */
+function readEnvFile(file: string): Map<string, string> {
   const entries = new Map<string, string>();
-  for (const line of readFileSync(secretTemplate, 'utf8').split('\n')) {
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
     const match = /^\s*([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
     if (match) entries.set(match[1], match[2].trim());
   }
@@ -270,6 +365,19 @@ function appConfigOf(objects: Json[]): Record<string, string> | null {
   const ref = deployment ? podSpecOf(deployment).containers[0].envFrom?.find((source: Json) => source.configMapRef)?.configMapRef.name : undefined;
   const configMap = ref && objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === ref);
   return configMap ? configMap.data ?? {} : null;
+}
+
+/** A container's environment as built: its envFrom ConfigMaps, then its `env` (values and ConfigMap keys), which wins. Secrets are left out. */
+function resolvedEnvOf(objects: Json[], container: Json): Env {
+  const configMap = (name: string): Record<string, string> => objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === name)?.data ?? {};
+  const env: Env = {};
+  for (const source of container.envFrom ?? []) if (source.configMapRef) Object.assign(env, configMap(source.configMapRef.name));
+  for (const variable of container.env ?? []) {
+    const ref = variable.valueFrom?.configMapKeyRef;
+    if (variable.value !== undefined) env[variable.name] = variable.value;
+    else if (ref) env[variable.name] = configMap(ref.name)[ref.key];
+  }
+  return env;
 }
 
 const isApp = (object: Json) => object.kind === 'Deployment' && podLabelsOf(object)['app.kubernetes.io/component'] === 'service';
@@ -479,6 +587,61 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       expect(failures).toEqual([]);
     });
 
+    it('reads every secret that k8s/secrets.env.example leaves empty (optional) with optional: true', () => {
+      const optional = [...readSecretTemplate()].filter(([, value]) => value === '').map(([key]) => key);
+      expect(optional).toContain('CONNECTION_ENCRYPTION_KEY_PREVIOUS');
+      const failures: string[] = [];
+      const readers: string[] = [];
+      for (const object of objectsOf(overlay)) {
+        const pod = podSpecOf(object);
+        for (const container of pod ? containersOf(pod) : []) {
+          for (const variable of container.env ?? []) {
+            const ref = variable.valueFrom?.secretKeyRef;
+            if (!ref || !optional.includes(ref.key)) continue;
+            readers.push(`${id(object)} ${ref.key}`);
+            if (ref.optional !== true) failures.push(`${overlay}: ${id(object)} reads ${ref.key} without optional: true (a Secret without the key would keep the pod from starting)`);
+          }
+        }
+      }
+      expect(readers).toContain('Deployment/connection-service CONNECTION_ENCRYPTION_KEY_PREVIOUS');
+      expect(failures).toEqual([]);
+    });
+
+    it(`gives the Secret ${CHANNELS_SECRET} (envFrom, optional) to connection-service and dispatch-service and to no other pod; the build holds no such Secret`, () => {
+      const objects = objectsOf(overlay);
+      const readers: string[] = [];
+      const failures: string[] = [];
+      for (const object of objects) {
+        if (object.kind === 'Secret' && object.metadata.name.startsWith(CHANNELS_SECRET)) failures.push(`${overlay}: ${id(object)} is built (kubectl apply -k would overwrite the real one)`);
+        const pod = podSpecOf(object);
+        for (const container of pod ? containersOf(pod) : []) {
+          for (const source of container.envFrom ?? []) {
+            if (source.secretRef?.name !== CHANNELS_SECRET) continue;
+            readers.push(isApp(object) ? appName(object) : id(object));
+            if (source.secretRef.optional !== true) failures.push(`${overlay}: ${id(object)} needs ${CHANNELS_SECRET} (not optional: pods wait until it exists)`);
+            if (source.prefix) failures.push(`${overlay}: ${id(object)} prefixes ${CHANNELS_SECRET}'s names with ${source.prefix}`);
+          }
+          for (const variable of container.env ?? []) {
+            if (variable.valueFrom?.secretKeyRef?.name === CHANNELS_SECRET) readers.push(`${id(object)} (${variable.name})`);
+          }
+        }
+        for (const volume of pod?.volumes ?? []) {
+          if (volume.secret?.secretName === CHANNELS_SECRET) readers.push(`${id(object)} (volume ${volume.name})`);
+        }
+      }
+      expect(readers.sort()).toEqual([...NETWORK_CALLERS].sort());
+      expect(failures).toEqual([]);
+    });
+
+    it('sets PUBLIC_BASE_URL for connection-service to a URL its config accepts (its default, http://localhost:<PORT>, is wrong in any deployment)', () => {
+      const objects = objectsOf(overlay);
+      const deployment = objects.find((o) => isApp(o) && appName(o) === 'connection-service');
+      const env = resolvedEnvOf(objects, podSpecOf(deployment).containers[0]);
+      expect(env.PUBLIC_BASE_URL).toEqual(expect.stringMatching(/^https?:\/\//));
+      const config = loadConfig('connection-service', { ...env, DATA_DIR: configDataDir, CONNECTION_ENCRYPTION_KEY: '1'.repeat(64) });
+      expect(config.connections.publicBaseUrl).toBe(env.PUBLIC_BASE_URL!.replace(/\/+$/, ''));
+    });
+
     it('configures each data store for its member count (NATS routes, EventStoreDB cluster size, MongoDB members)', () => {
       const objects = objectsOf(overlay);
       const statefulSet = (name: string) => objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === name);
@@ -578,6 +741,25 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       }
       expect(failures).toEqual([]);
     });
+
+    it('sets PUBLIC_BASE_URL for connection-service to an https origin (the OAuth redirect URI registered at each network)', () => {
+      const objects = prod();
+      const deployment = objects.find((o) => isApp(o) && appName(o) === 'connection-service');
+      const url = new URL(resolvedEnvOf(objects, podSpecOf(deployment).containers[0]).PUBLIC_BASE_URL ?? 'unset:');
+      expect({ protocol: url.protocol, host: url.host !== '', search: url.search, hash: url.hash }).toEqual({ protocol: 'https:', host: true, search: '', hash: '' });
+    });
+
+    it(`pins CHANNEL_ALLOW_HTTP=false in the env of the services that read ${CHANNELS_SECRET} (env wins over envFrom)`, () => {
+      const objects = prod();
+      const failures: string[] = [];
+      for (const deployment of objects.filter(isApp)) {
+        const reads = (podSpecOf(deployment).containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === CHANNELS_SECRET);
+        if (!reads) continue;
+        const pinned = (podSpecOf(deployment).containers[0].env ?? []).filter((e: Json) => e.name === 'CHANNEL_ALLOW_HTTP');
+        if (pinned.length !== 1 || pinned[0].value !== 'false') failures.push(`${id(deployment)}: CHANNEL_ALLOW_HTTP is ${JSON.stringify(pinned)}, expected one value "false"`);
+      }
+      expect(failures).toEqual([]);
+    });
   });
 });
 
@@ -587,13 +769,37 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
 describe('committed deployment files', () => {
   it('k8s/secrets.env.example lists the apps\' secrets with placeholders that the apps refuse to start with', () => {
     const template = readSecretTemplate();
-    expect([...template.keys()].sort()).toEqual(['ADMIN_TOKEN', 'CONNECTION_ENCRYPTION_KEY', 'IDEMPOTENCY_SECRET_KEY', 'WEBHOOK_SECRET_KEY']);
-    for (const [key, value] of template) expect({ key, placeholder: PLACEHOLDER.test(value) }).toEqual({ key, placeholder: true });
+    expect([...template.keys()].sort()).toEqual(['ADMIN_TOKEN', 'CONNECTION_ENCRYPTION_KEY', 'CONNECTION_ENCRYPTION_KEY_PREVIOUS', 'IDEMPOTENCY_SECRET_KEY', 'WEBHOOK_SECRET_KEY']);
+    // Optional and empty: no rotation under way (empty is read as unset).
+    const optional = ['CONNECTION_ENCRYPTION_KEY_PREVIOUS'];
+    for (const [key, value] of template) expect({ key, value: optional.includes(key) ? value : PLACEHOLDER.test(value) }).toEqual({ key, value: optional.includes(key) ? '' : true });
     // The config loader wants 64 hex characters for the keys, and 16 characters at least for the token.
     expect(template.get('WEBHOOK_SECRET_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
     expect(template.get('CONNECTION_ENCRYPTION_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
     expect(template.get('IDEMPOTENCY_SECRET_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
     expect(template.get('ADMIN_TOKEN')!.length).toBeLessThan(16);
+  });
+
+  it('k8s/channels.env.example lists every CHANNEL_* variable the services read (a set per channel of the CHANNELS catalog), all empty', () => {
+    // The list comes from the code; these anchor it in the catalog, so a broken recording cannot pass.
+    for (const channel of CHANNELS) {
+      for (const suffix of ['CLIENT_ID', 'CLIENT_SECRET', 'API_URL', 'OAUTH_URL', 'TOKEN_URL']) expect(CHANNEL_VARIABLES).toContain(`CHANNEL_${channel.toUpperCase()}_${suffix}`);
+    }
+    expect(CHANNEL_VARIABLES).toEqual(expect.arrayContaining(['CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN', 'CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN', 'CHANNEL_TIMEOUT_MS', 'CHANNEL_RETRY_MAX_WAIT', 'CHANNEL_ALLOW_HTTP']));
+    const template = readEnvFile(join(root, 'k8s', 'channels.env.example'));
+    expect([...template.keys()].sort()).toEqual(CHANNEL_VARIABLES);
+    // Empty reads as unset: a copy filled in for some channels leaves the others unconfigured.
+    expect([...template].filter(([, value]) => value !== '')).toEqual([]);
+  });
+
+  it('k8s/.gitignore keeps the filled-in secrets.env and channels.env out of git, and not their templates', () => {
+    const ignored = (path: string) => run('git', ['check-ignore', '--no-index', '-q', path]).status === 0;
+    expect(['k8s/secrets.env', 'k8s/channels.env', 'k8s/secrets.env.example', 'k8s/channels.env.example'].map((path) => [path, ignored(path)])).toEqual([
+      ['k8s/secrets.env', true],
+      ['k8s/channels.env', true],
+      ['k8s/secrets.env.example', false],
+      ['k8s/channels.env.example', false],
+    ]);
   });
 
   it('hold nothing that looks like a real key, token or private key', () => {
@@ -602,8 +808,8 @@ describe('committed deployment files', () => {
       for (const entry of readdirSync(dir)) {
         const path = join(dir, entry);
         if (statSync(path).isDirectory()) walk(path);
-        // The filled-in secrets file is git-ignored (k8s/.gitignore) and meant to hold real values.
-        else if (!/(^|\.)secrets?\.env$/.test(entry)) files.push(path);
+        // The filled-in secrets files are git-ignored (k8s/.gitignore) and meant to hold real values.
+        else if (!/(^|\.)(secrets?|channels)\.env$/.test(entry)) files.push(path);
       }
     };
     if (existsSync(join(root, 'k8s'))) walk(join(root, 'k8s'));
