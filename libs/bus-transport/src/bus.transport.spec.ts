@@ -50,6 +50,11 @@ class ProbeController {
     return context.getDeliveryCount() === 1 ? { retryInMs: 50 } : undefined;
   }
 
+  @EventPattern('evt.probe.patient', { durable: 'probe-patient', ackWaitMs: (config: { lanes: number; ackWaitMs: number }) => config.ackWaitMs } satisfies DurableConsumerOptions<{ lanes: number; ackWaitMs: number }>)
+  patient() {
+    return undefined;
+  }
+
   @EventPattern('evt.probe.slow', { durable: 'probe-slow', lanes: (config: { lanes: number }) => config.lanes } satisfies DurableConsumerOptions<{ lanes: number }>)
   async slow() {
     probe.running++;
@@ -90,11 +95,13 @@ describe.each(adapters)('BusTransport over the %s bus', (_, open) => {
   let stop: () => Promise<void>;
   let app: INestMicroservice;
   let client: BusClient;
+  let consumed: jest.SpyInstance;
 
   beforeAll(async () => {
     ({ bus, stop } = await open());
     const module = await Test.createTestingModule({ controllers: [ProbeController] }).compile();
-    app = module.createNestMicroservice({ strategy: new BusTransport(bus, { lanes: 3 }), logger: false });
+    consumed = jest.spyOn(bus, 'consume');
+    app = module.createNestMicroservice({ strategy: new BusTransport(bus, { lanes: 3, ackWaitMs: 4_321 }), logger: false });
     app.useGlobalInterceptors(new RecordingInterceptor());
     app.useGlobalFilters(new BusExceptionFilter());
     await app.listen();
@@ -147,6 +154,11 @@ describe.each(adapters)('BusTransport over the %s bus', (_, open) => {
     await bus.publish('evt.probe.later', { n: 1 });
     await waitFor(() => probe.seen.length === 2, 'the delayed redelivery');
     expect(probe.seen.map((s) => s.deliveryCount)).toEqual([1, 2]);
+  });
+
+  it('takes a durable consumer\'s ack wait from the configuration when it is a function of it', () => {
+    const patient = consumed.mock.calls.map(([options]) => options).find((options) => options.durable === 'probe-patient');
+    expect(patient).toMatchObject({ subject: 'evt.probe.patient', ackWaitMs: 4_321 });
   });
 
   it('runs as many handlers of one durable at once as its lanes, taken from the configuration', async () => {

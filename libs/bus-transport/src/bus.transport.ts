@@ -54,7 +54,8 @@ export class BusTransport<Config = unknown> extends Server implements CustomTran
     const extras = handler.extras;
     if (!isDurableConsumerOptions(extras)) throw new Error(`@EventPattern('${subject}') needs { durable } to consume from the bus`);
     const lanes = typeof extras.lanes === 'function' ? extras.lanes(this.config) : (extras.lanes ?? 1);
-    const options = { durable: extras.durable, subject, ackWaitMs: extras.ackWaitMs, maxDeliver: extras.maxDeliver };
+    const ackWaitMs = typeof extras.ackWaitMs === 'function' ? extras.ackWaitMs(this.config) : extras.ackWaitMs;
+    const options = { durable: extras.durable, subject, ackWaitMs, maxDeliver: extras.maxDeliver };
     for (let lane = 0; lane < lanes; lane++) {
       this.consumers.push(
         await this.bus.consume(options, (message) =>

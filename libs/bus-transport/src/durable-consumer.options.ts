@@ -8,8 +8,8 @@ export interface DurableConsumerOptions<Config = unknown> {
   durable: string;
   /** Handlers running at once in this process (default 1): a slow message does not hold up the others. */
   lanes?: number | ((config: Config) => number);
-  /** A message not settled within this is redelivered. */
-  ackWaitMs?: number;
+  /** A message not settled within this is redelivered (a function of the configuration where it follows a setting, e.g. a timeout). */
+  ackWaitMs?: number | ((config: Config) => number);
   /** Deliveries before a failing message is parked for an operator. */
   maxDeliver?: number;
 }

@@ -3,6 +3,17 @@ import { DurableConsumerOptions } from '@campaign-ops/bus-transport';
 import { MessageController, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchExecutor } from './dispatch-executor';
 import { DISPATCH_EVENT_SUBJECTS, RelayedEvent } from './dispatch-relay';
+import { CONNECTION_REQUEST_TIMEOUT_MS } from './live-launches';
+
+/**
+ * The longest one live try can take, with a margin: the message must not be redelivered while the
+ * network is still being called, or a second try could create the campaign twice. A try is a
+ * token request and a forced refresh (each at most CONNECTION_REQUEST_TIMEOUT_MS, holding a refresh of at
+ * most one call) around two rounds of up to four calls (X: funding instruments, campaign, line
+ * item, clean-up). After a crash, NATS hands the message to another replica once this runs out;
+ * standalone releases it at the next start.
+ */
+export const liveTryMaxMs = (channelTimeoutMs: number): number => 3 * CONNECTION_REQUEST_TIMEOUT_MS + 8 * channelTimeoutMs + 60_000;
 
 /** Runs accepted dispatches: one durable consumer, several lanes, so a slow provider call holds up no other. */
 @MessageController()
@@ -11,12 +22,7 @@ export class DispatchExecutionMessageController {
 
   @EventPattern(DISPATCH_EVENT_SUBJECTS, {
     durable: 'dispatch-executor',
-    // Longer than a live try can take, or the message would be redelivered while the network is
-    // still being called and a second try could create the campaign twice: a fresh token and a
-    // forced refresh (each at most CHANNEL_TIMEOUT_MS, 30 s) around up to two rounds of up to four
-    // calls (X: funding instruments, campaign, line item, clean-up). After a crash, NATS hands
-    // the message to another replica once this runs out; standalone releases it at the next start.
-    ackWaitMs: 360_000,
+    ackWaitMs: (config) => liveTryMaxMs(config.channelTimeoutMs),
     lanes: (config) => config.executorConcurrency,
   } satisfies DurableConsumerOptions<ServiceConfig>)
   execute(@Payload() event: RelayedEvent) {

@@ -17,7 +17,7 @@ export type LaunchOutcome =
   | { kind: 'failed'; error: DispatchError; tried: boolean; retryAfterMs: number | null };
 
 /** How long the executor waits for connection-service; past it the message is redelivered. */
-const CONNECTION_REQUEST_TIMEOUT_MS = 30_000;
+export const CONNECTION_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
  * A live dispatch against its ad network (API.md §3, "Execution"): a fresh token from

@@ -52,12 +52,12 @@ describe('loadConfig', () => {
   describe('operational settings', () => {
     it('has the documented defaults', () => {
       const config = load({});
-      expect(config).toMatchObject({ shutdownGraceMs: 25_000, executorConcurrency: 16, channelRetryMaxWaitMs: 900_000, webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16 }) });
+      expect(config).toMatchObject({ shutdownGraceMs: 25_000, executorConcurrency: 16, channelRetryMaxWaitMs: 900_000, channelTimeoutMs: 30_000, webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16 }) });
     });
 
     it('reads each from its variable', () => {
-      const config = load({ SHUTDOWN_GRACE_MS: '500', EXECUTOR_CONCURRENCY: '2', CHANNEL_RETRY_MAX_WAIT: '90s', WEBHOOK_TIMEOUT_MS: '800', WEBHOOK_CONCURRENCY: '3' });
-      expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, channelRetryMaxWaitMs: 90_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3 }) });
+      const config = load({ SHUTDOWN_GRACE_MS: '500', EXECUTOR_CONCURRENCY: '2', CHANNEL_RETRY_MAX_WAIT: '90s', CHANNEL_TIMEOUT_MS: '45000', WEBHOOK_TIMEOUT_MS: '800', WEBHOOK_CONCURRENCY: '3' });
+      expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, channelRetryMaxWaitMs: 90_000, channelTimeoutMs: 45_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3 }) });
     });
 
     it.each([
@@ -66,6 +66,7 @@ describe('loadConfig', () => {
       ['WEBHOOK_TIMEOUT_MS', '99'],
       ['SHUTDOWN_GRACE_MS', '-1'],
       ['CHANNEL_RETRY_MAX_WAIT', 'soon'],
+      ['CHANNEL_TIMEOUT_MS', '0'],
     ])('refuses %s=%s, naming it', (variable, value) => {
       expect((failure({ [variable]: value }) as Error).message).toMatch(new RegExp(`^${variable} `));
     });

@@ -34,6 +34,8 @@ export interface ServiceConfig {
   executorConcurrency: number;
   /** The longest a dispatch waits between tries, whatever delay a network names (LinkedIn's is "until midnight UTC"). */
   channelRetryMaxWaitMs: number;
+  /** One call to an ad network (CHANNEL_TIMEOUT_MS, also read by the networks' settings): what a live try may take follows from it. */
+  channelTimeoutMs: number;
   requestTimeoutMs: number;
   /** Gateway token bucket per API key (and per client IP without one): refill rate and bucket size. */
   rateLimit: { perSecond: number; burst: number };
@@ -213,6 +215,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     },
     executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),
     channelRetryMaxWaitMs: duration(env, 'CHANNEL_RETRY_MAX_WAIT', '15m'),
+    channelTimeoutMs: integer(env, 'CHANNEL_TIMEOUT_MS', 30_000, 1, 600_000),
     requestTimeoutMs: integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
     rateLimit: {
       perSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
