@@ -84,7 +84,7 @@ describe('connection', () => {
     describe('the state, checked before the code is exchanged', () => {
       const check = (history: ConnectionEvent[], stateHash: string, now = T1) => () => oauthRoundFor(given(...history).state(), stateHash, now);
       it('answers the round a live state belongs to', () => expect(check([requested], 'h1')()).toEqual(round));
-      it('knows no state of a connection never created', () => expect(check([], 'h1')).toThrow(OAuthStateUnknown));
+      it('knows no state of a connection never created', () => expect(check([], 'h1')).toThrow(new OAuthStateUnknown('no such OAuth state')));
       it('knows no state it never issued', () => expect(check([requested], 'h2')).toThrow(OAuthStateUnknown));
       it('knows no state past its time', () => expect(check([requested], 'h1', round.expiresAt)).toThrow(OAuthStateUnknown));
       it('tells a used state apart', () => {

@@ -75,6 +75,48 @@ describe('the token vault', () => {
     expect(await vault.lease('con_1', 2, now, 30_000)).toBe(true);
   });
 
+  it('gives a lease back only at the version it took it (a stale caller never clears a newer lease)', async () => {
+    const vault = new TokenVault(reads, settings(newKey));
+    await vault.store('con_1', tokens);
+    const now = '2026-11-24T10:05:00.000Z';
+    expect(await vault.lease('con_1', 1, now, 30_000)).toBe(true);
+    // Another replica refreshed meanwhile (version 2) and leases the next refresh.
+    expect(await vault.refreshed('con_1', 1, { ...tokens, accessToken: 'elsewhere' }, now)).toBe(true);
+    expect(await vault.lease('con_1', 2, now, 30_000)).toBe(true);
+    await vault.unlease('con_1', 1);
+    expect(await vault.lease('con_1', 2, now, 30_000)).toBe(false);
+  });
+
+  it('gives up storing after ten rounds of another writer changing the tokens in between, saying so', async () => {
+    const vault = new TokenVault(reads, settings(newKey));
+    await vault.store('con_1', tokens);
+    // A writer that moves the record on each time the vault has read it, so every conditional write misses.
+    let reads_ = 0;
+    const contended = new Proxy(reads, {
+      get(store, property) {
+        if (property !== 'collection') return Reflect.get(store, property, store);
+        return (name: string, options?: object) => {
+          const collection = store.collection<{ id: string; version: number }>(name, options);
+          return new Proxy(collection, {
+            get(target, method) {
+              if (method !== 'get') return (Reflect.get(target, method, target) as (...args: unknown[]) => unknown).bind(target);
+              return async (id: string) => {
+                reads_++;
+                const found = await target.get(id);
+                if (found) await target.update(id, { version: found.version + 1 });
+                return found;
+              };
+            },
+          });
+        };
+      },
+    });
+    const busy = new TokenVault(contended as SqliteReadStore, settings(newKey));
+    await expect(busy.store('con_1', { ...tokens, accessToken: 'never' })).rejects.toThrow('the tokens of con_1 kept changing while they were stored');
+    expect(reads_).toBe(10);
+    expect(await vault.read('con_1')).toMatchObject({ accessToken: tokens.accessToken });
+  });
+
   it('destroys them', async () => {
     const vault = new TokenVault(reads, settings(newKey));
     await vault.store('con_1', tokens);
