@@ -237,6 +237,20 @@ describe.each([
         const refused = await live.post('/v1/campaigns', { channel, campaign: campaign('after') });
         expect(refused.status).toBe(422);
         expect(refused.body.error.code).toBe('connection_reauth_required');
+        expect((await live.post(`/v1/dispatches/${dispatch.id}/retry`)).body.error.code).toBe('connection_reauth_required');
+
+        // The partner connects the ad account again (a new connection replaces the old one): the
+        // retried dispatch runs on the new connection and completes.
+        network.acceptRefresh();
+        const replacement = await importToken(live, channel, fake(channel).credentials(network));
+        expect((await live.get(`/v1/connections/${connection.id}`)).body.data.status).toBe('revoked');
+        const retried = await live.post(`/v1/dispatches/${dispatch.id}/retry`);
+        expect(retried.body.data).toMatchObject({ status: 'accepted', connection_id: replacement.id });
+        const done = await eventually(async () => {
+          const current = (await live.get(`/v1/dispatches/${dispatch.id}`)).body.data;
+          return current.status !== 'accepted' ? current : undefined;
+        }, 30_000, `retried dispatch of ${channel}`);
+        expect(done).toMatchObject({ status: 'completed', connection_id: replacement.id });
       } finally {
         network.acceptRefresh();
       }

@@ -123,6 +123,18 @@ describe('dispatch decider', () => {
   it('refuses to retry an accepted dispatch', () =>
     given(accepted).when({ type: 'RetryDispatch', requestId: null, now: T1 }).thenThrows(DispatchNotRetryable));
 
+  describe('retrying on a replaced connection', () => {
+    const live = { ...accepted, data: { ...accepted.data, mode: 'live', connectionId: 'con_1' } } as DispatchEvent;
+    it('runs the new run on the connection that replaced the one it had', () => {
+      const moved: DispatchEvent = { type: 'DispatchRetried', version: 1, data: { retriedAt: T1, requestId: 'req_1', connectionId: 'con_2' } };
+      given(live, failed).when({ type: 'RetryDispatch', requestId: 'req_1', now: T1, connectionId: 'con_2' }).then([moved]);
+      expect(given(live, failed, moved).state()).toMatchObject({ status: 'accepted', connectionId: 'con_2' });
+    });
+    it('records no connection when it is the one the dispatch has', () =>
+      given(live, failed).when({ type: 'RetryDispatch', requestId: 'req_1', now: T1, connectionId: 'con_1' }).then([retried]));
+    it('keeps its connection when the retry names none', () => expect(given(live, failed, retried).state()).toMatchObject({ connectionId: 'con_1' }));
+  });
+
   it('gives a retried dispatch a fresh budget of attempts and counts every call', () => {
     const state = given(accepted, attemptFailed(1), failed, retried).state();
     expect(state).toMatchObject({ status: 'accepted', attempts: 1, attemptsThisRun: 0, error: null, failedAt: null });

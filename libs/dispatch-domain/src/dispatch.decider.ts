@@ -54,7 +54,8 @@ export type DispatchCommand =
    * is the try that was about to be made, so a stale message is told apart as for an outcome.
    */
   | { type: 'RecordFailureBeforeTry'; attempt: number; error: DispatchError; now: string }
-  | { type: 'RetryDispatch'; requestId: string | null; now: string };
+  /** `connectionId`: the channel's connection now, when it is not the one the dispatch had (a replaced connection). */
+  | { type: 'RetryDispatch'; requestId: string | null; now: string; connectionId?: string };
 
 export class DispatchAlreadyExists extends DomainRuleViolation {
   readonly rule = 'dispatch_already_exists';
@@ -130,7 +131,8 @@ export function decide(command: DispatchCommand, state: DispatchState): Dispatch
     case 'RetryDispatch': {
       if (!exists(state)) throw new DispatchNotFound('no such dispatch');
       if (state.status !== 'failed') throw new DispatchNotRetryable(state.status);
-      return [{ type: 'DispatchRetried', version: v, data: { retriedAt: command.now, requestId: command.requestId } }];
+      const moved = command.connectionId !== undefined && command.connectionId !== state.connectionId;
+      return [{ type: 'DispatchRetried', version: v, data: { retriedAt: command.now, requestId: command.requestId, ...(moved ? { connectionId: command.connectionId } : {}) } }];
     }
     default:
       return assertNever(command);
@@ -188,7 +190,15 @@ export function evolve(state: DispatchState, event: DispatchEvent): DispatchStat
       };
     case 'DispatchRetried':
       // A retry starts a new run with a fresh budget of attempts; the old error is history now.
-      return { ...state, status: 'accepted', error: null, failedAt: null, attemptsThisRun: 0, updatedAt: event.data.retriedAt };
+      return {
+        ...state,
+        status: 'accepted',
+        error: null,
+        failedAt: null,
+        attemptsThisRun: 0,
+        connectionId: event.data.connectionId ?? state.connectionId,
+        updatedAt: event.data.retriedAt,
+      };
     default:
       return assertNever(event);
   }

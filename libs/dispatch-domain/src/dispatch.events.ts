@@ -31,7 +31,8 @@ export type DispatchAccepted = DomainEvent<
 export type DispatchAttemptFailed = DomainEvent<'DispatchAttemptFailed', { attempt: number; error: DispatchError; at: string }>;
 export type DispatchCompleted = DomainEvent<'DispatchCompleted', { providerResourceId: string; attempt: number; completedAt: string }>;
 export type DispatchFailed = DomainEvent<'DispatchFailed', { error: DispatchError; attempt: number; failedAt: string }>;
-export type DispatchRetried = DomainEvent<'DispatchRetried', { retriedAt: string; requestId: string | null }>;
+/** `connectionId`, when present: the live connection the new run uses (the one the dispatch had was replaced). */
+export type DispatchRetried = DomainEvent<'DispatchRetried', { retriedAt: string; requestId: string | null; connectionId?: string }>;
 
 export type DispatchEvent = DispatchAccepted | DispatchAttemptFailed | DispatchCompleted | DispatchFailed | DispatchRetried;
 

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Channel } from '@campaign-ops/channels';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { BUS, Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
 import {
@@ -57,12 +58,8 @@ export class DispatchCommands {
     if (!connection.ok) return refuse(connection);
     const found = connection.value.connection;
     if (caller.mode === 'live') {
-      if (!found || found.status === 'revoked' || found.status === 'pending')
-        return refuse(failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel'));
-      if (found.status === 'reauth_required')
-        return refuse(failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel'));
-      if (!this.live.available(channel))
-        return refuse(failure('channel_live_unavailable', `Live dispatches to ${channel} cannot run on this service as it is configured; use a test key for the sandbox, or ask the operator.`, 'channel'));
+      const usable = this.usableForLive(channel, found);
+      if (!usable.ok) return refuse(usable);
     }
     let charge: RecordedEvent;
     try {
@@ -139,11 +136,19 @@ export class DispatchCommands {
     const view = await this.store.views.get(id);
     if (!view || view.account_id !== caller.accountId || view.mode !== caller.mode) return failure('resource_missing', `No such dispatch: ${id}`, 'id');
     const streamId = dispatchStreamId(id);
+    // A live run needs the channel's connection as a launch does, and uses the one the channel has
+    // now: the dispatch's own may have been replaced (a reconnection revokes the old one).
+    let connectionId: string | undefined;
+    if (caller.mode === 'live' && view.status === 'failed') {
+      const connection = await this.liveConnection(caller, view.channel);
+      if (!connection.ok) return connection;
+      connectionId = connection.value;
+    }
     let retried: Dispatch;
     try {
       const decided = await this.store.repository.execute(
         streamId,
-        { type: 'RetryDispatch', requestId: caller.requestId, now: new Date().toISOString() },
+        { type: 'RetryDispatch', requestId: caller.requestId, now: new Date().toISOString(), connectionId },
         { accountId: caller.accountId, mode: caller.mode, requestId: caller.requestId },
       );
       retried = decided.state as Dispatch;
@@ -154,6 +159,23 @@ export class DispatchCommands {
     }
     await this.store.refreshView(streamId);
     return success(toDispatchResource(retried));
+  }
+
+  /** The connection a live run on `channel` uses: the channel's active one, else why there is none (422). */
+  private async liveConnection(caller: CreateDispatchRequest['caller'], channel: Channel): Promise<Outcome<string>> {
+    const connection = await this.resolveConnection({ accountId: caller.accountId, mode: caller.mode, channel });
+    if (!connection.ok) return connection;
+    return this.usableForLive(channel, connection.value.connection);
+  }
+
+  private usableForLive(channel: Channel, found: ResolvedConnection['connection']): Outcome<string> {
+    if (!found || found.status === 'revoked' || found.status === 'pending')
+      return failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel');
+    if (found.status === 'reauth_required')
+      return failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel');
+    if (!this.live.available(channel))
+      return failure('channel_live_unavailable', `Live dispatches to ${channel} cannot run on this service as it is configured; use a test key for the sandbox, or ask the operator.`, 'channel');
+    return success(found.id);
   }
 
   private async resolveConnection(request: ResolveConnectionRequest): Promise<Outcome<ResolvedConnection>> {

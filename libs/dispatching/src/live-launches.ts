@@ -118,7 +118,10 @@ export class LiveLaunches {
     if (error.code === 'provider_unavailable' || error.code === 'service_unavailable') {
       return { kind: 'failed', error: { code: 'provider_unavailable', message: error.message, provider_code: null, retryable: true }, tried: true, retryAfterMs: null };
     }
-    const message = `The connection cannot be used: ${error.message} Reauthorize it (POST /v1/connections/:id/reauthorize), then retry the dispatch.`;
+    const message =
+      error.code === 'connection_required'
+        ? `The connection this dispatch ran on was revoked or replaced (${error.message}). Retry the dispatch: a retry runs on the channel's connection then.`
+        : `The connection cannot be used: ${error.message} Reauthorize it (POST /v1/connections/:id/reauthorize), then retry the dispatch.`;
     return { kind: 'failed', error: { code: 'connection_reauth_required', message, provider_code: error.code, retryable: false }, tried, retryAfterMs: null };
   }
 
