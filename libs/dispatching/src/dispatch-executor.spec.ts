@@ -162,6 +162,20 @@ describe('the dispatch executor', () => {
     expect(dispatch.error).toEqual({ code: 'provider_validation_failed', message: 'Invalid parameter: daily_budget too low', provider_code: '100', retryable: false });
   });
 
+  it('records a created campaign even when the store fails for a moment, calling the network once', async () => {
+    const network = new ScriptedNetwork(['120210000000009']);
+    const append = events.append.bind(events);
+    let failures = 2;
+    jest.spyOn(events, 'append').mockImplementation(async (...args: Parameters<typeof events.append>) => {
+      // Only the outcome's append (the acceptance is written before the executor runs).
+      if (args[1][0]?.type === 'DispatchCompleted' && failures-- > 0) throw new Error('SQLITE_BUSY: database is locked');
+      return append(...args);
+    });
+    const { dispatch } = await execute(network);
+    expect(dispatch).toMatchObject({ status: 'completed', providerResourceId: '120210000000009' });
+    expect(network.calls).toHaveLength(1);
+  });
+
   it('gives up on nothing when connection-service cannot be reached: the message comes back, nothing is recorded', async () => {
     await bus.close();
     bus = InProcessBus.open();

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ChannelProvider } from '@campaign-ops/channels';
+import { DomainRuleViolation } from '@campaign-ops/decider';
 import { HandlerOutcome } from '@campaign-ops/bus';
 import { Dispatch, DispatchCommand, DispatchNotInProgress, StaleAttempt } from '@campaign-ops/dispatch-domain';
 import { CONFIG, dispatchesExecuting, ServiceConfig } from '@campaign-ops/service-runtime';
@@ -9,6 +10,10 @@ import { classify, LaunchOutcome, LiveLaunches } from './live-launches';
 
 /** The simulator that runs test-key dispatches (API.md §3, "Sandbox"). */
 export const SANDBOX_PROVIDER = Symbol('SANDBOX_PROVIDER');
+
+/** Rounds and pause (growing: 500 ms, 1 s, 1.5 s, 2 s) of recording an outcome before the message goes back. */
+const RECORD_ROUNDS = 5;
+const RECORD_PAUSE_MS = 500;
 
 /** Waits between transient provider errors within one dispatch. */
 export const attemptBackoffMs = (attempt: number): number => Math.min(30_000, 500 * 2 ** (attempt - 1));
@@ -40,7 +45,7 @@ export class DispatchExecutor {
     const command = toCommand(outcome, attempt, new Date().toISOString());
     const metadata = { accountId: state.accountId, mode: state.mode, requestId: (event.metadata.requestId as string | undefined) ?? null };
     try {
-      const decided = await this.store.repository.execute(event.streamId, command, metadata);
+      const decided = await this.record(event.streamId, command, metadata);
       await this.store.refreshView(event.streamId);
       const last = decided.recorded[decided.recorded.length - 1];
       // A transient failure: wait (the network's delay when it named one), then this message comes back and the next try runs.
@@ -53,6 +58,23 @@ export class DispatchExecutor {
       // Another delivery of this work recorded the outcome first: nothing left to do.
       if (error instanceof StaleAttempt || error instanceof DispatchNotInProgress) return;
       throw error;
+    }
+  }
+
+  /**
+   * Records a try's outcome. The network has been called by now, so a store hiccup must not send
+   * the message back (its redelivery would call the network again and could create the campaign
+   * twice): the append is retried here first, a few times over about five seconds.
+   */
+  private async record(streamId: string, command: DispatchCommand, metadata: Record<string, unknown>) {
+    for (let round = 1; ; round++) {
+      try {
+        return await this.store.repository.execute(streamId, command, metadata);
+      } catch (error) {
+        if (error instanceof DomainRuleViolation || round >= RECORD_ROUNDS) throw error;
+        this.logger.warn(`recording the outcome of ${streamId} failed (${(error as Error).message}); trying again`);
+        await new Promise((resolve) => setTimeout(resolve, RECORD_PAUSE_MS * round));
+      }
     }
   }
 
