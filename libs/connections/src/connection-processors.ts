@@ -8,12 +8,13 @@ import { ConnectionAccessService } from './connection-access';
 import { relayConnectionEvent } from './connection-relay';
 import { CONNECTION_SETTINGS, ConnectionSettings } from './connection-settings';
 import { ConnectionStore } from './connection-store';
+import { OAuthRounds } from './oauth-rounds';
 import { TokenVault } from './token-vault';
 
 /**
  * What connection-service does on its own, beside answering messages: follows its event store
  * (partner events to the bus, the `connections` view, tokens destroyed with their connection) and
- * sweeps for tokens about to expire.
+ * sweeps: tokens about to expire are refreshed, OAuth state records past their window deleted.
  */
 @Injectable()
 export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDestroy {
@@ -30,6 +31,7 @@ export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDes
     private readonly store: ConnectionStore,
     private readonly vault: TokenVault,
     private readonly access: ConnectionAccessService,
+    private readonly rounds: OAuthRounds,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -60,14 +62,19 @@ export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDes
   /** One sweep at a time: a slow one is not overtaken by the next tick. */
   private sweep(): void {
     if (this.sweeping) return;
-    this.sweeping = this.access
+    this.sweeping = this.sweepOnce().finally(() => {
+      this.sweeping = null;
+    });
+  }
+
+  /** One round of the periodic work; one part failing does not keep the other from running. */
+  async sweepOnce(): Promise<void> {
+    await this.access
       .refreshExpiring()
       .then(({ checked, failed }) => {
         if (failed > 0) this.logger.warn(`refresh sweep: ${failed} of ${checked} expiring connections could not be refreshed`);
       })
-      .catch((error: Error) => this.logger.warn(`refresh sweep failed: ${error.message}`))
-      .finally(() => {
-        this.sweeping = null;
-      });
+      .catch((error: Error) => this.logger.warn(`refresh sweep failed: ${error.message}`));
+    await this.rounds.sweepStates().catch((error: Error) => this.logger.warn(`sweeping OAuth states failed: ${error.message}`));
   }
 }

@@ -24,7 +24,8 @@ export const CONNECTION_VIEW_INDEXES = ['account_id', 'mode', 'channel', 'status
 /**
  * An OAuth `state` as the callback finds it: by its SHA-256 (the state itself is never stored),
  * with where to send the browser back even once it is spent. Kept after use, so a second use is
- * told apart from a state never issued.
+ * told apart from a state never issued, until SPENT_STATE_WINDOW_MS past its expiry; then the
+ * periodic sweep deletes it (by `expires_at`).
  */
 export interface OAuthStateRecord {
   id: string;
@@ -61,7 +62,7 @@ export class ConnectionStore {
   ) {
     this.repository = new AggregateRepository(events, connectionDecider, upcastConnectionEvent);
     this.views = readStore.collection<ConnectionView>('connections', { indexes: CONNECTION_VIEW_INDEXES });
-    this.oauthStates = readStore.collection<OAuthStateRecord>('connection_oauth_states', { indexes: ['connection_id'] });
+    this.oauthStates = readStore.collection<OAuthStateRecord>('connection_oauth_states', { indexes: ['connection_id', 'expires_at'] });
     this.channelSlots = readStore.collection<ChannelSlotRecord>('connection_channel_slots');
   }
 

@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 import { Outcome } from '@campaign-ops/api-errors';
 import { ProviderError } from '@campaign-ops/channels';
 import { callerOf, connectionsHarness, ConnectionsHarness, InMemoryNetwork, settingsFor } from '@campaign-ops/testing/connections';
+import { indexedOnly } from '@campaign-ops/testing/read-store';
+import { ConnectionStore } from './connection-store';
+import { OAuthRounds, SPENT_STATE_WINDOW_MS } from './oauth-rounds';
 
 /** A network whose consent starts with a call and comes back without `code` (X's OAuth 1.0a). */
 class ConsentByCallNetwork extends InMemoryNetwork {
@@ -130,6 +133,18 @@ describe('connections: OAuth rounds', () => {
       expect(network.calls.exchangeCode).toBe(0);
     });
 
+    it('sends the browser back for a spent state only for 24 hours past its expiry, then answers 400 state_invalid like a state never issued', async () => {
+      const { state } = await started();
+      value(await callback({ state, code: 'code-1' }));
+      const { expires_at } = (await h.store.oauthStates.get(createHash('sha256').update(state).digest('hex')))!;
+      const at = (ms: number) => jest.useFakeTimers({ now: Date.parse(expires_at) + ms, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout'] });
+      at(SPENT_STATE_WINDOW_MS - 1);
+      expect(location(await callback({ state, code: 'code-1' })).searchParams.get('error')).toBe('state_invalid');
+      at(SPENT_STATE_WINDOW_MS);
+      expect(await callback({ state, code: 'code-1' })).toMatchObject({ ok: false, error: { code: 'state_invalid', param: 'state' } });
+      expect(SPENT_STATE_WINDOW_MS).toBe(24 * 60 * 60_000);
+    });
+
     it('sends the browser back with error=access_denied when the person declined, and the connection stays pending', async () => {
       const { id, state } = await started();
       expect(location(await callback({ state, error: 'access_denied' })).searchParams.get('error')).toBe('access_denied');
@@ -168,6 +183,34 @@ describe('connections: OAuth rounds', () => {
       expect(value(await h.queries.get({ caller: live, id: old.id })).status).toBe('active');
       value(await callback({ state, code: 'code-1' }));
       expect([value(await h.queries.get({ caller: live, id: old.id })).status, value(await h.queries.get({ caller: live, id })).status]).toEqual(['revoked', 'active']);
+    });
+  });
+
+  describe('sweeping state records', () => {
+    const hashOf = (state: string) => createHash('sha256').update(state).digest('hex');
+
+    it('deletes the records past the 24 hours after their expiry, used or not, a bounded number per sweep, through the expires_at index', async () => {
+      // Over a store that refuses what no declared index serves, as MongoDB with notablescan would.
+      const rounds = new OAuthRounds(new ConnectionStore(h.events, indexedOnly(h.reads)), h.vault, h.slots, { meta_ads: network }, { meta_ads: settingsFor('meta_ads', true) }, h.settings);
+      const used = await started();
+      const others = [await started('act_43'), await started('act_44')];
+      value(await callback({ state: used.state, code: 'code-1' }));
+      const expiries = await Promise.all([used, ...others].map(async ({ state }) => Date.parse((await h.store.oauthStates.get(hashOf(state)))!.expires_at)));
+
+      expect(await rounds.sweepStates(new Date(Math.min(...expiries) + SPENT_STATE_WINDOW_MS))).toBe(0);
+      expect(await rounds.sweepStates(new Date(Math.max(...expiries) + SPENT_STATE_WINDOW_MS + 1), 2)).toBe(2);
+      expect(await rounds.sweepStates(new Date(Math.max(...expiries) + SPENT_STATE_WINDOW_MS + 1), 2)).toBe(1);
+      for (const { state } of [used, ...others]) expect(await h.store.oauthStates.get(hashOf(state))).toBeNull();
+    });
+
+    it('keeps a record whose window is still open beside one whose window has closed', async () => {
+      const old = await started();
+      const oldExpiry = Date.parse((await h.store.oauthStates.get(hashOf(old.state)))!.expires_at);
+      jest.useFakeTimers({ now: oldExpiry + 60 * 60_000, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout'] });
+      const recent = await started('act_43');
+      jest.useRealTimers();
+      expect(await h.rounds.sweepStates(new Date(oldExpiry + SPENT_STATE_WINDOW_MS + 1))).toBe(1);
+      expect([await h.store.oauthStates.get(hashOf(old.state)), await h.store.oauthStates.get(hashOf(recent.state))]).toEqual([null, expect.objectContaining({ connection_id: recent.id })]);
     });
   });
 

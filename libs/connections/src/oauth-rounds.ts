@@ -16,6 +16,14 @@ import { checkRedirectUri, withQuery } from './redirect-uri';
 import { TokenVault } from './token-vault';
 
 const STATE_LIFETIME_MS = 15 * 60_000;
+/**
+ * How long past its expiry a spent state still sends the browser back to the partner (a person
+ * who pressed back, a second tab). After it, the state is answered as one never issued: a 302 to
+ * the partner's redirect_uri is not ours to give forever, to anyone, without an API key.
+ */
+export const SPENT_STATE_WINDOW_MS = 24 * 60 * 60_000;
+/** State records deleted per page, and per sweep at most this many pages. */
+const SWEEP_PAGE = 100;
 const SANDBOX_ACCOUNT = { currency: 'USD', timezone: 'UTC' };
 
 export const hashState = (state: string) => createHash('sha256').update(state).digest('hex');
@@ -108,15 +116,16 @@ export class OAuthRounds {
   }
 
   /**
-   * The browser's return. A state never issued (or past its time) answers 400 `state_invalid`:
-   * there is no partner to send the browser to. Everything else sends it back to the partner.
+   * The browser's return. A state never issued (or past its time, or spent more than
+   * SPENT_STATE_WINDOW_MS ago) answers 400 `state_invalid`: there is no partner to send the
+   * browser to. Everything else sends it back to the partner.
    */
   async complete(request: OAuthCallbackRequest): Promise<Outcome<OAuthCallbackResult>> {
     const unknown = failure('state_invalid', 'This authorization link is unknown or has expired; start the connection again.', 'state');
     if (!request.state) return unknown;
     const stateHash = hashState(request.state);
     const record = await this.store.oauthStates.get(stateHash);
-    if (!record) return unknown;
+    if (!record || Date.now() >= Date.parse(record.expires_at) + SPENT_STATE_WINDOW_MS) return unknown;
     const back = (params: Record<string, string>) => success({ location: withQuery(record.redirect_uri, params) });
     const backWith = (error: BackError) => back({ error });
 
@@ -156,6 +165,22 @@ export class OAuthRounds {
       if (!activated.ok) return backWith('connection_exists');
       return back({ connection_id: connectionId, status: activated.value.status });
     });
+  }
+
+  /**
+   * Deletes the state records whose window has closed (SPENT_STATE_WINDOW_MS past their expiry),
+   * used or not: the callback answers them as never issued anyway. At most `limit` per call, a
+   * page at a time through the `expires_at` index; the next sweep goes on where this one stopped.
+   */
+  async sweepStates(now: Date = new Date(), limit = 10 * SWEEP_PAGE): Promise<number> {
+    const cutoff = new Date(now.getTime() - SPENT_STATE_WINDOW_MS).toISOString();
+    let deleted = 0;
+    for (let pages = Math.ceil(limit / SWEEP_PAGE); pages > 0 && deleted < limit; pages--) {
+      const page = await this.store.oauthStates.find({ expires_at: { $lt: cutoff } }, { limit: Math.min(SWEEP_PAGE, limit - deleted), order: 'asc' });
+      for (const record of page.items) if (await this.store.oauthStates.delete(record.id)) deleted++;
+      if (!page.hasMore) break;
+    }
+    return deleted;
   }
 
   /** The consent page: built from the settings, or (X's OAuth 1.0a) made by a call to the network. */
