@@ -176,6 +176,33 @@ describe('connections: OAuth rounds', () => {
       expect(location(await callback({ state, code: 'code-1' })).searchParams.get('error')).toBe('state_invalid');
     });
 
+    it('destroys the tokens and sends the browser back with error=state_invalid when the connection is deleted during the code exchange', async () => {
+      const { id, state } = await started();
+      const exchange = network.exchangeCode.bind(network);
+      jest.spyOn(network, 'exchangeCode').mockImplementationOnce(async (request) => {
+        // The partner deletes the pending connection while the network is still answering.
+        value(await h.commands.remove({ caller: live, id }));
+        return exchange(request);
+      });
+      expect(location(await callback({ state, code: 'code-1' })).searchParams.get('error')).toBe('state_invalid');
+      expect(await h.vault.read(id)).toBeNull();
+      expect(value(await h.queries.get({ caller: live, id })).status).toBe('revoked');
+      expect((await h.events.readStream(`connection-${id}`)).map((e) => e.type)).toEqual(['ConnectionRequested', 'ConnectionRevoked']);
+    });
+
+    it('keeps no tokens, and sends the browser back with error=state_invalid, when the state runs out during the code exchange', async () => {
+      const { id, state } = await started();
+      jest.useFakeTimers({ now: Date.now() + 15 * 60_000 - 1_000, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout'] });
+      const exchange = network.exchangeCode.bind(network);
+      jest.spyOn(network, 'exchangeCode').mockImplementationOnce(async (request) => {
+        jest.setSystemTime(Date.now() + 2_000);
+        return exchange(request);
+      });
+      expect(location(await callback({ state, code: 'code-1' })).searchParams.get('error')).toBe('state_invalid');
+      expect(await h.vault.read(id)).toBeNull();
+      expect(value(await h.queries.get({ caller: live, id })).status).toBe('pending');
+    });
+
     it('replaces an active connection to the same provider account when the round completes', async () => {
       network.account('act_42', META_EUR, 'token-42');
       const old = value(await h.commands.create({ caller: live, channel: 'meta_ads', providerAccountId: 'act_42', credentials: { access_token: 'token-42' } }));
@@ -277,6 +304,16 @@ describe('connections: OAuth rounds', () => {
       expect(back.searchParams.get('status')).toBe('active');
       expect(value(await h.queries.get({ caller: test, id: round.id }))).toMatchObject({ status: 'active', environment: 'sandbox', currency: 'EUR', timezone: 'UTC' });
       expect(network.calls.exchangeCode).toBe(0);
+    });
+
+    it('answers two replicas taking the same state at once with one activation and one error=state_invalid, never a failure', async () => {
+      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK })) as { id: string; authorization_url: string };
+      const consent = new URL(round.authorization_url);
+      const query = { requestId: 'req_cb', state: consent.searchParams.get('state')!, code: consent.searchParams.get('code')! };
+      const answers = await Promise.all([h.rounds.complete(query), h.replica().rounds.complete(query)]);
+      const said = answers.map((answer) => location(answer).searchParams).map((back) => back.get('status') ?? back.get('error'));
+      expect(said.sort()).toEqual(['active', 'state_invalid']);
+      expect((await h.events.readStream(`connection-${round.id}`)).map((e) => e.type)).toEqual(['ConnectionRequested', 'ConnectionActivated']);
     });
   });
 });

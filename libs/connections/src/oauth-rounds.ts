@@ -28,6 +28,9 @@ const SANDBOX_ACCOUNT = { currency: 'USD', timezone: 'UTC' };
 
 export const hashState = (state: string) => createHash('sha256').update(state).digest('hex');
 
+/** What CompleteOAuth throws when the round ended after its state was checked. */
+const roundLost = (error: unknown) => error instanceof OAuthStateSpent || error instanceof OAuthStateUnknown;
+
 export interface RoundRequest {
   connectionId: string;
   accountId: string;
@@ -157,14 +160,36 @@ export class OAuthRounds {
         account = read.value;
       }
       const { id: connectionId, accountId, mode, channel, providerAccountId } = current;
-      const activated = await this.slots.activate({ connectionId, accountId, mode, channel, providerAccountId }, metadata, async () => {
-        const now = new Date().toISOString();
-        if (tokens) await this.vault.store(connectionId, tokens);
-        return this.store.execute(connectionId, { type: 'CompleteOAuth', stateHash, scopes: current.scopes, account, expiresAt: tokens?.expiresAt ?? null, now }, metadata);
-      });
+      let activated: Outcome<Connection>;
+      try {
+        activated = await this.slots.activate({ connectionId, accountId, mode, channel, providerAccountId }, metadata, async () => {
+          const now = new Date().toISOString();
+          if (tokens) await this.vault.store(connectionId, tokens);
+          try {
+            return await this.store.execute(connectionId, { type: 'CompleteOAuth', stateHash, scopes: current.scopes, account, expiresAt: tokens?.expiresAt ?? null, now }, metadata);
+          } catch (error) {
+            if (tokens && roundLost(error)) await this.discardTokens(connectionId);
+            throw error;
+          }
+        });
+      } catch (error) {
+        // The round ended while the network was called: deleted meanwhile, taken by another replica, or past its time.
+        if (roundLost(error)) return backWith('state_invalid');
+        throw error;
+      }
       if (!activated.ok) return backWith('connection_exists');
       return back({ connection_id: connectionId, status: activated.value.status });
     });
+  }
+
+  /**
+   * Tokens just stored for a round that then could not complete: destroyed when the connection
+   * was revoked meanwhile or never became active (no tokens of its own to keep); an active
+   * connection keeps what it has.
+   */
+  private async discardTokens(connectionId: string): Promise<void> {
+    const now = await this.store.load(connectionId);
+    if (!now || now.status === 'revoked' || now.status === 'pending') await this.vault.destroy(connectionId);
   }
 
   /**
