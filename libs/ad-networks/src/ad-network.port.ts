@@ -31,9 +31,17 @@ export interface AdNetwork {
    * person refused. The callback's whole query is given (`state` included).
    */
   callbackCode?(query: Record<string, string | undefined>): string | null;
-  /** Trades an authorization code for tokens at the network's token URL. A refused code is `auth`. */
+  /**
+   * Trades an authorization code for tokens at the network's token URL. A refused code is `auth`;
+   * this service's OAuth client refused (`invalid_client`) is `validation`, as for `refresh`.
+   */
   exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet>;
-  /** New tokens from a refresh token. A refusal (`invalid_grant`, 400/401) is `auth`. */
+  /**
+   * New tokens from a refresh token. The grant refused (`invalid_grant`) is `auth`: the person must
+   * consent again. This service's OAuth client refused (`invalid_client`, `unauthorized_client`, a
+   * 401 to client authentication) is `validation` with providerCode `invalid_client`: the
+   * operator's configuration, which moves no connection.
+   */
   refresh(refreshToken: string): Promise<TokenSet>;
   /** The live check made before a connection becomes active: proves the token reaches the ad account. */
   readAccount(access: AccountAccess): Promise<ProviderAccount>;

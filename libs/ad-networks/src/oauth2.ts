@@ -50,16 +50,36 @@ async function tokenGrant(http: NetworkHttp, settings: NetworkSettings, grant: R
 }
 
 /**
- * An RFC 6749 §5.2 refusal: 429 is `rate_limited`, 5xx `transient`, any other refusal (`invalid_grant`,
- * `invalid_client`, a 400 or 401) is `auth`: the grant cannot be used, so the person must consent again.
+ * An RFC 6749 §5.2 refusal: 429 is `rate_limited`, 5xx `transient`, any other refusal as `grantRefusal` says.
  */
 export function tokenRefusal(channel: string, answer: NetworkAnswer): ProviderError {
   const body = (answer.json ?? {}) as { error?: unknown; error_description?: unknown };
   const code = typeof body.error === 'string' ? body.error : null;
   if (answer.status === 429) return new ProviderError('rate_limited', `${channel} token endpoint asks to slow down`, code, 429, answer.retryAfterMs);
   if (answer.status >= 500) return new ProviderError('transient', `${channel} token endpoint failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
-  const description = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
-  return new ProviderError('auth', `${channel} refused the grant (${code ?? `HTTP ${answer.status}`})${description}`, code ?? 'token_refused', answer.status);
+  return grantRefusal(channel, answer.status, code, typeof body.error_description === 'string' ? body.error_description : null);
+}
+
+/** RFC 6749 §5.2 codes that refuse the client, not the grant. */
+const CLIENT_REFUSALS = ['invalid_client', 'unauthorized_client'];
+
+/**
+ * A token endpoint's refusal (neither 429 nor 5xx) by whom it refuses. This service's OAuth client
+ * (`invalid_client`, `unauthorized_client`, or a 401, which §5.2 keeps for client authentication)
+ * is the operator's configuration: `validation` with providerCode `invalid_client`, which no
+ * consent by the person fixes and which must not move connections to reauth_required. Anything
+ * else (`invalid_grant`, ...) is `auth`: the grant cannot be used, so the person must consent again.
+ */
+export function grantRefusal(channel: string, status: number, code: string | null, said: string | null, fallbackCode = 'token_refused'): ProviderError {
+  const detail = `${code ?? `HTTP ${status}`}${said ? `: ${said}` : ''}`;
+  if ((code !== null && CLIENT_REFUSALS.includes(code)) || (status === 401 && code !== 'invalid_grant')) return clientRefused(channel, detail, status);
+  return new ProviderError('auth', `${channel} refused the grant (${detail})`, code ?? fallbackCode, status);
+}
+
+/** The network refused this service's OAuth client: the operator's CHANNEL_<CHANNEL>_CLIENT_ID / _CLIENT_SECRET. */
+export function clientRefused(channel: string, detail: string, status: number | null): ProviderError {
+  const variables = `CHANNEL_${channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET`;
+  return new ProviderError('validation', `${channel} refused this service's OAuth client (${detail}); check ${variables}`, 'invalid_client', status);
 }
 
 /** `{access_token, refresh_token?, expires_in?}` as a TokenSet; anything else is a broken answer (transient). */

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { Outcome } from '@campaign-ops/api-errors';
 import { Bus } from '@campaign-ops/bus';
 import { PartnerEvent } from '@campaign-ops/webhook-domain';
@@ -25,7 +26,10 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
     network = new InMemoryNetwork('meta_ads').account('act_42', META_EUR, 'token-42');
     h = connectionsHarness({ meta_ads: network }, { meta_ads: settingsFor('meta_ads', true) });
   });
-  afterEach(() => h.close());
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await h.close();
+  });
 
   describe('svc.connection.access', () => {
     it('answers the token on file with the ad account, without calling the network when it is not expiring', async () => {
@@ -108,6 +112,20 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       expect(value(await access(id)).accessToken).toBe('refreshed-access-1');
     });
 
+    it("leaves the connection as it is when the network refuses this service's OAuth client: provider_unavailable, and an error for the operator naming the channel and the code", async () => {
+      const errors = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(2) });
+      network.refuseClient = true;
+      expect(await access(id)).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
+      expect(await access(id, true)).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
+      expect(await view(id)).toMatchObject({ status: 'active', reauth_reason: null });
+      expect(await types(id)).toEqual(['ConnectionActivated']);
+      expect(errors).toHaveBeenCalledWith(expect.stringMatching(/meta_ads.*invalid_client.*CHANNEL_META_ADS_CLIENT_ID/));
+      expect(JSON.stringify(errors.mock.calls)).not.toMatch(/token-42|refresh-42/);
+      network.refuseClient = false;
+      expect(value(await access(id)).accessToken).toBe('refreshed-access-1');
+    });
+
     it("answers connection_required for another account's, a deleted or a sandbox connection", async () => {
       const id = await connect({ access_token: 'token-42' });
       expect(await h.access.access({ accountId: 'acct_2', mode: 'live', connectionId: id })).toMatchObject({ ok: false, error: { code: 'connection_required' } });
@@ -175,6 +193,16 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       network.refuseRefresh('dead');
       expect(await h.access.refreshExpiring()).toEqual({ checked: 1, failed: 1 });
       expect((await view(id)).status).toBe('reauth_required');
+    });
+  });
+
+  describe('the refresh sweep, when the network refuses the OAuth client', () => {
+    it('counts the connection as failed and leaves it active', async () => {
+      jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(3) });
+      network.refuseClient = true;
+      expect(await h.access.refreshExpiring()).toEqual({ checked: 1, failed: 1 });
+      expect((await view(id)).status).toBe('active');
     });
   });
 

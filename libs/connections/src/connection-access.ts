@@ -21,8 +21,10 @@ const LEASE_POLL_MS = 200;
 /**
  * The only way a token leaves connection-service: a fresh access token for dispatch-service's
  * live calls, refreshed first when it expires within 10 minutes (or when the network refused it:
- * `forceRefresh`). A refused refresh, or a token past its time with nothing to refresh it with,
- * moves the connection to `reauth_required`.
+ * `forceRefresh`). A refused refresh (the network's `auth`), or a token past its time with nothing
+ * to refresh it with, moves the connection to `reauth_required`. The network refusing this
+ * service's OAuth client (`validation`) is the operator's to fix: logged as an error, and the
+ * connection is left as it is.
  *
  * One refresh per connection at a time: in this process a keyed lock; across replicas a lease on
  * the vault record (the others wait for its tokens), the vault's version (tokens replaced only
@@ -120,7 +122,15 @@ export class ConnectionAccessService {
       tokens = await network.refresh(entry.refreshToken!);
     } catch (error) {
       await this.vault.unlease(connection.id, entry.version);
-      if (error instanceof ProviderError && (error.kind === 'auth' || error.kind === 'validation')) return this.refuse(connection, 'refresh_refused', metadata);
+      // Only the network refusing the grant needs the person again.
+      if (error instanceof ProviderError && error.kind === 'auth') return this.refuse(connection, 'refresh_refused', metadata);
+      if (error instanceof ProviderError && error.kind === 'validation') {
+        // The operator's fault (the OAuth client refused or missing): every connection of the channel would fail alike, so none is moved.
+        this.logger.error(
+          `${channel} refused this service's OAuth client refreshing ${connection.id} (${error.providerCode ?? 'no code'}): check CHANNEL_${channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET; the connection is left as it is`,
+        );
+        return failure('provider_unavailable', `${channel} could not refresh the token on our side; try again later.`);
+      }
       this.logger.warn(`refreshing ${connection.id} failed: ${error instanceof ProviderError ? `${error.kind} ${error.providerCode ?? ''}`.trim() : redacted(error, [entry.refreshToken, entry.accessToken])}`);
       return failure('provider_unavailable', `${channel} did not answer the token refresh; try again shortly.`);
     }

@@ -8,13 +8,14 @@ import { OAuthRounds, SPENT_STATE_WINDOW_MS } from './oauth-rounds';
 
 /** A network whose consent starts with a call and comes back without `code` (X's OAuth 1.0a). */
 class ConsentByCallNetwork extends InMemoryNetwork {
-  refuseClient = false;
+  override refuseClient = false;
   readonly started: Array<{ state: string; redirectUri: string }> = [];
   override authorizationUrl(): string {
     throw new ProviderError('validation', 'use startConsent()', 'oauth1_consent_is_async');
   }
   async startConsent(request: { state: string; redirectUri: string }): Promise<string> {
-    if (this.refuseClient) throw new ProviderError('auth', 'Could not authenticate you', '32', 401);
+    // As XAds classifies X's 401 to the app-signed request-token call: the operator's OAuth client.
+    if (this.refuseClient) throw new ProviderError('validation', "x_ads refused this service's OAuth client (request token: 32)", 'invalid_client', 401);
     this.started.push(request);
     return `https://consent.x.example/oauth/authorize?oauth_token=req-${this.started.length}`;
   }

@@ -83,6 +83,16 @@ describe('AmazonAds against its fake', () => {
     });
   });
 
+  describe("this service's OAuth client refused (a wrong client secret)", () => {
+    it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
+      const misconfigured = new AmazonAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('amazon_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
+      expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
+      expect(refused.message).toContain('CHANNEL_AMAZON_ADS_CLIENT_ID');
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+    });
+  });
+
   describe('reading the account', () => {
     it('finds the profile of the advertiser account (or of a profile id): its currencyCode and timezone', async () => {
       expect(await amazon.readAccount({ accessToken: token, providerAccountId: JP_ACCOUNT })).toEqual(jpy);

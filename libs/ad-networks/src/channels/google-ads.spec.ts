@@ -111,6 +111,16 @@ describe('GoogleAds against its fake, over HTTPS', () => {
     });
   });
 
+  describe("this service's OAuth client refused (a wrong client secret)", () => {
+    it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
+      const misconfigured = createAdNetworks(loadNetworkSettings({ ...fake.env(), CHANNEL_GOOGLE_ADS_CLIENT_SECRET: 'not-the-secret', CHANNEL_TIMEOUT_MS: '5000' }), { dispatcher: await fakeNetworkDispatcher() }).google_ads;
+      const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
+      expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
+      expect(refused.message).toContain('CHANNEL_GOOGLE_ADS_CLIENT_ID');
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+    });
+  });
+
   describe('reading the ad account', () => {
     it('searches the customer resource and answers its currency and IANA time zone', async () => {
       await expect(google.readAccount({ accessToken: token, providerAccountId: '123-456-7890' })).resolves.toEqual({ currency: 'USD', timezone: 'America/New_York' });

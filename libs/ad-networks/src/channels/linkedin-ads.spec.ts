@@ -76,6 +76,16 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
     });
   });
 
+  describe("this service's OAuth client refused (a wrong client secret)", () => {
+    it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
+      const misconfigured = new LinkedinAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('linkedin_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }), () => NOW);
+      const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
+      expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
+      expect(refused.message).toContain('CHANNEL_LINKEDIN_ADS_CLIENT_ID');
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+    });
+  });
+
   describe('reading the ad account', () => {
     it('reads the currency with the version headers; the time zone is UTC', async () => {
       await expect(linkedin.readAccount({ accessToken: token, providerAccountId: USD })).resolves.toEqual({ currency: 'USD', timezone: 'UTC' });

@@ -84,6 +84,18 @@ describe('MetaAds against its fake, over HTTPS', () => {
     });
   });
 
+  describe("this service's OAuth client refused", () => {
+    it("makes a wrong app secret (code 1) or app id (code 101) at the token endpoint validation invalid_client: the operator's configuration, which no consent fixes", async () => {
+      const dispatcher = await fakeNetworkDispatcher();
+      for (const wrong of [{ clientSecret: 'not-the-secret' }, { clientId: '000000000000000' }]) {
+        const misconfigured = new MetaAds(fake.settings(wrong), new NetworkHttp('meta_ads', 5_000, { dispatcher }));
+        const refused = await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }));
+        expect([refused.kind, refused.providerCode]).toEqual(['validation', 'invalid_client']);
+        expect(refused.message).toContain('CHANNEL_META_ADS_CLIENT_ID');
+      }
+    });
+  });
+
   describe('reading the ad account', () => {
     it('reads account_status, currency and timezone_name with the bearer token', async () => {
       await expect(meta.readAccount({ accessToken: token, providerAccountId: `act_${USD}` })).resolves.toEqual({ currency: 'USD', timezone: 'America/Los_Angeles' });

@@ -2,7 +2,7 @@ import { Objective, ProviderError } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
 import { toMinorUnits } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, requireClient, tokenSetFrom } from '../oauth2';
+import { clientRefused, consentUrl, requireClient, tokenSetFrom } from '../oauth2';
 import { objectiveOf } from '../unified-campaign';
 
 /**
@@ -120,6 +120,10 @@ export class MetaAds implements AdNetwork {
   private async token(query: Record<string, string>): Promise<TokenSet> {
     const answer = await this.http.call({ method: 'GET', url: this.settings.tokenUrl, query });
     if (answer.status >= 200 && answer.status < 300) return tokenSetFrom(this.channel, answer.json);
+    const graph = (answer.json as { error?: GraphError } | undefined)?.error;
+    // The app refused: 101 "Invalid application ID", or 1 "Error validating client secret" (a code Meta otherwise uses for unknown errors).
+    if (graph && (graph.code === 101 || (graph.code === 1 && /client secret/i.test(graph.message ?? ''))))
+      throw clientRefused(this.channel, `${graph.code}: ${graph.message ?? graph.type ?? 'error'}`, answer.status);
     const error = metaError(answer);
     // A refused code or token at the token endpoint: consent again (rate limits and outages stay what they are).
     throw error.kind === 'rate_limited' || error.kind === 'transient' ? error : new ProviderError('auth', error.message, error.providerCode, error.httpStatus);

@@ -2,7 +2,7 @@ import { CampaignSpec, Objective } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, requireClient, tokenSetFrom } from '../oauth2';
+import { consentUrl, grantRefusal, requireClient, tokenSetFrom } from '../oauth2';
 import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
 
 /**
@@ -119,7 +119,7 @@ export class PinterestAds implements AdNetwork {
     };
   }
 
-  /** The token endpoint: form body, client as HTTP Basic; a refusal is auth with Pinterest's words. */
+  /** The token endpoint: form body, client as HTTP Basic; a refusal is classified by `grantRefusal`, with Pinterest's words. */
   private async grant(form: Record<string, string>): Promise<TokenSet> {
     const client = requireClient(this.settings);
     const answer = await this.http.call({
@@ -131,9 +131,10 @@ export class PinterestAds implements AdNetwork {
     if (answer.status === 200) return tokenSetFrom(this.channel, answer.json);
     if (answer.status === 429 || answer.status >= 500) throw this.refusal(answer, 'token grant');
     const body = (answer.json ?? {}) as PinterestError & { error?: unknown; error_description?: unknown };
-    const code = typeof body.error === 'string' ? body.error : body.code !== undefined ? String(body.code) : 'token_refused';
+    const code = typeof body.error === 'string' ? body.error : body.code !== undefined && body.code !== null ? String(body.code) : null;
     const said = body.error_description ?? body.message;
-    throw new ProviderError('auth', `pinterest_ads refused the grant (${code})${typeof said === 'string' ? `: ${said}` : ''}`, code, answer.status);
+    // A 401 here is the HTTP Basic client refused ({code: 2, "Authentication failed."}): the operator's, not the person's.
+    throw grantRefusal(this.channel, answer.status, code, typeof said === 'string' ? said : null);
   }
 
   private accountUrl(adAccountId: string): string {

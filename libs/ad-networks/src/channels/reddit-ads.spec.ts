@@ -86,6 +86,16 @@ describe('RedditAds against its fake', () => {
     });
   });
 
+  describe("this service's OAuth client refused (a wrong client secret)", () => {
+    it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
+      const misconfigured = new RedditAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('reddit_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
+      expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
+      expect(refused.message).toContain('CHANNEL_REDDIT_ADS_CLIENT_ID');
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+    });
+  });
+
   describe('reading the ad account', () => {
     it('answers data.currency and data.time_zone_id, with the Bearer token and our User-Agent', async () => {
       expect(await reddit.readAccount({ accessToken: token, providerAccountId: EUR_ACCOUNT })).toEqual(eur);

@@ -3,7 +3,7 @@ import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, Provide
 import { isIanaTimeZone } from '../account-time';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, requireClient, tokenSetFrom } from '../oauth2';
+import { consentUrl, grantRefusal, requireClient, tokenSetFrom } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 
 /**
@@ -131,9 +131,9 @@ export class RedditAds implements AdNetwork {
     const body = (answer.json ?? {}) as RedditError & { access_token?: unknown };
     if (answer.status === 200 && typeof body.access_token === 'string') return tokenSetFrom(this.channel, answer.json);
     if (answer.status === 429 || answer.status >= 500) throw this.refusal(answer, 'token grant');
-    const code = typeof body.error === 'string' ? body.error : answer.status === 200 ? 'token_refused' : `http_${answer.status}`;
     const said = typeof body.error_description === 'string' ? body.error_description : typeof body.message === 'string' ? body.message : null;
-    throw new ProviderError('auth', `reddit_ads refused the grant (${code})${said ? `: ${said}` : ''}`, code, answer.status);
+    // A 401 here (`{"message": "Unauthorized", "error": 401}`) is the HTTP Basic client refused: the operator's, not the person's.
+    throw grantRefusal(this.channel, answer.status, typeof body.error === 'string' ? body.error : null, said, answer.status === 200 ? 'token_refused' : `http_${answer.status}`);
   }
 
   private accountUrl(adAccountId: string): string {

@@ -74,6 +74,15 @@ describe('TiktokAds against its fake, over HTTPS', () => {
     });
   });
 
+  describe("this service's OAuth client refused", () => {
+    it("makes a wrong app secret at the token call validation invalid_client: the operator's configuration, which no consent fixes", async () => {
+      const misconfigured = new TiktokAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('tiktok_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const refused = await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }));
+      expect([refused.kind, refused.providerCode]).toEqual(['validation', 'invalid_client']);
+      expect(refused.message).toContain('CHANNEL_TIKTOK_ADS_CLIENT_ID');
+    });
+  });
+
   describe('reading the ad account', () => {
     it('asks advertiser/info for the advertiser with the Access-Token header; currency and IANA time zone', async () => {
       await expect(tiktok.readAccount({ accessToken: token, providerAccountId: USD })).resolves.toEqual({ currency: 'USD', timezone: 'America/Los_Angeles' });

@@ -3,7 +3,7 @@ import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, Provide
 import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, requireClient } from '../oauth2';
+import { clientRefused, consentUrl, requireClient } from '../oauth2';
 import { objectiveOf } from '../unified-campaign';
 
 /**
@@ -24,7 +24,9 @@ import { objectiveOf } from '../unified-campaign';
  *   none is sent. Created with TikTok's default status (the CHANNELS.md table asks no pause).
  * - Error codes: 40102 expired, 40104/40105 invalid, 40106 token/advertiser mismatch: auth;
  *   40100 (QPS), 40016, 40133: slow down, TikTok names no delay; 5xxxx: TikTok's own failure
- *   (transient); 40001 (unconfirmed) no permission on the advertiser: unreachable.
+ *   (transient); 40001 (unconfirmed) no permission on the advertiser: unreachable; at the token call
+ *   (no advertiser there) 40001 is the app id or secret refused (unconfirmed): the operator's
+ *   configuration, `validation` `invalid_client`.
  */
 export const TIKTOK_API_PATH = '/open_api/v1.3';
 
@@ -40,6 +42,8 @@ const OBJECTIVES: Record<Objective, string> = {
 const AUTH_CODES = [40102, 40104, 40105, 40106];
 const RATE_CODES = [40100, 40016, 40133];
 const UNREACHABLE_CODES = [40001];
+/** The same 40001 answered by the token call, where no advertiser is involved: the app id or secret refused (unconfirmed). */
+const APP_REFUSED_CODE = 40001;
 
 export class TiktokAds implements AdNetwork {
   readonly channel = 'tiktok_ads' as const;
@@ -63,8 +67,11 @@ export class TiktokAds implements AdNetwork {
       data = tiktokData(answer);
     } catch (error) {
       const refusal = error as ProviderError;
-      // A refused auth_code (or app secret): the person must consent again.
-      throw refusal.kind === 'rate_limited' || refusal.kind === 'transient' ? refusal : new ProviderError('auth', refusal.message, refusal.providerCode, refusal.httpStatus);
+      if (refusal.kind === 'rate_limited' || refusal.kind === 'transient') throw refusal;
+      // 40001 at the token call: the app id or secret refused (unconfirmed code), the operator's configuration.
+      if (refusal.providerCode === String(APP_REFUSED_CODE)) throw clientRefused(this.channel, `${refusal.providerCode}: ${refusal.message}`, refusal.httpStatus);
+      // A refused auth_code: the person must consent again.
+      throw new ProviderError('auth', refusal.message, refusal.providerCode, refusal.httpStatus);
     }
     const accessToken = (data as { access_token?: unknown }).access_token;
     if (typeof accessToken !== 'string' || !accessToken) throw new ProviderError('transient', 'tiktok_ads answered no access_token', null);

@@ -130,6 +130,15 @@ describe('XAds against its fake', () => {
     });
   });
 
+  describe("this service's OAuth client refused", () => {
+    it("makes a request-token call X cannot authenticate (a wrong consumer secret) validation invalid_client: only the app signs it, so it is the operator's configuration", async () => {
+      const misconfigured = new XAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const refused = await rejection(misconfigured.startConsent({ state: 'st_9', redirectUri: CALLBACK, providerAccountId: USD_ACCOUNT }));
+      expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
+      expect(refused.message).toContain('CHANNEL_X_ADS_CLIENT_ID');
+    });
+  });
+
   describe('reading the ad account', () => {
     it('answers the account\'s time zone and its funding instrument\'s currency, every call signed with the user token', async () => {
       expect(await x.readAccount({ accessToken: token, providerAccountId: JPY_ACCOUNT })).toEqual(jpy);

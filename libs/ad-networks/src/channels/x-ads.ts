@@ -4,6 +4,7 @@ import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, Provide
 import { isIanaTimeZone, isoWithOffset } from '../account-time';
 import { toMicros } from '../budget-units';
 import { HttpMethod, NetworkAnswer, NetworkHttp } from '../network-http';
+import { clientRefused } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 
 /**
@@ -116,6 +117,8 @@ export class XAds implements AdNetwork {
     const answer = await this.signedCall('POST', url, {}, this.consumer(), { oauth_callback: callback.toString() });
     const form = new URLSearchParams(answer.text);
     const requestToken = form.get('oauth_token');
+    // Only the app signs this call: X not authenticating it (401) is the operator's consumer key or secret.
+    if (answer.status === 401) throw clientRefused(this.channel, `request token: ${this.refusal(answer, 'request token').providerCode}`, 401);
     if (answer.status !== 200 || !requestToken || form.get('oauth_callback_confirmed') !== 'true') throw this.refusal(answer, 'request token');
     const consent = new URL(this.settings.oauthUrl);
     consent.searchParams.set('oauth_token', requestToken);

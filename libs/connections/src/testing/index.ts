@@ -22,6 +22,8 @@ import { TokenVault } from '../token-vault';
 export class InMemoryNetwork implements AdNetwork {
   readonly scopes = ['ads_management', 'ads_read'];
   down = false;
+  /** The network refuses this service's OAuth client (a wrong client id or secret): the operator's fault, not the person's. */
+  refuseClient = false;
   /** How long a refresh takes (to race concurrent refreshes against each other). */
   refreshDelayMs = 0;
   readonly calls = { authorizationUrl: 0, exchangeCode: 0, refresh: 0, readAccount: 0 };
@@ -70,6 +72,7 @@ export class InMemoryNetwork implements AdNetwork {
   async exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
     this.calls.exchangeCode++;
     this.failIfDown();
+    this.failIfClientRefused();
     const tokens = this.codes.get(request.code);
     if (!tokens || !request.redirectUri.endsWith('/v1/connections/oauth/callback')) throw new ProviderError('auth', 'invalid code', 'invalid_grant', 400);
     this.codes.delete(request.code);
@@ -80,6 +83,7 @@ export class InMemoryNetwork implements AdNetwork {
     this.calls.refresh++;
     if (this.refreshDelayMs) await new Promise((done) => setTimeout(done, this.refreshDelayMs));
     this.failIfDown();
+    this.failIfClientRefused();
     if (this.refusedRefreshTokens.has(refreshToken)) throw new ProviderError('auth', 'The refresh token is invalid', 'invalid_grant', 400);
     this.issued++;
     const accessToken = `refreshed-access-${this.issued}`;
@@ -99,6 +103,10 @@ export class InMemoryNetwork implements AdNetwork {
 
   async createCampaign(): Promise<{ providerResourceId: string }> {
     throw new Error('connection-service never creates campaigns');
+  }
+
+  private failIfClientRefused(): void {
+    if (this.refuseClient) throw new ProviderError('validation', 'meta_ads refused the grant (invalid_client): client authentication failed', 'invalid_client', 401);
   }
 
   private failIfDown(): void {
