@@ -71,6 +71,22 @@ describe('loadConfig', () => {
       expect((failure({ [variable]: value }) as Error).message).toMatch(new RegExp(`^${variable} `));
     });
   });
+  describe('how long the gateway waits for a service', () => {
+    it('waits 10 s by default, and 120 s on the connection calls that reach an ad network', () => {
+      expect(load({})).toMatchObject({ requestTimeoutMs: 10_000, connectionRequestTimeoutMs: 120_000 });
+      expect(load({ BUS_REQUEST_TIMEOUT_MS: '5000', BUS_CONNECTION_REQUEST_TIMEOUT_MS: '180000' })).toMatchObject({ requestTimeoutMs: 5_000, connectionRequestTimeoutMs: 180_000 });
+    });
+
+    it.each([['soon'], ['0'], ['600001']])('refuses BUS_CONNECTION_REQUEST_TIMEOUT_MS=%s, naming it', (value) => {
+      expect((failure({ BUS_CONNECTION_REQUEST_TIMEOUT_MS: value }) as Error).message).toMatch(/^BUS_CONNECTION_REQUEST_TIMEOUT_MS /);
+    });
+
+    it('refuses a connection timeout shorter than BUS_REQUEST_TIMEOUT_MS, naming both', () => {
+      const message = (failure({ BUS_REQUEST_TIMEOUT_MS: '30000', BUS_CONNECTION_REQUEST_TIMEOUT_MS: '20000' }) as Error).message;
+      expect(message).toMatch(/^BUS_CONNECTION_REQUEST_TIMEOUT_MS .*BUS_REQUEST_TIMEOUT_MS/);
+    });
+  });
+
   describe('connection-service settings', () => {
     const key = 'a'.repeat(64);
     const loadFor = (app: 'connection-service' | 'standalone' | 'dispatch-service', env: Record<string, string>, dir = dataDir) => loadConfig(app, { DATA_DIR: dir, ...env });

@@ -36,7 +36,13 @@ export interface ServiceConfig {
   channelRetryMaxWaitMs: number;
   /** One call to an ad network (CHANNEL_TIMEOUT_MS, also read by the networks' settings): what a live try may take follows from it. */
   channelTimeoutMs: number;
+  /** How long the gateway waits for a service's answer (BUS_REQUEST_TIMEOUT_MS). */
   requestTimeoutMs: number;
+  /**
+   * The same for the connection calls that reach an ad network (token import, reauthorization,
+   * the OAuth callback: up to four calls of CHANNEL_TIMEOUT_MS each), at least requestTimeoutMs.
+   */
+  connectionRequestTimeoutMs: number;
   /** Gateway token bucket per API key (and per client IP without one): refill rate and bucket size. */
   rateLimit: { perSecond: number; burst: number };
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -186,6 +192,10 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
   const needsWebhookKey = app === 'standalone' || app === 'webhook-delivery-service';
   const holdsTokens = app === 'standalone' || app === 'connection-service';
   const port = integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535);
+  const requestTimeoutMs = integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000);
+  const connectionRequestTimeoutMs = integer(env, 'BUS_CONNECTION_REQUEST_TIMEOUT_MS', 120_000, 1_000, 600_000);
+  if (connectionRequestTimeoutMs < requestTimeoutMs)
+    throw new ConfigError('BUS_CONNECTION_REQUEST_TIMEOUT_MS', `must be at least BUS_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), not ${connectionRequestTimeoutMs}`);
   return {
     app,
     port,
@@ -216,7 +226,8 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),
     channelRetryMaxWaitMs: duration(env, 'CHANNEL_RETRY_MAX_WAIT', '15m'),
     channelTimeoutMs: integer(env, 'CHANNEL_TIMEOUT_MS', 30_000, 1, 600_000),
-    requestTimeoutMs: integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
+    requestTimeoutMs,
+    connectionRequestTimeoutMs,
     rateLimit: {
       perSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
       burst: integer(env, 'RATE_LIMIT_BURST', 200, 1, 1_000_000),

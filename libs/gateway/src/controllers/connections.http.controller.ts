@@ -1,12 +1,12 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CreateConnectionDto, ListConnectionsQueryDto, NoBody, ReauthorizeConnectionDto } from '@campaign-ops/api-contract';
-import { ApiAnswer } from '@campaign-ops/service-runtime';
+import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { ListResult, OAuthCallbackResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
-import { ServiceClient } from '../http/service-client';
+import { CallOptions, ServiceClient } from '../http/service-client';
 import { pageOf } from '../http/validation';
 
 const ConnectionId = () => ApiParam({ name: 'id', description: 'The connection id (`con_…`).' });
@@ -18,7 +18,19 @@ const single = (value: unknown): string | undefined => (typeof value === 'string
 @ApiTags('Connections')
 @Controller('v1/connections')
 export class ConnectionsController {
-  constructor(private readonly services: ServiceClient) {}
+  /**
+   * Token import, reauthorization and the OAuth callback make one to four calls to the ad network
+   * (each up to CHANNEL_TIMEOUT_MS): they wait BUS_CONNECTION_REQUEST_TIMEOUT_MS, so a slow network
+   * is not told to the browser as 503 while the connection is activated anyway.
+   */
+  private readonly reachesNetwork: CallOptions;
+
+  constructor(
+    private readonly services: ServiceClient,
+    @Inject(CONFIG) config: ServiceConfig,
+  ) {
+    this.reachesNetwork = { timeoutMs: config.connectionRequestTimeoutMs };
+  }
 
   @Post()
   @HttpCode(200)
@@ -42,7 +54,7 @@ export class ConnectionsController {
       credentials: body.credentials && { ...body.credentials },
       redirectUri: body.redirect_uri,
       sandbox: body.sandbox && { ...body.sandbox },
-    });
+    }, this.reachesNetwork);
   }
 
   @Get()
@@ -85,7 +97,7 @@ export class ConnectionsController {
       code: single(query.code),
       error: single(query.error),
       query: singles,
-    });
+    }, this.reachesNetwork);
     // Still JSON, as every answer of the API: the browser follows Location, a script can read it.
     response.setHeader('Cache-Control', 'no-store');
     response.setHeader('Referrer-Policy', 'no-referrer');
@@ -130,6 +142,6 @@ export class ConnectionsController {
       id,
       credentials: body.credentials && { ...body.credentials },
       redirectUri: body.redirect_uri,
-    });
+    }, this.reachesNetwork);
   }
 }
