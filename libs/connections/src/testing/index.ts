@@ -16,8 +16,9 @@ import { TokenVault } from '../token-vault';
 
 /**
  * An ad network as the port describes it, in memory: tokens it issued and accepts, ad accounts
- * each token reaches, codes it will exchange, refresh tokens it refuses, and a switch to make it
- * stop answering. It counts its calls and records every token it was shown.
+ * each token reaches, codes it will exchange, refresh tokens it refuses, and switches to make it
+ * stop answering or refuse this service's OAuth client. It counts its calls by kind (`calls`); it
+ * keeps no record of the tokens it was shown.
  */
 export class InMemoryNetwork implements AdNetwork {
   readonly scopes = ['ads_management', 'ads_read'];
