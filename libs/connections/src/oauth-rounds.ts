@@ -184,8 +184,9 @@ export class OAuthRounds {
 
   /**
    * Tokens just stored for a round that then could not complete: destroyed when the connection
-   * was revoked meanwhile or never became active (no tokens of its own to keep); an active
-   * connection keeps what it has.
+   * was revoked meanwhile or never became active (no tokens of its own to keep). A connection
+   * active or waiting for reauthorization keeps the tokens now on file: they replaced its own, and
+   * reach its ad account (the read just proved it).
    */
   private async discardTokens(connectionId: string): Promise<void> {
     const now = await this.store.load(connectionId);
