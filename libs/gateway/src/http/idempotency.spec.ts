@@ -319,11 +319,11 @@ describe('IdempotencyStore', () => {
 });
 
 describe("the gateway's store", () => {
-  it('keys records with the deployment secret, and leases a reservation for twice the bus timeout (at least a minute)', async () => {
+  it('keys records with the deployment secret, and leases a reservation for twice the longest bus timeout (at least a minute)', async () => {
     const reads = SqliteReadStore.open(':memory:');
     try {
-      const store = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 45_000 } as ServiceConfig));
-      const short = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000 } as ServiceConfig));
+      const store = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000, connectionRequestTimeoutMs: 45_000 } as ServiceConfig));
+      const short = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000, connectionRequestTimeoutMs: 5_000 } as ServiceConfig));
       await store.begin('acct_1:test', 'key-1', 'fp');
       await short.begin('acct_1:test', 'key-2', 'fp');
       const record = async (key: string) => (await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).get(idempotencyRecordId('acct_1:test', key, 'c'.repeat(64))))!;
@@ -336,12 +336,12 @@ describe("the gateway's store", () => {
 });
 
 describe('the gateway module’s store, as Nest builds it', () => {
-  it('takes its secret and lease from the configuration', async () => {
+  it('takes its secret and lease from the configuration: twice the longest bus timeout (a connection call\'s)', async () => {
     const reads = SqliteReadStore.open(':memory:');
     try {
       const moduleRef = await Test.createTestingModule({
         providers: [
-          { provide: CONFIG, useValue: { idempotencySecretKey: 'd'.repeat(64), requestTimeoutMs: 40_000 } },
+          { provide: CONFIG, useValue: { idempotencySecretKey: 'd'.repeat(64), requestTimeoutMs: 10_000, connectionRequestTimeoutMs: 40_000 } },
           { provide: READ_STORE, useValue: reads },
           idempotencyOptionsProvider,
           IdempotencyStore,

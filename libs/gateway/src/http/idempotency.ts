@@ -230,9 +230,13 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   }
 }
 
-/** The gateway's idempotency settings (configuration): the deployment's secret, and a lease that outlasts a request waiting the whole bus timeout. */
+/**
+ * The gateway's idempotency settings (configuration): the deployment's secret, and a lease that
+ * outlasts a request waiting the longest bus timeout (a connection's, which calls the network: at
+ * least BUS_REQUEST_TIMEOUT_MS), so a same-key retry never takes over a request still running.
+ */
 export const idempotencyOptionsProvider = {
   provide: IDEMPOTENCY_OPTIONS,
-  useFactory: (config: ServiceConfig): IdempotencyOptions => ({ secret: config.idempotencySecretKey, leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.requestTimeoutMs) }),
+  useFactory: (config: ServiceConfig): IdempotencyOptions => ({ secret: config.idempotencySecretKey, leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.connectionRequestTimeoutMs) }),
   inject: [CONFIG],
 };
