@@ -133,6 +133,10 @@ describe('dispatch decider', () => {
     it('records no connection when it is the one the dispatch has', () =>
       given(live, failed).when({ type: 'RetryDispatch', requestId: 'req_1', now: T1, connectionId: 'con_1' }).then([retried]));
     it('keeps its connection when the retry names none', () => expect(given(live, failed, retried).state()).toMatchObject({ connectionId: 'con_1' }));
+    it('writes no connection field at all when the retry names none (a sandbox dispatch has none)', () => {
+      const [event] = dispatchDecider.decide({ type: 'RetryDispatch', requestId: null, now: T1 }, given(accepted, failed).state());
+      expect(Object.keys(event.data)).toEqual(['retriedAt', 'requestId']);
+    });
   });
 
   it('gives a retried dispatch a fresh budget of attempts and counts every call', () => {
