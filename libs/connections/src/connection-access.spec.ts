@@ -34,7 +34,7 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
   describe('svc.connection.access', () => {
     it('answers the token on file with the ad account, without calling the network when it is not expiring', async () => {
       const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(60) });
-      expect(value(await access(id))).toEqual({ connectionId: id, channel: 'meta_ads', providerAccountId: 'act_42', accessToken: 'token-42', currency: 'EUR', timezone: 'Europe/Berlin' });
+      expect(value(await access(id))).toEqual({ connectionId: id, channel: 'meta_ads', providerAccountId: 'act_42', accessToken: 'token-42', tokenVersion: 1, currency: 'EUR', timezone: 'Europe/Berlin' });
       expect(value(await access(await connect({ access_token: 'token-42' })))).toMatchObject({ accessToken: 'token-42' });
       expect(network.calls.refresh).toBe(0);
     });
@@ -79,6 +79,26 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       const answers = await Promise.all([access(id, true), access(id, true)]);
       expect(answers.map((a) => value(a).accessToken)).toEqual(['refreshed-access-1', 'refreshed-access-1']);
       expect(network.calls.refresh).toBe(1);
+    });
+
+    it('hands out the tokens on file, refreshing nothing, when the refused token was replaced meanwhile (a reauthorization)', async () => {
+      // No refresh token (Meta): a forced refresh of the refused token would need the person again.
+      const id = await connect({ access_token: 'token-42' });
+      const given = value(await access(id));
+      network.account('act_42', META_EUR, 'token-43');
+      expect((await h.commands.reauthorize({ caller: live, id, credentials: { access_token: 'token-43' } })).ok).toBe(true);
+      const answer = await h.access.access({ accountId: 'acct_1', mode: 'live', connectionId: id, forceRefresh: true, refusedVersion: given.tokenVersion, requestId: null });
+      expect(value(answer)).toMatchObject({ accessToken: 'token-43', tokenVersion: given.tokenVersion + 1 });
+      expect((await view(id)).status).toBe('active');
+      expect(network.calls.refresh).toBe(0);
+    });
+
+    it('refreshes (and tells the version of) a refused token that is still the one on file', async () => {
+      const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(60) });
+      const given = value(await access(id));
+      const answer = await h.access.access({ accountId: 'acct_1', mode: 'live', connectionId: id, forceRefresh: true, refusedVersion: given.tokenVersion, requestId: null });
+      expect(value(answer)).toMatchObject({ accessToken: 'refreshed-access-1', tokenVersion: given.tokenVersion + 1 });
+      expect(value(await access(id)).tokenVersion).toBe(given.tokenVersion + 1);
     });
 
     it('moves the connection to reauth_required when the refresh is refused, and answers connection_reauth_required', async () => {
@@ -145,6 +165,16 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       expect(await h.access.reauthRequired({ ...report, reason: 'again' })).toEqual({ ok: true, value: { connection: { id, status: 'reauth_required' } } });
       expect(await types(id)).toEqual(['ConnectionActivated', 'ReauthRequired']);
       expect((await view(id)).reauth_reason).toBe('token_refused:190');
+    });
+
+    it('changes nothing for a refusal of tokens older than those on file (reauthorized since)', async () => {
+      const id = await connect({ access_token: 'token-42' });
+      const given = value(await access(id));
+      network.account('act_42', META_EUR, 'token-43');
+      expect((await h.commands.reauthorize({ caller: live, id, credentials: { access_token: 'token-43' } })).ok).toBe(true);
+      const stale = { accountId: 'acct_1', mode: 'live' as const, connectionId: id, channel: 'meta_ads' as const, reason: 'token_refused:190', refusedVersion: given.tokenVersion };
+      expect(await h.access.reauthRequired(stale)).toEqual({ ok: true, value: { connection: { id, status: 'active' } } });
+      expect(await h.access.reauthRequired({ ...stale, refusedVersion: given.tokenVersion + 1 })).toEqual({ ok: true, value: { connection: { id, status: 'reauth_required' } } });
     });
 
     it("moves the channel's sandbox connection when no connection is named, and nothing else", async () => {

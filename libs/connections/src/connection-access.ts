@@ -46,7 +46,7 @@ export class ConnectionAccessService {
     const found = await this.owned(request.accountId, request.mode, request.connectionId);
     if (!found) return failure('connection_required', `No such connection: ${request.connectionId}`, 'connection_id');
     const metadata: EventMetadata = { accountId: request.accountId, mode: request.mode, requestId: request.requestId ?? null };
-    return this.lock.run(found.id, () => this.fresh(found.id, request.forceRefresh === true, metadata));
+    return this.lock.run(found.id, () => this.fresh(found.id, request.forceRefresh === true, metadata, request.refusedVersion));
   }
 
   /**
@@ -64,6 +64,9 @@ export class ConnectionAccessService {
       target = view ? await this.store.load(view.id) : null;
     }
     if (!target) return success({ connection: null });
+    // A refusal of tokens older than those on file (reauthorized since) says nothing of these.
+    if (request.refusedVersion !== undefined && ((await this.vault.read(target.id))?.version ?? request.refusedVersion) !== request.refusedVersion)
+      return success({ connection: { id: target.id, status: target.status } });
     const metadata: EventMetadata = { accountId: request.accountId, mode: request.mode, requestId: request.requestId ?? null };
     const after = await this.requireReauth(target, request.reason, metadata);
     return success({ connection: { id: after.id, status: after.status } });
@@ -92,7 +95,7 @@ export class ConnectionAccessService {
     }
   }
 
-  private async fresh(id: string, force: boolean, metadata: EventMetadata): Promise<Outcome<ConnectionAccess>> {
+  private async fresh(id: string, force: boolean, metadata: EventMetadata, refusedVersion?: number): Promise<Outcome<ConnectionAccess>> {
     const connection = await this.store.load(id);
     const refused = unusable(connection, id);
     if (refused) return refused;
@@ -100,6 +103,8 @@ export class ConnectionAccessService {
     const entry = await this.vault.read(id);
     if (!entry) return this.refuse(current, 'token_missing', metadata);
     const now = Date.now();
+    // The refused token was replaced meanwhile (a reauthorization, a refresh elsewhere): the new one is the answer.
+    if (force && refusedVersion !== undefined && entry.version !== refusedVersion) return success(accessOf(current, entry));
     const needed = force ? !(entry.refreshedAt && now - Date.parse(entry.refreshedAt) < JUST_REFRESHED_MS) : expiresWithin(entry.expiresAt, now, REFRESH_AHEAD_MS);
     if (!needed) return success(accessOf(current, entry));
     if (!entry.refreshToken) {
@@ -143,7 +148,7 @@ export class ConnectionAccessService {
     }
     try {
       const after = await this.store.execute(connection.id, { type: 'RefreshToken', expiresAt: next.expiresAt, now }, metadata);
-      return success(accessOf(after, next));
+      return success(accessOf(after, { ...next, version: entry.version + 1 }));
     } catch (error) {
       if (error instanceof ConnectionRevokedError) await this.vault.destroy(connection.id);
       if (error instanceof ConnectionNotActive || error instanceof ConnectionRevokedError) return unusable(await this.store.load(connection.id), connection.id)!;
@@ -197,11 +202,12 @@ function unusable(connection: Connection | null, id: string): Outcome<never> | n
   return null;
 }
 
-const accessOf = (connection: Connection, tokens: { accessToken: string }): ConnectionAccess => ({
+const accessOf = (connection: Connection, tokens: { accessToken: string; version: number }): ConnectionAccess => ({
   connectionId: connection.id,
   channel: connection.channel as Channel,
   providerAccountId: connection.providerAccountId,
   accessToken: tokens.accessToken,
+  tokenVersion: tokens.version,
   currency: connection.currency ?? '',
   timezone: connection.timezone ?? '',
 });

@@ -57,7 +57,7 @@ describe('the dispatch executor', () => {
       accessRequests.push(request);
       if (request.forceRefresh && refreshRefused) return failure('connection_reauth_required', 'The provider refused the refresh token.');
       const token = request.forceRefresh ? 'token-refreshed' : 'token-1';
-      return success({ connectionId: request.connectionId, channel: 'meta_ads', providerAccountId: '1234', accessToken: token, currency: accountCurrency, timezone: 'Europe/Berlin' });
+      return success({ connectionId: request.connectionId, channel: 'meta_ads', providerAccountId: '1234', accessToken: token, tokenVersion: request.forceRefresh ? 2 : 1, currency: accountCurrency, timezone: 'Europe/Berlin' });
     });
     await bus.respond<ConnectionReauthRequiredRequest>(SUBJECTS.connectionReauthRequired, async (request) => {
       reauthReports.push(request);
@@ -112,7 +112,7 @@ describe('the dispatch executor', () => {
     const { dispatch } = await execute(network);
     expect(dispatch).toMatchObject({ status: 'completed', providerResourceId: '120210000000002', attempts: 1 });
     expect(network.calls.map((c) => c.accessToken)).toEqual(['token-1', 'token-refreshed']);
-    expect(accessRequests.map((r) => r.forceRefresh)).toEqual([false, true]);
+    expect(accessRequests.map((r) => [r.forceRefresh, r.refusedVersion])).toEqual([[false, undefined], [true, 1]]);
     expect(reauthReports).toEqual([]);
   });
 
@@ -128,7 +128,7 @@ describe('the dispatch executor', () => {
     const network = new ScriptedNetwork([new ProviderError('auth', 'expired', '190', 400), new ProviderError('auth', 'expired again', '190', 400)]);
     const { dispatch } = await execute(network);
     expect(dispatch).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'connection_reauth_required', provider_code: '190', retryable: false } });
-    expect(reauthReports).toEqual([expect.objectContaining({ accountId: 'acct_1', mode: 'live', connectionId: 'con_1', channel: 'meta_ads', reason: 'token_refused:190' })]);
+    expect(reauthReports).toEqual([expect.objectContaining({ accountId: 'acct_1', mode: 'live', connectionId: 'con_1', channel: 'meta_ads', reason: 'token_refused:190', refusedVersion: 2 })]);
   });
 
   it("waits the network's own delay after a rate limit, then tries again", async () => {

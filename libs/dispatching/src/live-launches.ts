@@ -60,15 +60,15 @@ export class LiveLaunches {
     } catch (error) {
       if (!refusesTheToken(error)) return classify(error, this.logger);
     }
-    // The network refused the token: refresh it once and repeat the try.
-    const refreshed = await this.access(dispatch, true);
+    // The network refused the token: refresh it once (unless it was replaced meanwhile) and repeat the try.
+    const refreshed = await this.access(dispatch, true, first.value.tokenVersion);
     if (!refreshed.ok) return this.accessRefused(refreshed.error, true);
     try {
       return await this.create(network, dispatch, refreshed.value);
     } catch (error) {
       if (!refusesTheToken(error)) return classify(error, this.logger);
       const reason = error instanceof ProviderError && error.providerCode ? `token_refused:${error.providerCode}` : 'token_refused';
-      await this.reportReauthRequired(dispatch, reason);
+      await this.reportReauthRequired(dispatch, reason, refreshed.value.tokenVersion);
       return { kind: 'failed', error: reauthError(dispatch.channel, error as ProviderError), tried: true, retryAfterMs: null };
     }
   }
@@ -78,13 +78,14 @@ export class LiveLaunches {
    * channel's sandbox connection, for `[sandbox:reauth]`). Done before the dispatch's outcome is
    * recorded, so a crash in between repeats it rather than losing it; it is idempotent.
    */
-  async reportReauthRequired(dispatch: Dispatch, reason: string): Promise<void> {
+  async reportReauthRequired(dispatch: Dispatch, reason: string, refusedVersion?: number): Promise<void> {
     const request: ConnectionReauthRequiredRequest = {
       accountId: dispatch.accountId,
       mode: dispatch.mode,
       connectionId: dispatch.connectionId,
       channel: dispatch.channel,
       reason,
+      ...(refusedVersion === undefined ? {} : { refusedVersion }),
       requestId: currentRequestId() ?? null,
     };
     await this.bus.request(SUBJECTS.connectionReauthRequired, request, { timeoutMs: CONNECTION_REQUEST_TIMEOUT_MS, headers: this.headers() });
@@ -99,12 +100,13 @@ export class LiveLaunches {
   }
 
   /** A bus fault (connection-service down) throws: the message comes back later and nothing is recorded. */
-  private async access(dispatch: Dispatch, forceRefresh: boolean): Promise<Outcome<ConnectionAccess>> {
+  private async access(dispatch: Dispatch, forceRefresh: boolean, refusedVersion?: number): Promise<Outcome<ConnectionAccess>> {
     const request: ConnectionAccessRequest = {
       accountId: dispatch.accountId,
       mode: dispatch.mode,
       connectionId: dispatch.connectionId as string,
       forceRefresh,
+      ...(refusedVersion === undefined ? {} : { refusedVersion }),
       requestId: currentRequestId() ?? null,
     };
     return this.bus.request<Outcome<ConnectionAccess>>(SUBJECTS.connectionAccess, request, { timeoutMs: CONNECTION_REQUEST_TIMEOUT_MS, headers: this.headers() });

@@ -167,6 +167,11 @@ export interface ConnectionAccessRequest {
   mode: Mode;
   connectionId: string;
   forceRefresh?: boolean;
+  /**
+   * With `forceRefresh`: the `tokenVersion` of the token the network refused. When the tokens on
+   * file are newer (reauthorized or refreshed meanwhile), those are handed out and nothing is refreshed.
+   */
+  refusedVersion?: number;
   requestId?: string | null;
 }
 export interface ConnectionAccess {
@@ -174,6 +179,8 @@ export interface ConnectionAccess {
   channel: Channel;
   providerAccountId: string;
   accessToken: string;
+  /** Which tokens these are (the vault's version): said back as `refusedVersion` when the network refuses them. */
+  tokenVersion: number;
   /** The ad account as read at connect time: the budget currency must equal `currency`. */
   currency: string;
   timezone: string;
@@ -187,6 +194,8 @@ export interface ConnectionReauthRequiredRequest {
   connectionId: string | null;
   channel: Channel;
   reason: string;
+  /** The `tokenVersion` the network refused: a report about tokens older than those on file changes nothing. */
+  refusedVersion?: number;
   requestId?: string | null;
 }
 
