@@ -25,3 +25,4 @@ export { unifiedCampaign } from './unified-campaign';
 export { RedditAdsFake } from './reddit-ads.fake';
 export { XAdsFake } from './x-ads.fake';
 export { AmazonAdsFake } from './amazon-ads.fake';
+export { rejection } from './rejection';

@@ -1,5 +1,5 @@
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { AmazonAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { AmazonAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, rejection } from '../../../../test/support/fake-networks';
 import { NetworkHttp } from '../network-http';
 import { AmazonAds } from './amazon-ads';
 
@@ -18,11 +18,6 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => null, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('AmazonAds against its fake', () => {
   let fake: AmazonAdsFake;

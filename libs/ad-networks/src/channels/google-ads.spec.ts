@@ -1,5 +1,5 @@
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { GoogleAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { GoogleAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
 import { AdNetwork } from '../ad-network.port';
 import { createAdNetworks } from '../ad-networks';
 import { NetworkHttp } from '../network-http';
@@ -16,11 +16,6 @@ const accounts = {
   [KWD]: { currency: 'KWD', timezone: 'Asia/Kuwait' },
 };
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => null, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('GoogleAds against its fake, over HTTPS', () => {
   let fake: GoogleAdsFake;

@@ -1,5 +1,5 @@
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
 import { LinkedinAdsFake } from '../../../../test/support/fake-networks/linkedin-ads.fake';
 import { NetworkHttp } from '../network-http';
 import { LinkedinAds, untilMidnightUtc } from './linkedin-ads';
@@ -17,11 +17,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
 /** 2026-11-25T21:30:00Z: two and a half hours before LinkedIn's quotas reset. */
 const NOW = Date.UTC(2026, 10, 25, 21, 30, 0);
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => null, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('LinkedinAds against its fake, over HTTPS', () => {
   let fake: LinkedinAdsFake;

@@ -1,5 +1,5 @@
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
 import { MetaAdsFake } from '../../../../test/support/fake-networks/meta-ads.fake';
 import { NetworkHttp } from '../network-http';
 import { MetaAds } from './meta-ads';
@@ -15,11 +15,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
   [DISABLED]: { currency: 'USD', timezone: 'UTC' },
 };
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => null, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('MetaAds against its fake, over HTTPS', () => {
   let fake: MetaAdsFake;

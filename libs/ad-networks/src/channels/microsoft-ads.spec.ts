@@ -1,5 +1,5 @@
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
 import { MicrosoftAdsFake } from '../../../../test/support/fake-networks/microsoft-ads.fake';
 import { isIanaTimeZone } from '../account-time';
 import { NetworkHttp } from '../network-http';
@@ -16,11 +16,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
 const CAMPAIGN_PATH = '/Api/Advertiser/CampaignManagement/v13/CampaignManagementService.svc';
 const CUSTOMER_PATH = '/Api/CustomerManagement/v13/CustomerManagementService.svc';
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => null, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('MicrosoftAds against its fake, over HTTPS', () => {
   let fake: MicrosoftAdsFake;

@@ -1,6 +1,6 @@
 import { request } from 'undici';
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { RedditAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, refusingLoopbackUrl } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { RedditAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, refusingLoopbackUrl, rejection } from '../../../../test/support/fake-networks';
 import { NetworkHttp } from '../network-http';
 import { RedditAds } from './reddit-ads';
 
@@ -17,11 +17,6 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => null, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('RedditAds against its fake', () => {
   let fake: RedditAdsFake;

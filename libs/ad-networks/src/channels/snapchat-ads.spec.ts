@@ -1,6 +1,6 @@
 import { request } from 'undici';
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, refusingLoopbackUrl } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, refusingLoopbackUrl, rejection } from '../../../../test/support/fake-networks';
 import { SnapchatAdsFake } from '../../../../test/support/fake-networks/snapchat-ads.fake';
 import { NetworkHttp } from '../network-http';
 import { SnapchatAds } from './snapchat-ads';
@@ -16,14 +16,6 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(
-    () => null,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('SnapchatAds against its fake', () => {
   let fake: SnapchatAdsFake;

@@ -1,5 +1,5 @@
-import { CampaignSpec, ProviderError } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign } from '../../../../test/support/fake-networks';
+import { CampaignSpec } from '@campaign-ops/channels';
+import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
 import { TiktokAdsFake } from '../../../../test/support/fake-networks/tiktok-ads.fake';
 import { NetworkHttp } from '../network-http';
 import { TiktokAds } from './tiktok-ads';
@@ -13,11 +13,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
   [KWD]: { currency: 'KWD', timezone: 'Etc/GMT-3' },
 };
 
-async function rejection(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(() => null, (caught: unknown) => caught);
-  expect(error).toBeInstanceOf(ProviderError);
-  return error as ProviderError;
-}
 
 describe('TiktokAds against its fake, over HTTPS', () => {
   let fake: TiktokAdsFake;
