@@ -8,7 +8,6 @@ import { ConnectionQueries } from './connection-queries';
 import { connectionSettingsProvider } from './connection-settings';
 import { ConnectionStore } from './connection-store';
 import { ConnectionsMessageController } from './connections.message.controller';
-import { networkSettingsProvider } from './network-providers';
 import { OAuthRounds } from './oauth-rounds';
 import { TokenVault } from './token-vault';
 
@@ -22,7 +21,6 @@ import { TokenVault } from './token-vault';
   controllers: [ConnectionsMessageController],
   providers: [
     connectionSettingsProvider,
-    networkSettingsProvider,
     ConnectionStore,
     TokenVault,
     ChannelSlots,

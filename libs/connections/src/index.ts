@@ -5,7 +5,6 @@ export * from './connection-queries';
 export * from './connection-access';
 export * from './connection-relay';
 export * from './connection-settings';
-export * from './network-providers';
 export * from './oauth-rounds';
 export * from './channel-slots';
 export * from './token-vault';

@@ -10,7 +10,7 @@ import { ChannelSlots } from './channel-slots';
 import { CONNECTION_SETTINGS, ConnectionSettings, oauthCallbackUrl } from './connection-settings';
 import { ConnectionStore } from './connection-store';
 import { KeyedMutex } from '@campaign-ops/event-sourcing';
-import { ChannelSettings, NETWORK_SETTINGS } from './network-providers';
+import { ChannelSettings, NETWORK_SETTINGS } from '@campaign-ops/ad-networks';
 import { readAccount, redacted } from './provider-calls';
 import { checkRedirectUri, withQuery } from './redirect-uri';
 import { TokenVault } from './token-vault';

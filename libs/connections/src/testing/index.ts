@@ -10,7 +10,7 @@ import { ConnectionCommands } from '../connection-commands';
 import { ConnectionQueries } from '../connection-queries';
 import { ConnectionSettings } from '../connection-settings';
 import { ConnectionStore } from '../connection-store';
-import { ChannelSettings } from '../network-providers';
+import { ChannelSettings } from '@campaign-ops/ad-networks';
 import { OAuthRounds } from '../oauth-rounds';
 import { TokenVault } from '../token-vault';
 
