@@ -28,10 +28,9 @@ export class ConnectionQueries {
   /** The connection that counts for a channel: the active one, else one that needs reauthorization, else the newest pending one. */
   async resolve(request: ResolveConnectionRequest): Promise<ResolvedConnection> {
     const scope = { account_id: request.accountId, mode: request.mode, channel: request.channel };
-    for (const status of ['active', 'reauth_required', 'pending'] as const) {
-      const [found] = (await this.store.views.find({ ...scope, status }, { limit: 1 })).items as ConnectionView[];
-      if (found) return { connection: { id: found.id, status: found.status } };
-    }
-    return { connection: null };
+    // One read on every launch: at most one connection of a channel is active or reauth_required (the one-active rule).
+    const [held] = (await this.store.views.find({ ...scope, status: { $in: ['active', 'reauth_required'] } }, { limit: 1 })).items as ConnectionView[];
+    const found = held ?? ((await this.store.views.find({ ...scope, status: 'pending' }, { limit: 1 })).items as ConnectionView[])[0];
+    return { connection: found ? { id: found.id, status: found.status } : null };
   }
 }
