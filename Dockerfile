@@ -51,9 +51,10 @@ USER 10001:10001
 ARG APP=api-gateway
 ENV APP=${APP}
 
-# The gateway's port. Each app listens on PORT, by default 3000 (gateway), 3001 (dispatch),
-# 3002 (connection), 3003 (webhook-delivery); compose and Kubernetes set PORT explicitly.
-EXPOSE 3000
+# The gateway's ports. Each app listens on PORT, by default 3000 (gateway), 3001 (dispatch),
+# 3002 (connection), 3003 (webhook-delivery), and serves Prometheus' /metrics on METRICS_PORT, by
+# default 9464 (gateway), 9465, 9466, 9467; compose and Kubernetes set both explicitly.
+EXPOSE 3000 9464
 
 # Liveness: the process answers HTTP. Uses Node's own fetch, so the image needs no curl.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \

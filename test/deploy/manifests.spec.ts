@@ -4,8 +4,10 @@
  * against the Kubernetes schemas (kubernetes-models), and the rules production relies on:
  * confined and sized containers, probes, network isolation, placeholders instead of secrets,
  * autoscalers and disruption budgets, data stores whose settings agree with their member count,
- * and the wiring of the live ad-network settings (CHANNEL_*, PUBLIC_BASE_URL) to the two services
- * that call the networks.
+ * the wiring of the live ad-network settings (CHANNEL_*, PUBLIC_BASE_URL) to the two services
+ * that call the networks, and exposure: the prod Ingress routes the partner paths only, /metrics is
+ * on a port of its own that only the monitoring namespace reaches, and k8s/observability's
+ * ServiceMonitor scrapes that port on every app.
  *
  * A check whose tool is missing prints one line and is skipped; CI installs both (.ci/run).
  */
@@ -17,6 +19,7 @@ import { parseAllDocuments } from 'yaml';
 import { DEFAULT_ENDPOINTS, loadNetworkSettings } from '@campaign-ops/ad-networks';
 import { CHANNELS } from '@campaign-ops/channels';
 import { loadConfig } from '@campaign-ops/service-runtime';
+import { schemaErrors } from './schemas';
 
 const root = join(__dirname, '..', '..');
 
@@ -38,6 +41,11 @@ const INTERNET_CIDRS = ['0.0.0.0/0', '::/0'];
 // for the two services that call the networks and no other app.
 const CHANNELS_SECRET = 'campaign-ops-channels';
 const NETWORK_CALLERS = ['connection-service', 'dispatch-service'];
+// Where Prometheus runs (NetworkPolicy metrics-scraping): the only namespace that reaches /metrics.
+const MONITORING_NAMESPACE = 'monitoring';
+// What the prod Ingress publishes (Prefix or Exact paths of Kubernetes' Ingress), and what it must not.
+const PARTNER_PATHS = ['/v1', '/v1/campaigns', '/v1/dispatches/dsp_1/events', '/openapi.json', '/docs', '/docs/swagger-ui.css'];
+const NEVER_ROUTED = ['/admin/v1', '/admin/v1/accounts', '/metrics', '/healthz', '/readyz', '/', '/v1admin', '/openapi.json/x', '/documents'];
 
 type Env = Record<string, string | undefined>;
 
@@ -184,7 +192,7 @@ describeWithTool('docker-compose.yml', composeTool, (compose) => {
       for (const dependency of ['nats', 'eventstore', 'mongo']) {
         if (service.depends_on?.[dependency]?.condition !== 'service_healthy') failures.push(`${app}: does not wait for ${dependency} to be healthy`);
       }
-      for (const variable of ['NATS_URL', 'EVENTSTORE_URL', 'MONGODB_URL', 'PORT']) {
+      for (const variable of ['NATS_URL', 'EVENTSTORE_URL', 'MONGODB_URL', 'PORT', 'METRICS_PORT']) {
         if (!service.environment?.[variable]) failures.push(`${app}: ${variable} not set`);
       }
       const published = (service.ports ?? []).map((port: Json) => (typeof port === 'object' ? Number(port.published) : Number(String(port).split(':')[0])));
@@ -324,29 +332,6 @@ function selects(selector: Json, labels: Record<string, string>): boolean {
   return true;
 }
 
-/** The kubernetes-models class of an apiVersion and kind, e.g. apps/v1 Deployment. */
-function modelFor(apiVersion: string, kind: string): (new (data: Json) => { validate(): void }) | null {
-  try {
-    // Core group `v1` lives in kubernetes-models/v1, the others in kubernetes-models/<group>/<version>.
-    const module = require(`kubernetes-models/${apiVersion}`);
-    return module[kind] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-function schemaErrors(object: Json): string | null {
-  const Model = modelFor(object.apiVersion, object.kind);
-  if (!Model) return `no Kubernetes schema for ${object.apiVersion} ${object.kind}`;
-  try {
-    new Model(object).validate();
-    return null;
-  } catch (error) {
-    const details = (error as { errors?: Array<{ instancePath?: string; message?: string }> }).errors;
-    return details?.length ? details.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ') : (error as Error).message;
-  }
-}
-
 /** Whether a NetworkPolicy rule's `ports` let a numeric port through (no ports: all of them; an entry without `port`: all of its protocol). */
 function rulePassesPort(rule: Json, protocol: string, port: number): boolean {
   const ports: Json[] = rule.ports ?? [];
@@ -357,6 +342,50 @@ function rulePassesPort(rule: Json, protocol: string, port: number): boolean {
     if (typeof entry.port !== 'number') return false; // a named port: only pods have those, not the internet
     return entry.endPort === undefined ? entry.port === port : port >= entry.port && port <= entry.endPort;
   });
+}
+
+/** Whether a NetworkPolicy rule's `ports` let a pod's container port through, by number or by name. */
+function rulePassesPodPort(rule: Json, port: { name?: string; containerPort: number; protocol?: string }): boolean {
+  const ports: Json[] = rule.ports ?? [];
+  if (ports.length === 0) return true;
+  return ports.some((entry) => {
+    if ((entry.protocol ?? 'TCP') !== (port.protocol ?? 'TCP')) return false;
+    if (entry.port === undefined) return true;
+    if (typeof entry.port === 'string') return entry.port === port.name;
+    return entry.endPort === undefined ? entry.port === port.containerPort : port.containerPort >= entry.port && port.containerPort <= entry.endPort;
+  });
+}
+
+/** Whether an Ingress path (Kubernetes' Exact or Prefix matching) takes a request path. */
+function ingressPathMatches(rule: Json, requestPath: string): boolean {
+  const path: string = rule.path ?? '/';
+  if (rule.pathType === 'Exact') return requestPath === path;
+  if (rule.pathType === 'Prefix') {
+    // Element by element, split on '/': /v1 takes /v1 and /v1/x, not /v1x; a trailing slash is ignored.
+    const elements = (p: string) => p.split('/').filter(Boolean);
+    const prefix = elements(path);
+    const request = elements(requestPath);
+    return prefix.every((element, i) => request[i] === element);
+  }
+  throw new Error(`pathType ${rule.pathType} (ImplementationSpecific) depends on the controller: use Exact or Prefix`);
+}
+
+/** The paths of an Ingress (every host) that take a request path, as `host path`. */
+function ingressRoutes(ingress: Json, requestPath: string): string[] {
+  return (ingress.spec.rules ?? []).flatMap((rule: Json) =>
+    (rule.http?.paths ?? []).filter((path: Json) => ingressPathMatches(path, requestPath)).map((path: Json) => `${rule.host ?? '*'} ${path.path}`),
+  );
+}
+
+/** The container port a Service port leads to, in the pods the Service selects (by name or number). */
+function containerPortBehind(objects: Json[], service: Json, servicePort: Json): { deployment: Json; port: Json } | null {
+  const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.namespace === service.metadata.namespace && selects({ matchLabels: service.spec.selector }, podLabelsOf(o)));
+  if (!deployment) return null;
+  const target = servicePort.targetPort ?? servicePort.port;
+  const port = podSpecOf(deployment)
+    .containers.flatMap((c: Json) => c.ports ?? [])
+    .find((p: Json) => (typeof target === 'string' ? p.name === target : p.containerPort === target));
+  return port ? { deployment, port } : null;
 }
 
 /** The config map the apps read through `envFrom` (the generator's hash-suffixed name), as name → value. */
@@ -385,6 +414,7 @@ const appName = (object: Json) => podLabelsOf(object)['app.kubernetes.io/name'];
 
 describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
   const built = new Map<string, { objects: Json[]; error: string | null }>();
+  let observability: { objects: Json[]; error: string | null } = { objects: [], error: 'not built' };
 
   beforeAll(() => {
     for (const overlay of overlays) {
@@ -399,6 +429,24 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         built.set(overlay, { objects: [], error: (error as Error).message });
       }
     }
+    const result = run(kubectl(), ['kustomize', join('k8s', 'observability')]);
+    observability = result.status === 0 ? { objects: parseYaml(result.stdout, 'kubectl kustomize k8s/observability'), error: null } : { objects: [], error: result.stderr.trim() || `exit ${result.status}` };
+  });
+
+  const observabilityObjects = (): Json[] => {
+    if (observability.error) throw new Error(`k8s/observability did not build: ${observability.error}`);
+    return observability.objects;
+  };
+
+  it('builds k8s/observability (ServiceMonitor, PrometheusRule, the dashboard ConfigMap for the Grafana sidecar), valid against the schemas', () => {
+    const objects = observabilityObjects();
+    expect(objects.map(id).sort()).toEqual(['ConfigMap/campaign-ops-dashboard', 'PrometheusRule/campaign-ops', 'ServiceMonitor/campaign-ops']);
+    expect(objects.map((object) => [id(object), schemaErrors(object)]).filter(([, errors]) => errors !== null)).toEqual([]);
+    const dashboard = objects.find((o) => o.kind === 'ConfigMap');
+    expect(dashboard.metadata.labels?.grafana_dashboard).toBe('1');
+    expect(JSON.parse(dashboard.data['campaign-ops-dashboard.json'])).toEqual(JSON.parse(readFileSync(join(root, 'k8s', 'observability', 'campaign-ops-dashboard.json'), 'utf8')));
+    // Applied into an overlay's namespace (kubectl -n … apply -k): none of its own.
+    expect(objects.filter((o) => o.metadata.namespace)).toEqual([]);
   });
 
   const objectsOf = (overlay: string): Json[] => {
@@ -433,11 +481,14 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         const container = podSpecOf(deployment).containers[0];
         const env = Object.fromEntries((container.env ?? []).map((e: Json) => [e.name, e.value]));
         const port = container.ports?.find((p: Json) => p.name === 'http')?.containerPort;
+        const metricsPort = container.ports?.find((p: Json) => p.name === 'metrics')?.containerPort;
         const annotations = deployment.spec.template.metadata?.annotations ?? {};
         if (env.APP !== appName(deployment)) failures.push(`${overlay}: ${id(deployment)}: APP=${env.APP}`);
         if (String(port) !== env.PORT) failures.push(`${overlay}: ${id(deployment)}: PORT=${env.PORT} but the http port is ${port}`);
-        if (annotations['prometheus.io/scrape'] !== 'true' || annotations['prometheus.io/port'] !== String(port) || annotations['prometheus.io/path'] !== '/metrics') {
-          failures.push(`${overlay}: ${id(deployment)}: Prometheus annotations do not point at /metrics on port ${port}`);
+        // The app serves /metrics on METRICS_PORT only (its config refuses PORT): the container port named `metrics`.
+        if (String(metricsPort) !== env.METRICS_PORT || metricsPort === port) failures.push(`${overlay}: ${id(deployment)}: METRICS_PORT=${env.METRICS_PORT} but the metrics port is ${metricsPort} (http ${port})`);
+        if (annotations['prometheus.io/scrape'] !== 'true' || annotations['prometheus.io/port'] !== String(metricsPort) || annotations['prometheus.io/path'] !== '/metrics') {
+          failures.push(`${overlay}: ${id(deployment)}: Prometheus annotations do not point at /metrics on the metrics port ${metricsPort}`);
         }
       }
       expect(failures).toEqual([]);
@@ -480,13 +531,17 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
             if (!container.startupProbe) failures.push(`${where}: no startupProbe`);
             if (container.readinessProbe?.httpGet?.path !== '/readyz') failures.push(`${where}: readiness is not GET /readyz`);
             if (container.livenessProbe?.httpGet?.path !== '/healthz') failures.push(`${where}: liveness is not GET /healthz`);
+            // /healthz and /readyz are on the API's port; the metrics port answers 404 to them.
+            for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
+              if (container[probe]?.httpGet?.port !== 'http') failures.push(`${where}: ${probe} is on port ${container[probe]?.httpGet?.port}, not http`);
+            }
           }
         }
       }
       expect(failures).toEqual([]);
     });
 
-    it('denies traffic by default; workers take metrics scraping only; internet egress skips private ranges', () => {
+    it('denies traffic by default; workers take metrics scraping only (and only on the metrics port); internet egress skips private ranges', () => {
       const objects = objectsOf(overlay);
       const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
       const failures: string[] = [];
@@ -502,9 +557,11 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         const name = appName(deployment);
         if (WORKERS.includes(name) && !internet) failures.push(`${overlay}: ${name} cannot reach providers/partners over the internet`);
         if (name === 'api-gateway' && internet) failures.push(`${overlay}: api-gateway may reach the internet`);
+        const http = podSpecOf(deployment).containers[0].ports?.find((p: Json) => p.name === 'http');
         for (const policy of applying) {
           for (const rule of policy.spec.ingress ?? []) {
             if (WORKERS.includes(name) && !(rule.from ?? []).length) failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} opens ${name} to any source`);
+            if (WORKERS.includes(name) && http && rulePassesPodPort(rule, http)) failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} opens ${name}'s http port`);
           }
         }
       }
@@ -519,6 +576,96 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
             if (missing.length) failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} lets ${block.cidr} reach ${missing.join(', ')}`);
           }
         }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it(`opens every app's metrics port to Prometheus in the namespace ${MONITORING_NAMESPACE} and to nothing else`, () => {
+      const objects = objectsOf(overlay);
+      const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
+      const failures: string[] = [];
+      for (const deployment of objects.filter(isApp)) {
+        const name = appName(deployment);
+        const metrics = podSpecOf(deployment).containers[0].ports?.find((p: Json) => p.name === 'metrics');
+        if (!metrics) {
+          failures.push(`${overlay}: ${name} has no container port named metrics`);
+          continue;
+        }
+        const rules = policies
+          .filter((p) => p.metadata.namespace === deployment.metadata.namespace && selects(p.spec.podSelector, podLabelsOf(deployment)) && (p.spec.policyTypes ?? ['Ingress']).includes('Ingress'))
+          .flatMap((p) => (p.spec.ingress ?? []).map((rule: Json) => ({ policy: p.metadata.name, rule })))
+          .filter(({ rule }) => rulePassesPodPort(rule, metrics));
+        if (rules.length === 0) failures.push(`${overlay}: nothing may scrape ${name}'s metrics port ${metrics.containerPort}`);
+        for (const { policy, rule } of rules) {
+          const peers: Json[] = rule.from ?? [];
+          if (peers.length === 0) failures.push(`${overlay}: NetworkPolicy/${policy} opens ${name}'s metrics port to any source`);
+          for (const peer of peers) {
+            const namespace = peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'];
+            const exactlyMonitoring = namespace === MONITORING_NAMESPACE && Object.keys(peer.namespaceSelector.matchLabels).length === 1 && !peer.namespaceSelector.matchExpressions && !peer.ipBlock;
+            if (!exactlyMonitoring) failures.push(`${overlay}: NetworkPolicy/${policy} opens ${name}'s metrics port to ${JSON.stringify(peer)}`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it("gives each app's Service its http port and its metrics port, each leading to the container port of that name", () => {
+      const objects = objectsOf(overlay);
+      const failures: string[] = [];
+      for (const deployment of objects.filter(isApp)) {
+        const service = objects.find((o) => o.kind === 'Service' && o.metadata.name === appName(deployment));
+        for (const portName of ['http', 'metrics']) {
+          const servicePort = service?.spec.ports?.find((p: Json) => p.name === portName);
+          const behind = servicePort && containerPortBehind(objects, service, servicePort);
+          if (behind?.port.name !== portName || behind.deployment !== deployment) failures.push(`${overlay}: Service/${appName(deployment)} port ${portName} leads to ${JSON.stringify(behind?.port)}`);
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('routes no Ingress to /metrics, /admin or the probes, and every Ingress only to the http port of a Service', () => {
+      const objects = objectsOf(overlay);
+      const failures: string[] = [];
+      for (const ingress of objects.filter((o) => o.kind === 'Ingress')) {
+        if (ingress.spec.defaultBackend) failures.push(`${overlay}: ${id(ingress)} has a defaultBackend (it would take every path)`);
+        for (const path of NEVER_ROUTED) {
+          try {
+            const routes = ingressRoutes(ingress, path);
+            if (routes.length) failures.push(`${overlay}: ${id(ingress)} routes ${path} (${routes.join(', ')})`);
+          } catch (error) {
+            failures.push(`${overlay}: ${id(ingress)}: ${(error as Error).message}`);
+          }
+        }
+        for (const rule of ingress.spec.rules ?? []) {
+          for (const path of rule.http?.paths ?? []) {
+            const backend = path.backend?.service;
+            const service = objects.find((o) => o.kind === 'Service' && o.metadata.name === backend?.name && o.metadata.namespace === ingress.metadata.namespace);
+            const servicePort = service?.spec.ports?.find((p: Json) => (backend.port?.name !== undefined ? p.name === backend.port.name : p.port === backend.port?.number));
+            const behind = servicePort && containerPortBehind(objects, service, servicePort);
+            if (behind?.port.name !== 'http') failures.push(`${overlay}: ${id(ingress)} ${rule.host} ${path.path} leads to ${JSON.stringify(backend)} → container port ${JSON.stringify(behind?.port)}, not http`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it("is scraped by k8s/observability's ServiceMonitor: it selects the four apps' Services, on the port behind which each serves METRICS_PORT", () => {
+      const objects = objectsOf(overlay);
+      const monitors = observabilityObjects().filter((o) => o.kind === 'ServiceMonitor');
+      expect(monitors.length).toBe(1);
+      const [monitor] = monitors;
+      const services = objects.filter((o) => o.kind === 'Service' && selects(monitor.spec.selector, o.metadata.labels ?? {}));
+      expect(services.map((s) => s.metadata.name).sort()).toEqual([...APPS].sort());
+      const failures: string[] = [];
+      for (const service of services) {
+        for (const endpoint of monitor.spec.endpoints) {
+          const servicePort = service.spec.ports?.find((p: Json) => p.name === endpoint.port);
+          const behind = servicePort && containerPortBehind(objects, service, servicePort);
+          const container = behind && podSpecOf(behind.deployment).containers[0];
+          const metricsPort = container && resolvedEnvOf(objects, container).METRICS_PORT;
+          if (!behind || String(behind.port.containerPort) !== metricsPort) failures.push(`${overlay}: Service/${service.metadata.name} port ${endpoint.port} leads to ${JSON.stringify(behind?.port)}, METRICS_PORT is ${metricsPort}`);
+        }
+        if (service.metadata.labels?.[monitor.spec.jobLabel] !== service.metadata.name) failures.push(`${overlay}: Service/${service.metadata.name} has ${monitor.spec.jobLabel}=${service.metadata.labels?.[monitor.spec.jobLabel]}: the job label would not be the app's name`);
       }
       expect(failures).toEqual([]);
     });
@@ -726,6 +873,24 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
       expect(appConfigOf(objects)?.NATS_STREAM_REPLICAS).toBe('3');
       expect(nats?.spec.replicas).toBe(3);
+    });
+
+    it('publishes the gateway through one Ingress: TLS from a cert-manager ClusterIssuer, its class and the host of PUBLIC_BASE_URL, the partner paths only', () => {
+      const objects = prod();
+      const ingresses = objects.filter((o) => o.kind === 'Ingress');
+      expect(ingresses.map(id)).toEqual(['Ingress/api-gateway']);
+      const [ingress] = ingresses;
+      expect(ingress.apiVersion).toBe('networking.k8s.io/v1');
+      expect(ingress.spec.ingressClassName).toEqual(expect.stringMatching(/^[a-z0-9][a-z0-9.-]*$/));
+      expect(ingress.metadata.annotations?.['cert-manager.io/cluster-issuer']).toEqual(expect.stringMatching(/^[a-z0-9][a-z0-9.-]*$/));
+      const connection = objects.find((o) => isApp(o) && appName(o) === 'connection-service');
+      const publicHost = new URL(resolvedEnvOf(objects, podSpecOf(connection).containers[0]).PUBLIC_BASE_URL ?? 'unset:').hostname;
+      const hosts = ingress.spec.rules.map((rule: Json) => rule.host);
+      expect(hosts).toEqual([publicHost]);
+      // Every host is served with a certificate cert-manager keeps in a Secret of its own.
+      expect(ingress.spec.tls).toEqual([{ hosts: [publicHost], secretName: expect.stringMatching(/^[a-z0-9][a-z0-9.-]*$/) }]);
+      expect(PARTNER_PATHS.filter((path) => ingressRoutes(ingress, path).length !== 1)).toEqual([]);
+      expect(NEVER_ROUTED.filter((path) => ingressRoutes(ingress, path).length !== 0)).toEqual([]);
     });
 
     it('pins every image to a version (no :latest, no bare name)', () => {

@@ -77,7 +77,7 @@ describe('a standalone process killed with SIGKILL', () => {
     const launch = await partner.post('/v1/campaigns', sandboxCampaign('[sandbox:slow] graceful'));
     const id: string = launch.body.data.id;
     // The signal must find the provider call (about 3 s) under way: wait until the executor has it.
-    await eventually(async () => ((await metricValue(service.url, 'dispatch_provider_calls_in_flight')) ?? 0) > 0, 10_000, 'the provider call to start');
+    await eventually(async () => ((await metricValue(service, 'dispatch_provider_calls_in_flight')) ?? 0) > 0, 10_000, 'the provider call to start');
     const stopping = Date.now();
     await service.stop();
     expect(service.lastExit).toEqual({ code: 0, signal: null });

@@ -115,7 +115,7 @@ describe('the four apps over NATS', () => {
     const id = (await partner.post('/v1/campaigns', sandboxCampaign('Measured'))).body.data.id;
     await receiver.waitFor((e: AcceptedWebhook) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === id, 20_000);
 
-    const text = async (app: AppName) => scrapeMetrics(apps.get(app)!.url);
+    const text = async (app: AppName) => scrapeMetrics(apps.get(app)!);
     expect(await text('api-gateway')).toMatch(/^http_requests_total\{method="POST",route="\/v1\/campaigns",status="200"\} [1-9]/m);
     // The read model and the attempt counter are updated just after the send the receiver saw.
     const dispatch = await eventually(async () => {
@@ -130,6 +130,25 @@ describe('the four apps over NATS', () => {
     }, 10_000, 'a succeeded delivery and attempt in the webhook-delivery-service metrics');
     expect(await text('connection-service')).toMatch(/^process_cpu_seconds_total/m);
     await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
+  });
+
+  it('serves /metrics on METRICS_PORT only: the API port answers 404 there (partners included), the metrics port nothing else', async () => {
+    const keys = await openAccountWithKeys(new PartnerClient(gateway.url, ADMIN_TOKEN));
+    const failures: string[] = [];
+    for (const [name, app] of apps) {
+      expect(app.metricsPort).not.toBe(app.port);
+      const onApiPort = await fetch(`${app.url}/metrics`);
+      if (onApiPort.status !== 404) failures.push(`${name}: GET /metrics on the API port answered ${onApiPort.status}`);
+      const elsewhere = await fetch(`${app.metricsUrl}/healthz`);
+      if (elsewhere.status !== 404) failures.push(`${name}: GET /healthz on the metrics port answered ${elsewhere.status}`);
+      const scraped = await fetch(`${app.metricsUrl}/metrics`);
+      if (scraped.status !== 200 || !/^text\/plain; version=0\.0\.4/.test(scraped.headers.get('content-type') ?? '')) failures.push(`${name}: GET /metrics on the metrics port answered ${scraped.status} ${scraped.headers.get('content-type')}`);
+      if (!/^process_cpu_seconds_total /m.test(await scraped.text())) failures.push(`${name}: no process_cpu_seconds_total on the metrics port`);
+    }
+    // A partner with a valid key, through the gateway: nothing to see at /metrics.
+    const withKey = await new PartnerClient(gateway.url, keys.testKey).get('/metrics');
+    if (withKey.status !== 404) failures.push(`api-gateway: GET /metrics with an API key answered ${withKey.status}`);
+    expect(failures).toEqual([]);
   });
 
   it('makes one dispatch, charged once, when a partner retries a 503 with the same Idempotency-Key', async () => {

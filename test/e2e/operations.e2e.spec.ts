@@ -50,7 +50,7 @@ describe('operating the standalone process', () => {
       service = await ServiceProcess.start('standalone', { ADMIN_TOKEN, DATA_DIR: join(dataDir, 'grace'), SHUTDOWN_GRACE_MS: String(grace) });
       const partner = await partnerOf(service);
       const id = await launchSlow(partner, 'cut short');
-      await eventually(async () => (await metricValue(service.url, IN_FLIGHT)) === 1, 10_000, 'the provider call to be under way');
+      await eventually(async () => (await metricValue(service, IN_FLIGHT)) === 1, 10_000, 'the provider call to be under way');
 
       const signalled = Date.now();
       await service.stop();
@@ -87,7 +87,7 @@ describe('operating the standalone process', () => {
         let done = false;
         const sampling = (async () => {
           while (!done) {
-            mostAtOnce = Math.max(mostAtOnce, (await metricValue(service.url, IN_FLIGHT)) ?? 0);
+            mostAtOnce = Math.max(mostAtOnce, (await metricValue(service, IN_FLIGHT)) ?? 0);
             await new Promise((r) => setTimeout(r, 50));
           }
         })();

@@ -44,7 +44,7 @@ describe('readiness of an app over NATS', () => {
     })();
 
     try {
-      expect((await probe('/readyz')).body.data.checks).toEqual({ eventStore: 'ok', readStore: 'ok', bus: 'ok' });
+      expect((await probe('/readyz')).body.data.checks).toEqual({ eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' });
 
       nats.kill();
       const unready = await eventually(async () => {
@@ -59,7 +59,7 @@ describe('readiness of an app over NATS', () => {
           type: 'api_error',
           code: 'service_unavailable',
           message: expect.any(String),
-          checks: { eventStore: 'ok', readStore: 'ok', bus: expect.stringMatching(/^unreachable: /) },
+          checks: { eventStore: 'ok', readStore: 'ok', processors: 'ok', bus: expect.stringMatching(/^unreachable: /) },
         },
         request_id: expect.stringMatching(/^req_/),
       });
@@ -71,7 +71,7 @@ describe('readiness of an app over NATS', () => {
         const answer = await probe('/readyz');
         return answer.status === 200 && answer;
       }, 15_000, '/readyz to answer 200 once NATS is back');
-      expect(ready.body.data).toEqual({ status: 'ready', checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok' } });
+      expect(ready.body.data).toEqual({ status: 'ready', checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' } });
     } finally {
       sampling = false;
       await sampler;

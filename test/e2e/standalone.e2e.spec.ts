@@ -59,6 +59,14 @@ describe('standalone service, as a partner sees it', () => {
     expect(account.headers.get('x-request-id')).toBe(account.body.request_id);
   });
 
+  it('serves Prometheus metrics on METRICS_PORT, and answers 404 for /metrics on the API port (with a key too)', async () => {
+    expect((await anonymous.get('/metrics')).status).toBe(404);
+    expect((await partner.get('/metrics')).status).toBe(404);
+    const scraped = await fetch(`${service.metricsUrl}/metrics`);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toMatch(/^http_requests_total\{method="GET",route="\/v1\/account",status="200"\} [1-9]/m);
+  });
+
   it('refuses the Admin API without the admin token', async () => {
     const answer = await anonymous.as('not-the-token').post('/admin/v1/accounts', { name: 'x' });
     expect(answer.status).toBe(401);

@@ -3,6 +3,7 @@
  * a message that names the variable, and exits non-zero: never a half-started service.
  */
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ async function startFailing(app: string, env: Record<string, string>, timeoutMs 
   const started = Date.now();
   const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', app, 'src', 'main.js')], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(await freePort()), LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(await freePort()), METRICS_PORT: String(await freePort()), LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -43,6 +44,7 @@ describe('start-up configuration', () => {
     ['NATS_URL', 'nats:/'],
     ['WEBHOOK_RETRY_SCHEDULE', '5s,soon'],
     ['PORT', 'eighty'],
+    ['METRICS_PORT', 'ninety'],
     ['WEBHOOK_ALLOW_HTTP', 'perhaps'],
   ])('refuses a malformed %s at once, naming it', async (variable, value) => {
     const result = await startFailing('dispatch-service', { ...base(), [variable]: value });
@@ -71,6 +73,18 @@ describe('start-up configuration', () => {
       expect([answer.status, answer.body.data?.name]).toEqual([200, 'Sixteen']);
     } finally {
       await service.stop();
+    }
+  });
+
+  it('stops when METRICS_PORT is taken, naming it: metrics never move to another port', async () => {
+    const blocker = createServer();
+    const port = await new Promise<number>((resolve) => blocker.listen(0, '127.0.0.1', () => resolve((blocker.address() as { port: number }).port)));
+    try {
+      const result = await startFailing('standalone', { DATA_DIR: join(dataDir, 'metrics-port-taken'), METRICS_PORT: String(port) });
+      expect(result.code).toBe(1);
+      expect(result.output).toContain(`cannot start: METRICS_PORT ${port} is already in use`);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
     }
   });
 

@@ -11,5 +11,7 @@ module.exports = async function globalSetup() {
     ),
     new Promise((resolve) => setTimeout(() => resolve(`no container runtime answered within ${timeoutMs} ms`), timeoutMs).unref()),
   ]);
+  // Where containers are the point (the GitHub workflow), a missing runtime fails the run instead of skipping.
+  if (unavailable && process.env.REQUIRE_CONTAINERS === 'true') throw new Error(`REQUIRE_CONTAINERS=true, but ${unavailable}`);
   process.env.CONTAINER_RUNTIME = unavailable ? `unavailable: ${unavailable}` : 'available';
 };

@@ -1,9 +1,17 @@
-/** Reading an app's Prometheus metrics, as a scraper would: GET /metrics, text exposition format. */
+/**
+ * Reading an app's Prometheus metrics, as a scraper would: GET /metrics on the app's METRICS_PORT
+ * (never its API port, which answers 404 there), text exposition format.
+ */
 
-/** The text an app serves at /metrics. */
-export async function scrapeMetrics(baseUrl: string): Promise<string> {
-  const response = await fetch(`${baseUrl}/metrics`);
-  if (!response.ok) throw new Error(`GET ${baseUrl}/metrics answered ${response.status}`);
+/** An app as Prometheus sees it: where its metrics port answers (ServiceProcess.metricsUrl). */
+export interface Scraped {
+  readonly metricsUrl: string;
+}
+
+/** The text an app serves at /metrics on its metrics port. */
+export async function scrapeMetrics(app: Scraped): Promise<string> {
+  const response = await fetch(`${app.metricsUrl}/metrics`);
+  if (!response.ok) throw new Error(`GET ${app.metricsUrl}/metrics answered ${response.status}`);
   return response.text();
 }
 
@@ -21,6 +29,6 @@ export function sampleValue(metrics: string, name: string, labels: Record<string
 }
 
 /** Scrapes the app and reads one sample (undefined when not reported). */
-export async function metricValue(baseUrl: string, name: string, labels?: Record<string, string>): Promise<number | undefined> {
-  return sampleValue(await scrapeMetrics(baseUrl), name, labels);
+export async function metricValue(app: Scraped, name: string, labels?: Record<string, string>): Promise<number | undefined> {
+  return sampleValue(await scrapeMetrics(app), name, labels);
 }

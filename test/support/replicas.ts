@@ -20,6 +20,8 @@ export const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
 
 export interface AppsOverNats {
   nats: NatsServerHandle;
+  /** The apps' DATA_DIRs are `<dataDir>/<app>`: the stores every replica of that app shares. */
+  dataDir: string;
   gateways: ServiceProcess[];
   dispatchServices: ServiceProcess[];
   connectionService: ServiceProcess;
@@ -54,7 +56,7 @@ export async function startAppsOverNats(replicas: { gateways: number; dispatchSe
   try {
     const [dispatchServices, [connectionService]] = await Promise.all([start('dispatch-service', replicas.dispatchServices), start('connection-service', 1)]);
     const gateways = await start('api-gateway', replicas.gateways, { ADMIN_TOKEN, RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' });
-    return { nats, gateways, dispatchServices, connectionService, admin: new PartnerClient(gateways[0].url, ADMIN_TOKEN), stop };
+    return { nats, dataDir, gateways, dispatchServices, connectionService, admin: new PartnerClient(gateways[0].url, ADMIN_TOKEN), stop };
   } catch (error) {
     await stop();
     throw error;

@@ -28,6 +28,8 @@ export class ServiceProcess {
   private output = '';
   private lines: Record<'stdout' | 'stderr', { complete: string[]; partial: string }> = { stdout: { complete: [], partial: '' }, stderr: { complete: [], partial: '' } };
   readonly url: string;
+  /** METRICS_PORT: the one in `env` if given, else a free one chosen at the first start and kept across restarts. */
+  metricsPort: number | null;
   /** How the last run ended: its exit code, or the signal that ended it. */
   lastExit: { code: number | null; signal: NodeJS.Signals | null } | null = null;
 
@@ -37,21 +39,31 @@ export class ServiceProcess {
     private readonly env: Record<string, string>,
   ) {
     this.url = `http://127.0.0.1:${port}`;
+    this.metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : null;
   }
 
-  static async start(app: AppName, env: Record<string, string>): Promise<ServiceProcess> {
+  /** Where Prometheus scrapes this app: `http://127.0.0.1:<METRICS_PORT>` (GET /metrics). */
+  get metricsUrl(): string {
+    if (this.metricsPort === null) throw new Error(`${this.app} has not started: its METRICS_PORT is not chosen yet`);
+    return `http://127.0.0.1:${this.metricsPort}`;
+  }
+
+  /** `until`: ready (/readyz answers 200, the default) or alive (/healthz: for an app that is meant to start not ready). */
+  static async start(app: AppName, env: Record<string, string>, until: 'ready' | 'alive' = 'ready'): Promise<ServiceProcess> {
     const port = await freePort();
     const service = new ServiceProcess(app, port, env);
-    await service.start();
+    await service.start(until);
     return service;
   }
 
-  async start(): Promise<void> {
+  async start(until: 'ready' | 'alive' = 'ready'): Promise<void> {
     const main = join(ROOT, 'dist', 'apps', this.app, 'src', 'main.js');
     if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first (npm test does)`);
+    // Every app's default METRICS_PORT is fixed (9464-9467): processes side by side need one each.
+    this.metricsPort ??= await freePort();
     this.child = spawn(process.execPath, [main], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...this.env, PORT: String(this.port) },
+      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...this.env, PORT: String(this.port), METRICS_PORT: String(this.metricsPort) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const keep = (stream: 'stdout' | 'stderr') => (chunk: Buffer) => {
@@ -64,7 +76,7 @@ export class ServiceProcess {
     this.lines = { stdout: { complete: [], partial: '' }, stderr: { complete: [], partial: '' } };
     this.child.stdout?.on('data', keep('stdout'));
     this.child.stderr?.on('data', keep('stderr'));
-    await this.waitUntilHealthy();
+    await this.waitUntilHealthy(30_000, until === 'ready' ? '/readyz' : '/healthz');
   }
 
   logs(): string {
@@ -110,12 +122,12 @@ export class ServiceProcess {
     this.child = null;
   }
 
-  private async waitUntilHealthy(timeoutMs = 30_000): Promise<void> {
+  private async waitUntilHealthy(timeoutMs = 30_000, path = '/readyz'): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (!this.child || this.child.exitCode !== null) throw new Error(`${this.app} exited during start:\n${this.output}`);
       try {
-        const response = await fetch(`${this.url}/readyz`);
+        const response = await fetch(`${this.url}${path}`);
         if (response.ok) return;
       } catch {
         // not listening yet

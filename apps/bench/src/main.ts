@@ -1,260 +1,373 @@
 /**
- * `npm run bench`: how fast the standalone service takes sandbox launches and how long until the
- * partner holds a signed `dispatch.completed`, next to a bare Express handler measured the same
- * way on the same machine, so the numbers mean something on whatever machine runs them.
+ * `npm run bench`: issue 8's goals, each measured beside a baseline taken in the same run on the
+ * same machine, so the numbers mean something on whatever machine runs them. The default run
+ * measures the standalone process; `npm run bench -- --nats` the four apps over a nats-server the
+ * bench starts. A goal not met does not fail the run; a wrong answer, a bad signature or a missing
+ * webhook does (exit 1).
  *
- *   BENCH_LAUNCHES            measured launches (default 2000)
- *   BENCH_CONCURRENCY         requests in flight, for the baseline and the service alike (default 32)
- *   BENCH_BASELINE_REQUESTS   measured baseline requests (default 10000: long enough to be steady)
- *   BENCH_WEBHOOK_TIMEOUT_S   how long to wait for the last webhook after the last POST (default 120)
- *   BENCH_DEADLINE_S          the whole run, after which everything is stopped and it fails (default 900)
+ * Both runs: the client's headroom (bare node:http), then the bare Express baseline (closed loop,
+ * and in the default run the same paced load as the service gets).
+ * Default run, against the standalone process:
+ *   closed loop     BENCH_LAUNCHES launches at BENCH_CONCURRENCY, every signed webhook awaited
+ *   paced           BENCH_PACED_RATE launches/s for BENCH_PACED_SECONDS (open loop)
+ *   webhooks        BENCH_WEBHOOK_LAUNCHES launches of an account with BENCH_WEBHOOK_ENDPOINTS
+ *                   endpoints on one https origin, each taking dispatch.accepted and .completed
+ *   fairness        accounts A and B at BENCH_FAIRNESS_RATE launches/s each; A's endpoint answers
+ *                   503 after 500 ms for BENCH_FAIRNESS_OUTAGE_S
+ *   gentle          BENCH_GENTLE_RATE launches/s for BENCH_GENTLE_SECONDS: CPU per launch, as with --nats
+ *   memory          the process's peak RSS (VmHWM) over all of the above; idle CPU at the end
+ * --nats, against nats-server + api-gateway + dispatch-, connection- and webhook-delivery-service:
+ *   idle CPU of the tree, the closed loop, paced at BENCH_GENTLE_RATE (CPU per launch) and at
+ *   BENCH_NATS_PACED_RATE (every launch answered, every webhook within 5 s of the load's end)
  *
- * Only 127.0.0.1 is used. The client, the webhook receiver and the timing live in this process;
- * the baseline server and the service each run in a child process, as in production.
+ *   BENCH_LAUNCHES             closed-loop launches (default 2000)
+ *   BENCH_CONCURRENCY          requests in flight in closed loops, baseline and service alike (default 32)
+ *   BENCH_BASELINE_REQUESTS    measured Express baseline requests (default 10000)
+ *   BENCH_HEADROOM_REQUESTS    measured bare node:http requests (default 30000)
+ *   BENCH_PACED_RATE           launches/s of the paced run (default 500)
+ *   BENCH_PACED_SECONDS        its length (default 10)
+ *   BENCH_PACED_MAX_SOCKETS    connections a paced client may open; more requests wait, their clock running (default 256)
+ *   BENCH_WEBHOOK_ENDPOINTS    endpoints of the webhooks phase, at most 50 (default 20)
+ *   BENCH_WEBHOOK_LAUNCHES     launches of the webhooks phase (default 100: 4000 deliveries)
+ *   BENCH_FAIRNESS_RATE        launches/s of each of A and B (default 10: A gets 400 events in the outage)
+ *   BENCH_FAIRNESS_CONTROL_S   before the outage, for B's latency with A healthy (default 5)
+ *   BENCH_FAIRNESS_OUTAGE_S    how long A's endpoint fails (default 20)
+ *   BENCH_FAIRNESS_RECOVERY_S  how long after the outage A may take to get every event (default 45)
+ *   BENCH_IDLE_S               idle CPU measurement (default 10: /proc counts CPU in 10 ms ticks a process)
+ *   BENCH_NATS_LAUNCHES        closed-loop launches with --nats (default BENCH_LAUNCHES)
+ *   BENCH_GENTLE_RATE          the gentle pace for CPU per launch (default 40)
+ *   BENCH_GENTLE_SECONDS       its length (default 10)
+ *   BENCH_NATS_PACED_RATE      --nats: the pace whose every webhook is due within 5 s (default 200)
+ *   BENCH_NATS_PACED_SECONDS   --nats: its length (default 10)
+ *   BENCH_WEBHOOK_TIMEOUT_S    how long to wait for the last webhook of a phase (default 120)
+ *   BENCH_DEADLINE_S           the whole run, after which everything is stopped and it fails (default 900)
+ *   BENCH_OPS                  0 skips ops export/rebuild throughput on 100k and 1M-event embedded stores (ops-throughput.ts)
+ *
+ * Only 127.0.0.1 is used. The clients, the https webhook receiver (with a CA made for the run,
+ * trusted by the service through NODE_EXTRA_CA_CERTS) and the timing live in this process; the
+ * baseline servers and the service's processes each run in a child process, as in production.
+ * CPU and memory are read from /proc (Linux).
  */
 import { availableParallelism, loadavg } from 'node:os';
-import { join, resolve } from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { ascending, closedLoop, percentile, REQUEST_TIMEOUT_MS, RunResult } from './load';
-import { Child, cleanup, freePort, makeTempDir } from './processes';
+import { resolve } from 'node:path';
+import { createTestCertificates } from '@campaign-ops/testing/webhook-sender';
+import { acceptedOf, BenchFailure, envInt, LAUNCH_BODY, openAccount, progress, waitForCompletions, waitQuiet } from './common';
+import { closedLoop } from './load';
+import {
+  closedLaunches,
+  ExpressBaseline,
+  fairness,
+  idleCpu,
+  measureExpress,
+  measureHeadroom,
+  measureReceiverRaw,
+  pacedLaunches,
+  webhookBurst,
+} from './phases';
+import { cleanup, makeTempDir } from './processes';
+import { memoryMb, procAvailable, RssSampler } from './proc-stats';
+import { ms, perSecond, Report, row, times } from './report';
+import { RunningSystem, startFourApps, startStandalone } from './systems';
 import { WebhookReceiver } from './webhook-receiver';
+import { measureOpsThroughputAsTheCliRuns } from './ops-throughput';
 
 const ROOT = resolve(__dirname, '../../../..'); // dist/apps/bench/src -> repository root
-const SERVICE_MAIN = join(ROOT, 'dist', 'apps', 'standalone', 'src', 'main.js');
-const BASELINE_MAIN = join(__dirname, 'baseline-server.js');
-const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const WARMUP_LAUNCHES = 100;
-const WARMUP_BASELINE_REQUESTS = 1000;
+const HEADROOM_GOAL = 10_000;
+/**
+ * Retries for the bench: short, so a failing endpoint's events come through within the run, yet
+ * 39 s in all, so an event first refused at the outage's start still has tries after it ends.
+ */
+const RETRY_SCHEDULE = '1s,2s,4s,8s,8s,8s,8s';
 
-class BenchFailure extends Error {}
+function settings() {
+  const launches = envInt('BENCH_LAUNCHES', 2000, 1, 100_000);
+  return {
+    launches,
+    concurrency: envInt('BENCH_CONCURRENCY', 32, 1, 1024),
+    baselineRequests: envInt('BENCH_BASELINE_REQUESTS', 10_000, 1, 1_000_000),
+    headroomRequests: envInt('BENCH_HEADROOM_REQUESTS', 30_000, 1, 1_000_000),
+    pacedRate: envInt('BENCH_PACED_RATE', 500, 1, 100_000),
+    pacedMs: envInt('BENCH_PACED_SECONDS', 10, 1, 600) * 1000,
+    maxSockets: envInt('BENCH_PACED_MAX_SOCKETS', 256, 1, 10_000),
+    webhookEndpoints: envInt('BENCH_WEBHOOK_ENDPOINTS', 20, 1, 50),
+    webhookLaunches: envInt('BENCH_WEBHOOK_LAUNCHES', 100, 1, 100_000),
+    fairnessRate: envInt('BENCH_FAIRNESS_RATE', 10, 1, 1000),
+    fairnessControlMs: envInt('BENCH_FAIRNESS_CONTROL_S', 5, 1, 600) * 1000,
+    fairnessOutageMs: envInt('BENCH_FAIRNESS_OUTAGE_S', 20, 1, 600) * 1000,
+    fairnessRecoveryMs: envInt('BENCH_FAIRNESS_RECOVERY_S', 45, 1, 3600) * 1000,
+    idleMs: envInt('BENCH_IDLE_S', 10, 1, 600) * 1000,
+    natsLaunches: envInt('BENCH_NATS_LAUNCHES', launches, 1, 100_000),
+    gentleRate: envInt('BENCH_GENTLE_RATE', 40, 1, 100_000),
+    gentleMs: envInt('BENCH_GENTLE_SECONDS', 10, 1, 600) * 1000,
+    natsPacedRate: envInt('BENCH_NATS_PACED_RATE', 200, 1, 100_000),
+    natsPacedMs: envInt('BENCH_NATS_PACED_SECONDS', 10, 1, 600) * 1000,
+    webhookTimeoutMs: envInt('BENCH_WEBHOOK_TIMEOUT_S', 120, 1, 3600) * 1000,
+    deadlineMs: envInt('BENCH_DEADLINE_S', 900, 10, 24 * 3600) * 1000,
+  };
+}
+type Settings = ReturnType<typeof settings>;
 
-function envInt(name: string, fallback: number, min: number, max: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new BenchFailure(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(raw)}`);
-  return Number(raw);
+/** The receiver's URL, its CA (for NODE_EXTRA_CA_CERTS) and the raw keep-alive baseline. */
+async function startReceiver(s: Settings) {
+  const certificates = await createTestCertificates(makeTempDir('campaign-ops-bench-tls-'));
+  const receiver = await WebhookReceiver.start({ key: certificates.key, cert: certificates.cert });
+  const raw = await measureReceiverRaw(receiver, certificates.caCert, 5000, s.concurrency);
+  // From here on every request and handshake at the receiver is the service's.
+  return { receiver, caCertPath: certificates.caCertPath, raw, afterRaw: receiver.counters() };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const progress = (line: string) => process.stderr.write(`· ${line}\n`);
-const ms = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1)) + ' ms';
+/** Warm-up launches, their webhooks awaited, so a measured run starts with nothing in flight. */
+async function warmUp(system: RunningSystem, receiver: WebhookReceiver, headers: Record<string, string>, concurrency: number): Promise<void> {
+  progress(`service: ${WARMUP_LAUNCHES} warm-up launches`);
+  const warmup = await closedLoop(WARMUP_LAUNCHES, concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
+  const { ids } = acceptedOf(warmup);
+  if (ids.length < WARMUP_LAUNCHES) throw new BenchFailure(`only ${ids.length} of ${WARMUP_LAUNCHES} warm-up launches answered 200: ${warmup.sent.find((x) => x.status !== 200)?.error ?? ''}`);
+  const arrived = await waitForCompletions(receiver.route('main'), ids, 60_000);
+  if (arrived < ids.length) throw new BenchFailure(`only ${arrived}/${ids.length} warm-up webhooks arrived within 60 s`);
+}
 
-/** The launch of API.md's example, as a partner sends it. */
-const LAUNCH_BODY = JSON.stringify({
-  channel: 'meta_ads',
-  campaign: {
-    name: 'bench',
-    objective: 'conversion',
-    budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' },
-    schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'Europe/Berlin' },
-  },
-});
+/** Between phases: whatever an earlier phase left (launches the client gave up on) is worked off first. */
+async function drain(receiver: WebhookReceiver, s: Settings): Promise<void> {
+  if (!(await waitQuiet(receiver, 2_000, s.webhookTimeoutMs))) progress(`the receiver was still getting webhooks after ${s.webhookTimeoutMs / 1000} s; going on`);
+}
 
-/** One Admin/API call outside the measured loops, bounded, with a clear failure. */
-async function call(method: string, url: string, token: string, body?: unknown): Promise<any> {
-  const response = await fetch(url, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+function headroomGoal(report: Report, headroom: { perSecond: number }): void {
+  report.goal({
+    label: 'client headroom: bare node:http',
+    figure: `${perSecond(headroom.perSecond)} req/s`,
+    target: `≥ ${HEADROOM_GOAL}/s`,
+    baseline: '(this is the client check)',
+    met: headroom.perSecond >= HEADROOM_GOAL,
   });
-  const text = await response.text();
-  if (!response.ok) throw new BenchFailure(`${method} ${new URL(url).pathname} answered ${response.status}: ${text.slice(0, 300)}`);
-  return JSON.parse(text);
+  if (headroom.perSecond < HEADROOM_GOAL) report.notes.push(`the client drove bare node:http at only ${perSecond(headroom.perSecond)} req/s: the ratios below flatter the service`);
 }
 
-/** Every non-200 of a run, summarised as "count x status: first error". */
-function failuresOf(run: RunResult): { count: number; summary: string[] } {
-  const byStatus = new Map<number, { count: number; example: string }>();
-  for (const s of run.sent) {
-    if (s.status === 200) continue;
-    const entry = byStatus.get(s.status) ?? { count: 0, example: s.error ?? '' };
-    entry.count++;
-    byStatus.set(s.status, entry);
+function launchRateGoal(report: Report, label: string, launchesPerSecond: number, express: ExpressBaseline): void {
+  const ratio = launchesPerSecond / express.perSecond;
+  report.goal({ label, figure: `${perSecond(launchesPerSecond)} launches/s`, target: '≥ 0.5×', baseline: `${perSecond(express.perSecond)} req/s bare Express`, ratio: times(ratio), met: ratio >= 0.5 });
+}
+
+function cpuGoal(report: Report, label: string, cpuMsPerLaunch: number, targetMs: number, express: ExpressBaseline): void {
+  report.goal({
+    label,
+    figure: ms(cpuMsPerLaunch),
+    target: `≤ ${targetMs} ms`,
+    baseline: `${ms(express.cpuMsPerRequest)}/req bare Express`,
+    ratio: times(cpuMsPerLaunch / express.cpuMsPerRequest),
+    met: cpuMsPerLaunch <= targetMs,
+  });
+}
+
+function expressSection(report: Report, express: ExpressBaseline, headroom: { perSecond: number }, s: Settings): void {
+  report.section('baselines (same client, same machine, each server in its own process)', [
+    row('bare node:http (client headroom)', `${perSecond(headroom.perSecond)} req/s   (${s.headroomRequests} requests at concurrency ${s.concurrency})`),
+    row('bare Express, closed loop', `${perSecond(express.perSecond)} req/s   p50 ${ms(express.p50)}  p99 ${ms(express.p99)}  CPU ${ms(express.cpuMsPerRequest)}/request  (${s.baselineRequests} requests)`),
+    ...(express.paced
+      ? [
+          row(`bare Express, paced ${s.pacedRate}/s`, `${express.paced.answered}/${express.paced.count} answered 200  p50 ${ms(express.paced.p50)}  p99 ${ms(express.paced.p99)}  CPU ${ms(express.paced.cpuMsPerRequest)}/request  (client send lag p99 ${ms(express.paced.sendLagP99Ms)})`),
+        ]
+      : []),
+  ]);
+}
+
+/**
+ * Over the whole run (the sender may keep connections from one phase to the next): every request
+ * the service made to the receiver's one origin, per TLS handshake it needed.
+ */
+function connectionsSection(report: Report, receiver: WebhookReceiver, afterRaw: ReturnType<WebhookReceiver['counters']>) {
+  const requests = receiver.requests - afterRaw.requests;
+  const handshakes = receiver.handshakes - afterRaw.handshakes;
+  const perHandshake = handshakes > 0 ? requests / handshakes : Infinity;
+  report.section('connections to the receiver over the whole run (one origin, every phase)', [
+    row('requests from the service', `${requests}`),
+    row('TLS handshakes, TCP connections', `${handshakes}, ${receiver.connections - afterRaw.connections}  (${Number.isFinite(perHandshake) ? perHandshake.toFixed(1) : '∞'} requests per handshake)`),
+  ]);
+  return { handshakes, perHandshake };
+}
+
+function logNotes(report: Report, system: RunningSystem): void {
+  for (const { app, lines, tail } of system.logged()) {
+    // The fairness phase's failing endpoint makes one warning per refused delivery: expected.
+    const unexpected = tail.filter((line) => !line.includes('failed (http_503)')).slice(-3);
+    if (lines > 0)
+      report.notes.push(
+        `${app} logged ${lines} line(s) at LOG_LEVEL=warn during the run (a failed delivery is one)` +
+          (unexpected.length > 0 ? `; the last besides the 503s:\n      ${unexpected.join('\n      ')}` : ''),
+      );
   }
-  const summary = [...byStatus].map(([status, { count, example }]) => `${count} x ${status === 0 ? 'no response' : `HTTP ${status}`}: ${example}`);
-  return { count: [...byStatus.values()].reduce((n, e) => n + e.count, 0), summary };
 }
 
-/** Waits (bounded) until the receiver holds a signed dispatch.completed for every id. */
-async function waitForWebhooks(receiver: WebhookReceiver, ids: string[], timeoutMs: number): Promise<number> {
-  const deadline = performance.now() + timeoutMs;
-  const arrived = () => ids.reduce((n, id) => n + (receiver.completedAt.has(id) ? 1 : 0), 0);
-  let count = arrived();
-  while (count < ids.length && performance.now() < deadline) {
-    await sleep(50);
-    count = arrived();
+async function runStandalone(report: Report, s: Settings, baselineHeaders: Record<string, string>): Promise<void> {
+  const headroom = await measureHeadroom(ROOT, s.headroomRequests, s.concurrency, baselineHeaders);
+  const express = await measureExpress(ROOT, s.concurrency, s.baselineRequests, baselineHeaders, { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets });
+  const { receiver, caCertPath, raw, afterRaw } = await startReceiver(s);
+  progress('service: starting the standalone process');
+  const system = await startStandalone(ROOT, caCertPath, RETRY_SCHEDULE);
+  const rss = procAvailable() ? new RssSampler(system.mainPid) : null;
+  try {
+    const main = await openAccount(system.base, receiver, 'bench', [{ route: 'main', events: ['dispatch.completed'] }]);
+    const burstRoutes = Array.from({ length: s.webhookEndpoints }, (_, i) => `burst-${i + 1}`);
+    const burst = await openAccount(system.base, receiver, 'bench-webhooks', burstRoutes.map((route) => ({ route, events: ['dispatch.accepted', 'dispatch.completed'] })));
+    const accountA = await openAccount(system.base, receiver, 'bench-failing', [{ route: 'failing', events: ['dispatch.accepted', 'dispatch.completed'] }]);
+    const accountB = await openAccount(system.base, receiver, 'bench-healthy', [{ route: 'healthy', events: ['dispatch.completed'] }]);
+    system.markReady();
+    await warmUp(system, receiver, main, s.concurrency);
+
+    rss?.setPhase('closed loop');
+    const closed = await closedLaunches(report, 'standalone', system, receiver.route('main'), main, s.launches, s.concurrency, s.webhookTimeoutMs);
+    rss?.setPhase('paced');
+    const paced = await pacedLaunches(report, 'standalone, paced', system, receiver.route('main'), main, { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+    await drain(receiver, s);
+    rss?.setPhase('webhooks');
+    const hooks = await webhookBurst(report, system, receiver, burstRoutes.map((r) => receiver.route(r)), burst, s.webhookLaunches, s.concurrency, s.webhookTimeoutMs);
+    await drain(receiver, s);
+    rss?.setPhase('fairness');
+    const fair = await fairness(report, system, receiver.route('failing'), receiver.route('healthy'), accountA, accountB, {
+      rate: s.fairnessRate,
+      controlMs: s.fairnessControlMs,
+      outageMs: s.fairnessOutageMs,
+      recoveryMs: s.fairnessRecoveryMs,
+      maxSockets: s.maxSockets,
+      webhookTimeoutMs: s.webhookTimeoutMs,
+    });
+    await drain(receiver, s);
+    rss?.setPhase('gentle');
+    const gentle = await pacedLaunches(report, 'standalone, paced gently', system, receiver.route('main'), main, { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+    await drain(receiver, s);
+    rss?.setPhase('idle');
+    const idle = procAvailable() ? await idleCpu(system, s.idleMs) : null;
+    rss?.stop();
+    const peakMb = procAvailable() ? memoryMb(system.mainPid, 'VmHWM') : null;
+
+    // ---- the goals ----
+    headroomGoal(report, headroom);
+    launchRateGoal(report, '1 launches/s through the gateway', closed.launchesPerSecond, express);
+    const p = `2 paced ${s.pacedRate}/s ${s.pacedMs / 1000} s:`;
+    const ep = express.paced!;
+    report.goal({ label: `${p} answered 200`, figure: `${paced.answered}/${paced.count}`, target: 'all', baseline: `${ep.answered}/${ep.count} bare Express`, met: paced.answered === paced.count });
+    report.goal({ label: `${p} POST p50`, figure: ms(paced.p50), target: '≤ 20 ms', baseline: `${ms(ep.p50)} bare Express`, ratio: times(paced.p50 / ep.p50), met: paced.p50 <= 20 });
+    report.goal({ label: `${p} POST p99`, figure: ms(paced.p99), target: '≤ 100 ms', baseline: `${ms(ep.p99)} bare Express`, ratio: times(paced.p99 / ep.p99), met: paced.p99 <= 100 });
+    report.goal({ label: `${p} launch -> webhook p99`, figure: ms(paced.e2eP99), target: '≤ 1000 ms', met: paced.e2eP99 <= 1000 });
+    report.goal({
+      label: '3 webhooks: signed deliveries/s',
+      figure: `${perSecond(hooks.perSecond)}/s`,
+      target: '≥ 2000/s',
+      baseline: `${perSecond(raw.perSecond)}/s receiver, keep-alive`,
+      ratio: times(hooks.perSecond / raw.perSecond),
+      met: hooks.perSecond >= 2000,
+    });
+    const { handshakes, perHandshake } = connectionsSection(report, receiver, afterRaw);
+    report.goal({
+      label: '3 webhooks: requests per TLS handshake',
+      figure: `${Number.isFinite(perHandshake) ? perHandshake.toFixed(1) : '∞'} (${handshakes} hs)`,
+      target: '≥ 50',
+      baseline: `${(5000 / Math.max(1, raw.handshakes)).toFixed(0)} keep-alive client`,
+      met: perHandshake >= 50,
+    });
+    report.goal({ label: '4 fairness: healthy endpoint p99', figure: ms(fair.bP99), target: '< 2000 ms', baseline: `${ms(fair.bControlP99)} before the outage`, ratio: times(fair.bP99 / fair.bControlP99), met: fair.bP99 < 2000 });
+    report.goal({
+      label: '4 fairness: failing endpoint gets all',
+      figure: `${fair.aReceived}/${fair.aExpected}${Number.isFinite(fair.afterOutageMs) ? ` +${(fair.afterOutageMs / 1000).toFixed(1)} s` : ''}`,
+      target: `all ≤ ${s.fairnessRecoveryMs / 1000} s`,
+      baseline: `${fair.eventsDuringOutage}/${fair.offeredDuringOutage} refused in outage`,
+      met: fair.aReceived === fair.aExpected,
+    });
+    if (peakMb === null) report.notMeasured('5 peak RSS of the standalone process', '≤ 250 MB', 'no /proc here');
+    else report.goal({ label: '5 peak RSS of the standalone process', figure: `${peakMb.toFixed(0)} MB`, target: '≤ 250 MB', baseline: 'VmHWM over the whole run', met: peakMb <= 250 });
+    cpuGoal(report, '6 CPU/launch, full load (standalone)', closed.cpuMsPerLaunch, 1, express);
+    cpuGoal(report, `6 CPU/launch, paced ${s.gentleRate}/s (standalone)`, gentle.cpuMsPerLaunch, 2, express);
+    if (idle) report.goal({ label: '6 idle CPU (standalone)', figure: `${idle.percent.toFixed(2)}% of a core`, target: '< 2%', baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`, met: Number(idle.percent.toFixed(2)) < 2 });
+    report.notes.push('the goals of the four apps over NATS (CPU per launch of the whole tree, idle CPU, paced 200/s) are measured by `npm run bench -- --nats`');
+
+    expressSection(report, express, headroom, s);
+    if (rss) report.section('memory of the standalone process (VmRSS sampled every 200 ms; VmHWM is the peak)', [...rss.peakByPhase].map(([phase, mb]) => row(phase, `${mb.toFixed(0)} MB`)).concat(row('VmHWM at the end', peakMb === null ? '-' : `${peakMb.toFixed(0)} MB`)));
+    if (idle) report.section('idle', [row('standalone process', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s)`)]);
+    if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
+    if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
+    logNotes(report, system);
+  } finally {
+    rss?.stop();
+    await system.stop();
+    await receiver.close();
   }
-  return count;
 }
 
-async function measureBaseline(concurrency: number, requests: number, headers: Record<string, string>) {
-  progress(`baseline: bare Express handler, ${WARMUP_BASELINE_REQUESTS} warm-up + ${requests} requests at concurrency ${concurrency}`);
-  const server = Child.spawn(BASELINE_MAIN, {}, { cwd: ROOT, ipc: true });
-  const { port } = await server.firstMessage<{ port: number }>(15_000);
-  const url = `http://127.0.0.1:${port}/v1/campaigns`;
-  // Warm-up: JIT, sockets of the pool. Not counted.
-  await closedLoop(WARMUP_BASELINE_REQUESTS, concurrency, url, headers, LAUNCH_BODY);
-  const run = await closedLoop(requests, concurrency, url, headers, LAUNCH_BODY);
-  // Stopped before the service starts, so the two measurements never compete for the 2 cores.
-  await server.stop();
-  const failures = failuresOf(run);
-  if (failures.count > 0) throw new BenchFailure(`the baseline itself failed ${failures.count} of ${requests} requests:\n  ${failures.summary.join('\n  ')}`);
-  const latencies = ascending(run.sent.map((s) => s.latencyMs));
-  return { perSecond: requests / (run.wallMs / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+async function runNats(report: Report, s: Settings, baselineHeaders: Record<string, string>): Promise<void> {
+  const headroom = await measureHeadroom(ROOT, s.headroomRequests, s.concurrency, baselineHeaders);
+  const express = await measureExpress(ROOT, s.concurrency, s.baselineRequests, baselineHeaders, null);
+  const { receiver, caCertPath, afterRaw } = await startReceiver(s);
+  progress('four apps: starting nats-server, connection-, dispatch-, webhook-delivery-service and api-gateway');
+  const system = await startFourApps(ROOT, caCertPath, RETRY_SCHEDULE);
+  try {
+    const main = await openAccount(system.base, receiver, 'bench', [{ route: 'main', events: ['dispatch.completed'] }]);
+    system.markReady();
+    await warmUp(system, receiver, main, s.concurrency);
+    await drain(receiver, s);
+    const idle = await idleCpu(system, s.idleMs);
+    const closed = await closedLaunches(report, 'four apps over NATS', system, receiver.route('main'), main, s.natsLaunches, s.concurrency, s.webhookTimeoutMs);
+    await drain(receiver, s);
+    const gentle = await pacedLaunches(report, `four apps over NATS, paced gently`, system, receiver.route('main'), main, { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+    await drain(receiver, s);
+    const paced = await pacedLaunches(report, `four apps over NATS, paced`, system, receiver.route('main'), main, { rate: s.natsPacedRate, durationMs: s.natsPacedMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+
+    headroomGoal(report, headroom);
+    launchRateGoal(report, '1 launches/s through the gateway (NATS)', closed.launchesPerSecond, express);
+    cpuGoal(report, '6 CPU/launch, full load (whole tree)', closed.cpuMsPerLaunch, 1, express);
+    cpuGoal(report, `6 CPU/launch, paced ${s.gentleRate}/s (whole tree)`, gentle.cpuMsPerLaunch, 2, express);
+    report.goal({ label: '6 idle CPU (whole tree)', figure: `${idle.percent.toFixed(2)}% of a core`, target: '< 2%', baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`, met: Number(idle.percent.toFixed(2)) < 2 });
+    report.goal({ label: `6 paced ${s.natsPacedRate}/s: answered 200`, figure: `${paced.answered}/${paced.count}`, target: 'all', met: paced.answered === paced.count });
+    report.goal({
+      label: `6 paced ${s.natsPacedRate}/s: webhooks ≤ 5 s after`,
+      figure: `${paced.deliveredWithin}/${paced.count}`,
+      target: 'all',
+      baseline: `${paced.delivered}/${paced.accepted} after ${s.webhookTimeoutMs / 1000} s`,
+      met: paced.deliveredWithin === paced.count,
+    });
+    expressSection(report, express, headroom, s);
+    connectionsSection(report, receiver, afterRaw);
+    report.section('idle', [row('whole tree (4 apps + nats-server)', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s, after the warm-up)`)]);
+    if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
+    if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
+    logNotes(report, system);
+  } finally {
+    await system.stop();
+    await receiver.close();
+  }
 }
 
 async function main(): Promise<number> {
+  const nats = process.argv.includes('--nats');
+  const unknown = process.argv.slice(2).filter((a) => a !== '--nats');
+  if (unknown.length > 0) throw new BenchFailure(`unknown argument(s) ${unknown.join(' ')}; the only one is --nats`);
   // Shown in the header: a busy machine (another build, a test run) skews every number below.
   const loadAtStart = loadavg()[0];
-  const launches = envInt('BENCH_LAUNCHES', 2000, 1, 100_000);
-  const concurrency = envInt('BENCH_CONCURRENCY', 32, 1, 1024);
-  const baselineRequests = envInt('BENCH_BASELINE_REQUESTS', 10_000, 1, 1_000_000);
-  const webhookTimeoutMs = envInt('BENCH_WEBHOOK_TIMEOUT_S', 120, 1, 3600) * 1000;
-  const deadlineMs = envInt('BENCH_DEADLINE_S', 900, 10, 24 * 3600) * 1000;
+  const s = settings();
+  if (!procAvailable()) progress('no /proc: CPU and memory are not measured');
 
   // The outer bound on everything: whatever hangs, the run ends, and the children with it.
   setTimeout(() => {
-    process.stderr.write(`\nbench: FAILED: did not finish within BENCH_DEADLINE_S (${deadlineMs / 1000} s); stopping.\n`);
+    process.stderr.write(`\nbench: FAILED: did not finish within BENCH_DEADLINE_S (${s.deadlineMs / 1000} s); stopping.\n`);
     void cleanup().finally(() => process.exit(1));
-  }, deadlineMs).unref();
+  }, s.deadlineMs).unref();
 
-  // ---- 1. baseline -------------------------------------------------------------------------
-  // The same headers as a launch (with a key of the same shape) so both servers read the same bytes.
+  // The same headers as a launch (with a key of the same shape) so every server reads the same bytes.
   const baselineHeaders = { 'Content-Type': 'application/json', Authorization: `Bearer mk_test_${'x'.repeat(40)}` };
-  const baseline = await measureBaseline(concurrency, baselineRequests, baselineHeaders);
+  const report = new Report();
+  const startedAt = Date.now();
+  if (nats) await runNats(report, s, baselineHeaders);
+  else await runStandalone(report, s, baselineHeaders);
 
-  // ---- 2. the service ----------------------------------------------------------------------
-  const receiver = await WebhookReceiver.start();
-  const dataDir = makeTempDir('campaign-ops-bench-');
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  progress(`service: starting ${SERVICE_MAIN} on ${base}`);
-  const service = Child.spawn(
-    SERVICE_MAIN,
-    {
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN,
-      WEBHOOK_ALLOW_HTTP: 'true',
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      LOG_LEVEL: 'warn',
-      // The bench measures capacity, not policy: at the default per-key limit (100/s, burst 200)
-      // it would measure the limit and fail on 429s. The limiter still runs on every request.
-      RATE_LIMIT_PER_SECOND: '1000000',
-      RATE_LIMIT_BURST: '1000000',
-    },
-    { cwd: ROOT },
-  );
-  try {
-    await service.waitUntilOk(`${base}/readyz`, 30_000);
-  } catch (error) {
-    throw new BenchFailure(`the service failed to start: ${(error as Error).message}`);
+  const header =
+    `campaign-ops benchmark, ${nats ? 'the four apps over NATS (--nats)' : 'the standalone process'} ` +
+    `(node ${process.version}, ${availableParallelism()} cores, load avg ${loadAtStart.toFixed(2)} at start, ${((Date.now() - startedAt) / 1000).toFixed(0)} s)`;
+  process.stdout.write(report.render(header));
+  if (process.env.BENCH_OPS !== '0') {
+    process.stdout.write('\nops export and rebuild on the embedded stores (issue 9; BENCH_OPS=0 skips):\n');
+    await measureOpsThroughputAsTheCliRuns((line) => process.stdout.write(`${line}\n`));
   }
-
-  // A balance no run can exhaust, whether or not launches are charged credits.
-  const account = await call('POST', `${base}/admin/v1/accounts`, ADMIN_TOKEN, { name: 'bench', credits: 1_000_000 });
-  const key: string = (await call('POST', `${base}/admin/v1/accounts/${account.data.id}/keys`, ADMIN_TOKEN, { mode: 'test' })).data.key;
-  const endpoint = await call('POST', `${base}/v1/webhooks`, key, { url: receiver.url, events: ['dispatch.completed'] });
-  receiver.setSecret(endpoint.data.signing_secret);
-  const headers = { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` };
-  const launchUrl = `${base}/v1/campaigns`;
-  // From here on, at LOG_LEVEL=warn, anything the service writes is worth reporting.
-  service.markReady();
-
-  // Warm-up, and its webhooks awaited, so the measured run starts with nothing in flight.
-  progress(`service: ${WARMUP_LAUNCHES} warm-up launches`);
-  const warmup = await closedLoop(WARMUP_LAUNCHES, concurrency, launchUrl, headers, LAUNCH_BODY);
-  const warmupFailures = failuresOf(warmup);
-  if (warmupFailures.count > 0) throw new BenchFailure(`${warmupFailures.count} of ${WARMUP_LAUNCHES} warm-up launches failed:\n  ${warmupFailures.summary.join('\n  ')}`);
-  const warmupIds = warmup.sent.map((s) => s.body.data.id as string);
-  const warmupArrived = await waitForWebhooks(receiver, warmupIds, 60_000);
-  if (warmupArrived < warmupIds.length) throw new BenchFailure(`only ${warmupArrived}/${warmupIds.length} warm-up webhooks arrived within 60 s`);
-
-  progress(`service: ${launches} launches at concurrency ${concurrency}`);
-  const postsStartedAt = performance.now();
-  const run = await closedLoop(launches, concurrency, launchUrl, headers, LAUNCH_BODY);
-  const postsDoneAt = performance.now();
-  const failures = failuresOf(run);
-  const accepted = run.sent.filter((s) => s.status === 200 && typeof s.body?.data?.id === 'string');
-  const ids = accepted.map((s) => s.body.data.id as string);
-  progress(`service: POSTs done in ${(run.wallMs / 1000).toFixed(1)} s; waiting up to ${webhookTimeoutMs / 1000} s for ${ids.length} webhooks`);
-  const delivered = await waitForWebhooks(receiver, ids, webhookTimeoutMs);
-  const arrivals = ids.filter((id) => receiver.completedAt.has(id)).map((id) => receiver.completedAt.get(id)!);
-  const lastArrival = arrivals.length > 0 ? Math.max(...arrivals) : NaN;
-  // How fast completions come out the far end: delivered webhooks over first POST -> last arrival.
-  const completionsPerSecond = arrivals.length / ((lastArrival - postsStartedAt) / 1000);
-
-  // Latency from just before a POST was sent to its signed webhook's arrival, on one clock.
-  const arrivedSends = accepted.filter((s) => receiver.completedAt.has(s.body.data.id));
-  const e2e = ascending(arrivedSends.map((s) => receiver.completedAt.get(s.body.data.id)! - s.startedAt));
-  // Where that time goes, split at the event's own timestamp (the service's wall clock, ms
-  // resolution; same machine, so the same clock as performance.timeOrigin + now()).
-  const epoch = (t: number) => performance.timeOrigin + t;
-  const withTimestamp = arrivedSends.filter((s) => Number.isFinite(receiver.eventTimestamp.get(s.body.data.id)));
-  const toCompleted = ascending(withTimestamp.map((s) => receiver.eventTimestamp.get(s.body.data.id)! - epoch(s.startedAt)));
-  const toArrival = ascending(withTimestamp.map((s) => epoch(receiver.completedAt.get(s.body.data.id)!) - receiver.eventTimestamp.get(s.body.data.id)!));
-  const postLatency = ascending(run.sent.map((s) => s.latencyMs));
-  const launchesPerSecond = launches / (run.wallMs / 1000);
-
-  // Evidence for anything missing: what the service itself says about a few of those dispatches.
-  const missing = ids.filter((id) => !receiver.completedAt.has(id));
-  const missingStates: string[] = [];
-  for (const id of missing.slice(0, 5)) {
-    try {
-      const dispatch = (await call('GET', `${base}/v1/dispatches/${id}`, key)).data;
-      missingStates.push(`${id}: status ${dispatch.status}${dispatch.error ? `, error ${JSON.stringify(dispatch.error)}` : ''}`);
-    } catch (error) {
-      missingStates.push(`${id}: ${(error as Error).message}`);
-    }
-  }
-  const serviceLogLines = service.linesSinceReady;
-  const serviceLogTail = serviceLogLines > 0 ? service.lastLines(Math.min(5, serviceLogLines)) : [];
-  await service.stop();
-  await receiver.close();
-
-  // ---- 3. the table ------------------------------------------------------------------------
-  const row = (label: string, value: string) => `  ${label.padEnd(36)}${value}`;
-  const lines = [
-    `campaign-ops benchmark (node ${process.version}, ${availableParallelism()} cores, N=${launches}, concurrency=${concurrency}, load avg ${loadAtStart.toFixed(2)} at start)`,
-    row('bare express handler', `${baseline.perSecond.toFixed(0).padStart(6)} req/s        (baseline: ${baselineRequests} requests, same client, same machine)`),
-    row('bare express latency', `p50 ${ms(baseline.p50)}  p99 ${ms(baseline.p99)}`),
-    row('sandbox launches via gateway', `${launchesPerSecond.toFixed(0).padStart(6)} launches/s   (${((100 * launchesPerSecond) / baseline.perSecond).toFixed(1)}% of baseline; ${accepted.length}/${launches} answered 200)`),
-    row('POST latency', `p50 ${ms(percentile(postLatency, 50))}  p99 ${ms(percentile(postLatency, 99))}  max ${ms(postLatency[postLatency.length - 1])}`),
-    row(
-      'POST -> signed dispatch.completed',
-      e2e.length > 0
-        ? `p50 ${ms(percentile(e2e, 50))}  p99 ${ms(percentile(e2e, 99))}  max ${ms(e2e[e2e.length - 1])}  (${delivered}/${ids.length} delivered, ${receiver.badSignatures} bad signatures)`
-        : `none arrived (0/${ids.length} delivered, ${receiver.badSignatures} bad signatures)`,
-    ),
-    ...(toCompleted.length > 0
-      ? [
-          row('  of which POST -> completed', `p50 ${ms(percentile(toCompleted, 50))}  p99 ${ms(percentile(toCompleted, 99))}  max ${ms(toCompleted[toCompleted.length - 1])}  (the event's timestamp)`),
-          row('  of which completed -> webhook', `p50 ${ms(percentile(toArrival, 50))}  p99 ${ms(percentile(toArrival, 99))}  max ${ms(toArrival[toArrival.length - 1])}`),
-        ]
-      : []),
-    row('signed dispatch.completed rate', arrivals.length > 0 ? `${completionsPerSecond.toFixed(0).padStart(6)} webhooks/s   (first POST -> last webhook; the last came ${ms(lastArrival - postsDoneAt)} after the last POST)` : '-'),
-  ];
-  const extras = [
-    receiver.duplicates > 0 ? `${receiver.duplicates} duplicate dispatch.completed deliveries (same dispatch, validly signed)` : '',
-    receiver.unexpected > 0 ? `${receiver.unexpected} validly signed requests that were not a dispatch.completed` : '',
-    receiver.malformed > 0 ? `${receiver.malformed} webhook requests that were too large or not JSON` : '',
-    serviceLogLines > 0 ? `the service logged ${serviceLogLines} line(s) at LOG_LEVEL=warn during the run; last:\n      ${serviceLogTail.join('\n      ')}` : '',
-  ].filter(Boolean);
-  process.stdout.write(lines.join('\n') + '\n' + extras.map((e) => `  note: ${e}\n`).join(''));
-
-  const problems: string[] = [];
-  if (failures.count > 0) problems.push(`${failures.count} of ${launches} launches did not answer 200:\n    ${failures.summary.join('\n    ')}`);
-  if (delivered < ids.length) {
-    problems.push(
-      `only ${delivered}/${ids.length} signed dispatch.completed webhooks arrived within ${webhookTimeoutMs / 1000} s after the last POST; ` +
-        `${missing.length} missing, e.g.:\n    ${missingStates.join('\n    ')}`,
-    );
-  }
-  if (receiver.badSignatures > 0) problems.push(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
-  if (problems.length > 0) {
-    process.stdout.write(`\nbench: FAILED:\n  - ${problems.join('\n  - ')}\n`);
+  if (report.problems.length > 0) {
+    process.stdout.write(`\nbench: FAILED:\n  - ${report.problems.join('\n  - ')}\n`);
     return 1;
   }
   return 0;

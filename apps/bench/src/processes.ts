@@ -78,16 +78,27 @@ export class Child {
     proc.on('error', (error) => keep(Buffer.from(`could not run: ${error.message}\n`)));
   }
 
+  /** A node script of ours (from dist/), with only PATH inherited from the bench's environment. */
   static spawn(script: string, env: Record<string, string>, options: { cwd?: string; ipc?: boolean } = {}): Child {
     if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first (\`npm run bench\` does)`);
+    return Child.spawnBinary(process.execPath, [script], env, options);
+  }
+
+  /** Any executable (nats-server), owned and cleaned up like the node children. */
+  static spawnBinary(binary: string, args: string[], env: Record<string, string>, options: { cwd?: string; ipc?: boolean } = {}): Child {
     const ipc = options.ipc ?? false;
-    const child = spawn(process.execPath, [script], {
+    const child = spawn(binary, args, {
       cwd: options.cwd,
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
     });
     children.add(child);
     return new Child(child);
+  }
+
+  /** The process id, for /proc (CPU, memory); 0 if it could not be started. */
+  get pid(): number {
+    return this.proc.pid ?? 0;
   }
 
   get exited(): boolean {

@@ -5,6 +5,8 @@ import { KeyMode } from '@campaign-ops/account-domain';
 import { unwrap } from '@campaign-ops/api-errors';
 import { Bus, InProcessBus, NatsBus } from '@campaign-ops/bus';
 import { connectWithRetry, loadConfig, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
+import { AUDIT_COMMANDS, AuditUsageError, Outcome, runAudit } from './audit-commands';
+import { PROCESSOR_USAGE, ProcessorUsageError, runProcessors } from './processor-commands';
 
 const USAGE = `campaign-ops operations (works on the stores of DATA_DIR, default ./data, and on the bus:
 NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
@@ -18,7 +20,21 @@ NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
   bus replay ID                                    deliver a parked message again to the consumer that
                                                    parked it (delivery count starting over), and unpark it
 
-Output is JSON. Example: npm run ops -- accounts create --name "Acme"`;
+  export --out FILE [--stream ID | --category NAME] [--account ACCT_ID] [--from ISO] [--to ISO]
+                                                   events in commit order as hash-chained JSON lines, and
+                                                   FILE.manifest.json; signing secrets and key hashes redacted
+  verify FILE                                      the chain, the manifest, then every line against the event
+                                                   store; exit 1 naming the first line that differs
+  rebuild NAME... | --all [--check]                replay the event store into fresh read models and swap them
+                                                   in while the services run; --check only compares them with
+                                                   the live ones (exit 1 on a difference)
+  inspect DSP_ID|CON_ID                            a dispatch's or connection's timeline: events, provider
+                                                   attempts, webhook deliveries, with request ids
+
+${PROCESSOR_USAGE}
+
+Output is JSON. export, verify, rebuild and inspect print text, or JSON with --json (their progress
+goes to stderr). Example: npm run ops -- accounts create --name "Acme"`;
 
 class UsageError extends Error {}
 
@@ -82,6 +98,14 @@ function parse(argv: string[]) {
         amount: { type: 'string' },
         durable: { type: 'string' },
         limit: { type: 'string' },
+        out: { type: 'string' },
+        stream: { type: 'string' },
+        category: { type: 'string' },
+        from: { type: 'string' },
+        to: { type: 'string' },
+        all: { type: 'boolean' },
+        check: { type: 'boolean' },
+        json: { type: 'boolean' },
         help: { type: 'boolean' },
       },
     });
@@ -91,13 +115,40 @@ function parse(argv: string[]) {
   }
 }
 
+/** A result printed as JSON (the account and bus commands), or an Outcome of the audit commands. */
+class Printed {
+  constructor(readonly outcome: Outcome) {}
+}
+
 async function run(argv: string[]): Promise<unknown> {
+  if (argv[0] === 'processors' && !argv.includes('--help')) {
+    const stores = await openStores(loadConfig('ops-cli'));
+    try {
+      return await runProcessors(argv.slice(1), stores);
+    } catch (error) {
+      throw error instanceof ProcessorUsageError ? new UsageError(error.message) : error;
+    } finally {
+      await stores.eventStore.close();
+      await stores.readStore.close();
+    }
+  }
   const { values, positionals } = parse(argv);
   const [resource, action, id] = positionals;
   if (values.help || !resource) throw new UsageError('');
   const config = loadConfig('ops-cli');
   if (resource === 'bus') return runBus(config, action, id, values);
   const stores = await openStores(config);
+  if (AUDIT_COMMANDS.includes(resource)) {
+    try {
+      return new Printed(await runAudit(resource, positionals.slice(1), values, stores));
+    } catch (error) {
+      if (error instanceof AuditUsageError) throw new UsageError(error.message);
+      throw error;
+    } finally {
+      await stores.eventStore.close();
+      await stores.readStore.close();
+    }
+  }
   const directory = new AccountDirectory(stores.eventStore, stores.readStore);
   try {
     switch (`${resource} ${action}`) {
@@ -122,8 +173,14 @@ async function run(argv: string[]): Promise<unknown> {
   }
 }
 
+const asJson = process.argv.includes('--json');
+
 run(process.argv.slice(2)).then(
-  (result) => process.stdout.write(`${JSON.stringify(result, null, 2)}\n`),
+  (result) => {
+    if (!(result instanceof Printed)) return void process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`${asJson ? JSON.stringify(result.outcome.json) : result.outcome.text}\n`);
+    process.exitCode = result.outcome.code;
+  },
   (error: Error) => {
     if (error instanceof UsageError) {
       process.stderr.write(`${error.message ? `${error.message}\n\n` : ''}${USAGE}\n`);

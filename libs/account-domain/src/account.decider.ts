@@ -1,4 +1,4 @@
-import { assertNever, Decider, DomainEvent, DomainRuleViolation } from '@campaign-ops/decider';
+import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions, storedVersion } from '@campaign-ops/decider';
 
 export type KeyMode = 'live' | 'test';
 export const KEY_MODES: readonly KeyMode[] = ['live', 'test'];
@@ -9,6 +9,15 @@ export type ApiKeyIssued = DomainEvent<'ApiKeyIssued', { keyId: string; mode: Ke
 export type ApiKeyRevoked = DomainEvent<'ApiKeyRevoked', { keyId: string; revokedAt: string }>;
 export type CreditsGranted = DomainEvent<'CreditsGranted', { mode: KeyMode; amount: number; grantedAt: string }>;
 export type AccountEvent = AccountOpened | ApiKeyIssued | ApiKeyRevoked | CreditsGranted;
+
+/** Each type's upcasters from its older versions, oldest first (README, "Event versioning"); all are still at version 1. */
+export const ACCOUNT_EVENTS = eventVersions<AccountEvent>('account', {
+  AccountOpened: [],
+  ApiKeyIssued: [],
+  ApiKeyRevoked: [],
+  CreditsGranted: [],
+});
+const event = ACCOUNT_EVENTS.event;
 
 export interface Account {
   id: string;
@@ -41,26 +50,22 @@ export function decide(command: AccountCommand, state: AccountState): AccountEve
   if (command.type === 'OpenAccount') {
     if (state.status === 'open') throw new AccountAlreadyOpen(`account ${command.accountId} exists`);
     return [
-      {
-        type: 'AccountOpened',
-        version: 1,
-        data: { accountId: command.accountId, name: command.name, credits: { live: command.credits, test: command.credits }, openedAt: command.now },
-      },
+      event('AccountOpened', { accountId: command.accountId, name: command.name, credits: { live: command.credits, test: command.credits }, openedAt: command.now }),
     ];
   }
   if (state.status === 'none') throw new AccountNotFound('no such account');
   switch (command.type) {
     case 'IssueApiKey':
-      return [{ type: 'ApiKeyIssued', version: 1, data: { keyId: command.keyId, mode: command.mode, keyHash: command.keyHash, issuedAt: command.now } }];
+      return [event('ApiKeyIssued', { keyId: command.keyId, mode: command.mode, keyHash: command.keyHash, issuedAt: command.now })];
     case 'RevokeApiKey': {
       const key = state.keys[command.keyId];
       if (!key) throw new ApiKeyNotFound(`no key ${command.keyId} on this account`);
       // Revoking twice is harmless: the key is revoked either way.
       if (key.revoked) return [];
-      return [{ type: 'ApiKeyRevoked', version: 1, data: { keyId: command.keyId, revokedAt: command.now } }];
+      return [event('ApiKeyRevoked', { keyId: command.keyId, revokedAt: command.now })];
     }
     case 'GrantCredits':
-      return [{ type: 'CreditsGranted', version: 1, data: { mode: command.mode, amount: command.amount, grantedAt: command.now } }];
+      return [event('CreditsGranted', { mode: command.mode, amount: command.amount, grantedAt: command.now })];
     default:
       return assertNever(command);
   }
@@ -85,11 +90,7 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
 
 export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState> = { initialState: { status: 'none' }, decide, evolve };
 
-const ACCOUNT_EVENT_TYPES = ['AccountOpened', 'ApiKeyIssued', 'ApiKeyRevoked', 'CreditsGranted'];
-export function upcastAccountEvent(type: string, data: Record<string, unknown>, version: number): AccountEvent {
-  if (!ACCOUNT_EVENT_TYPES.includes(type) || version !== 1) throw new Error(`cannot read account event ${type} v${version}`);
-  return { type, version, data } as AccountEvent;
-}
+export const upcastAccountEvent = ACCOUNT_EVENTS.upcast;
 
 /** Credits an account event grants, each with an id derived from the event, so applying twice counts once. */
 export interface CreditGrant {
@@ -98,14 +99,13 @@ export interface CreditGrant {
   amount: number;
 }
 
-export function creditGrantsOf(event: { id: string; type: string; data: Record<string, unknown> }): CreditGrant[] {
-  if (event.type === 'AccountOpened') {
-    const credits = (event.data as AccountOpened['data']).credits;
+/** `event` as stored (its metadata holds the version), so an older version is read as the current one. */
+export function creditGrantsOf(event: { id: string; type: string; data: Record<string, unknown>; metadata?: Record<string, unknown> }): CreditGrant[] {
+  if (event.type !== 'AccountOpened' && event.type !== 'CreditsGranted') return [];
+  const current = upcastAccountEvent(event.type, event.data, storedVersion(event.metadata)) as AccountOpened | CreditsGranted;
+  if (current.type === 'AccountOpened') {
+    const credits = current.data.credits;
     return KEY_MODES.filter((mode) => credits[mode] > 0).map((mode) => ({ grantId: `${event.id}:${mode}`, mode, amount: credits[mode] }));
   }
-  if (event.type === 'CreditsGranted') {
-    const { mode, amount } = event.data as CreditsGranted['data'];
-    return [{ grantId: event.id, mode, amount }];
-  }
-  return [];
+  return [{ grantId: event.id, mode: current.data.mode, amount: current.data.amount }];
 }

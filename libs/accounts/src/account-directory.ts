@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import {
+  Account,
+  ApiKeyIssued,
   CreditGrant,
   creditGrantsOf,
   AccountCommand,
@@ -50,6 +52,14 @@ export interface IssuedKey {
 }
 
 export type Authentication = { ok: true; accountId: string; mode: KeyMode; keyId: string } | { ok: false; code: 'api_key_invalid' | 'api_key_revoked' };
+
+/** The `accounts` and `api_keys` documents of an open account (also what a rebuild writes), its keys in the order issued. */
+export function toAccountViews(state: Account, issued: ReadonlyArray<ApiKeyIssued['data']>): { account: AccountView; keys: ApiKeyView[] } {
+  return {
+    account: { id: state.id, name: state.name, credits: state.credits, created_at: state.createdAt },
+    keys: issued.map(({ keyId, mode, keyHash, issuedAt }) => ({ id: keyId, account_id: state.id, mode, key_hash: keyHash, revoked: state.keys[keyId].revoked, created_at: issuedAt })),
+  };
+}
 
 const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.name, credits: v.credits, created_at: v.created_at });
 
@@ -130,12 +140,9 @@ export class AccountDirectory {
   async refreshViews(streamId: string): Promise<void> {
     const { state, revision, history } = await this.repository.load(streamId);
     if (state.status === 'none' || revision === null) return;
-    await this.accounts.upsert({ id: state.id, name: state.name, credits: state.credits, created_at: state.createdAt }, revision);
-    for (const event of history) {
-      if (event.type !== 'ApiKeyIssued') continue;
-      const { keyId, mode, keyHash, issuedAt } = event.data;
-      await this.keys.upsert({ id: keyId, account_id: state.id, mode, key_hash: keyHash, revoked: state.keys[keyId].revoked, created_at: issuedAt }, revision);
-    }
+    const views = toAccountViews(state, history.flatMap((event) => (event.type === 'ApiKeyIssued' ? [event.data] : [])));
+    await this.accounts.upsert(views.account, revision);
+    for (const key of views.keys) await this.keys.upsert(key, revision);
   }
 
   /** Runs a command; answers the credit grants its events make. */

@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
@@ -33,6 +33,38 @@ describe('InProcessBus durability on a file', () => {
   });
   afterEach(() => {
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stores the publishes of one turn of the event loop in one commit, in the order they were made', async () => {
+    const bus = open();
+    const walBytes = () => statSync(`${file}-wal`).size;
+    await bus.publish('evt.group.warm-up', {});
+    // Each commit appends the pages it changed and a commit frame to the WAL: one commit of twenty
+    // messages writes far less than twenty commits of one.
+    const before = walBytes();
+    for (let i = 0; i < 20; i++) await bus.publish('evt.group.apart', { i });
+    const apart = walBytes() - before;
+    await Promise.all(Array.from({ length: 20 }, (_, i) => bus.publish('evt.group.together', { i })));
+    const together = walBytes() - before - apart;
+    expect(together * 4).toBeLessThan(apart);
+
+    const seen: number[] = [];
+    await bus.consume<{ i: number }>({ durable: 'group-order', subject: 'evt.group.together' }, async (message) => void seen.push(message.data.i));
+    await waitFor(() => seen.length === 20, 'the grouped messages');
+    expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    await bus.close();
+  });
+
+  it('stores a publish made just before close', async () => {
+    const bus = open();
+    const published = bus.publish('evt.closing.a', { id: 'last' });
+    await bus.close();
+    await published;
+    const reopened = open();
+    const seen: string[] = [];
+    await reopened.consume<{ id: string }>({ durable: 'closing', subject: 'evt.closing.>' }, async (message) => void seen.push(message.data.id));
+    await waitFor(() => seen.length === 1, 'the message published before close');
+    await reopened.close();
   });
 
   it('keeps unacked messages and consumer positions across close and reopen', async () => {
@@ -339,3 +371,31 @@ async function startHungConsumer(file: string, options: { durable: string; subje
   if (!output.includes('handling')) throw new Error(`hung consumer exited early:\n${output}`);
   return child;
 }
+
+describe('in-process bus lanes', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it('wakes one idle lane of a durable per published message, not all of them', async () => {
+    const bus = InProcessBus.open({ logger: quietLogger, pollIntervalMs: 60_000 });
+    const seen: number[] = [];
+    const claim = jest.spyOn(SqliteBusStore.prototype, 'claim');
+    for (let lane = 0; lane < 8; lane++) await bus.consume<{ n: number }>({ durable: 'lanes', subject: 'evt.lanes.>' }, async (message) => void seen.push(message.data.n));
+    // Every lane has looked once, found nothing and is asleep (the poll is a minute away).
+    await waitFor(() => claim.mock.calls.length === 8, "each lane's first look");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    claim.mockClear();
+
+    await bus.publish('evt.lanes.a', { n: 1 });
+    await waitFor(() => seen.length === 1, 'the message');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The woken lane claims it, then finds nothing more: two claims, where eight lanes would make nine.
+    expect(claim.mock.calls.length).toBeLessThanOrEqual(2);
+
+    // A burst still spreads over the lanes and every message is handled once.
+    claim.mockClear();
+    await Promise.all(Array.from({ length: 40 }, (_, i) => bus.publish('evt.lanes.a', { n: i + 2 })));
+    await waitFor(() => seen.length === 41, 'the burst');
+    expect([...seen].sort((a, b) => a - b)).toEqual(Array.from({ length: 41 }, (_, i) => i + 1));
+    await bus.close();
+  });
+});

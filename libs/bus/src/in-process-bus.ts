@@ -136,9 +136,14 @@ export class InProcessBus implements Bus {
   async publish<T>(subject: string, data: T, options: PublishOptions = {}): Promise<void> {
     assertPublishSubject(subject);
     this.assertOpen(subject);
-    this.store.append(subject, encodePayload(data), { ...options.headers }, options.msgId);
+    await this.store.append(subject, encodePayload(data), { ...options.headers }, options.msgId);
+    // One message: one idle lane of each durable that takes it is enough. Lanes already at work
+    // claim again when they finish; waking every lane would have them all contend for one message.
+    const woken = new Set<string>();
     for (const consumer of this.consumers) {
-      if (subjectMatches(consumer.filter, subject)) consumer.wake();
+      if (woken.has(consumer.durable) || !consumer.idle || !subjectMatches(consumer.filter, subject)) continue;
+      consumer.wake();
+      woken.add(consumer.durable);
     }
   }
 
@@ -284,6 +289,11 @@ class InProcessConsumer implements Consumer {
 
   get durable(): string {
     return this.settings.durable;
+  }
+
+  /** Asleep, waiting for a message (not handling one, not claiming). */
+  get idle(): boolean {
+    return this.endSleep !== undefined;
   }
 
   wake(): void {

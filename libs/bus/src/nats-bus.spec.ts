@@ -3,7 +3,8 @@ import { BusLogger } from './bus-logger';
 import { NatsBus } from './nats-bus';
 import { busContract } from './testing/bus.contract';
 import { NatsServerHandle, startNatsServer } from './testing/nats-server';
-import { eventually, waitFor } from './testing/wait-for';
+import { deferred, eventually, waitFor } from './testing/wait-for';
+import { NOT_ACKED_ON_LAST_DELIVERY } from './parking';
 
 // Failures the tests provoke on purpose (thrown handlers, maxDeliver, restarts) would only add noise.
 const quietLogger: BusLogger = { warn: () => undefined, error: () => undefined };
@@ -101,6 +102,132 @@ describe('NatsBus', () => {
     } finally {
       await bus.close();
     }
+  });
+
+  // Written against the installed nats-server (Debian's 2.9.10, `nats-server --version`), which
+  // takes a consumer create for an existing durable as an update; 2.10+ refuses it when the settings
+  // differ (nats.js sends `action: "create"`). Either way the durable must end up with one set of
+  // settings, said in a log line, and every instance must keep working.
+  describe('two versions of an app on one durable (a rolling upgrade)', () => {
+    const durableName = () => `roll_${Math.random().toString(36).slice(2, 8)}`;
+    const capture = () => {
+      const lines: { level: 'warn' | 'error'; message: string }[] = [];
+      const logger: BusLogger = { warn: (message) => lines.push({ level: 'warn', message }), error: (message) => lines.push({ level: 'error', message }) };
+      return { lines, logger };
+    };
+    const consumerConfig = async (durable: string) => {
+      const nc = await connect({ servers: server.url });
+      try {
+        return (await (await nc.jetstreamManager()).consumers.info('CAMPAIGN_OPS_EVENTS', durable)).config;
+      } finally {
+        await nc.close();
+      }
+    };
+
+    it('updates ackWaitMs and maxDeliver in place, says so, and both versions keep consuming', async () => {
+      const durable = durableName();
+      const subject = `evt.${durable}.happened`;
+      const v1Log = capture();
+      const v2Log = capture();
+      const v1 = await NatsBus.connect({ servers: server.url, name: 'v1', logger: v1Log.logger });
+      const v2 = await NatsBus.connect({ servers: server.url, name: 'v2', logger: v2Log.logger });
+      const seen: { version: string; id: number }[] = [];
+      try {
+        const old = await v1.consume<{ id: number }>({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, async (m) => {
+          seen.push({ version: 'v1', id: m.data.id });
+        });
+        expect(await consumerConfig(durable)).toMatchObject({ ack_wait: nanos(30_000), max_deliver: 5, filter_subject: subject });
+        const upgraded = await v2.consume<{ id: number }>({ durable, subject, ackWaitMs: 10_000, maxDeliver: 7 }, async (m) => {
+          seen.push({ version: 'v2', id: m.data.id });
+        });
+        expect(await consumerConfig(durable)).toMatchObject({ ack_wait: nanos(10_000), max_deliver: 7, filter_subject: subject });
+        expect(v2Log.lines).toEqual([
+          { level: 'warn', message: expect.stringMatching(new RegExp(`consumer ${durable}: .*ackWaitMs 30000 -> 10000.*maxDeliver 5 -> 7`)) },
+        ]);
+
+        // Both versions pull from the one durable: publish until each has handled something.
+        for (let id = 0; id < 200 && !(seen.some((s) => s.version === 'v1') && seen.some((s) => s.version === 'v2')); id++) {
+          await v1.publish(subject, { id });
+          await waitFor(() => seen.some((s) => s.id === id), `message ${id}`);
+        }
+        expect(new Set(seen.map((s) => s.version))).toEqual(new Set(['v1', 'v2']));
+
+        // The old version restarting during the rollout sets its own settings again, and says so too.
+        await old.stop();
+        const restarted = await v1.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, async () => undefined);
+        expect(await consumerConfig(durable)).toMatchObject({ ack_wait: nanos(30_000), max_deliver: 5 });
+        expect(v1Log.lines.map((line) => line.message)).toEqual([expect.stringMatching(/ackWaitMs 10000 -> 30000.*maxDeliver 7 -> 5/)]);
+        // The same settings again: nothing to update, nothing said.
+        const again = await v2.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, async () => undefined);
+        expect(v2Log.lines).toHaveLength(1);
+        await Promise.all([upgraded.stop(), restarted.stop(), again.stop()]);
+      } finally {
+        await Promise.all([v1.close(), v2.close()]);
+      }
+    });
+
+    it('refuses to start a consumer whose filter subject differs from the durable’s, naming both, and leaves the durable alone', async () => {
+      const durable = durableName();
+      const { lines, logger } = capture();
+      const v1 = await NatsBus.connect({ servers: server.url, name: 'v1', logger: quietLogger });
+      const v2 = await NatsBus.connect({ servers: server.url, name: 'v2', logger });
+      const seen: string[] = [];
+      try {
+        const old = await v1.consume<{ id: string }>({ durable, subject: `evt.${durable}.a` }, async (m) => {
+          seen.push(m.data.id);
+        });
+        const refused = await v2.consume({ durable, subject: `evt.${durable}.>` }, async () => undefined).catch((error: unknown) => error);
+        expect(refused).toBeInstanceOf(Error);
+        expect((refused as Error).message).toContain(`durable consumer ${durable}`);
+        expect((refused as Error).message).toContain(`filter subject evt.${durable}.a`);
+        expect((refused as Error).message).toContain(`evt.${durable}.>`);
+        expect(lines).toEqual([{ level: 'error', message: (refused as Error).message }]);
+        expect(await consumerConfig(durable)).toMatchObject({ filter_subject: `evt.${durable}.a` });
+        // The running version is unaffected.
+        await v1.publish(`evt.${durable}.a`, { id: 'still-mine' });
+        await waitFor(() => seen.includes('still-mine'), 'the old version to keep consuming');
+        await old.stop();
+      } finally {
+        await Promise.all([v1.close(), v2.close()]);
+      }
+    });
+
+    it('parks with the durable’s maxDeliver on both paths (handler failing, ack wait running out) when another version changed it', async () => {
+      const durable = durableName();
+      const subject = `evt.${durable}.happened`;
+      const v1 = await NatsBus.connect({ servers: server.url, name: 'v1', logger: quietLogger });
+      const v2 = await NatsBus.connect({ servers: server.url, name: 'v2', logger: quietLogger });
+      const release = deferred();
+      const deliveries: [string, number][] = [];
+      const handler = async (m: { data: { id: string }; deliveryCount: number }) => {
+        deliveries.push([m.data.id, m.deliveryCount]);
+        if (m.data.id === 'fails') throw new Error('provider refuses it');
+        // 'held': retried until the last delivery, which hangs past the ack wait (JetStream's advisory parks it).
+        if (m.deliveryCount < 3) return { retryInMs: 10 };
+        await release.promise;
+      };
+      try {
+        // Two instances of the old version (maxDeliver 2) keep running; the new one (maxDeliver 3)
+        // starts, updates the durable, and is rolled back.
+        const old = [await v1.consume(({ durable, subject, maxDeliver: 2, ackWaitMs: 500 }), handler), await v1.consume({ durable, subject, maxDeliver: 2, ackWaitMs: 500 }, handler)];
+        await (await v2.consume({ durable, subject, maxDeliver: 3, ackWaitMs: 500 }, handler)).stop();
+
+        await v1.publish(subject, { id: 'fails' });
+        await v1.publish(subject, { id: 'held' });
+        await waitFor(async () => (await v1.listParked({ durable })).length === 2, 'both messages parked', 15_000);
+        const parked = await v1.listParked({ durable });
+        release.resolve();
+        await Promise.all(old.map((consumer) => consumer.stop()));
+
+        const of = (id: string) => parked.find((message) => (message.data as { id: string }).id === id);
+        expect(of('fails')).toMatchObject({ deliveryCount: 3, reason: 'provider refuses it' });
+        expect(of('held')).toMatchObject({ deliveryCount: 3, reason: NOT_ACKED_ON_LAST_DELIVERY });
+        expect(deliveries.filter(([id]) => id === 'fails').map(([, count]) => count)).toEqual([1, 2, 3]);
+      } finally {
+        release.resolve();
+        await Promise.all([v1.close(), v2.close()]);
+      }
+    });
   });
 
   it.each([

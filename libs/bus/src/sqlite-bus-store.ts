@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { GroupCommit } from '@campaign-ops/sqlite-group-commit';
 import { BusHeaders } from './bus.port';
 import { NOT_ACKED_ON_LAST_DELIVERY } from './parking';
 import { subjectMatches } from './subjects';
@@ -125,6 +126,8 @@ export class SqliteBusStore {
   /** A second connection, FULL, used only to store published messages (see the constructor). */
   private readonly publisher: Database.Database;
   private readonly insertMessage: Database.Statement<[string, string | null, string, string, number]>;
+  /** Publishes made in one turn of the event loop share one transaction and its fsync. */
+  private readonly publishes: GroupCommit;
   private readonly statements: Statements;
   private readonly claimTransaction: Database.Transaction<SqliteBusStore['claimInTransaction']>;
 
@@ -148,14 +151,18 @@ export class SqliteBusStore {
       this.publisher.pragma('synchronous = FULL');
     }
     this.insertMessage = this.publisher.prepare(INSERT_MESSAGE_SQL);
+    this.publishes = new GroupCommit(this.publisher);
   }
 
   /**
    * Stores a message unless one with the same `msgId` is still stored: for at least
    * MESSAGE_RETENTION_MS (24 h), after which `purge` may have removed it, and its id with it.
+   * Resolves once the message is durable. Group commit: the publishes of one turn of the event
+   * loop are stored in one transaction, in the order they were made, and share its fsync.
    */
-  append(subject: string, data: string, headers: BusHeaders, msgId: string | undefined): void {
-    this.insertMessage.run(subject, msgId ?? null, data, JSON.stringify(headers), Date.now());
+  append(subject: string, data: string, headers: BusHeaders, msgId: string | undefined): Promise<void> {
+    const publishedAt = Date.now();
+    return this.publishes.write(() => void this.insertMessage.run(subject, msgId ?? null, data, JSON.stringify(headers), publishedAt));
   }
 
   /** A new durable starts at the beginning of the stream, like a JetStream consumer with DeliverPolicy.All. */
@@ -257,6 +264,8 @@ export class SqliteBusStore {
   }
 
   close(): void {
+    // Publishes already made are stored, not dropped.
+    if (this.publisher.open) this.publishes.flush();
     if (this.publisher !== this.db) this.publisher.close();
     this.db.close();
   }

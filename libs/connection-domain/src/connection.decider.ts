@@ -1,4 +1,4 @@
-import { assertNever, Decider, DomainEvent, DomainRuleViolation } from '@campaign-ops/decider';
+import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions } from '@campaign-ops/decider';
 
 /**
  * A connection links an account, in one mode, to one ad account at a provider (API.md §4). Its
@@ -43,6 +43,20 @@ export type ConnectionReauthorized = DomainEvent<
 >;
 export type ConnectionRevoked = DomainEvent<'ConnectionRevoked', { reason: 'deleted' | 'replaced'; revokedAt: string }>;
 export type ConnectionEvent = ConnectionRequested | ConnectionActivated | OAuthRoundStarted | TokenRefreshed | ReauthRequired | ConnectionReauthorized | ConnectionRevoked;
+
+/**
+ * Each type's upcasters from its older versions, oldest first (README, "Event versioning"). All are
+ * at version 1: `method: 'sandbox'` on ConnectionReauthorized (5bd326b) only widened what v1 holds.
+ */
+export const CONNECTION_EVENTS = eventVersions<ConnectionEvent>('connection', {
+  ConnectionRequested: [],
+  ConnectionActivated: [],
+  OAuthRoundStarted: [],
+  TokenRefreshed: [],
+  ReauthRequired: [],
+  ConnectionReauthorized: [],
+  ConnectionRevoked: [],
+});
 
 export interface Connection extends Omit<Identity, 'connectionId'> {
   id: string;
@@ -111,16 +125,16 @@ export function oauthRoundFor(state: ConnectionState, stateHash: string, now: st
   return round;
 }
 
-const v1 = <E extends ConnectionEvent>(type: E['type'], data: E['data']) => ({ type, version: 1, data }) as E;
+const event = CONNECTION_EVENTS.event;
 
 export function decide(command: ConnectionCommand, state: ConnectionState): ConnectionEvent[] {
   if (command.type === 'ImportToken' || command.type === 'StartOAuth') {
     if (state.status !== 'none') throw new ConnectionAlreadyExists(`connection ${command.connectionId} exists`);
     const { connectionId, accountId, mode, channel, providerAccountId, scopes, now } = command;
     const identity = { connectionId, accountId, mode, channel, providerAccountId };
-    if (command.type === 'StartOAuth') return [v1<ConnectionRequested>('ConnectionRequested', { ...identity, scopes, oauth: command.oauth, requestedAt: now })];
+    if (command.type === 'StartOAuth') return [event('ConnectionRequested', { ...identity, scopes, oauth: command.oauth, requestedAt: now })];
     const method = command.sandbox ? 'sandbox' : 'token_import';
-    return [v1<ConnectionActivated>('ConnectionActivated', { ...identity, scopes, ...command.account, expiresAt: command.expiresAt, method, stateHash: null, activatedAt: now })];
+    return [event('ConnectionActivated', { ...identity, scopes, ...command.account, expiresAt: command.expiresAt, method, stateHash: null, activatedAt: now })];
   }
   if (state.status === 'none') throw new ConnectionNotFound('no such connection');
   switch (command.type) {
@@ -130,22 +144,22 @@ export function decide(command: ConnectionCommand, state: ConnectionState): Conn
     }
     case 'StartReauthorization':
       assertNotRevoked(state);
-      return [v1<OAuthRoundStarted>('OAuthRoundStarted', { oauth: command.oauth, startedAt: command.now })];
+      return [event('OAuthRoundStarted', { oauth: command.oauth, startedAt: command.now })];
     case 'Reauthorize':
       assertNotRevoked(state);
       return [credentialed(state, command, command.sandbox ? 'sandbox' : 'token_import', null)];
     case 'RefreshToken':
       assertNotRevoked(state);
       if (state.status !== 'active') throw new ConnectionNotActive(`a ${state.status} connection has no token to refresh`);
-      return [v1<TokenRefreshed>('TokenRefreshed', { expiresAt: command.expiresAt, refreshedAt: command.now })];
+      return [event('TokenRefreshed', { expiresAt: command.expiresAt, refreshedAt: command.now })];
     case 'RequireReauth':
       // Every call that meets the refusal says so; the connection needs it once.
       if (state.status === 'reauth_required' || state.status === 'revoked') return [];
       if (state.status === 'pending') throw new ConnectionNotActive('a pending connection was never authorized');
-      return [v1<ReauthRequired>('ReauthRequired', { reason: command.reason, at: command.now })];
+      return [event('ReauthRequired', { reason: command.reason, at: command.now })];
     case 'Revoke':
       if (state.status === 'revoked') return [];
-      return [v1<ConnectionRevoked>('ConnectionRevoked', { reason: command.reason, revokedAt: command.now })];
+      return [event('ConnectionRevoked', { reason: command.reason, revokedAt: command.now })];
     default:
       return assertNever(command);
   }
@@ -160,9 +174,9 @@ function credentialed(state: Connection, credentials: Credentials, method: Autho
   const { scopes, account, expiresAt, now } = credentials;
   if (state.status === 'pending') {
     const { id: connectionId, accountId, mode, channel, providerAccountId } = state;
-    return v1<ConnectionActivated>('ConnectionActivated', { connectionId, accountId, mode, channel, providerAccountId, scopes, ...account, expiresAt, method, stateHash, activatedAt: now });
+    return event('ConnectionActivated', { connectionId, accountId, mode, channel, providerAccountId, scopes, ...account, expiresAt, method, stateHash, activatedAt: now });
   }
-  return v1<ConnectionReauthorized>('ConnectionReauthorized', { scopes, ...account, expiresAt, method, stateHash, reauthorizedAt: now });
+  return event('ConnectionReauthorized', { scopes, ...account, expiresAt, method, stateHash, reauthorizedAt: now });
 }
 
 export function evolve(state: ConnectionState, event: ConnectionEvent): ConnectionState {
@@ -204,8 +218,4 @@ export function evolve(state: ConnectionState, event: ConnectionEvent): Connecti
 
 export const connectionDecider: Decider<ConnectionCommand, ConnectionEvent, ConnectionState> = { initialState: { status: 'none' }, decide, evolve };
 
-const TYPES: readonly string[] = ['ConnectionRequested', 'ConnectionActivated', 'OAuthRoundStarted', 'TokenRefreshed', 'ReauthRequired', 'ConnectionReauthorized', 'ConnectionRevoked'];
-export function upcastConnectionEvent(type: string, data: Record<string, unknown>, version: number): ConnectionEvent {
-  if (!TYPES.includes(type) || version !== 1) throw new Error(`cannot read connection event ${type} v${version}`);
-  return { type, version, data } as ConnectionEvent;
-}
+export const upcastConnectionEvent = CONNECTION_EVENTS.upcast;

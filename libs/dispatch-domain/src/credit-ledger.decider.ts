@@ -1,4 +1,4 @@
-import { assertNever, Decider, DomainEvent, DomainRuleViolation } from '@campaign-ops/decider';
+import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions } from '@campaign-ops/decider';
 import { CampaignSpec, Channel } from '@campaign-ops/channels';
 import { CREDITS_PER_DISPATCH } from './dispatch.decider';
 import { Mode } from './dispatch.events';
@@ -19,6 +19,13 @@ export interface DispatchToCreate {
 export type CreditsGranted = DomainEvent<'CreditsGranted', { grantId: string; amount: number; grantedAt: string }>;
 export type DispatchCharged = DomainEvent<'DispatchCharged', { amount: number; chargedAt: string; dispatch: DispatchToCreate }>;
 export type CreditLedgerEvent = CreditsGranted | DispatchCharged;
+
+/** Each type's upcasters from its older versions, oldest first (README, "Event versioning"); both are still at version 1. */
+export const CREDIT_LEDGER_EVENTS = eventVersions<CreditLedgerEvent>('credit ledger', {
+  CreditsGranted: [],
+  DispatchCharged: [],
+});
+const event = CREDIT_LEDGER_EVENTS.event;
 
 export interface CreditLedger {
   accountId: string;
@@ -48,10 +55,10 @@ function decide(command: CreditLedgerCommand, state: CreditLedger): CreditLedger
   switch (command.type) {
     case 'GrantCredits':
       if (state.grantIds.includes(command.grantId)) return [];
-      return [{ type: 'CreditsGranted', version: 1, data: { grantId: command.grantId, amount: command.amount, grantedAt: command.now } }];
+      return [event('CreditsGranted', { grantId: command.grantId, amount: command.amount, grantedAt: command.now })];
     case 'ChargeForDispatch':
       if (state.balance < CREDITS_PER_DISPATCH) throw new InsufficientCredits(state.balance);
-      return [{ type: 'DispatchCharged', version: 1, data: { amount: CREDITS_PER_DISPATCH, chargedAt: command.now, dispatch: command.dispatch } }];
+      return [event('DispatchCharged', { amount: CREDITS_PER_DISPATCH, chargedAt: command.now, dispatch: command.dispatch })];
     default:
       return assertNever(command);
   }
@@ -75,7 +82,4 @@ export const creditLedgerDecider = (accountId: string, mode: Mode): Decider<Cred
   evolve,
 });
 
-export function upcastCreditLedgerEvent(type: string, data: Record<string, unknown>, version: number): CreditLedgerEvent {
-  if ((type !== 'CreditsGranted' && type !== 'DispatchCharged') || version !== 1) throw new Error(`cannot read credit ledger event ${type} v${version}`);
-  return { type, version, data } as CreditLedgerEvent;
-}
+export const upcastCreditLedgerEvent = CREDIT_LEDGER_EVENTS.upcast;

@@ -1,6 +1,6 @@
 import { assertNever, Decider, DomainRuleViolation } from '@campaign-ops/decider';
 import { CampaignSpec, Channel } from '@campaign-ops/channels';
-import { CURRENT_EVENT_VERSION, DispatchError, DispatchEvent, Mode } from './dispatch.events';
+import { DISPATCH_EVENTS, DispatchError, DispatchEvent, Mode } from './dispatch.events';
 
 /** Transient provider errors are retried inside a dispatch up to this many provider calls. */
 export const MAX_ATTEMPTS_PER_RUN = 5;
@@ -88,51 +88,47 @@ function requireInProgress(state: DispatchState, attempt: number): Dispatch {
 }
 
 export function decide(command: DispatchCommand, state: DispatchState): DispatchEvent[] {
-  const v = CURRENT_EVENT_VERSION;
+  const event = DISPATCH_EVENTS.event;
   switch (command.type) {
     case 'CreateDispatch': {
       if (exists(state)) throw new DispatchAlreadyExists(`dispatch ${command.dispatchId} exists`);
       return [
-        {
-          type: 'DispatchAccepted',
-          version: v,
-          data: {
-            dispatchId: command.dispatchId,
-            accountId: command.accountId,
-            mode: command.mode,
-            channel: command.channel,
-            resourceType: 'campaign',
-            action: 'create',
-            campaign: command.campaign,
-            connectionId: command.connectionId,
-            creditsCharged: CREDITS_PER_DISPATCH,
-            idempotencyKey: command.idempotencyKey,
-            acceptedAt: command.now,
-          },
-        },
+        event('DispatchAccepted', {
+          dispatchId: command.dispatchId,
+          accountId: command.accountId,
+          mode: command.mode,
+          channel: command.channel,
+          resourceType: 'campaign',
+          action: 'create',
+          campaign: command.campaign,
+          connectionId: command.connectionId,
+          creditsCharged: CREDITS_PER_DISPATCH,
+          idempotencyKey: command.idempotencyKey,
+          acceptedAt: command.now,
+        }),
       ];
     }
     case 'RecordProviderSuccess': {
       requireInProgress(state, command.attempt);
-      return [{ type: 'DispatchCompleted', version: v, data: { providerResourceId: command.providerResourceId, attempt: command.attempt, completedAt: command.now } }];
+      return [event('DispatchCompleted', { providerResourceId: command.providerResourceId, attempt: command.attempt, completedAt: command.now })];
     }
     case 'RecordProviderFailure': {
       const dispatch = requireInProgress(state, command.attempt);
       const runAttempt = dispatch.attemptsThisRun + 1;
       if (command.error.retryable && runAttempt < MAX_ATTEMPTS_PER_RUN) {
-        return [{ type: 'DispatchAttemptFailed', version: v, data: { attempt: command.attempt, error: command.error, at: command.now } }];
+        return [event('DispatchAttemptFailed', { attempt: command.attempt, error: command.error, at: command.now })];
       }
-      return [{ type: 'DispatchFailed', version: v, data: { error: command.error, attempt: command.attempt, failedAt: command.now } }];
+      return [event('DispatchFailed', { error: command.error, attempt: command.attempt, failedAt: command.now })];
     }
     case 'RecordFailureBeforeTry': {
       requireInProgress(state, command.attempt);
-      return [{ type: 'DispatchFailed', version: v, data: { error: { ...command.error, retryable: false }, attempt: command.attempt - 1, failedAt: command.now } }];
+      return [event('DispatchFailed', { error: { ...command.error, retryable: false }, attempt: command.attempt - 1, failedAt: command.now })];
     }
     case 'RetryDispatch': {
       if (!exists(state)) throw new DispatchNotFound('no such dispatch');
       if (state.status !== 'failed') throw new DispatchNotRetryable(state.status);
       const moved = command.connectionId !== undefined && command.connectionId !== state.connectionId;
-      return [{ type: 'DispatchRetried', version: v, data: { retriedAt: command.now, requestId: command.requestId, ...(moved ? { connectionId: command.connectionId } : {}) } }];
+      return [event('DispatchRetried', { retriedAt: command.now, requestId: command.requestId, ...(moved ? { connectionId: command.connectionId } : {}) })];
     }
     default:
       return assertNever(command);

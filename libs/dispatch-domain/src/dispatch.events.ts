@@ -1,4 +1,4 @@
-import { DomainEvent } from '@campaign-ops/decider';
+import { DomainEvent, eventVersions } from '@campaign-ops/decider';
 import { CampaignSpec, Channel } from '@campaign-ops/channels';
 
 export type Mode = 'live' | 'test';
@@ -36,25 +36,23 @@ export type DispatchRetried = DomainEvent<'DispatchRetried', { retriedAt: string
 
 export type DispatchEvent = DispatchAccepted | DispatchAttemptFailed | DispatchCompleted | DispatchFailed | DispatchRetried;
 
-export const DISPATCH_EVENT_TYPES: ReadonlyArray<DispatchEvent['type']> = [
-  'DispatchAccepted',
-  'DispatchAttemptFailed',
-  'DispatchCompleted',
-  'DispatchFailed',
-  'DispatchRetried',
-];
+/**
+ * Each type's upcasters from its older versions, oldest first (README, "Event versioning"). All are
+ * at version 1: DispatchRetried gained its optional `connectionId` (fdd9ad7) without a new version,
+ * since every older event still reads as the current shape.
+ */
+export const DISPATCH_EVENTS = eventVersions<DispatchEvent>('dispatch', {
+  DispatchAccepted: [],
+  DispatchAttemptFailed: [],
+  DispatchCompleted: [],
+  DispatchFailed: [],
+  DispatchRetried: [],
+});
 
-export const CURRENT_EVENT_VERSION = 1;
+export const DISPATCH_EVENT_TYPES: ReadonlyArray<DispatchEvent['type']> = DISPATCH_EVENTS.types;
 
 export const dispatchStreamId = (dispatchId: string): string => `dispatch-${dispatchId}`;
 export const DISPATCH_STREAM_PREFIX = 'dispatch-';
 
-/**
- * Turns a stored event back into a domain event. Every type is at version 1 today; a later
- * version adds a case here that upcasts the older shapes, so old streams always replay.
- */
-export function upcastDispatchEvent(type: string, data: Record<string, unknown>, version: number): DispatchEvent {
-  if (!(DISPATCH_EVENT_TYPES as readonly string[]).includes(type)) throw new Error(`unknown dispatch event type ${type}`);
-  if (version !== CURRENT_EVENT_VERSION) throw new Error(`no upcaster for ${type} v${version}`);
-  return { type, version, data } as DispatchEvent;
-}
+/** Turns a stored event back into a domain event, upcast to its type's current version. */
+export const upcastDispatchEvent = DISPATCH_EVENTS.upcast;

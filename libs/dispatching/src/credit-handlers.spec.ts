@@ -80,5 +80,25 @@ describe('credit handlers of dispatch-service', () => {
     await handlers.onLedgerEvent(recorded[0]);
     expect(await store.views.get('dsp_1')).toMatchObject({ id: 'dsp_1', account_id: 'acct-with-dashes', mode: 'test', status: 'accepted' });
     expect(await handlers.balances({ accountId: 'acct-with-dashes' })).toEqual({ ok: true, value: { live: 0, test: 1 } });
+
+    // Seen again (a restart from an older checkpoint): the dispatch and the ledger's view are there,
+    // so it neither writes nor reads the streams.
+    const append = jest.spyOn(events, 'append');
+    const read = jest.spyOn(events, 'readStream');
+    await handlers.onLedgerEvent(recorded[0]);
+    expect(append).not.toHaveBeenCalled();
+    expect(read).not.toHaveBeenCalled();
+  });
+
+  it('makes the dispatch of a charge whose launch died before making it, and brings a stale ledger view up', async () => {
+    await ledgers.execute('acct_7', 'live', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = { dispatchId: 'dsp_2', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
+    const { recorded } = await ledgers.execute('acct_7', 'live', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    // As if the view had been written before the charge: it holds revision 0 only.
+    await reads.collection('credit_ledgers').delete('acct_7:live');
+    await ledgers.refreshView('acct_7', 'live', 0);
+    expect(await ledgers.views.get('acct_7:live')).toMatchObject({ balance: 1, revision: 1 });
+    await handlers.onLedgerEvent(recorded[0]);
+    expect(await store.views.get('dsp_2')).toMatchObject({ status: 'accepted', account_id: 'acct_7', mode: 'live' });
   });
 });

@@ -1,6 +1,6 @@
 import { success, Outcome } from '@campaign-ops/api-errors';
 import { creditGrantsOf } from '@campaign-ops/account-domain';
-import { CREDIT_LEDGER_STREAM_PREFIX, Mode } from '@campaign-ops/dispatch-domain';
+import { CREDIT_LEDGER_STREAM_PREFIX, DispatchCharged, Mode } from '@campaign-ops/dispatch-domain';
 import { Injectable } from '@nestjs/common';
 import { RecordedEvent } from '@campaign-ops/event-store';
 import { CreditBalances, CreditBalancesRequest, GrantCreditsRequest } from '@campaign-ops/service-messages';
@@ -37,8 +37,11 @@ export class CreditHandlers {
   /** Each ledger event: keep the view, and make sure every charge has its dispatch. */
   async onLedgerEvent(event: RecordedEvent): Promise<void> {
     const [accountId, mode] = ledgerOf(event.streamId);
-    if (event.type === 'DispatchCharged') await this.commands.createChargedDispatch(event, accountId, mode);
-    await this.ledgers.refreshView(accountId, mode);
+    // The launch that charged made its dispatch, and its view, right after: then there is nothing to do.
+    if (event.type === 'DispatchCharged' && !(await this.commands.dispatchExists((event.data as DispatchCharged['data']).dispatch.dispatchId))) {
+      await this.commands.createChargedDispatch(event, accountId, mode);
+    }
+    await this.ledgers.refreshView(accountId, mode, event.revision);
   }
 }
 

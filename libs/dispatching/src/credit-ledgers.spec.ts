@@ -96,6 +96,49 @@ describe('a credit ledger', () => {
     expect(append).not.toHaveBeenCalled();
   });
 
+  it('decides a burst of commands together on the state each leaves, in one append, answering each with its own events', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 3), {});
+    const append = jest.spyOn(events, 'append');
+    const charge = (n: number) => ({ type: 'ChargeForDispatch' as const, dispatch: { dispatchId: `dsp_${n}`, channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null }, now: now() });
+    const outcomes = await Promise.allSettled([1, 2, 3, 4, 5].map((n) => ledgers.execute('acct_1', 'live', charge(n), { requestId: `req_${n}` })));
+
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected']);
+    expect((outcomes[3] as PromiseRejectedResult).reason).toBeInstanceOf(InsufficientCredits);
+    const answered = outcomes.slice(0, 3).map((o) => (o as PromiseFulfilledResult<Awaited<ReturnType<CreditLedgers['execute']>>>).value);
+    expect(answered.map((a) => a.state.balance)).toEqual([2, 1, 0]);
+    expect(answered.map((a) => a.recorded.map((e) => [e.revision, (e.data as { dispatch: { dispatchId: string } }).dispatch.dispatchId, e.metadata.requestId]))).toEqual([
+      [[1, 'dsp_1', 'req_1']],
+      [[2, 'dsp_2', 'req_2']],
+      [[3, 'dsp_3', 'req_3']],
+    ]);
+    // Written together: one charge a write would take three appends.
+    expect(append.mock.calls.map(([, written]) => written.length).reduce((a, b) => a + b)).toBe(3);
+    expect(append.mock.calls.length).toBeLessThan(3);
+    expect((await ledgers.history('acct_1', 'live')).map((e) => e.id)).toEqual(['g1', 1, 2, 3].map((_, i) => (i === 0 ? expect.any(String) : answered[i - 1].recorded[0].id)));
+    expect(await ledgers.views.get('acct_1:live')).toMatchObject({ balance: 0, revision: 3 });
+  });
+
+  it('fails every command of a write that fails, and goes on with the commands that come after', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    let writing!: () => void;
+    const started = new Promise<void>((resolve) => (writing = resolve));
+    let fail!: () => void;
+    const failed = new Promise<void>((resolve) => (fail = resolve));
+    jest.spyOn(events, 'append').mockImplementationOnce(async () => {
+      writing();
+      await failed;
+      throw new Error('disk full');
+    });
+    const first = ledgers.execute('acct_1', 'live', grant('g2', 1), {});
+    await started;
+    // Queued behind the failing write: they go in the next one.
+    const [second, third] = [ledgers.execute('acct_1', 'live', grant('g3', 1), {}), ledgers.execute('acct_1', 'live', grant('g4', 1), {})];
+    fail();
+    await expect(first).rejects.toThrow('disk full');
+    await expect(second).resolves.toMatchObject({ state: { balance: 6 } });
+    await expect(third).resolves.toMatchObject({ state: { balance: 7 } });
+  });
+
   it('gives up after 50 conflicting writers in a row, and at once on any other failure', async () => {
     const conflict = jest.spyOn(events, 'append').mockRejectedValue(new WrongExpectedRevisionError('credits-acct_1-live', 'no_stream', 0));
     jest.spyOn(Math, 'random').mockReturnValue(0);
@@ -137,6 +180,13 @@ describe('a credit ledger', () => {
     expect((await ledgers.load('acct_1', 'live')).state.balance).toBe(7);
     await ledgers.refreshView('acct_1', 'live');
     expect(await ledgers.views.get('acct_1:live')).toMatchObject({ balance: 7, grant_ids: ['g1', 'g2'], revision: 1 });
+    const read = jest.spyOn(events, 'readStream');
+    await ledgers.refreshView('acct_1', 'live', 1);
+    expect(read).not.toHaveBeenCalled();
+    // A view behind the event it is asked about is brought up to it.
+    await new CreditLedgers(events, SqliteReadStore.open(':memory:')).execute('acct_1', 'live', grant('g3', 1), {});
+    await ledgers.refreshView('acct_1', 'live', 2);
+    expect(await ledgers.views.get('acct_1:live')).toMatchObject({ balance: 8, grant_ids: ['g1', 'g2', 'g3'], revision: 2 });
     await ledgers.refreshView('acct_9', 'live');
     expect(await ledgers.views.get('acct_9:live')).toBeNull();
   });

@@ -8,7 +8,7 @@ import {
   Mode,
   upcastCreditLedgerEvent,
 } from '@campaign-ops/dispatch-domain';
-import { KeyedMutex, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
+import { toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -24,7 +24,32 @@ export interface LedgerView {
   [key: string]: unknown;
 }
 
+/** The `credit_ledgers` document of a ledger at a revision (also what a rebuild writes). */
+export const toLedgerView = (state: CreditLedger, revision: number): LedgerView => ({
+  id: `${state.accountId}:${state.mode}`,
+  account_id: state.accountId,
+  mode: state.mode,
+  balance: state.balance,
+  grant_ids: state.grantIds,
+  revision,
+});
+
 const MAX_CONFLICTS = 50;
+/** Commands of one ledger decided and appended together, at most. */
+const MAX_BATCH = 500;
+
+export interface LedgerOutcome {
+  /** The ledger after this command. */
+  state: CreditLedger;
+  recorded: RecordedEvent[];
+}
+
+interface QueuedCommand {
+  command: CreditLedgerCommand;
+  metadata: Record<string, unknown>;
+  resolve(outcome: LedgerOutcome): void;
+  reject(error: unknown): void;
+}
 
 /**
  * Credit ledgers (`credits-<account>-<mode>`). A ledger stream grows with every dispatch, so its
@@ -34,7 +59,8 @@ const MAX_CONFLICTS = 50;
 @Injectable()
 export class CreditLedgers {
   readonly views: Collection<LedgerView>;
-  private readonly mutex = new KeyedMutex();
+  /** Per ledger stream, the commands waiting for its next write; present while one is being written. */
+  private readonly queues = new Map<string, QueuedCommand[]>();
 
   constructor(
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
@@ -43,31 +69,82 @@ export class CreditLedgers {
     this.views = readStore.collection<LedgerView>('credit_ledgers', { indexes: ['account_id'] });
   }
 
-  async execute(accountId: string, mode: Mode, command: CreditLedgerCommand, metadata: Record<string, unknown>): Promise<{ state: CreditLedger; recorded: RecordedEvent[] }> {
+  /**
+   * Decides and records one command on the account's ledger. Commands for one ledger that arrive
+   * while it is being written are decided together, one after the other on the state each leaves,
+   * and appended in one write: a burst of launches costs one ledger read and one append, not one
+   * each, and no command ever sees a balance another has already spent. A refused command (e.g.
+   * insufficient credits) fails alone.
+   */
+  execute(accountId: string, mode: Mode, command: CreditLedgerCommand, metadata: Record<string, unknown>): Promise<LedgerOutcome> {
     const streamId = creditLedgerStreamId(accountId, mode);
-    return this.mutex.run(streamId, async () => {
-      for (let conflicts = 0; ; conflicts++) {
-        const { state, revision } = await this.load(accountId, mode);
-        const decided = creditLedgerDecider(accountId, mode).decide(command, state);
-        if (decided.length === 0) return { state, recorded: [] };
-        const toAppend = decided.map((e) => toStoredEvent(e, { ...metadata, accountId, mode }));
+    return new Promise<LedgerOutcome>((resolve, reject) => {
+      const queue = this.queues.get(streamId);
+      if (queue) return void queue.push({ command, metadata, resolve, reject });
+      this.queues.set(streamId, [{ command, metadata, resolve, reject }]);
+      void this.drain(streamId, accountId, mode);
+    });
+  }
+
+  /** Writes the ledger's queued commands, a batch at a time, until none is left. */
+  private async drain(streamId: string, accountId: string, mode: Mode): Promise<void> {
+    for (;;) {
+      const queue = this.queues.get(streamId)!;
+      if (queue.length === 0) return void this.queues.delete(streamId);
+      const batch = queue.splice(0, MAX_BATCH);
+      try {
+        await this.executeBatch(streamId, accountId, mode, batch);
+      } catch (error) {
+        for (const queued of batch) queued.reject(error);
+      }
+    }
+  }
+
+  private async executeBatch(streamId: string, accountId: string, mode: Mode, batch: QueuedCommand[]): Promise<void> {
+    const decider = creditLedgerDecider(accountId, mode);
+    for (let conflicts = 0; ; conflicts++) {
+      const { state: initial, revision } = await this.load(accountId, mode);
+      let state = initial;
+      const decisions = batch.map((queued) => {
+        try {
+          const events = decider.decide(queued.command, state);
+          state = events.reduce(decider.evolve, state);
+          return { queued, state, stored: events.map((e) => toStoredEvent(e, { ...queued.metadata, accountId, mode })) };
+        } catch (error) {
+          return { queued, error };
+        }
+      });
+      const toAppend = decisions.flatMap((d) => d.stored ?? []);
+      let first = 0;
+      // The position of the write's last event: an event store gives no other. (Read only when
+      // something was written, which sets it.)
+      // Stryker disable next-line StringLiteral: never read unless the append below has set it
+      let position = '';
+      if (toAppend.length > 0) {
         try {
           const result = await this.eventStore.append(streamId, toAppend, { expectedRevision: revision ?? 'no_stream' });
-          const after = decided.reduce(creditLedgerDecider(accountId, mode).evolve, state);
-          await this.store(after, result.nextRevision);
-          const first = result.nextRevision - toAppend.length + 1;
-          return {
-            state: after,
-            recorded: toAppend.map((e, i) => ({ ...e, streamId, revision: first + i, position: result.position, metadata: e.metadata ?? {}, occurredAt: new Date().toISOString() })),
-          };
+          first = result.nextRevision - toAppend.length + 1;
+          position = result.position;
+          await this.store(state, result.nextRevision);
         } catch (error) {
           // Another replica charged or granted first: decide again on the new state, after a pause.
           if (!(error instanceof WrongExpectedRevisionError) || conflicts >= MAX_CONFLICTS) throw error;
           // Stryker disable next-line ArithmeticOperator: a random pause of up to 20 ms or of up to 0.05 ms; only how far apart the replicas retry differs
           await new Promise((resolve) => setTimeout(resolve, Math.random() * 20));
+          continue;
         }
       }
-    });
+      const occurredAt = new Date().toISOString();
+      for (const decision of decisions) {
+        if (decision.stored === undefined) {
+          decision.queued.reject(decision.error);
+          continue;
+        }
+        const recorded = decision.stored.map((e) => ({ ...e, streamId, revision: first++, position, metadata: e.metadata ?? {}, occurredAt }));
+        decision.queued.resolve({ state: decision.state, recorded });
+      }
+      return;
+    }
   }
 
   /** The ledger as of its last event: the view, then whatever the stream has beyond it. */
@@ -89,13 +166,20 @@ export class CreditLedgers {
     return this.eventStore.readStream(creditLedgerStreamId(accountId, mode));
   }
 
-  /** Brings the view up to the stream (the projection calls this; commands refresh it inline). */
-  async refreshView(accountId: string, mode: Mode): Promise<void> {
+  /**
+   * Brings the view up to the stream (the projection calls this; commands refresh it inline),
+   * unless it already holds `atLeast`.
+   */
+  async refreshView(accountId: string, mode: Mode, atLeast?: number): Promise<void> {
+    if (atLeast !== undefined) {
+      const held = await this.views.revisionOf(`${accountId}:${mode}`);
+      if (held !== null && held >= atLeast) return;
+    }
     const { state, revision } = await this.load(accountId, mode);
     if (revision !== null) await this.store(state, revision);
   }
 
   private async store(state: CreditLedger, revision: number): Promise<void> {
-    await this.views.upsert({ id: `${state.accountId}:${state.mode}`, account_id: state.accountId, mode: state.mode, balance: state.balance, grant_ids: state.grantIds, revision }, revision);
+    await this.views.upsert(toLedgerView(state, revision), revision);
   }
 }

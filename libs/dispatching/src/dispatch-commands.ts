@@ -24,7 +24,7 @@ import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { currentRequestId } from '@campaign-ops/service-runtime';
-import { DispatchStore } from './dispatch-store';
+import { DispatchStore, toView } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
 
 /** The write side of dispatches: launch and retry. */
@@ -123,13 +123,22 @@ export class DispatchCommands {
     // Derived from the charge (so a second append is a no-op) and still time-ordered like every event id.
     const eventId = ulidToUuid(deterministicUlid(Date.parse(chargedAt), `dispatch-accepted:${charge.id}`));
     const stored = { ...toStoredEvent(accepted, { accountId, mode, requestId: dispatch.requestId }), id: eventId };
+    const made = evolve({ status: 'none' }, accepted) as Dispatch;
     try {
       await this.store.events.append(streamId, [stored], { expectedRevision: 'no_stream' });
+      // Just made: its view is this one event, no read needed (read-your-writes for GET).
+      await this.store.views.upsert(toView(made), 0);
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError)) throw error;
+      // Made before (a retry, or the ledger processor after a crash): the view follows the stream.
+      await this.store.refreshView(streamId);
     }
-    await this.store.refreshView(streamId);
-    return evolve({ status: 'none' }, accepted) as Dispatch;
+    return made;
+  }
+
+  /** Whether the dispatch was made (its view exists: the view is written right after the stream). */
+  async dispatchExists(dispatchId: string): Promise<boolean> {
+    return (await this.store.views.revisionOf(dispatchId)) !== null;
   }
 
   async retry({ caller, id }: DispatchByIdRequest): Promise<Outcome<DispatchResource>> {

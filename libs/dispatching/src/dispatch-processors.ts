@@ -9,6 +9,9 @@ import { DispatchIdempotency } from './dispatch-idempotency';
 import { relayDispatchEvent } from './dispatch-relay';
 import { DispatchStore } from './dispatch-store';
 
+/** Dispatch events relayed at once (see CheckpointedOptions.concurrency). */
+const RELAY_CONCURRENCY = 64;
+
 /**
  * What dispatch-service does on its own, beside answering messages: follows its event store
  * (relay to the bus, the dispatch views, the credit ledgers), reports its gauges, and forgets
@@ -31,11 +34,13 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const follow = (name: string, prefix: string, handle: CheckpointedOptions['handle']) =>
-      new CheckpointedProcessor({ name, eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [prefix], handle });
+    const follow = (name: string, prefix: string, handle: CheckpointedOptions['handle'], concurrency = 1) =>
+      new CheckpointedProcessor({ name, eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [prefix], handle, concurrency });
     this.processors.push(
-      follow('dispatch-relay', DISPATCH_STREAM_PREFIX, (event) => relayDispatchEvent(this.store, this.bus, event)),
-      follow('dispatch-views', DISPATCH_STREAM_PREFIX, (event) => this.store.refreshView(event.streamId)),
+      // Publishes are de-duplicated by id and consumers take them in any order: many at once, so
+      // that they share the bus's group commits.
+      follow('dispatch-relay', DISPATCH_STREAM_PREFIX, (event) => relayDispatchEvent(this.store, this.bus, event), RELAY_CONCURRENCY),
+      follow('dispatch-views', DISPATCH_STREAM_PREFIX, (event) => this.store.projectEvent(event)),
       follow('credit-ledgers', CREDIT_LEDGER_STREAM_PREFIX, (event) => this.credits.onLedgerEvent(event)),
     );
     await Promise.all(this.processors.map((p) => p.start()));

@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import {
+  DISPATCH_STREAM_PREFIX,
   Dispatch,
   DispatchCommand,
   dispatchDecider,
@@ -44,6 +45,17 @@ export class DispatchStore {
    * Brings the view up to the stream: the upsert is guarded by revision, so doing it inline after
    * a command (read-your-writes) and again from the projection changes nothing the second time.
    */
+  /**
+   * The projection's step: brings the view up to the stream unless it already holds `revision`
+   * (the command that appended the event refreshed it inline), which costs one read instead of
+   * reading and folding the stream.
+   */
+  async projectEvent(event: Pick<RecordedEvent, 'streamId' | 'revision'>): Promise<void> {
+    const held = await this.views.revisionOf(event.streamId.slice(DISPATCH_STREAM_PREFIX.length));
+    if (held !== null && held >= event.revision) return;
+    await this.refreshView(event.streamId);
+  }
+
   async refreshView(streamId: string): Promise<void> {
     const { state, recorded } = await this.stateOf(streamId);
     if (state.status === 'none') return;

@@ -1,4 +1,4 @@
-import { Decider, DomainEvent, fold } from '@campaign-ops/decider';
+import { Decider, DomainEvent, fold, storedVersion } from '@campaign-ops/decider';
 import { EventStore, EventToAppend, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 
@@ -20,8 +20,9 @@ export interface Decided<Event extends DomainEvent, State> {
   state: State;
 }
 
+/** A stored event as the current version of its type (the domain's upcasters bring older versions up to date). */
 export const toDomainEvent = <Event extends DomainEvent>(recorded: RecordedEvent, upcast: Upcaster<Event>): Event =>
-  upcast(recorded.type, recorded.data, Number(recorded.metadata['version'] ?? 1));
+  upcast(recorded.type, recorded.data, storedVersion(recorded.metadata));
 
 export const toStoredEvent = (event: DomainEvent, metadata: EventMetadata): EventToAppend => ({
   id: ulidToUuid(ulid()),

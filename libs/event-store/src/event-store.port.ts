@@ -53,6 +53,15 @@ export interface SubscribeToAllOptions {
   onError?(error: Error): void;
 }
 
+export interface ReadAllOptions {
+  /** Events strictly after this position; absent: from the very start. */
+  fromPosition?: string;
+  /** At most this many events (1..10000): a page. */
+  maxCount: number;
+  /** Only events of streams whose id starts with one of these prefixes (e.g. `dispatch-`). */
+  streamPrefixes?: string[];
+}
+
 export interface Subscription {
   close(): Promise<void>;
 }
@@ -62,9 +71,31 @@ export interface EventStore {
   /** An absent stream reads as an empty array. */
   readStream(streamId: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   subscribeToAll(options: SubscribeToAllOptions): Subscription;
+  /**
+   * One page of every stream's events (system events aside) in global (commit) order, as
+   * subscriptions deliver them. Fewer than `maxCount` events: nothing more after them for now.
+   * The next page starts after the last event's position. For exports and rebuilds, which read
+   * everything once, without a subscription's loop.
+   */
+  readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** The position of the last event in the store (of any stream), or null when it is empty: how far a read of everything goes. */
+  lastPosition(): Promise<string | null>;
   /** Reachable and answering, for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+export const MAX_READ_ALL_COUNT = 10_000;
+
+/** What every adapter checks of a readAll's options before reading. */
+export function assertReadAllOptions(options: ReadAllOptions): void {
+  const { maxCount, streamPrefixes } = options;
+  if (!Number.isSafeInteger(maxCount) || maxCount < 1 || maxCount > MAX_READ_ALL_COUNT) {
+    throw new RangeError(`maxCount must be an integer in 1..${MAX_READ_ALL_COUNT}, got ${maxCount}`);
+  }
+  if (streamPrefixes !== undefined && streamPrefixes.length === 0) {
+    throw new Error('streamPrefixes must not be empty: omit it to read the events of every stream');
+  }
 }
 
 export class WrongExpectedRevisionError extends Error {

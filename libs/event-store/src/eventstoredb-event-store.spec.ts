@@ -8,7 +8,6 @@ import {
   SubscribeToAllOptions as EsdbSubscribeToAllOptions,
   WrongExpectedVersionError,
 } from '@eventstore/db-client';
-import { GenericContainer, StartedTestContainer, Wait } from 'testcontainers';
 import { describeWithContainers } from '@campaign-ops/testing/container-testing';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { EventStoreLogger } from './event-store-logger';
@@ -16,47 +15,19 @@ import { RecordedEvent, WrongExpectedRevisionError } from './event-store.port';
 import { encodePosition } from './esdb-position';
 import { EventStoreDbEventStore, UndeliverableEventError } from './eventstoredb-event-store';
 import { eventStoreContract } from './testing/event-store.contract';
-
-const ESDB_IMAGE = 'eventstore/eventstore:24.10';
-const HTTP_PORT = 2113;
+import { startEventStoreDb } from './testing';
 
 describeWithContainers('EventStoreDB adapter', () => {
-  let container: StartedTestContainer | undefined;
+  let server: Awaited<ReturnType<typeof startEventStoreDb>> | undefined;
   let connectionString = '';
 
   beforeAll(async () => {
-    container = await new GenericContainer(ESDB_IMAGE)
-      .withEnvironment({
-        EVENTSTORE_INSECURE: 'true',
-        EVENTSTORE_RUN_PROJECTIONS: 'None',
-        EVENTSTORE_MEM_DB: 'true',
-      })
-      .withExposedPorts(HTTP_PORT)
-      .withWaitStrategy(Wait.forHttp('/health/live', HTTP_PORT).forStatusCodeMatching((code) => code >= 200 && code < 300))
-      .withStartupTimeout(180_000)
-      .start();
-    connectionString = `esdb://${container.getHost()}:${container.getMappedPort(HTTP_PORT)}?tls=false`;
-
-    // Live is not yet ready: a single node still elects itself leader before it serves reads.
-    const store = EventStoreDbEventStore.connect(connectionString);
-    try {
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        try {
-          await store.ping();
-          break;
-        } catch (error) {
-          if (Date.now() > deadline) throw error;
-          await new Promise((resolve) => setTimeout(resolve, 500));
-        }
-      }
-    } finally {
-      await store.close();
-    }
+    server = await startEventStoreDb();
+    connectionString = server.connectionString;
   }, 240_000);
 
   afterAll(async () => {
-    await container?.stop();
+    await server?.stop();
   });
 
   eventStoreContract('EventStoreDB', async () => EventStoreDbEventStore.connect(connectionString));
@@ -211,7 +182,7 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
           { id: events[0]!.id, contentType: 'application/json', type: 'Placed', data: { total: 3 }, metadata: { actor: 'me' } },
           { id: events[1]!.id, contentType: 'application/json', type: 'Paid', data: { by: 'card' }, metadata: undefined },
         ],
-        { expectedRevision: esdbExpected },
+        { expectedRevision: esdbExpected, requiresLeader: true },
       );
     });
 
@@ -222,7 +193,7 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
       const result = await store.append('order-1', events, { expectedRevision: 5 });
 
       expect(result).toEqual({ nextRevision: 7, position: encodePosition({ commit: 880n, prepare: 870n }) });
-      expect(client.readStream).toHaveBeenCalledWith('order-1', { fromRevision: 7n, maxCount: 1 });
+      expect(client.readStream).toHaveBeenCalledWith('order-1', { fromRevision: 7n, maxCount: 1, requiresLeader: true });
     });
 
     it('answers a retry the server took as already done (no position) with the original result', async () => {
@@ -315,7 +286,7 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
       [{ direction: 'backwards' as const, fromRevision: 0 }, { direction: 'backwards', fromRevision: 0n }],
     ])('reads with %p as %p', async (options, esdbOptions) => {
       await store.readStream('order-1', options);
-      expect(client.readStream).toHaveBeenCalledWith('order-1', esdbOptions);
+      expect(client.readStream).toHaveBeenCalledWith('order-1', { ...esdbOptions, requiresLeader: true });
     });
 
     it('reads nothing for maxCount 0', async () => {
@@ -478,6 +449,42 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
         await waitFor(() => client.readAll.mock.calls.length >= 2, 'two stall checks');
         expect(client.subscriptions).toHaveLength(1);
       });
+    });
+  });
+
+  describe('readAll', () => {
+    it('starts after fromPosition (the server starts at it), leaves out system events and other streams, and stops at maxCount', async () => {
+      client.readAll.mockImplementation(() =>
+        readable([
+          stored('order-1', 0, at(10)),
+          stored('$stats-1', 0, at(11)),
+          stored('order-1', 1, at(12), { type: '$metadata' }),
+          stored('invoice-1', 0, at(13)),
+          stored('order-2', 0, at(14)),
+          stored('order-1', 2, at(15)),
+          stored('order-1', 3, at(16)),
+        ]),
+      );
+
+      const page = await store.readAll({ fromPosition: encodePosition(at(10)), maxCount: 2, streamPrefixes: ['order-'] });
+
+      expect(page.map((event) => [event.streamId, event.revision, event.position])).toEqual([
+        ['order-2', 0, encodePosition(at(14))],
+        ['order-1', 2, encodePosition(at(15))],
+      ]);
+      expect(client.readAll).toHaveBeenCalledWith(expect.objectContaining({ direction: 'forwards', fromPosition: at(10) }));
+    });
+
+    it('reads from the start without fromPosition, and answers the last position from the end of $all', async () => {
+      client.readAll.mockImplementationOnce(() => readable([stored('order-1', 0, at(10))]));
+      expect((await store.readAll({ maxCount: 5 })).map((event) => event.position)).toEqual([encodePosition(at(10))]);
+      expect(client.readAll).toHaveBeenLastCalledWith(expect.objectContaining({ fromPosition: 'start' }));
+
+      client.readAll.mockImplementationOnce(() => readable([stored('order-9', 4, at(99))]));
+      expect(await store.lastPosition()).toBe(encodePosition(at(99)));
+      expect(client.readAll).toHaveBeenLastCalledWith(expect.objectContaining({ direction: 'backwards', fromPosition: 'end', maxCount: 1 }));
+      client.readAll.mockImplementationOnce(() => readable([]));
+      expect(await store.lastPosition()).toBeNull();
     });
   });
 

@@ -8,21 +8,25 @@ import {
   EventStoreDBClient,
   FORWARDS,
   NO_STREAM,
+  NotLeaderError,
   Position,
   RecordedEvent as EsdbRecordedEvent,
   START,
   STREAM_EXISTS,
   StreamNotFoundError,
+  UnknownError,
   WrongExpectedVersionError,
   excludeSystemEvents,
   jsonEvent,
   streamNameFilter,
 } from '@eventstore/db-client';
 import {
+  assertReadAllOptions,
   AppendResult,
   EventStore,
   EventToAppend,
   ExpectedRevision,
+  ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeToAllOptions,
@@ -42,6 +46,17 @@ export interface EventStoreDbOptions {
    * or does not answer. Default 60 s.
    */
   stallTimeoutMs?: number;
+  /**
+   * How long `ping` waits for its answer (the client ignores read deadlines: it sets them to
+   * Infinity). Default 5 s.
+   */
+  pingTimeoutMs?: number;
+  /** How long the stall check waits for its answer before counting the subscription as stuck. Default 10 s. */
+  stallProbeTimeoutMs?: number;
+  /** How long a stream read waits for the next answer from the server before failing. Default 10 s. */
+  readTimeoutMs?: number;
+  /** Backoff of resubscriptions that made no progress (see ResubscribingFollower). Default 200 ms doubling to 15 s. */
+  resubscribeBackoff?: { initialMs?: number; maxMs?: number };
 }
 
 /** The parts of the client the adapter uses. */
@@ -53,10 +68,20 @@ export type EventStoreDbClientLike = Pick<
 const DEFAULT_STALL_TIMEOUT_MS = 60_000;
 /** A stream nobody writes: reading it is the cheapest question the server must answer (StreamNotFound). */
 const PING_STREAM = 'event-store-readiness-probe';
-const PING_DEADLINE_MS = 5_000;
+const DEFAULT_PING_TIMEOUT_MS = 5_000;
 /** How far back from the head of `$all` the stall check looks for an event the subscription should have had. */
 const STALL_PROBE_WINDOW = 100;
-const STALL_PROBE_DEADLINE_MS = 10_000;
+const DEFAULT_STALL_PROBE_TIMEOUT_MS = 10_000;
+const DEFAULT_READ_TIMEOUT_MS = 10_000;
+/**
+ * A node that is not the leader refuses what requires it with NotLeader, naming the leader; the
+ * client then reconnects there. The operation is tried this many times in all, a little apart (the
+ * client switches its channel just after reporting the error).
+ */
+const NOT_LEADER_ATTEMPTS = 3;
+const NOT_LEADER_RETRY_MS = 50;
+/** gRPC's INVALID_ARGUMENT: the server refuses the request as such; asking again cannot help. */
+const GRPC_INVALID_ARGUMENT = 3;
 
 /**
  * An event the store holds but the port cannot represent (data or metadata that is not a JSON
@@ -73,6 +98,54 @@ export class UndeliverableEventError extends Error {
   }
 }
 
+/** EventStoreDB accepted a call and then sent nothing for `timeoutMs`: the call is cancelled. */
+export class EventStoreTimeoutError extends Error {
+  constructor(
+    readonly operation: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`EventStoreDB did not answer within ${timeoutMs} ms (${operation})`);
+    this.name = 'EventStoreTimeoutError';
+  }
+}
+
+/** The node kept answering NotLeader, even after the client reconnected to the leader it named. */
+export class NotLeaderRetriesExhaustedError extends Error {
+  constructor(
+    readonly operation: string,
+    readonly attempts: number,
+    readonly leader: { address: string; port: number } | undefined,
+    override readonly cause: unknown,
+  ) {
+    const where = leader ? ` (it names the leader at ${leader.address}:${leader.port})` : '';
+    super(
+      `${operation}: the EventStoreDB node is not the leader${where}, ${attempts} times in a row; ` +
+        'the cluster may be electing a leader, or the nodes disagree on which one it is',
+    );
+    this.name = 'NotLeaderRetriesExhaustedError';
+  }
+}
+
+/**
+ * EventStoreDB refused a subscription's start position (INVALID_ARGUMENT): typically a checkpoint
+ * kept in the read store while the event store was recreated or restored. Resubscribing from it
+ * cannot succeed, so the subscription stops with this error.
+ */
+export class SubscriptionPositionRefusedError extends Error {
+  constructor(
+    readonly fromPosition: string | undefined,
+    override readonly cause: unknown,
+  ) {
+    const from = fromPosition === undefined ? 'the start' : `position ${fromPosition}`;
+    super(
+      `EventStoreDB refuses to subscribe from ${from}: ${describeError(cause)}. Resubscribing from it cannot succeed: ` +
+        'if this is a processor checkpoint, it is not a position of this database (was the event store recreated ' +
+        'or restored while the read store kept its checkpoints?); reset the checkpoint',
+    );
+    this.name = 'SubscriptionPositionRefusedError';
+  }
+}
+
 /**
  * The production event store: EventStoreDB (22.6 or later) over gRPC.
  *
@@ -85,6 +158,12 @@ export class EventStoreDbEventStore implements EventStore {
   private readonly subscriptions = new Set<ResubscribingFollower>();
   private readonly logger: EventStoreLogger;
   private readonly stallTimeoutMs: number;
+  private readonly pingTimeoutMs: number;
+  private readonly stallProbeTimeoutMs: number;
+  private readonly readTimeoutMs: number;
+  private readonly resubscribeBackoff: EventStoreDbOptions['resubscribeBackoff'];
+  /** The ping under way: concurrent readiness checks share it rather than piling up reads. */
+  private pinging: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
 
   constructor(
@@ -94,9 +173,18 @@ export class EventStoreDbEventStore implements EventStore {
     this.logger = options.logger ?? consoleEventStoreLogger;
     this.stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     if (!(this.stallTimeoutMs > 0)) throw new Error(`stallTimeoutMs must be positive, got ${this.stallTimeoutMs}`);
+    this.pingTimeoutMs = positive('pingTimeoutMs', options.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS);
+    this.stallProbeTimeoutMs = positive('stallProbeTimeoutMs', options.stallProbeTimeoutMs ?? DEFAULT_STALL_PROBE_TIMEOUT_MS);
+    this.readTimeoutMs = positive('readTimeoutMs', options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS);
+    this.resubscribeBackoff = options.resubscribeBackoff;
   }
 
-  /** `esdb://host:2113?tls=false`, `esdb+discover://…`: see the EventStoreDB connection string docs. */
+  /**
+   * `esdb://host:2113?tls=false`, `esdb+discover://…`: see the EventStoreDB connection string docs.
+   * Every call requires the leader (a follower answers NotLeader, and the client reconnects to the
+   * leader); with several hosts or discovery, the client also picks the leader first (its default
+   * `nodePreference=leader`).
+   */
   static connect(connectionString: string, options: EventStoreDbOptions = {}): EventStoreDbEventStore {
     return new EventStoreDbEventStore(EventStoreDBClient.connectionString(connectionString), options);
   }
@@ -118,10 +206,13 @@ export class EventStoreDbEventStore implements EventStore {
 
     let appended;
     try {
-      appended = await this.client.appendToStream(
-        streamId,
-        events.map((event) => jsonEvent({ id: event.id, type: event.type, data: event.data, metadata: event.metadata })),
-        { expectedRevision: toEsdbExpectedRevision(expected) },
+      // A NotLeader refusal wrote nothing: trying again on the leader cannot append twice.
+      appended = await this.onLeader(`append to stream ${streamId}`, () =>
+        this.client.appendToStream(
+          streamId,
+          events.map((event) => jsonEvent({ id: event.id, type: event.type, data: event.data, metadata: event.metadata })),
+          { expectedRevision: toEsdbExpectedRevision(expected), requiresLeader: true },
+        ),
       );
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) {
@@ -183,21 +274,26 @@ export class EventStoreDbEventStore implements EventStore {
     return events.map(toRecordedEvent);
   }
 
-  /** The stored events as the client gives them; an absent stream reads as empty. */
-  private async readRaw(
-    streamId: string,
-    options: Parameters<EventStoreDbClientLike['readStream']>[1],
-  ): Promise<EsdbRecordedEvent[]> {
-    const events: EsdbRecordedEvent[] = [];
-    try {
-      for await (const resolved of this.client.readStream(streamId, options)) {
-        if (resolved.event) events.push(resolved.event);
+  /**
+   * The stored events as the client gives them, read on the leader (a follower may not have the
+   * latest yet: a read after an append, a load before a decision); an absent stream reads as empty.
+   * Fails if the server sends nothing for readTimeoutMs.
+   */
+  private readRaw(streamId: string, options: Parameters<EventStoreDbClientLike['readStream']>[1]): Promise<EsdbRecordedEvent[]> {
+    return this.onLeader(`read of stream ${streamId}`, async () => {
+      const events: EsdbRecordedEvent[] = [];
+      try {
+        await consumeRead(
+          this.client.readStream(streamId, { ...options, requiresLeader: true }),
+          (resolved) => void (resolved.event && events.push(resolved.event)),
+          { operation: `read of stream ${streamId}`, timeoutMs: this.readTimeoutMs, idle: true },
+        );
+      } catch (error) {
+        if (error instanceof StreamNotFoundError) return [];
+        throw error;
       }
-    } catch (error) {
-      if (error instanceof StreamNotFoundError) return [];
-      throw error;
-    }
-    return events;
+      return events;
+    });
   }
 
   subscribeToAll(options: SubscribeToAllOptions): Subscription {
@@ -209,14 +305,18 @@ export class EventStoreDbEventStore implements EventStore {
     }
     if (options.fromPosition !== undefined) decodePosition(options.fromPosition); // throws if malformed
 
+    // One stall check at a time per subscription: a check still waiting is answered to whoever asks next.
+    let probing: Promise<boolean> | undefined;
     const follower: ResubscribingFollower = new ResubscribingFollower({
       fromPosition: options.fromPosition,
       open: (fromPosition, signals) => this.openSubscription(fromPosition, prefixes, signals),
-      isStalled: (lastSeen) => this.hasEventsAfter(lastSeen, prefixes),
-      isPermanent: (error) => error instanceof UndeliverableEventError || error instanceof AccessDeniedError,
+      isStalled: (lastSeen) => (probing ??= this.hasEventsAfter(lastSeen, prefixes).finally(() => (probing = undefined))),
+      isPermanent: (error) =>
+        error instanceof UndeliverableEventError || error instanceof AccessDeniedError || error instanceof SubscriptionPositionRefusedError,
       onEvent: options.onEvent,
       onError: options.onError,
       stallTimeoutMs: this.stallTimeoutMs,
+      ...(this.resubscribeBackoff ? { backoff: this.resubscribeBackoff } : {}),
       logger: this.logger,
       name: `subscription to ${prefixes ? prefixes.join(', ') : 'all streams'}`,
       onFinished: () => this.subscriptions.delete(follower),
@@ -241,6 +341,8 @@ export class EventStoreDbEventStore implements EventStore {
       filter: prefixes
         ? streamNameFilter({ prefixes, checkpointReached })
         : excludeSystemEvents({ checkpointReached }),
+      // On a follower, NotLeader drops it and the client reconnects to the leader: the resubscription goes there.
+      requiresLeader: true,
     });
     const alive = () => signals.alive();
     subscription.on('confirmation', alive).on('caughtUp', alive).on('fellBehind', alive);
@@ -249,18 +351,26 @@ export class EventStoreDbEventStore implements EventStore {
 
     return {
       [Symbol.asyncIterator]: async function* (): AsyncGenerator<FollowedItem> {
-        // Pulling one event at a time from the stream holds the server back while a handler runs.
-        for await (const resolved of subscription as AsyncIterable<AllStreamResolvedEvent>) {
-          const event = resolved.event;
-          if (!event || isUnknownPosition(event.position)) {
-            signals.alive();
-            continue;
+        try {
+          // Pulling one event at a time from the stream holds the server back while a handler runs.
+          for await (const resolved of subscription as AsyncIterable<AllStreamResolvedEvent>) {
+            const event = resolved.event;
+            if (!event || isUnknownPosition(event.position)) {
+              signals.alive();
+              continue;
+            }
+            if (!isDeliverable(event.streamId, event.type, prefixes)) {
+              yield { kind: 'skipped', position: encodePosition(event.position) };
+            } else {
+              yield { kind: 'event', event: toRecordedEvent(event) };
+            }
           }
-          if (!isDeliverable(event.streamId, event.type, prefixes)) {
-            yield { kind: 'skipped', position: encodePosition(event.position) };
-          } else {
-            yield { kind: 'event', event: toRecordedEvent(event) };
+        } catch (error) {
+          // The client reports INVALID_ARGUMENT without an exception name as an UnknownError.
+          if (error instanceof UnknownError && error.code === GRPC_INVALID_ARGUMENT) {
+            throw new SubscriptionPositionRefusedError(fromPosition, error);
           }
+          throw error;
         }
       },
       close: async () => {
@@ -274,38 +384,110 @@ export class EventStoreDbEventStore implements EventStore {
   }
 
   /**
+   * `$all` from a position, filtered here: the client's readAll takes no filter, and a server-side
+   * filtered read would need a subscription. Reading stops at the page's last matching event.
+   */
+  async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
+    this.assertOpen();
+    assertReadAllOptions(options);
+    const { fromPosition, maxCount, streamPrefixes } = options;
+    // EventStoreDB starts a read at its position, inclusive: that event is the previous page's last.
+    const after = fromPosition === undefined ? -1n : BigInt(encodePosition(decodePosition(fromPosition)));
+    const read = this.client.readAll({ direction: FORWARDS, fromPosition: fromPosition === undefined ? START : decodePosition(fromPosition) });
+    const page: RecordedEvent[] = [];
+    try {
+      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
+        const event = resolved.event;
+        if (!event || isUnknownPosition(event.position)) continue;
+        if (BigInt(encodePosition(event.position)) <= after) continue;
+        if (!isDeliverable(event.streamId, event.type, streamPrefixes)) continue;
+        page.push(toRecordedEvent(event));
+        if (page.length === maxCount) break;
+      }
+    } finally {
+      read.cancel().catch(() => undefined);
+    }
+    return page;
+  }
+
+  async lastPosition(): Promise<string | null> {
+    this.assertOpen();
+    const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 });
+    try {
+      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
+        const event = resolved.event;
+        if (event && !isUnknownPosition(event.position)) return encodePosition(event.position);
+      }
+      return null;
+    } finally {
+      read.cancel().catch(() => undefined);
+    }
+  }
+
+  /**
    * The stall check: whether `$all` holds, near its head, an event after `lastSeen` that the
    * subscription would deliver. A healthy subscription that received nothing for a while has
    * nothing to receive; one that is silent although there is something for it is stuck.
    */
   private async hasEventsAfter(lastSeen: string | undefined, prefixes: string[] | undefined): Promise<boolean> {
     const after = lastSeen === undefined ? -1n : BigInt(lastSeen);
-    const read = this.client.readAll({
-      direction: BACKWARDS,
-      fromPosition: END,
-      maxCount: STALL_PROBE_WINDOW,
-      deadline: STALL_PROBE_DEADLINE_MS,
+    const started = Date.now();
+    return this.onLeader('stall check', async () => {
+      let found = false;
+      await consumeRead(
+        this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: STALL_PROBE_WINDOW, requiresLeader: true }),
+        (resolved: AllStreamResolvedEvent) => {
+          const event = resolved.event;
+          if (!event || isUnknownPosition(event.position)) return false;
+          if (BigInt(encodePosition(event.position)) <= after) return true;
+          found = isDeliverable(event.streamId, event.type, prefixes);
+          return found;
+        },
+        { operation: 'stall check', timeoutMs: this.stallProbeTimeoutMs, since: started },
+      );
+      return found;
     });
-    try {
-      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
-        const event = resolved.event;
-        if (!event || isUnknownPosition(event.position)) continue;
-        if (BigInt(encodePosition(event.position)) <= after) return false;
-        if (isDeliverable(event.streamId, event.type, prefixes)) return true;
-      }
-      return false;
-    } finally {
-      read.cancel().catch(() => undefined);
-    }
   }
 
+  /** Reads a stream on the leader within pingTimeoutMs; concurrent calls share one read. */
   async ping(): Promise<void> {
     this.assertOpen();
-    try {
-      for await (const _ of this.client.readStream(PING_STREAM, { maxCount: 1, deadline: PING_DEADLINE_MS })) break;
-    } catch (error) {
-      if (error instanceof StreamNotFoundError) return;
-      throw error;
+    this.pinging ??= this.pingOnce().finally(() => {
+      this.pinging = undefined;
+    });
+    return this.pinging;
+  }
+
+  private pingOnce(): Promise<void> {
+    const started = Date.now();
+    return this.onLeader('ping', async () => {
+      try {
+        await consumeRead(this.client.readStream(PING_STREAM, { maxCount: 1, requiresLeader: true }), () => true, {
+          operation: 'ping',
+          timeoutMs: this.pingTimeoutMs,
+          since: started,
+        });
+      } catch (error) {
+        if (error instanceof StreamNotFoundError) return;
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Runs `operation` (which requires the leader), again after a NotLeader refusal, by when the
+   * client has reconnected to the leader the refusal named; fails clearly if that keeps happening.
+   */
+  private async onLeader<T>(operation: string, run: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await run();
+      } catch (error) {
+        if (!(error instanceof NotLeaderError)) throw error;
+        if (attempt >= NOT_LEADER_ATTEMPTS) throw new NotLeaderRetriesExhaustedError(operation, attempt, error.leader, error);
+        await new Promise((resolve) => setTimeout(resolve, NOT_LEADER_RETRY_MS * attempt));
+        this.assertOpen();
+      }
     }
   }
 
@@ -320,6 +502,56 @@ export class EventStoreDbEventStore implements EventStore {
   private assertOpen(): void {
     if (this.closing) throw new Error('the event store is closed');
   }
+}
+
+/** A read as the client returns it: resolved events, and a way to cancel the gRPC call. */
+type ClientRead<Resolved> = AsyncIterable<Resolved> & { cancel(): Promise<void> };
+
+/**
+ * Iterates a read, giving each resolved event to `take` until it returns true or the read ends.
+ * The client overrides every read's deadline with Infinity, so this keeps its own: if the server
+ * sends nothing for `timeoutMs` (since `since`, by default now, or with `idle` since the last
+ * event), it gives up with EventStoreTimeoutError. Either way the gRPC call is cancelled at the
+ * end, so a node that stopped answering is not left holding reads.
+ */
+async function consumeRead<Resolved>(
+  read: ClientRead<Resolved>,
+  take: (resolved: Resolved) => boolean | void,
+  { operation, timeoutMs, since = Date.now(), idle = false }: { operation: string; timeoutMs: number; since?: number; idle?: boolean },
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  let giveUp: (error: Error) => void = () => undefined;
+  const timedOut = new Promise<never>((_, reject) => (giveUp = reject));
+  const arm = (from: number) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => giveUp(new EventStoreTimeoutError(operation, timeoutMs)), Math.max(0, from + timeoutMs - Date.now()));
+  };
+  const iterator = read[Symbol.asyncIterator]();
+  arm(since);
+  try {
+    for (;;) {
+      const next = iterator.next();
+      // Once given up on, this may still settle (or never): either way nobody waits for it.
+      next.catch(() => undefined);
+      const result = await Promise.race([next, timedOut]);
+      if (result.done) return;
+      if (take(result.value) === true) return;
+      if (idle) arm(Date.now());
+    }
+  } finally {
+    clearTimeout(timer);
+    read.cancel().catch(() => undefined);
+    Promise.resolve(iterator.return?.()).catch(() => undefined);
+  }
+}
+
+function positive(name: string, value: number): number {
+  if (!(value > 0)) throw new Error(`${name} must be positive, got ${value}`);
+  return value;
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function toEsdbExpectedRevision(expected: ExpectedRevision): AppendExpectedRevision {

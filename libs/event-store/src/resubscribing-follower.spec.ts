@@ -258,18 +258,26 @@ describe('ResubscribingFollower', () => {
       expect(errors).toEqual([]);
     });
 
-    it('counts a subscription that was confirmed but then dropped as having worked', async () => {
+    it('keeps backing off while subscriptions are confirmed and then dropped without delivering anything', async () => {
       const { opened, source, delays } = follow();
       await waitFor(() => opened.length === 1, 'the subscription');
+      opened[0]!.signals.alive(); // confirmed by the server
       source(0).drop(new Error('first'));
       await waitFor(() => opened.length === 2, 'the second subscription');
+      opened[1]!.signals.alive('7'); // a checkpoint: proof of life, but the cursor stays where it was
       source(1).drop(new Error('second'));
       await waitFor(() => opened.length === 3, 'the third subscription');
-      opened[2]!.signals.alive(); // confirmed by the server
+      source(2).push(event(1)); // progress
       source(2).drop(new Error('third'));
       await waitFor(() => opened.length === 4, 'the fourth subscription');
+      source(3).push(skipped(2)); // progress too: the next subscription starts later
+      source(3).drop(new Error('fourth'));
+      await waitFor(() => opened.length === 5, 'the fifth subscription');
+      source(4).push(event(1)); // a repeat of what was delivered is not progress
+      source(4).drop(new Error('fifth'));
+      await waitFor(() => opened.length === 6, 'the sixth subscription');
 
-      expect(delays()).toEqual([5, 10, 5]);
+      expect(delays()).toEqual([5, 10, 5, 5, 10]);
     });
 
     it('jitters the backoff', async () => {

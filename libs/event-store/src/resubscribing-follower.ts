@@ -46,7 +46,11 @@ export interface ResubscribingFollowerOptions {
   onEvent(event: RecordedEvent): Promise<void>;
   onError?(error: Error): void;
   stallTimeoutMs: number;
-  /** Delay before the n-th consecutive resubscription: initialMs · 2^(n-1), at most maxMs, with ±50 % jitter. */
+  /**
+   * Delay before the n-th consecutive resubscription without progress: initialMs · 2^(n-1), at
+   * most maxMs, with ±50 % jitter. The count starts over once a subscription delivers (or skips)
+   * an event after the cursor, or stays up for STABLE_AFTER_MS (30 s).
+   */
   backoff?: { initialMs?: number; maxMs?: number };
   /** For the jitter; tests pass a constant. */
   random?: () => number;
@@ -59,6 +63,8 @@ export interface ResubscribingFollowerOptions {
 
 const DEFAULT_BACKOFF_INITIAL_MS = 200;
 const DEFAULT_BACKOFF_MAX_MS = 15_000;
+/** A subscription that stayed up this long worked, even if it had nothing to deliver: the backoff starts over after it. */
+const STABLE_AFTER_MS = 30_000;
 /** A source that does not finish closing within this long is left behind rather than blocking close(). */
 const SOURCE_CLOSE_TIMEOUT_MS = 2_000;
 /** How long after a first "stalled" answer the watchdog asks again before restarting. */
@@ -73,8 +79,13 @@ type Outcome =
 type Next = Outcome | { kind: 'item'; item: FollowedItem };
 
 interface Attempt {
-  /** Something came from this source: the subscription worked, whatever happens to it next. */
-  healthy: boolean;
+  /**
+   * This source moved the cursor (delivered or skipped something new): resubscribing after it got
+   * somewhere. A confirmation, a heartbeat or a checkpoint is not enough: a server that confirms
+   * every subscription and then drops it would otherwise be asked again every initialMs forever.
+   */
+  progressed: boolean;
+  openedAt: number;
 }
 
 /** Marks the async context of an onEvent call with the follower delivering it. */
@@ -128,7 +139,7 @@ export class ResubscribingFollower implements Subscription {
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.closed) {
-      const attempt: Attempt = { healthy: false };
+      const attempt: Attempt = { progressed: false, openedAt: Date.now() };
       this.attempt = attempt;
       let source: FollowedSource | undefined;
       let outcome: Outcome;
@@ -146,7 +157,9 @@ export class ResubscribingFollower implements Subscription {
       if (outcome.kind === 'dropped' && this.options.isPermanent?.(outcome.error)) return this.fail(outcome.error);
       if (this.closed) return;
 
-      failures = attempt.healthy ? 1 : failures + 1;
+      // Starts over after progress, or after a subscription that stayed up a while (a quiet one that
+      // ran for hours, then dropped, should not wait for the count of failures before it).
+      failures = attempt.progressed || Date.now() - attempt.openedAt >= STABLE_AFTER_MS ? 1 : failures + 1;
       const delay = this.backoffDelay(failures);
       const after = this.cursor === undefined ? 'from the start' : `after position ${this.cursor}`;
       const reason =
@@ -178,7 +191,6 @@ export class ResubscribingFollower implements Subscription {
     for (;;) {
       const next = await this.nextItem(iterator);
       if (next.kind !== 'item') return next;
-      attempt.healthy = true;
 
       const { item } = next;
       const position = item.kind === 'event' ? item.event.position : item.position;
@@ -195,6 +207,7 @@ export class ResubscribingFollower implements Subscription {
         }
       }
       this.cursor = position;
+      attempt.progressed = true;
       if (this.lastSeen === undefined || compareDecimal(position, this.lastSeen) > 0) this.lastSeen = position;
       if (this.closed) return { kind: 'closed' };
     }
@@ -274,7 +287,6 @@ export class ResubscribingFollower implements Subscription {
   private onAlive(attempt: Attempt, position: string | undefined): void {
     // A signal from a source already replaced says nothing about the current one.
     if (attempt !== this.attempt) return;
-    attempt.healthy = true;
     this.activity += 1;
     this.lastActivityAt = Date.now();
     if (position !== undefined && isDecimal(position)) {

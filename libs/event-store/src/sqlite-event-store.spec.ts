@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -133,6 +133,73 @@ describe('SqliteEventStore', () => {
         raw.close();
       }
     });
+  });
+
+  describe('group commit', () => {
+    const walBytes = () => statSync(`${file}-wal`).size;
+
+    it('writes the appends of one turn of the event loop in one transaction: one commit, not one per append', async () => {
+      const store = open();
+      await store.append('warm-up', newEvents(1), { expectedRevision: 'no_stream' });
+      // A commit writes every page it changed, plus a commit frame, to the WAL: twenty commits of
+      // one event each write the same few pages twenty times; one commit of twenty, once.
+      const before = walBytes();
+      for (let i = 0; i < 20; i++) await store.append(`apart-${i}`, newEvents(1), { expectedRevision: 'no_stream' });
+      const apart = walBytes() - before;
+      await Promise.all(Array.from({ length: 20 }, (_, i) => store.append(`together-${i}`, newEvents(1), { expectedRevision: 'no_stream' })));
+      const together = walBytes() - before - apart;
+      expect(together * 4).toBeLessThan(apart);
+    });
+
+    it('checks each append of a group on its own, in the order they were made, and fails only the refused one', async () => {
+      const store = open();
+      const [first, conflicting, second, third] = await Promise.allSettled([
+        store.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' }),
+        store.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' }),
+        store.append('dispatch-1', newEvents(1), { expectedRevision: 0 }),
+        store.append('dispatch-2', newEvents(2), { expectedRevision: 'no_stream' }),
+      ]);
+      expect(first).toMatchObject({ status: 'fulfilled', value: { nextRevision: 0 } });
+      expect(conflicting).toMatchObject({ status: 'rejected', reason: expect.any(WrongExpectedRevisionError) });
+      expect(second).toMatchObject({ status: 'fulfilled', value: { nextRevision: 1 } });
+      expect(third).toMatchObject({ status: 'fulfilled', value: { nextRevision: 1 } });
+      expect((await store.readStream('dispatch-1')).map((e) => e.revision)).toEqual([0, 1]);
+      expect(await store.readStream('dispatch-2')).toHaveLength(2);
+    });
+
+    it('rolls back a refused append of a group entirely, not only its last event', async () => {
+      const store = open();
+      const taken = newEvents(1);
+      await store.append('elsewhere', taken, { expectedRevision: 'no_stream' });
+      const [clash, fine] = await Promise.allSettled([
+        store.append('dispatch-1', [...newEvents(2), ...taken], { expectedRevision: 'no_stream' }),
+        store.append('dispatch-2', newEvents(1), { expectedRevision: 'no_stream' }),
+      ]);
+      expect(clash).toMatchObject({ status: 'rejected', reason: expect.any(DuplicateEventIdError) });
+      expect(fine.status).toBe('fulfilled');
+      expect(await store.readStream('dispatch-1')).toEqual([]);
+    });
+
+    it('writes appends made just before close instead of dropping them', async () => {
+      const store = open();
+      const appended = store.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' });
+      await store.close();
+      await expect(appended).resolves.toMatchObject({ nextRevision: 0 });
+      expect(await open().readStream('dispatch-1')).toHaveLength(1);
+    });
+  });
+
+  it('has no last position while empty, then the last append\'s', async () => {
+    const store = SqliteEventStore.open(':memory:');
+    try {
+      expect(await store.lastPosition()).toBeNull();
+      expect(await store.readAll({ maxCount: 10 })).toEqual([]);
+      await store.append('order-1', [{ id: ulidToUuid(ulid()), type: 'Placed', data: {} }], { expectedRevision: 'no_stream' });
+      const { position } = await store.append('order-2', [{ id: ulidToUuid(ulid()), type: 'Placed', data: {} }], { expectedRevision: 'no_stream' });
+      expect(await store.lastPosition()).toBe(position);
+    } finally {
+      await store.close();
+    }
   });
 
   it('keeps events across close and reopen', async () => {

@@ -1,10 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import Database from 'better-sqlite3';
+import { GroupCommit } from '@campaign-ops/sqlite-group-commit';
 import {
+  assertReadAllOptions,
   AppendResult,
   EventStore,
   EventToAppend,
   ExpectedRevision,
+  ReadAllOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeToAllOptions,
@@ -82,7 +85,10 @@ export class SqliteEventStore implements EventStore {
   private readonly readForwardsQuery;
   private readonly readBackwardsQuery;
   private readonly headQuery;
-  private readonly appendTransaction;
+  /** readAll's statements, by their prefixes (a handful: the export's and the rebuild's filters). */
+  private readonly readAllQueries = new Map<string, Database.Statement<unknown[], unknown[]>>();
+  /** Appends made in one turn of the event loop share one transaction and its fsync. */
+  private readonly appends: GroupCommit;
 
   private constructor(
     private readonly db: Database.Database,
@@ -106,7 +112,7 @@ export class SqliteEventStore implements EventStore {
       'SELECT * FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
     );
     this.headQuery = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
-    this.appendTransaction = db.transaction(this.appendWithinTransaction.bind(this));
+    this.appends = new GroupCommit(db);
   }
 
   static open(file: string, options: { pollIntervalMs?: number } = {}): SqliteEventStore {
@@ -142,9 +148,12 @@ export class SqliteEventStore implements EventStore {
       throw new Error(`stream ${streamId}: expected revision must be a non-negative integer, got ${expected}`);
     }
 
-    // IMMEDIATE: take the write lock before reading the stream's revision, so that no other
-    // process can append between the check and the insert (see the comment on SCHEMA).
-    const { result, wrote } = this.appendTransaction.immediate(streamId, events, expected);
+    // Group commit (synchronous = FULL makes each commit wait for the disk): each append keeps
+    // its own expected-revision check, in the order the appends were made, in a savepoint of its
+    // own, and is acknowledged only once the commit that holds it is durable. The group's
+    // IMMEDIATE transaction takes the write lock before any revision is read, so no other process
+    // can append between a check and its insert (see the comment on SCHEMA).
+    const { result, wrote } = await this.appends.write(() => this.appendWithinTransaction(streamId, events, expected));
     if (wrote) for (const subscription of this.subscriptions) subscription.notify();
     return result;
   }
@@ -212,20 +221,52 @@ export class SqliteEventStore implements EventStore {
     return subscription;
   }
 
+  async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
+    if (this.closing) throw new Error('the event store is closed');
+    assertReadAllOptions(options);
+    const prefixes = options.streamPrefixes;
+    const key = prefixes ? JSON.stringify(prefixes) : '';
+    let query = this.readAllQueries.get(key);
+    if (!query) {
+      // Rows as arrays: a whole-store read (export, rebuild) spends a good part of its time making row objects.
+      query = this.db
+        .prepare<unknown[], unknown[]>(
+          `SELECT position, event_id, stream_id, revision, type, data, metadata, occurred_at FROM events WHERE position > ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`,
+        )
+        .raw(true);
+      if (this.readAllQueries.size >= 64) this.readAllQueries.clear();
+      this.readAllQueries.set(key, query);
+    }
+    const rows = query.all(parsePosition(options.fromPosition), ...prefixParameters(prefixes), options.maxCount) as Array<[number, string, string, number, string, string, string, string]>;
+    return rows.map(([position, id, streamId, revision, type, data, metadata, occurredAt]) => ({
+      id,
+      streamId,
+      type,
+      revision,
+      position: String(position),
+      data: JSON.parse(data),
+      metadata: JSON.parse(metadata),
+      occurredAt,
+    }));
+  }
+
+  async lastPosition(): Promise<string | null> {
+    if (this.closing) throw new Error('the event store is closed');
+    const head = this.headQuery.get()!.head;
+    return head === null ? null : String(head);
+  }
+
   /** Reads the next batch after a position, up to a head read beforehand (see SqliteSubscription.run). */
   private batchReader(prefixes: string[] | undefined): BatchReader {
     if (prefixes !== undefined && prefixes.length === 0) {
       // Matching nothing is surely not what was meant; receiving everything might be harmful.
       throw new Error('streamPrefixes must not be empty: omit it to receive the events of every stream');
     }
-    // length(?) counts characters as substr does; JavaScript's length counts UTF-16 code units.
-    const filter = prefixes ? `AND (${prefixes.map(() => 'substr(stream_id, 1, length(?)) = ?').join(' OR ')})` : '';
     const query = this.db.prepare<unknown[], EventRow>(
-      `SELECT * FROM events WHERE position > ? AND position <= ? ${filter} ORDER BY position LIMIT ?`,
+      `SELECT * FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`,
     );
-    const prefixParameters = (prefixes ?? []).flatMap((prefix) => [prefix, prefix]);
-    return (after, upTo) =>
-      query.all(after, upTo, ...prefixParameters, SUBSCRIPTION_BATCH_SIZE).map(toRecordedEvent);
+    const parameters = prefixParameters(prefixes);
+    return (after, upTo) => query.all(after, upTo, ...parameters, SUBSCRIPTION_BATCH_SIZE).map(toRecordedEvent);
   }
 
   async ping(): Promise<void> {
@@ -234,6 +275,8 @@ export class SqliteEventStore implements EventStore {
 
   async close(): Promise<void> {
     this.closing = true;
+    // Appends already made are written, not dropped.
+    if (this.db.open) this.appends.flush();
     await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
     if (this.db.open) this.db.close();
   }
@@ -259,6 +302,16 @@ function isSameAppend(
     default:
       return first === expected + 1;
   }
+}
+
+/** The SQL condition keeping the streams of `prefixes` (none: every stream); its parameters from prefixParameters. */
+function prefixFilter(prefixes: string[] | undefined): string {
+  // length(?) counts characters as substr does; JavaScript's length counts UTF-16 code units.
+  return prefixes ? `AND (${prefixes.map(() => 'substr(stream_id, 1, length(?)) = ?').join(' OR ')})` : '';
+}
+
+function prefixParameters(prefixes: string[] | undefined): string[] {
+  return (prefixes ?? []).flatMap((prefix) => [prefix, prefix]);
 }
 
 function satisfies(expected: ExpectedRevision, actual: number | null): boolean {

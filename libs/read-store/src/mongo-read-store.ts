@@ -1,7 +1,23 @@
 import { randomBytes } from 'node:crypto';
-import { MongoClient, MongoServerError, type Collection as DriverCollection, type Db, type Document } from 'mongodb';
+import { MongoClient, MongoServerError, type AnyBulkWriteOperation, type Collection as DriverCollection, type Db, type Document } from 'mongodb';
 import { assertFieldName, isReservedField, REVISION_FIELD, storedField, toMongoFilter } from './mongo-filter';
-import type { CheckpointStore, Collection, CollectionOptions, Doc, Filter, FindOptions, Page, ReadStore } from './read-store.port';
+import type {
+  CheckpointStore,
+  Collection,
+  CollectionOptions,
+  Doc,
+  Filter,
+  FindOptions,
+  IndexSpec,
+  Lease,
+  LeaseFence,
+  Page,
+  ReadModelRebuild,
+  ReadStore,
+  RebuildSpec,
+  Scalar,
+} from './read-store.port';
+import { LeaseLostError } from './read-store.port';
 
 /**
  * MongoDB adapter of the read store, for the production deployment. The SQLite adapter's
@@ -23,7 +39,7 @@ import type { CheckpointStore, Collection, CollectionOptions, Doc, Filter, FindO
  * condition (the server re-checks it if a concurrent write got there first), so no two callers
  * can both win the same compare-and-set or claim the same document.
  *
- * Indexes: every declared field gets `{ field: 1, _id: 1 }`, serving an equality filter on the
+ * Indexes: every declared field gets `{ field: 1, _id: 1 }` (a compound one `{ a: 1, b: 1, _id: 1 }`), serving an equality filter on the
  * field with the id order in both directions (lists, `startingAfter`, claims by id) and claims
  * ordered by that field (`sort { field: 1, _id: 1 }`). They are created in the background, since
  * `collection()` is synchronous; a failure is remembered, thrown once by the next operation on that
@@ -44,8 +60,13 @@ const COLLECTION_NAME = /^[a-z_][a-z0-9_]*$/;
 
 /** Documents as stored: the read model's document plus `_id` and, if projected, `_rev`. */
 type Stored = Document & { _id: string; _rev?: number };
-type CheckpointRow = { _id: string; position: string };
-type IndexFailure = { error: unknown; reported: boolean };
+/** A processor's checkpoint and its lease, in one document: so a fenced write is one atomic single-document update. */
+type CheckpointRow = { _id: string; position?: string; lease?: { holder: string; epoch: number; expiresAt: Date } };
+type IndexFailure = { error: unknown; reported: boolean; attempts: number; retryAt: number };
+
+/** A failed index build is tried again at a readiness check, no sooner than this after the last try (doubling, up to a minute). */
+const INDEX_RETRY_BASE_MS = 1_000;
+const INDEX_RETRY_MAX_MS = 60_000;
 
 /** Reads return the document's own fields only. */
 const READ_PROJECTION = { [REVISION_FIELD]: 0 } as const;
@@ -97,8 +118,7 @@ export class MongoReadStore implements ReadStore {
 
   collection<T extends Doc>(name: string, options: CollectionOptions = {}): Collection<T> {
     assertCollectionName(name);
-    const fields = options.indexes ?? [];
-    for (const field of fields) assertFieldName(field);
+    const fields = (options.indexes ?? []).map(indexName);
 
     let collection = this.collections.get(name);
     if (!collection) {
@@ -113,6 +133,10 @@ export class MongoReadStore implements ReadStore {
   async ping(): Promise<void> {
     this.assertOpen();
     await this.db.command({ ping: 1 });
+    // The driver does not retry a failed createIndexes, and collections are declared once, at
+    // start: without this a build that failed once (a primary stepping down, a timeout) would keep
+    // the app not ready for good. Readiness checks come every few seconds: each may try again.
+    await Promise.all([...this.collections.values()].map((collection) => collection.retryFailedIndexes(Date.now())));
     const failures = [...this.collections.values()].flatMap((collection) => collection.indexFailures());
     if (failures.length) throw indexError(failures);
   }
@@ -130,26 +154,79 @@ export class MongoReadStore implements ReadStore {
    * that writes `name` (or let `fill` catch up to the projection's checkpoint) before the swap.
    */
   async rebuildInto<T extends Doc = Doc>(name: string, fill: (target: Collection<T>) => Promise<void>): Promise<void> {
-    this.assertOpen();
-    assertCollectionName(name);
-    const temporary = `${name}${REBUILD_MARKER}${Date.now()}_${randomBytes(4).toString('hex')}`;
-    const fields = new Set([...(this.collections.get(name)?.declaredIndexes() ?? []), ...(await this.indexedFieldsOf(name))]);
-    // Created up front, so that an empty rebuild swaps in an empty collection rather than failing.
-    await this.db.createCollection(temporary);
+    const rebuild = await this.beginRebuild([{ name }]);
     try {
-      const target = new MongoReadCollection<T>(this.db.collection<Stored>(temporary), temporary, () => this.assertOpen());
-      await fill(target);
-      // Built after the fill (one bulk build instead of index maintenance on every insert) and
-      // awaited, so that the swapped-in collection is never without them.
-      if (fields.size) await this.db.collection(temporary).createIndexes([...fields].map((field) => ({ key: indexKey(field) })));
-      await this.db.renameCollection(temporary, name, { dropTarget: true });
-    } catch (error) {
-      await this.db
-        .collection(temporary)
-        .drop()
-        .catch(() => undefined);
-      throw error;
+      await fill(rebuild.collection<T>(name));
+      await rebuild.swap();
+    } finally {
+      await rebuild.discard();
     }
+  }
+
+  /**
+   * Stand-ins are collections `<name>__rebuild_<time>_<random>`, created up front (so that an empty
+   * rebuild swaps in an empty collection); the swap builds their indexes (once, after the fill),
+   * runs `lastly`, renames each over its live collection and sets the checkpoints. A stand-in not
+   * swapped in is dropped by discard().
+   */
+  async beginRebuild(specs: RebuildSpec[]): Promise<ReadModelRebuild> {
+    this.assertOpen();
+    if (specs.length === 0) throw new Error('a rebuild needs at least one collection');
+    const names = specs.map((spec) => spec.name);
+    for (const name of names) assertCollectionName(name);
+    if (new Set(names).size !== names.length) throw new Error('a rebuild names each collection once');
+    const standIns = new Map<string, { spec: RebuildSpec; staged: string; collection: MongoReadCollection<Doc>; swapped: boolean }>();
+    for (const spec of specs) {
+      const staged = `${spec.name}${REBUILD_MARKER}${Date.now()}_${randomBytes(4).toString('hex')}`;
+      await this.db.createCollection(staged);
+      standIns.set(spec.name, { spec, staged, collection: new MongoReadCollection<Doc>(this.db.collection<Stored>(staged), staged, () => this.assertOpen()), swapped: false });
+    }
+    const standIn = (name: string) => {
+      const found = standIns.get(name);
+      if (!found) throw new Error(`${name} is not part of this rebuild`);
+      return found;
+    };
+    let finished = false;
+    const assertActive = () => {
+      if (finished) throw new Error('this rebuild is already swapped in or discarded');
+    };
+    return {
+      collection: <T extends Doc>(name: string) => standIn(name).collection as unknown as Collection<T>,
+      upsertMany: async (name, entries) => {
+        assertActive();
+        await standIn(name).collection.upsertMany(entries as ReadonlyArray<{ doc: Doc; revision: number }>);
+      },
+      swap: async (lastly) => {
+        assertActive();
+        for (const { spec, staged } of standIns.values()) {
+          const fields = new Set([
+            ...(spec.indexes ?? []).map(indexName),
+            ...(this.collections.get(spec.name)?.declaredIndexes() ?? []),
+            ...(await this.indexedFieldsOf(spec.name)),
+          ]);
+          fields.delete('id');
+          // Awaited, so that the swapped-in collection is never without them.
+          if (fields.size) await this.db.collection(staged).createIndexes([...fields].map((field) => ({ key: indexKey(field) })));
+        }
+        const checkpoints = lastly ? await lastly() : {};
+        for (const entry of standIns.values()) {
+          await this.db.renameCollection(entry.staged, entry.spec.name, { dropTarget: true });
+          entry.swapped = true;
+        }
+        for (const [name, position] of Object.entries(checkpoints)) await this.checkpoints.set(name, position);
+        finished = true;
+      },
+      discard: async () => {
+        finished = true;
+        for (const entry of standIns.values()) {
+          if (entry.swapped) continue;
+          await this.db
+            .collection(entry.staged)
+            .drop()
+            .catch(() => undefined);
+        }
+      },
+    };
   }
 
   async close(): Promise<void> {
@@ -164,7 +241,7 @@ export class MongoReadStore implements ReadStore {
     if (this.closed) throw new Error('the read store is closed');
   }
 
-  /** Fields of the live collection's `{ field: 1, _id: 1 }` indexes, so that a rebuild keeps them. */
+  /** The live collection's `{ field: 1, ..., _id: 1 }` indexes (as indexName names them), so that a rebuild keeps them. */
   private async indexedFieldsOf(name: string): Promise<string[]> {
     let indexes: Document[];
     try {
@@ -175,9 +252,10 @@ export class MongoReadStore implements ReadStore {
     }
     return indexes.flatMap((index) => {
       const key = Object.entries((index.key ?? {}) as Document);
-      if (key.length !== 2 || key[0][1] !== 1 || key[1][0] !== '_id' || key[1][1] !== 1) return [];
-      const field = key[0][0];
-      return isFieldName(field) ? [field] : [];
+      const [last] = key.slice(-1);
+      if (key.length < 2 || last[0] !== '_id' || key.some(([, order]) => order !== 1)) return [];
+      const fields = key.slice(0, -1).map(([field]) => field);
+      return fields.every(isFieldName) ? [fields.join('+')] : [];
     });
   }
 }
@@ -191,16 +269,69 @@ class MongoCheckpointStore implements CheckpointStore {
   async get(name: string): Promise<string | undefined> {
     this.assertOpen();
     const row = await this.rows.findOne({ _id: name });
-    return row?.position;
+    return row?.position ?? undefined;
   }
 
-  async set(name: string, position: string): Promise<void> {
+  async set(name: string, position: string, fence?: LeaseFence): Promise<void> {
     this.assertOpen();
+    if (fence) {
+      // The lease is in the same document: the check and the write are one atomic update.
+      const { matchedCount } = await this.rows.updateOne(heldBy(name, fence), { $set: { position } });
+      if (matchedCount === 0) throw new LeaseLostError(name, fence);
+      return;
+    }
     // An upsert on `_id` equality alone: the server itself retries the insert race of two
     // concurrent first writes (its duplicate-key retry for exact `_id` matches).
     await this.rows.updateOne({ _id: name }, { $set: { position } }, { upsert: true });
   }
+
+  /** Expiry is by the server's clock ($$NOW), so the replicas' clocks need not agree. */
+  async acquireLease(name: string, holder: string, ttlMs: number, options: { evenIfHeld?: boolean } = {}): Promise<Lease | null> {
+    this.assertOpen();
+    const takeable = options.evenIfHeld
+      ? { _id: name }
+      : { _id: name, $expr: { $or: [{ $lte: [{ $ifNull: ['$lease.expiresAt', new Date(0)] }, '$$NOW'] }, { $eq: ['$lease.holder', { $literal: holder }] }] } };
+    const take = [{ $set: { lease: { holder: { $literal: holder }, epoch: { $add: [{ $ifNull: ['$lease.epoch', 0] }, 1] }, expiresAt: { $add: ['$$NOW', ttlMs] } } } }];
+    for (let attempt = 0; ; attempt++) {
+      const row = await this.rows.findOneAndUpdate(takeable, take, { returnDocument: 'after' });
+      if (row?.lease) return { holder: row.lease.holder, epoch: row.lease.epoch, expiresAt: row.lease.expiresAt };
+      if (attempt > 0 || (await this.rows.countDocuments({ _id: name }, { limit: 1 })) > 0) return null;
+      // No document yet: create it (a concurrent taker may win that race: fine), then take it.
+      await this.rows.insertOne({ _id: name }).catch((error: unknown) => {
+        if (!isDuplicateKey(error)) throw error;
+      });
+    }
+  }
+
+  async renewLease(name: string, fence: LeaseFence, ttlMs: number): Promise<boolean> {
+    this.assertOpen();
+    const { matchedCount } = await this.rows.updateOne(heldBy(name, fence), [{ $set: { 'lease.expiresAt': { $add: ['$$NOW', ttlMs] } } }]);
+    return matchedCount === 1;
+  }
+
+  async releaseLease(name: string, fence: LeaseFence): Promise<void> {
+    this.assertOpen();
+    await this.rows.updateOne(heldBy(name, fence), { $set: { 'lease.expiresAt': new Date(0) } });
+  }
+
+  async lease(name: string): Promise<Lease | null> {
+    this.assertOpen();
+    const lease = (await this.rows.findOne({ _id: name }))?.lease;
+    return lease ? { holder: lease.holder, epoch: lease.epoch, expiresAt: lease.expiresAt } : null;
+  }
+
+  async reset(name: string, position: string | undefined): Promise<void> {
+    this.assertOpen();
+    const revoke = { 'lease.holder': '', 'lease.expiresAt': new Date(0) };
+    await this.rows.updateOne(
+      { _id: name },
+      position === undefined ? { $set: revoke, $inc: { 'lease.epoch': 1 }, $unset: { position: '' } } : { $set: { ...revoke, position }, $inc: { 'lease.epoch': 1 } },
+      { upsert: true },
+    );
+  }
 }
+
+const heldBy = (name: string, fence: LeaseFence) => ({ _id: name, 'lease.holder': fence.holder, 'lease.epoch': fence.epoch });
 
 class MongoReadCollection<T extends Doc> implements Collection<T> {
   /** Fields whose index exists or is being created. */
@@ -217,17 +348,30 @@ class MongoReadCollection<T extends Doc> implements Collection<T> {
     for (const field of fields) {
       // `id` is the `_id`, indexed already.
       if (field === 'id' || this.indexed.has(field)) continue;
-      this.indexed.add(field);
-      // createIndex is idempotent: an index with the same key (and default name) is left as it is.
-      this.rows.createIndex(indexKey(field)).then(
-        () => this.failures.delete(field),
-        (error: unknown) => {
-          // Forgotten, so that declaring the index again retries it.
-          this.indexed.delete(field);
-          this.failures.set(field, { error, reported: false });
-        },
-      );
+      void this.createIndex(field);
     }
+  }
+
+  /** Builds the failed indexes again whose time has come (see INDEX_RETRY_BASE_MS). */
+  async retryFailedIndexes(now: number): Promise<void> {
+    const due = [...this.failures].filter(([field, failure]) => failure.retryAt <= now && !this.indexed.has(field)).map(([field]) => field);
+    await Promise.all(due.map((field) => this.createIndex(field)));
+  }
+
+  private createIndex(field: string): Promise<void> {
+    this.indexed.add(field);
+    // createIndex is idempotent: an index with the same key (and default name) is left as it is.
+    return this.rows.createIndex(indexKey(field)).then(
+      () => void this.failures.delete(field),
+      (error: unknown) => {
+        // Forgotten, so that declaring the index again, or the next readiness check, retries it.
+        this.indexed.delete(field);
+        const attempts = (this.failures.get(field)?.attempts ?? 0) + 1;
+        const wait = Math.min(INDEX_RETRY_MAX_MS, INDEX_RETRY_BASE_MS * 2 ** (attempts - 1));
+        // Reported to a caller once per failure, not again at every failed retry.
+        this.failures.set(field, { error, reported: this.failures.get(field)?.reported ?? false, attempts, retryAt: Date.now() + wait });
+      },
+    );
   }
 
   declaredIndexes(): string[] {
@@ -268,6 +412,33 @@ class MongoReadCollection<T extends Doc> implements Collection<T> {
         if (typeof storedRevision === 'number' && storedRevision >= revision) return false;
         if (attempt >= UPSERT_ATTEMPTS) throw error;
       }
+    }
+  }
+
+  /**
+   * Guarded upserts in one unordered bulk write. A duplicate key is a document already stored at
+   * this revision or a later one (a fresh stand-in has no concurrent writers to race): nothing to do.
+   */
+  async upsertMany(entries: ReadonlyArray<{ doc: T; revision: number }>): Promise<void> {
+    this.beforeOperation();
+    if (entries.length === 0) return;
+    const operations = entries.map(({ doc, revision }): AnyBulkWriteOperation<Stored> => {
+      if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
+      const stored = toStored(doc);
+      return {
+        replaceOne: {
+          filter: { _id: stored._id, $or: [{ [REVISION_FIELD]: { $lt: revision } }, { [REVISION_FIELD]: null }] } as Document,
+          replacement: { ...stored, [REVISION_FIELD]: revision },
+          upsert: true,
+        },
+      };
+    });
+    try {
+      await this.rows.bulkWrite(operations, { ordered: false });
+    } catch (error) {
+      const writeErrors = (error as { writeErrors?: Array<{ code?: number }> | { code?: number } }).writeErrors;
+      const errors = Array.isArray(writeErrors) ? writeErrors : writeErrors ? [writeErrors] : null;
+      if (!errors || errors.some((e) => e.code !== DUPLICATE_KEY)) throw error;
     }
   }
 
@@ -337,6 +508,17 @@ class MongoReadCollection<T extends Doc> implements Collection<T> {
     return this.rows.countDocuments(toMongoFilter(where));
   }
 
+  async distinct(field: string, where: Filter, limit: number): Promise<Scalar[]> {
+    assertFieldName(field);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer in 1..${MAX_LIMIT}, got ${limit}`);
+    this.beforeOperation();
+    const rows = await this.rows
+      .aggregate<{ _id: unknown }>([{ $match: toMongoFilter(where) }, { $group: { _id: `$${storedField(field)}` } }, { $limit: limit }])
+      .toArray();
+    // A missing field groups as null, as SQLite's json_extract gives it; objects and arrays are no scalars.
+    return rows.map((row) => row._id ?? null).filter((value): value is Scalar => value === null || typeof value !== 'object');
+  }
+
   async delete(id: string): Promise<boolean> {
     this.beforeOperation();
     // The revision goes with the document: a later upsert of this id starts afresh.
@@ -399,8 +581,16 @@ function toDoc<T extends Doc>(row: Document | null): T | null {
   return (typeof fields.id === 'string' ? fields : { id, ...fields }) as T;
 }
 
-function indexKey(field: string): Document {
-  return { [storedField(field)]: 1, _id: 1 };
+/** An index by name: its fields joined by `+`, which no field name has. */
+function indexName(spec: IndexSpec): string {
+  const fields = typeof spec === 'string' ? [spec] : [...spec];
+  if (fields.length === 0) throw new Error('an index needs at least one field');
+  for (const field of fields) assertFieldName(field);
+  return fields.join('+');
+}
+
+function indexKey(name: string): Document {
+  return { ...Object.fromEntries(name.split('+').map((field) => [storedField(field), 1])), _id: 1 };
 }
 
 function isFieldName(field: string): boolean {

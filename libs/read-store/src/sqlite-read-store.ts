@@ -1,5 +1,23 @@
+import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import type { CheckpointStore, Collection, CollectionOptions, Doc, FindOptions, Filter, Page, ReadStore, Scalar } from './read-store.port';
+import { GroupCommit } from '@campaign-ops/sqlite-group-commit';
+import type {
+  CheckpointStore,
+  Collection,
+  CollectionOptions,
+  Doc,
+  FindOptions,
+  Filter,
+  IndexSpec,
+  Lease,
+  LeaseFence,
+  Page,
+  ReadModelRebuild,
+  ReadStore,
+  RebuildSpec,
+  Scalar,
+} from './read-store.port';
+import { LeaseLostError } from './read-store.port';
 
 /**
  * SQLite adapter of the read store, for the embedded (single host) deployment.
@@ -7,7 +25,8 @@ import type { CheckpointStore, Collection, CollectionOptions, Doc, FindOptions, 
  * Layout: one table per collection (`coll_<name>`: `id`, `revision`, `doc` as JSON text) and a
  * `checkpoints` table. Filters run on `json_extract(doc, '$.field')`, and every declared index is
  * an expression index on exactly that expression followed by `id`, so that equality filters,
- * the id ordering and the `startingAfter` cursor are all served by one index.
+ * the id ordering and the `startingAfter` cursor are all served by one index (a compound index:
+ * the same expressions of each of its fields, in order, then `id`).
  *
  * Several processes may open the same file: WAL lets readers run beside the writer, the busy
  * timeout makes writers wait for each other instead of failing, and every read-modify-write runs
@@ -24,6 +43,8 @@ const MAX_LIMIT = 1_000;
 const STATEMENT_CACHE_SIZE = 500;
 
 const COLLECTION_NAME = /^[a-z_][a-z0-9_]*$/;
+/** Stand-ins of a rebuild are `<name>__rebuild_<tag>`; no collection of the port may look like one. */
+const REBUILD_MARKER = '__rebuild_';
 /** Field names are inlined into SQL (see "Filters" below), so this pattern is what keeps that safe. */
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -36,8 +57,11 @@ export class SqliteReadStore implements ReadStore {
   private readonly statements = new Map<string, Statement>();
   private readonly collections = new Map<string, SqliteCollection<Doc>>();
 
+  private readonly writes: GroupCommit;
+
   private constructor(private readonly db: Database.Database) {
-    this.checkpoints = new SqliteCheckpointStore((sql) => this.statement(sql));
+    this.writes = new GroupCommit(db);
+    this.checkpoints = new SqliteCheckpointStore((sql) => this.statement(sql), this.writes);
   }
 
   /** Opens (creating if needed) a store in `file`; `:memory:` gives a private, throwaway store. */
@@ -51,6 +75,8 @@ export class SqliteReadStore implements ReadStore {
       // a read store can afford because it is rebuilt from the event store from its checkpoints.
       db.pragma('synchronous = NORMAL');
       db.exec('CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position TEXT NOT NULL) STRICT');
+      // Processor leases (see CheckpointStore): expires_at in ms by this host's clock, which every process on a SQLite file shares.
+      db.exec('CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, epoch INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT');
     } catch (error) {
       db.close();
       throw error;
@@ -59,19 +85,98 @@ export class SqliteReadStore implements ReadStore {
   }
 
   collection<T extends Doc>(name: string, options: CollectionOptions = {}): Collection<T> {
-    if (!COLLECTION_NAME.test(name)) throw new Error(`invalid collection name: ${JSON.stringify(name)}`);
-    for (const field of options.indexes ?? []) assertFieldName(field);
+    assertCollectionName(name);
+    const indexes = (options.indexes ?? []).map(indexFields);
 
     let collection = this.collections.get(name);
     if (!collection) {
       const table = quoteIdentifier(`coll_${name}`);
       this.db.exec(`CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, revision INTEGER, doc TEXT NOT NULL) STRICT`);
-      collection = new SqliteCollection<Doc>(this.db, name, (sql) => this.statement(sql));
+      collection = new SqliteCollection<Doc>(this.db, name, (sql) => this.statement(sql), this.writes, existingIndexKeys(this.db, name));
       this.collections.set(name, collection);
     }
     // Indexes may be declared later by another caller of the same collection: create what is new.
-    collection.ensureIndexes(options.indexes ?? []);
+    collection.ensureIndexes(indexes);
     return collection as unknown as Collection<T>;
+  }
+
+  /**
+   * Stand-ins are tables `coll_<name>__rebuild_<tag>`, without indexes until the swap (one bulk build
+   * each instead of index upkeep on every insert). The swap drops each live table (and its indexes)
+   * and renames the stand-in into its place, all in one IMMEDIATE transaction: another connection's
+   * statements on `coll_<name>` are prepared again by SQLite on their next run, and find the new table.
+   * SQLite cannot rename an index, so the stand-in's carry the generation: `ix:<name>:<key>:g<tag>`
+   * (existingIndexKeys reads both spellings).
+   */
+  async beginRebuild(specs: RebuildSpec[]): Promise<ReadModelRebuild> {
+    if (specs.length === 0) throw new Error('a rebuild needs at least one collection');
+    const names = specs.map((spec) => spec.name);
+    for (const name of names) assertCollectionName(name);
+    if (new Set(names).size !== names.length) throw new Error('a rebuild names each collection once');
+    const tag = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+    const standIns = new Map<string, { spec: RebuildSpec; staged: string; collection: SqliteCollection<Doc> }>();
+    for (const spec of specs) {
+      const staged = `${spec.name}${REBUILD_MARKER}${tag}`;
+      this.db.exec(`CREATE TABLE ${quoteIdentifier(`coll_${staged}`)} (id TEXT PRIMARY KEY, revision INTEGER, doc TEXT NOT NULL) STRICT`);
+      standIns.set(spec.name, { spec, staged, collection: new SqliteCollection<Doc>(this.db, staged, (sql) => this.statement(sql), this.writes, new Set()) });
+    }
+    const standIn = (name: string) => {
+      const found = standIns.get(name);
+      if (!found) throw new Error(`${name} is not part of this rebuild`);
+      return found;
+    };
+    let finished = false;
+    const assertActive = () => {
+      if (finished) throw new Error('this rebuild is already swapped in or discarded');
+    };
+    const upsertAll = this.db.transaction((collection: SqliteCollection<Doc>, entries: ReadonlyArray<{ doc: Doc; revision: number }>) => {
+      for (const { doc, revision } of entries) collection.upsertNow(doc, revision);
+    });
+    return {
+      collection: <T extends Doc>(name: string) => standIn(name).collection as unknown as Collection<T>,
+      upsertMany: async (name, entries) => {
+        assertActive();
+        upsertAll(standIn(name).collection, entries as ReadonlyArray<{ doc: Doc; revision: number }>);
+      },
+      swap: async (lastly) => {
+        assertActive();
+        for (const { spec, staged } of standIns.values()) {
+          const keys = new Set([
+            ...(spec.indexes ?? []).map((index) => indexFields(index).join('+')),
+            ...(this.collections.get(spec.name)?.indexedKeys() ?? []),
+            ...existingIndexKeys(this.db, spec.name),
+          ]);
+          keys.delete('id');
+          for (const key of keys) {
+            const index = quoteIdentifier(`ix:${spec.name}:${key}:g${tag}`);
+            this.db.exec(`CREATE INDEX ${index} ON ${quoteIdentifier(`coll_${staged}`)} (${key.split('+').map(fieldValue).join(', ')}, id)`);
+          }
+        }
+        // By hand rather than db.transaction(): `lastly` is asynchronous. Nothing else of this process
+        // may write through this connection meanwhile (it would join the transaction): ops runs alone.
+        this.db.exec('BEGIN IMMEDIATE');
+        try {
+          const checkpoints = lastly ? await lastly() : {};
+          for (const { spec, staged } of standIns.values()) {
+            this.db.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(`coll_${spec.name}`)}`);
+            this.db.exec(`ALTER TABLE ${quoteIdentifier(`coll_${staged}`)} RENAME TO ${quoteIdentifier(`coll_${spec.name}`)}`);
+          }
+          // Directly, not through the write group: inside this transaction, now.
+          const setCheckpoint = this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position');
+          for (const [name, position] of Object.entries(checkpoints)) setCheckpoint.run(name, position);
+          this.db.exec('COMMIT');
+        } catch (error) {
+          if (this.db.inTransaction) this.db.exec('ROLLBACK');
+          throw error;
+        }
+        finished = true;
+      },
+      discard: async () => {
+        if (finished) return;
+        finished = true;
+        for (const { staged } of standIns.values()) this.db.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(`coll_${staged}`)}`);
+      },
+    };
   }
 
   async ping(): Promise<void> {
@@ -79,7 +184,10 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    // Writes already made are committed, not dropped.
+    this.writes.flush();
+    this.db.close();
   }
 
   private statement(sql: string): Statement {
@@ -94,59 +202,118 @@ export class SqliteReadStore implements ReadStore {
 }
 
 class SqliteCheckpointStore implements CheckpointStore {
-  constructor(private readonly statement: StatementSource) {}
+  constructor(
+    private readonly statement: StatementSource,
+    private readonly writes: GroupCommit,
+  ) {}
 
   async get(name: string): Promise<string | undefined> {
     const row = this.statement('SELECT position FROM checkpoints WHERE name = ?').get(name) as { position: string } | undefined;
     return row?.position;
   }
 
-  async set(name: string, position: string): Promise<void> {
-    this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(
-      name,
-      position,
+  async set(name: string, position: string, fence?: LeaseFence): Promise<void> {
+    if (!fence) {
+      await this.writes.write(() =>
+        this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(name, position),
+      );
+      return;
+    }
+    // One statement: the lease check and the write are one atomic step.
+    const { changes } = await this.writes.write(() =>
+      this.statement(
+        'INSERT INTO checkpoints (name, position) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM leases WHERE name = ? AND holder = ? AND epoch = ?) ' +
+          'ON CONFLICT(name) DO UPDATE SET position = excluded.position',
+      ).run(name, position, name, fence.holder, fence.epoch),
     );
+    if (changes === 0) throw new LeaseLostError(name, fence);
+  }
+
+  async acquireLease(name: string, holder: string, ttlMs: number, options: { evenIfHeld?: boolean } = {}): Promise<Lease | null> {
+    const row = await this.writes.write(() => {
+      const now = Date.now();
+      return this.statement(
+        'INSERT INTO leases (name, holder, epoch, expires_at) VALUES (?, ?, 1, ?) ' +
+          'ON CONFLICT(name) DO UPDATE SET holder = excluded.holder, epoch = leases.epoch + 1, expires_at = excluded.expires_at ' +
+          'WHERE ? OR leases.expires_at <= ? OR leases.holder = excluded.holder RETURNING holder, epoch, expires_at',
+      ).get(name, holder, now + ttlMs, options.evenIfHeld ? 1 : 0, now) as LeaseRow | undefined;
+    });
+    return row ? toLease(row) : null;
+  }
+
+  async renewLease(name: string, fence: LeaseFence, ttlMs: number): Promise<boolean> {
+    const { changes } = await this.writes.write(() =>
+      this.statement('UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?').run(Date.now() + ttlMs, name, fence.holder, fence.epoch),
+    );
+    return changes === 1;
+  }
+
+  async releaseLease(name: string, fence: LeaseFence): Promise<void> {
+    await this.writes.write(() => this.statement('UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND epoch = ?').run(name, fence.holder, fence.epoch));
+  }
+
+  async lease(name: string): Promise<Lease | null> {
+    const row = this.statement('SELECT holder, epoch, expires_at FROM leases WHERE name = ?').get(name) as LeaseRow | undefined;
+    return row ? toLease(row) : null;
+  }
+
+  async reset(name: string, position: string | undefined): Promise<void> {
+    await this.writes.write(() => {
+      this.statement("INSERT INTO leases (name, holder, epoch, expires_at) VALUES (?, '', 1, 0) ON CONFLICT(name) DO UPDATE SET holder = '', epoch = leases.epoch + 1, expires_at = 0").run(name);
+      if (position === undefined) this.statement('DELETE FROM checkpoints WHERE name = ?').run(name);
+      else this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(name, position);
+    });
   }
 }
 
+type LeaseRow = { holder: string; epoch: number; expires_at: number };
+const toLease = (row: LeaseRow): Lease => ({ holder: row.holder, epoch: row.epoch, expiresAt: new Date(row.expires_at) });
+
 class SqliteCollection<T extends Doc> implements Collection<T> {
   private readonly table: string;
-  private readonly indexed = new Set<string>();
-  private readonly updateTransaction: (id: string, patch: Partial<T>, where: Filter) => T | null;
-  private readonly claimTransaction: (where: Filter, patch: Partial<T>, orderBy: string) => T | null;
+  private readonly indexed: Set<string>;
+  private readonly updateTransaction: (id: string, patch: Partial<T>, where: Filter) => Promise<T | null>;
+  private readonly claimTransaction: (where: Filter, patch: Partial<T>, orderBy: string) => Promise<T | null>;
 
   constructor(
     private readonly db: Database.Database,
     private readonly name: string,
     private readonly statement: StatementSource,
+    private readonly writes: GroupCommit,
+    /** The index keys that exist on the table (a staged rebuild starts without any). */
+    indexed: Set<string> = new Set(),
   ) {
+    this.indexed = indexed;
     this.table = quoteIdentifier(`coll_${name}`);
-    // Read-modify-write: the IMMEDIATE transaction holds the write lock from the read to the write.
-    const update = db.transaction((id: string, patch: Partial<T>, where: Filter) => {
+    // Read-modify-write inside the group's IMMEDIATE transaction, which holds the write lock from
+    // the read to the write.
+    const update = (id: string, patch: Partial<T>, where: Filter) => {
       const filter = compileFilter({ ...where, id });
       const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql}`).get(...filter.params) as DocRow | undefined;
       return row ? this.write(row, patch) : null;
-    });
-    this.updateTransaction = (id, patch, where) => update.immediate(id, patch, where);
-    const claim = db.transaction((where: Filter, patch: Partial<T>, orderBy: string) => {
+    };
+    this.updateTransaction = (id, patch, where) => this.writes.write(() => update(id, patch, where));
+    const claim = (where: Filter, patch: Partial<T>, orderBy: string) => {
       const filter = compileFilter(where);
       const order = orderBy === 'id' ? 'id' : `${fieldValue(orderBy)}, id`;
       const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql} ORDER BY ${order} LIMIT 1`).get(...filter.params) as
         | DocRow
         | undefined;
       return row ? this.write(row, patch) : null;
-    });
-    this.claimTransaction = (where, patch, orderBy) => claim.immediate(where, patch, orderBy);
+    };
+    this.claimTransaction = (where, patch, orderBy) => this.writes.write(() => claim(where, patch, orderBy));
   }
 
-  ensureIndexes(fields: string[]): void {
-    for (const field of fields) {
+  ensureIndexes(indexes: string[][]): void {
+    for (const fields of indexes) {
       // `id` is the primary key already.
-      if (field === 'id' || this.indexed.has(field)) continue;
-      // The colon keeps index names unambiguous (`a_` + `_b` vs `a` + `__b` would otherwise clash).
-      const index = quoteIdentifier(`ix:${this.name}:${field}`);
-      this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${this.table} (${fieldValue(field)}, id)`);
-      this.indexed.add(field);
+      const key = fields.join('+');
+      if (key === 'id' || this.indexed.has(key)) continue;
+      // The colon keeps index names unambiguous (`a_` + `_b` vs `a` + `__b` would otherwise clash);
+      // `+`, which no field name has, joins the fields of a compound index.
+      const index = quoteIdentifier(`ix:${this.name}:${key}`);
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${this.table} (${fields.map(fieldValue).join(', ')}, id)`);
+      this.indexed.add(key);
     }
   }
 
@@ -155,16 +322,30 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     return row ? (JSON.parse(row.doc) as T) : null;
   }
 
+  indexedKeys(): string[] {
+    return [...this.indexed];
+  }
+
   async upsert(doc: T, revision: number): Promise<boolean> {
     if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
     const json = serialize(doc);
+    return this.writes.write(() => this.upsertJson(doc.id, revision, json));
+  }
+
+  /** upsert, synchronously: so that a rebuild can write many in one transaction. */
+  upsertNow(doc: T, revision: number): boolean {
+    if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
+    return this.upsertJson(doc.id, revision, serialize(doc));
+  }
+
+  private upsertJson(id: string, revision: number, json: string): boolean {
     // One statement, so the guard and the write are atomic without a transaction. A document
     // written by `insert` has no revision and counts as older than any projected one.
     const result = this.statement(
       `INSERT INTO ${this.table} (id, revision, doc) VALUES (?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET revision = excluded.revision, doc = excluded.doc
        WHERE revision IS NULL OR excluded.revision > revision`,
-    ).run(doc.id, revision, json);
+    ).run(id, revision, json);
     return result.changes > 0;
   }
 
@@ -175,7 +356,7 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async insert(doc: T): Promise<boolean> {
     const json = serialize(doc);
-    const result = this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json);
+    const result = await this.writes.write(() => this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json));
     return result.changes > 0;
   }
 
@@ -217,8 +398,24 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
     return row.n;
   }
 
+  async distinct(field: string, where: Filter, limit: number): Promise<Scalar[]> {
+    assertFieldName(field);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer in 1..${MAX_LIMIT}, got ${limit}`);
+    const filter = compileFilter(where);
+    // json_extract gives JSON true/false as 1/0, so booleans come back through their JSON text.
+    const rows = this.statement(
+      `SELECT DISTINCT json_type(doc, '$.${field}') AS type, json_extract(doc, '$.${field}') AS value FROM ${this.table} WHERE ${filter.sql} LIMIT ?`,
+    ).all(...filter.params, limit) as { type: string | null; value: unknown }[];
+    const values = rows.flatMap((row): Scalar[] => {
+      if (row.type === 'true' || row.type === 'false') return [row.type === 'true'];
+      if (row.type === null || row.type === 'null') return [null];
+      return row.type === 'object' || row.type === 'array' ? [] : [row.value as Scalar];
+    });
+    return [...new Set(values)];
+  }
+
   async delete(id: string): Promise<boolean> {
-    return this.statement(`DELETE FROM ${this.table} WHERE id = ?`).run(id).changes > 0;
+    return (await this.writes.write(() => this.statement(`DELETE FROM ${this.table} WHERE id = ?`).run(id))).changes > 0;
   }
 
   /** Applies `patch` to a stored row and writes it back; the revision is left as it was. */
@@ -373,8 +570,30 @@ function toSql(value: string | number | boolean): string | number {
   return typeof value === 'boolean' ? Number(value) : value;
 }
 
+function indexFields(spec: IndexSpec): string[] {
+  const fields = typeof spec === 'string' ? [spec] : [...spec];
+  if (fields.length === 0) throw new Error('an index needs at least one field');
+  for (const field of fields) assertFieldName(field);
+  return fields;
+}
+
 function assertFieldName(field: string): void {
   if (!FIELD_NAME.test(field)) throw new Error(`invalid field name: ${JSON.stringify(field)}`);
+}
+
+function assertCollectionName(name: string): void {
+  if (typeof name !== 'string' || !COLLECTION_NAME.test(name)) throw new Error(`invalid collection name: ${JSON.stringify(name)}`);
+  if (name.includes(REBUILD_MARKER)) throw new Error(`invalid collection name: ${JSON.stringify(name)} looks like a rebuild in progress`);
+}
+
+/**
+ * The index keys the table of `name` has: `ix:<name>:<key>` as ensureIndexes names them, and
+ * `ix:<name>:<key>:g<tag>` as a rebuild's swap left them.
+ */
+function existingIndexKeys(db: Database.Database, name: string): Set<string> {
+  const rows = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?").all(`coll_${name}`) as { name: string }[];
+  const prefix = `ix:${name}:`;
+  return new Set(rows.filter((row) => row.name.startsWith(prefix)).map((row) => row.name.slice(prefix.length).replace(/:g[a-z0-9]+$/, '')));
 }
 
 function quoteIdentifier(name: string): string {

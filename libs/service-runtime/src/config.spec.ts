@@ -37,6 +37,33 @@ describe('loadConfig', () => {
     });
   });
 
+  describe('server addresses', () => {
+    it('takes the multi-host connection strings of MongoDB replica sets and EventStoreDB clusters as their drivers do', () => {
+      const mongo = 'mongodb://ops:s3cret@mongo-0.mongo:27017,mongo-1.mongo:27017,mongo-2.mongo:27017/campaign_ops?replicaSet=rs0&authSource=admin';
+      const esdb = 'esdb://es-0:2113,es-1:2113,es-2:2113?tls=true&nodePreference=leader';
+      const config = load({ MONGODB_URL: mongo, EVENTSTORE_URL: esdb, NATS_URL: 'nats://n-0:4222, nats://n-1:4222' });
+      expect(config).toMatchObject({ mongodbUrl: mongo, eventStoreUrl: esdb, natsUrl: 'nats://n-0:4222, nats://n-1:4222' });
+      expect(load({ MONGODB_URL: 'mongodb+srv://ops:pw@cluster0.example.net/db', EVENTSTORE_URL: 'esdb+discover://es.example.net:2113' })).toMatchObject({ mongodbUrl: expect.any(String), eventStoreUrl: expect.any(String) });
+      expect(load({ EVENTSTORE_URL: 'esdb://[::1]:2113,[fd00::2]:2113' }).eventStoreUrl).toBe('esdb://[::1]:2113,[fd00::2]:2113');
+    });
+
+    it.each([
+      ['MONGODB_URL', 'postgres://db:5432', /^MONGODB_URL must use mongodb or mongodb\+srv/],
+      ['MONGODB_URL', 'mongodb://a:27017,,b:27017/db', /^MONGODB_URL .*host/],
+      ['MONGODB_URL', 'mongo-0:27017', /^MONGODB_URL must be a URL/],
+      ['EVENTSTORE_URL', 'esdb://es-0:2113,es-1:notaport', /^EVENTSTORE_URL .*host/],
+      ['NATS_URL', 'nats://n-0:4222,n-1:4222', /^NATS_URL must be a URL/],
+    ])('refuses %s=%s, naming the variable', (name, value, message) => {
+      expect((failure({ [name]: value }) as Error).message).toMatch(message);
+    });
+
+    it('never repeats a password from a refused address', () => {
+      for (const value of ['mongodb://ops:s3cret@a:27017,b:x/db', 'ftp://ops:s3cret@a', 'mongodb://ops:s3cret@/db']) {
+        expect((failure({ MONGODB_URL: value }) as Error).message).not.toContain('s3cret');
+      }
+    });
+  });
+
   describe('the webhook boundary', () => {
     it('keeps http and private networks refused unless turned on', () => {
       expect(load({}).webhook).toMatchObject({ allowHttp: false, allowPrivateNetworks: false });
@@ -52,17 +79,19 @@ describe('loadConfig', () => {
   describe('operational settings', () => {
     it('has the documented defaults', () => {
       const config = load({});
-      expect(config).toMatchObject({ shutdownGraceMs: 25_000, executorConcurrency: 16, channelRetryMaxWaitMs: 900_000, channelTimeoutMs: 30_000, webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16 }) });
+      expect(config).toMatchObject({ shutdownGraceMs: 25_000, executorConcurrency: 16, channelRetryMaxWaitMs: 900_000, channelTimeoutMs: 30_000, webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16, endpointConcurrency: 4 }) });
     });
 
     it('reads each from its variable', () => {
-      const config = load({ SHUTDOWN_GRACE_MS: '500', EXECUTOR_CONCURRENCY: '2', CHANNEL_RETRY_MAX_WAIT: '90s', CHANNEL_TIMEOUT_MS: '45000', WEBHOOK_TIMEOUT_MS: '800', WEBHOOK_CONCURRENCY: '3' });
-      expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, channelRetryMaxWaitMs: 90_000, channelTimeoutMs: 45_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3 }) });
+      const config = load({ SHUTDOWN_GRACE_MS: '500', EXECUTOR_CONCURRENCY: '2', CHANNEL_RETRY_MAX_WAIT: '90s', CHANNEL_TIMEOUT_MS: '45000', WEBHOOK_TIMEOUT_MS: '800', WEBHOOK_CONCURRENCY: '3', WEBHOOK_ENDPOINT_CONCURRENCY: '2' });
+      expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, channelRetryMaxWaitMs: 90_000, channelTimeoutMs: 45_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3, endpointConcurrency: 2 }) });
     });
 
     it.each([
       ['EXECUTOR_CONCURRENCY', '0'],
       ['WEBHOOK_CONCURRENCY', '0'],
+      ['WEBHOOK_ENDPOINT_CONCURRENCY', '0'],
+      ['WEBHOOK_ENDPOINT_CONCURRENCY', '4.5'],
       ['WEBHOOK_TIMEOUT_MS', '99'],
       ['SHUTDOWN_GRACE_MS', '-1'],
       ['CHANNEL_RETRY_MAX_WAIT', 'soon'],
@@ -71,6 +100,45 @@ describe('loadConfig', () => {
       expect((failure({ [variable]: value }) as Error).message).toMatch(new RegExp(`^${variable} `));
     });
   });
+  describe('METRICS_PORT', () => {
+    it("defaults to one port per app beside PORT's (9464 gateway and standalone, 9465 dispatch, 9466 connection, 9467 webhook delivery)", () => {
+      const given = { DATA_DIR: dataDir, WEBHOOK_SECRET_KEY: '0'.repeat(64), IDEMPOTENCY_SECRET_KEY: '1'.repeat(64), CONNECTION_ENCRYPTION_KEY: '2'.repeat(64) };
+      const ports = (['standalone', 'api-gateway', 'dispatch-service', 'connection-service', 'webhook-delivery-service'] as const).map((app) => [app, loadConfig(app, given).metricsPort, loadConfig(app, given).port]);
+      expect(ports).toEqual([
+        ['standalone', 9464, 3000],
+        ['api-gateway', 9464, 3000],
+        ['dispatch-service', 9465, 3001],
+        ['connection-service', 9466, 3002],
+        ['webhook-delivery-service', 9467, 3003],
+      ]);
+    });
+
+    it('reads it from its variable', () => {
+      expect(load({ METRICS_PORT: '19464' }).metricsPort).toBe(19464);
+    });
+
+    it.each(['0', '65536', '-1', '94.64', 'metrics'])('refuses METRICS_PORT=%s, naming it', (value) => {
+      expect((failure({ METRICS_PORT: value }) as Error).message).toMatch(/^METRICS_PORT must be a whole number from 1 to 65535/);
+    });
+
+    it('refuses the API port: metrics are never served where the API is', () => {
+      expect((failure({ PORT: '8080', METRICS_PORT: '8080' }) as Error).message).toMatch(/^METRICS_PORT must differ from PORT \(8080\)/);
+      expect((failure({ METRICS_PORT: '3001' }) as Error).message).toMatch(/^METRICS_PORT must differ from PORT \(3001\)/);
+    });
+  });
+
+  describe('processor leases', () => {
+    it('last 10 s, renewed every 3 s, by default; read from PROCESSOR_LEASE_TTL_MS and PROCESSOR_LEASE_RENEW_MS', () => {
+      expect(load({}).processorLease).toEqual({ ttlMs: 10_000, renewMs: 3_000 });
+      expect(load({ PROCESSOR_LEASE_TTL_MS: '4000', PROCESSOR_LEASE_RENEW_MS: '1000' }).processorLease).toEqual({ ttlMs: 4_000, renewMs: 1_000 });
+    });
+
+    it('refuses a renewal interval above half the TTL (one failed renewal would lose the lease), and TTLs out of range', () => {
+      expect((failure({ PROCESSOR_LEASE_TTL_MS: '4000', PROCESSOR_LEASE_RENEW_MS: '2500' }) as Error).message).toMatch(/^PROCESSOR_LEASE_RENEW_MS must be at most half of PROCESSOR_LEASE_TTL_MS \(4000\)/);
+      expect((failure({ PROCESSOR_LEASE_TTL_MS: '500' }) as Error).message).toMatch(/^PROCESSOR_LEASE_TTL_MS must be a whole number from 1000/);
+    });
+  });
+
   describe('how long the gateway waits for a service', () => {
     it('waits 10 s by default, and 120 s on the connection calls that reach an ad network', () => {
       expect(load({})).toMatchObject({ requestTimeoutMs: 10_000, connectionRequestTimeoutMs: 120_000 });

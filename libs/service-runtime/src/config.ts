@@ -9,6 +9,8 @@ export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'conne
 export interface ServiceConfig {
   app: AppName;
   port: number;
+  /** Prometheus' /metrics, on a port of its own (never the API's): the Ingress never routes it, and only the monitoring namespace may reach it. */
+  metricsPort: number;
   /** Embedded storage (SQLite files) and generated keys live here. */
   dataDir: string;
   /** Set: the bus is NATS JetStream; unset: in-process (standalone only). */
@@ -23,6 +25,12 @@ export interface ServiceConfig {
   startupTimeoutMs: number;
   /** After SIGTERM, how long work in flight may take before the process exits anyway. */
   shutdownGraceMs: number;
+  /**
+   * Checkpointed processors (relays, projections) run in one replica at a time, the holder of a
+   * lease in the read store: it lasts `ttlMs` unless renewed every `renewMs`, so a dead holder's
+   * processors are taken over within about ttlMs + renewMs.
+   */
+  processorLease: { ttlMs: number; renewMs: number };
   adminToken: string | null;
   /** 64 hex characters; seals webhook signing secrets at rest. */
   webhookSecretKey: string;
@@ -30,7 +38,11 @@ export interface ServiceConfig {
   idempotencySecretKey: string;
   /** connection-service: the token vault's keys, the OAuth callback's public origin, the refresh sweep. */
   connections: ConnectionSettings;
-  webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; disableAfterMs: number };
+  /**
+   * Webhook sending. `concurrency`: deliveries in flight per process; `endpointConcurrency`: of those,
+   * at most this many to one endpoint, so one slow or failing partner never holds every lane.
+   */
+  webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; endpointConcurrency: number; disableAfterMs: number };
   executorConcurrency: number;
   /** The longest a dispatch waits between tries, whatever delay a network names (LinkedIn's is "until midnight UTC"). */
   channelRetryMaxWaitMs: number;
@@ -84,19 +96,33 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return Number(raw);
 }
 
-function url(env: Env, name: string, schemes: string[]): string | null {
+/**
+ * A server address. NATS_URL is a comma-separated list of URLs; EVENTSTORE_URL and MONGODB_URL are
+ * each one connection string whose authority may list several hosts (`mongodb://a:27017,b:27017/db?replicaSet=rs0`,
+ * `esdb://a:2113,b:2113,c:2113?tls=true`), as their drivers take them. Errors never repeat the value:
+ * it may carry a password.
+ */
+function url(env: Env, name: string, schemes: string[], form: 'url-list' | 'multi-host'): string | null {
   const raw = env[name];
   if (raw === undefined || raw === '') return null;
-  const parts = raw.split(',').map((p) => p.trim());
-  for (const part of parts) {
-    let parsed: URL;
-    try {
-      parsed = new URL(part);
-    } catch {
-      throw new ConfigError(name, `must be a URL such as ${schemes[0]}://host:port, not "${part}"`);
+  const addresses = form === 'url-list' ? raw.split(',').map((p) => p.trim()) : [raw.trim()];
+  for (const address of addresses) {
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(address)?.[1]?.toLowerCase();
+    if (scheme === undefined) throw new ConfigError(name, `must be a URL such as ${schemes[0]}://host:port`);
+    if (!schemes.includes(scheme)) throw new ConfigError(name, `must use ${schemes.join(' or ')}://, not "${scheme}://"`);
+    const rest = address.slice(scheme.length + 3);
+    const authority = rest.slice(0, rest.search(/[/?#]|$/));
+    const hostList = authority.slice(authority.lastIndexOf('@') + 1);
+    const hosts = form === 'url-list' ? [hostList] : hostList.split(',');
+    for (const host of hosts) {
+      let parsed: URL;
+      try {
+        parsed = new URL(`http://${host}`);
+      } catch {
+        throw new ConfigError(name, `has a host that is not host or host:port (as in ${schemes[0]}://host:port)`);
+      }
+      if (!parsed.hostname || parsed.pathname !== '/' || parsed.username || parsed.password) throw new ConfigError(name, `must name each host as host or host:port, as in ${schemes[0]}://host:port`);
     }
-    if (!schemes.includes(parsed.protocol.replace(':', ''))) throw new ConfigError(name, `must use ${schemes.join(' or ')}://, not "${parsed.protocol}"`);
-    if (!parsed.hostname) throw new ConfigError(name, `must name a host, as in ${schemes[0]}://host:port`);
   }
   return raw;
 }
@@ -119,6 +145,16 @@ const DEFAULT_PORTS: Record<AppName, number> = {
   'dispatch-service': 3001,
   'connection-service': 3002,
   'webhook-delivery-service': 3003,
+  'ops-cli': 0,
+};
+
+/** One apart per app like PORT, so the four apps run side by side on one machine as they are. */
+const DEFAULT_METRICS_PORTS: Record<AppName, number> = {
+  standalone: 9464,
+  'api-gateway': 9464,
+  'dispatch-service': 9465,
+  'connection-service': 9466,
+  'webhook-delivery-service': 9467,
   'ops-cli': 0,
 };
 
@@ -192,20 +228,27 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
   const needsWebhookKey = app === 'standalone' || app === 'webhook-delivery-service';
   const holdsTokens = app === 'standalone' || app === 'connection-service';
   const port = integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535);
+  const metricsPort = integer(env, 'METRICS_PORT', DEFAULT_METRICS_PORTS[app], 1, 65535);
+  if (app !== 'ops-cli' && metricsPort === port) throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are served on a port of their own`);
   const requestTimeoutMs = integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000);
   const connectionRequestTimeoutMs = integer(env, 'BUS_CONNECTION_REQUEST_TIMEOUT_MS', 120_000, 1_000, 600_000);
+  const leaseTtlMs = integer(env, 'PROCESSOR_LEASE_TTL_MS', 10_000, 1_000, 600_000);
+  const leaseRenewMs = integer(env, 'PROCESSOR_LEASE_RENEW_MS', 3_000, 100, 300_000);
+  if (leaseRenewMs * 2 > leaseTtlMs) throw new ConfigError('PROCESSOR_LEASE_RENEW_MS', `must be at most half of PROCESSOR_LEASE_TTL_MS (${leaseTtlMs}), not ${leaseRenewMs}: a renewal may fail once without losing the lease`);
   if (connectionRequestTimeoutMs < requestTimeoutMs)
     throw new ConfigError('BUS_CONNECTION_REQUEST_TIMEOUT_MS', `must be at least BUS_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), not ${connectionRequestTimeoutMs}`);
   return {
     app,
     port,
+    metricsPort,
     dataDir,
-    natsUrl: url(env, 'NATS_URL', ['nats', 'tls']),
+    natsUrl: url(env, 'NATS_URL', ['nats', 'tls'], 'url-list'),
     natsStreamReplicas: integer(env, 'NATS_STREAM_REPLICAS', 1, 1, 5),
-    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover']),
-    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv']),
+    eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover'], 'multi-host'),
+    mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv'], 'multi-host'),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
+    processorLease: { ttlMs: leaseTtlMs, renewMs: leaseRenewMs },
     adminToken,
     webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',
     idempotencySecretKey: app === 'standalone' || app === 'api-gateway' ? secretKey(env, 'IDEMPOTENCY_SECRET_KEY', app, dataDir) : '',
@@ -221,6 +264,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
       timeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
       retrySchedule,
       concurrency: integer(env, 'WEBHOOK_CONCURRENCY', 16, 1, 256),
+      endpointConcurrency: integer(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 4, 1, 256),
       disableAfterMs: duration(env, 'WEBHOOK_DISABLE_AFTER', '5d'),
     },
     executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),

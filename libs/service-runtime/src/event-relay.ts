@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { EventStore, RecordedEvent, Subscription } from '@campaign-ops/event-store';
-import { CheckpointStore } from '@campaign-ops/read-store';
+import { CheckpointStore, LeaseFence, LeaseLostError } from '@campaign-ops/read-store';
 import { processorCheckpoint, processorEvents, processorLag } from './metrics';
+import { processorLeaseDefaults, processorLeaseTakes, ProcessorLeaseOptions, ProcessorState, reportProcessorState } from './processor-status';
 import { withRequestId } from './request-context';
 
 export interface CheckpointedOptions {
@@ -12,6 +13,24 @@ export interface CheckpointedOptions {
   streamPrefixes: string[];
   /** Must be idempotent: after a crash the events since the last checkpoint come again. */
   handle(event: RecordedEvent): Promise<void>;
+  /**
+   * How many events may be in `handle` at once (default 1: one after the other). Handlers start
+   * in the order of the events; the checkpoint passes an event only once it and every event before
+   * it are handled. More than 1 suits handlers whose effects need no order among themselves
+   * (a relay whose publishes are de-duplicated by id), and lets their writes share a group commit.
+   */
+  concurrency?: number;
+  /**
+   * One active instance across replicas: the instance that holds the processor's lease (in the
+   * read store, beside its checkpoint) follows the event store, the others stand by and take it
+   * over when it is not renewed within `ttlMs`. Undefined: this process's settings
+   * (useProcessorLeases, from the config); null: none, every instance runs.
+   */
+  lease?: ProcessorLeaseOptions | null;
+  /** A monotonic clock in ms, by which the holder sees its lease expire (tests stop it). Default: performance.now. */
+  clock?: () => number;
+  /** While its checkpoint is ahead of the event store's head, how often it looks again (default 5 s). */
+  headRecheckMs?: number;
 }
 
 /**
@@ -19,50 +38,258 @@ export interface CheckpointedOptions {
  * saving the checkpoint after it. A failure restarts from the checkpoint after a backoff, so an
  * event is never skipped; a crash repeats at most the events since the last checkpoint.
  * Relays (event store → bus) and projections (event store → read models) are both this.
+ *
+ * Across replicas, one instance runs (see `lease`). Its checkpoint writes are fenced by the
+ * lease's epoch: once another replica took the lease over, they fail and change nothing, and the
+ * instance stops; it also stops handling as soon as a renewal is refused or the lease expired by
+ * its own clock. What a paused holder still does before it notices is harmless: the relays'
+ * publishes are de-duplicated by message id, the projections' upserts are revision-guarded.
+ *
+ * At every start it compares its checkpoint with the event store's head, and refuses to run while
+ * the checkpoint is ahead (an event store recreated or restored while the read store kept its
+ * checkpoints): it would skip every event up to there. The process is then not ready (/readyz)
+ * until an operator resets the checkpoint (`npm run ops -- processors reset NAME`).
  */
 const CHECKPOINT_EVERY_MS = 100;
+/** With concurrency, how many handled events may wait behind an unfinished one, per lane. */
+const WINDOW_PER_LANE = 16;
 
 export class CheckpointedProcessor {
   private readonly logger: Logger;
+  private readonly lease: ProcessorLeaseOptions | null;
+  private readonly clock: () => number;
   private subscription: Subscription | null = null;
-  private stopped = false;
+  private stopped = true;
   private failures = 0;
-  private restartTimer: NodeJS.Timeout | null = null;
-  /** Handled but not yet saved: checkpoints are saved at most every CHECKPOINT_EVERY_MS. */
-  private unsaved: string | null = null;
+  /** The next attempt to run: after a failure, while standing by, while refusing. */
+  private retryTimer: NodeJS.Timeout | null = null;
+  /** Handled but not yet saved: checkpoints are saved at most every CHECKPOINT_EVERY_MS, fenced by the lease held then. */
+  private unsaved: { position: string; fence: LeaseFence | undefined } | null = null;
   private saveTimer: NodeJS.Timeout | null = null;
   private saving: Promise<void> = Promise.resolve();
+  /** Events handed to `handle` and not yet checkpointable, in order, each with whether it is done. */
+  private window: Array<{ position: string; done: boolean; finished: Promise<void> }> = [];
+  /** Bumped at every (re)start: a handler of an earlier run that fails later restarts nothing. */
+  private run = 0;
+  /** The lease while this instance holds it, and until when it is surely still its own by this process's clock. */
+  private held: { fence: LeaseFence; validUntil: number; renewing: boolean } | null = null;
+  private renewTimer: NodeJS.Timeout | null = null;
+  private firstAttempt = true;
+  /** What this instance is doing (also at /metrics and, when refusing, /readyz). */
+  state: ProcessorState = 'stopped';
 
   constructor(private readonly options: CheckpointedOptions) {
     this.logger = new Logger(`processor:${options.name}`);
+    this.lease = options.lease === undefined ? processorLeaseDefaults() : options.lease;
+    this.clock = options.clock ?? (() => performance.now());
   }
 
+  /** Runs, or stands by, or refuses; resolves once it knows which (a free lease is taken at once: no delay for a single instance). */
   async start(): Promise<void> {
     this.stopped = false;
-    const from = await this.options.checkpoints.get(this.options.name);
+    this.firstAttempt = true;
+    await this.attempt();
+  }
+
+  /** One try at running: the head check, the lease, then following the event store from the checkpoint. */
+  private async attempt(): Promise<void> {
     if (this.stopped) return;
+    if (this.lease && !this.held) {
+      // At start and while refusing every replica looks, so that each is not ready, not only the holder.
+      if ((this.state === 'stopped' || this.state === 'refusing') && !(await this.checkHead(await this.options.checkpoints.get(this.options.name)))) return;
+      const { holder, ttlMs, renewMs, seizeAtStart } = this.lease;
+      const sentAt = this.clock();
+      const taken = await this.options.checkpoints.acquireLease(this.options.name, holder, ttlMs, { evenIfHeld: this.firstAttempt && seizeAtStart === true });
+      this.firstAttempt = false;
+      this.failures = 0;
+      if (this.stopped) {
+        if (taken) await this.options.checkpoints.releaseLease(this.options.name, taken).catch(() => undefined);
+        return;
+      }
+      if (!taken) {
+        this.setState('standby');
+        this.schedule(renewMs);
+        return;
+      }
+      this.held = { fence: { holder: taken.holder, epoch: taken.epoch }, validUntil: sentAt + ttlMs, renewing: false };
+      processorLeaseTakes.inc({ processor: this.options.name });
+      this.logger.log(`took the lease (epoch ${taken.epoch}): this replica runs ${this.options.name}`);
+      this.renewTimer = setInterval(() => void this.renew(), renewMs);
+      this.renewTimer.unref();
+    }
+    await this.follow();
+  }
+
+  private async follow(): Promise<void> {
+    const run = ++this.run;
+    this.window = [];
+    const from = await this.options.checkpoints.get(this.options.name);
+    if (this.stopped || run !== this.run) return;
+    if (!(await this.checkHead(from)) || this.stopped || run !== this.run) return;
+    this.setState('active');
+    const concurrency = this.options.concurrency ?? 1;
     this.subscription = this.options.eventStore.subscribeToAll({
       fromPosition: from,
       streamPrefixes: this.options.streamPrefixes,
       onEvent: async (event) => {
-        await withRequestId(event.metadata.requestId as string | undefined, () => this.options.handle(event));
-        this.saveSoon(event.position);
-        this.failures = 0;
-        const occurred = Date.parse(event.occurredAt);
-        processorEvents.inc({ processor: this.options.name });
-        processorLag.set({ processor: this.options.name }, Math.max(0, (Date.now() - occurred) / 1000));
-        processorCheckpoint.set({ processor: this.options.name }, occurred / 1000);
+        if (run !== this.run) return;
+        if (!this.leaseValid()) return this.loseLease(`not renewed within ${this.lease!.ttlMs} ms by this process's clock (was it paused?)`);
+        const entry = { position: event.position, done: false, finished: Promise.resolve() };
+        entry.finished = withRequestId(event.metadata.requestId as string | undefined, () => this.options.handle(event)).then(() => {
+          entry.done = true;
+          this.handled(event, run);
+        });
+        this.window.push(entry);
+        if (concurrency === 1) return entry.finished;
+        // A failure ends this run (see failRun) rather than the subscription's loop.
+        entry.finished.catch((error: Error) => this.failRun(run, error));
+        // At most `concurrency` in hand, and a bounded window behind a slow one.
+        const busy = () => this.window.length >= concurrency * WINDOW_PER_LANE || this.window.filter((e) => !e.done).length >= concurrency;
+        while (run === this.run && busy()) await Promise.race(this.window.filter((e) => !e.done).map((e) => e.finished.catch(() => undefined)));
       },
-      onError: (error) => this.restartAfterFailure(error),
+      onError: (error) => {
+        if (run === this.run) this.restartAfterFailure(error);
+      },
     });
+  }
+
+  /**
+   * Whether the checkpoint is at or behind the event store's head. If ahead, following from it
+   * would skip every event up to there: refuses (not ready, says why), lets the lease go, and
+   * looks again every headRecheckMs, so that a reset of the checkpoint lets it run.
+   */
+  private async checkHead(checkpoint: string | undefined): Promise<boolean> {
+    if (checkpoint === undefined) return true;
+    const head = await this.options.eventStore.lastPosition();
+    if (!isAhead(checkpoint, head)) {
+      if (this.state === 'refusing') this.logger.log(`checkpoint ${checkpoint} is no longer ahead of the event store's head ${head}: running`);
+      return true;
+    }
+    const problem = `checkpoint ${checkpoint} is ahead of the event store's head ${head ?? '(none: the event store is empty)'}`;
+    if (this.state !== 'refusing') {
+      this.logger.error(
+        `refusing to run: ${problem}. Was the event store recreated or restored while the read store kept its checkpoints? ` +
+          `Reset it: npm run ops -- processors reset ${this.options.name} --to-start (handle every event the event store holds) or --to-head (skip them)`,
+      );
+    }
+    this.setState('refusing', `${problem}; reset it: npm run ops -- processors reset ${this.options.name} --to-start|--to-head`);
+    await this.dropLease();
+    this.schedule(this.options.headRecheckMs ?? 5_000);
+    return false;
+  }
+
+  private leaseValid(): boolean {
+    return this.lease === null || (this.held !== null && this.clock() < this.held.validUntil);
+  }
+
+  private async renew(): Promise<void> {
+    const held = this.held;
+    if (!held || !this.lease) return;
+    if (this.clock() >= held.validUntil) return this.loseLease(`not renewed within ${this.lease.ttlMs} ms by this process's clock`);
+    if (held.renewing) return;
+    held.renewing = true;
+    const sentAt = this.clock();
+    try {
+      const renewed = await this.options.checkpoints.renewLease(this.options.name, held.fence, this.lease.ttlMs);
+      if (this.held !== held) return;
+      if (renewed) held.validUntil = sentAt + this.lease.ttlMs;
+      else this.loseLease('another replica took it over, or an operator reset the checkpoint');
+    } catch (error) {
+      this.logger.warn(`lease not renewed (retrying until it expires): ${(error as Error).message}`);
+    } finally {
+      held.renewing = false;
+    }
+  }
+
+  /** No longer the active instance: stop following at once (what is in hand finishes unchecked), stand by. */
+  private loseLease(reason: string): void {
+    const held = this.held;
+    if (!held || this.stopped) return;
+    this.logger.warn(`lost the lease (epoch ${held.fence.epoch}): ${reason}; standing by`);
+    this.held = null;
+    this.stopRenewing();
+    this.endRun();
+    this.setState('standby');
+    this.schedule(this.lease!.renewMs);
+  }
+
+  /** Ends the current run: its subscription closed, its handlers' results and unsaved checkpoint forgotten. */
+  private endRun(): void {
+    this.run++;
+    const subscription = this.subscription;
+    this.subscription = null;
+    void subscription?.close().catch(() => undefined);
+    this.window = [];
+    this.unsaved = null;
+    if (this.saveTimer) clearTimeout(this.saveTimer);
+    this.saveTimer = null;
+  }
+
+  private async dropLease(): Promise<void> {
+    const held = this.held;
+    if (!held) return;
+    this.held = null;
+    this.stopRenewing();
+    await this.options.checkpoints.releaseLease(this.options.name, held.fence).catch((error: Error) => this.logger.warn(`lease not released (it expires): ${error.message}`));
+  }
+
+  private stopRenewing(): void {
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    this.renewTimer = null;
+  }
+
+  private setState(state: ProcessorState, problem?: string): void {
+    this.state = state;
+    reportProcessorState(this.options.name, state, problem);
+  }
+
+  /** The next attempt in `ms` (replacing any scheduled); an attempt that fails backs off. */
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.attempt().catch((e: Error) => this.restartAfterFailure(e));
+    }, ms);
+    this.retryTimer.unref();
+  }
+
+  /** One more event handled: the checkpoint moves over every handled event at the front of the window. */
+  private handled(event: RecordedEvent, run: number): void {
+    if (run !== this.run) return;
+    let position: string | null = null;
+    while (this.window.length > 0 && this.window[0].done) position = this.window.shift()!.position;
+    if (position !== null) this.saveSoon(position);
+    this.failures = 0;
+    const occurred = Date.parse(event.occurredAt);
+    processorEvents.inc({ processor: this.options.name });
+    processorLag.set({ processor: this.options.name }, Math.max(0, (Date.now() - occurred) / 1000));
+    processorCheckpoint.set({ processor: this.options.name }, occurred / 1000);
+  }
+
+  /** A handler of a concurrent run failed: stop that run, and start again from the checkpoint. */
+  private failRun(run: number, error: Error): void {
+    if (run !== this.run || this.stopped) return;
+    this.run++;
+    const subscription = this.subscription;
+    this.subscription = null;
+    void subscription?.close();
+    this.restartAfterFailure(error);
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.restartTimer) clearTimeout(this.restartTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    this.stopRenewing();
     await this.subscription?.close();
     this.subscription = null;
+    // Handlers still running finish first, so the checkpoint saved below covers them.
+    await Promise.all(this.window.map((entry) => entry.finished.catch(() => undefined)));
     await this.saveNow();
+    // Let the lease go, so a replica takes over now rather than after the TTL (a rolling update).
+    await this.dropLease();
+    this.setState('stopped');
   }
 
   /**
@@ -71,7 +298,7 @@ export class CheckpointedProcessor {
    * takes in its stride (they are idempotent).
    */
   private saveSoon(position: string): void {
-    this.unsaved = position;
+    this.unsaved = { position, fence: this.held?.fence };
     if (this.saveTimer) return;
     this.saveTimer = setTimeout(() => void this.saveNow(), CHECKPOINT_EVERY_MS);
     this.saveTimer.unref();
@@ -81,14 +308,15 @@ export class CheckpointedProcessor {
     if (this.saveTimer) clearTimeout(this.saveTimer);
     this.saveTimer = null;
     this.saving = this.saving.then(async () => {
-      const position = this.unsaved;
-      if (position === null) return;
+      const pending = this.unsaved;
+      if (pending === null) return;
       this.unsaved = null;
       try {
-        await this.options.checkpoints.set(this.options.name, position);
+        await this.options.checkpoints.set(this.options.name, pending.position, pending.fence);
       } catch (error) {
+        if (error instanceof LeaseLostError) return this.loseLease('another replica holds it now (a checkpoint write was refused)');
         // Not saved: keep it for the next try; at worst a restart repeats a few events.
-        this.unsaved ??= position;
+        this.unsaved ??= pending;
         this.logger.warn(`checkpoint not saved: ${(error as Error).message}`);
       }
     });
@@ -101,10 +329,12 @@ export class CheckpointedProcessor {
     const delay = Math.min(30_000, 200 * 2 ** Math.min(this.failures, 8));
     this.logger.warn(`stopped on an error, restarting from the checkpoint in ${delay} ms: ${error.message}`);
     this.subscription = null;
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = null;
-      this.start().catch((e: Error) => this.restartAfterFailure(e));
-    }, delay);
-    this.restartTimer.unref();
+    this.schedule(delay);
   }
+}
+
+/** Positions are decimal integers that grow with every append (the event store port's contract); null: an empty store. */
+function isAhead(checkpoint: string, head: string | null): boolean {
+  if (!/^\d+$/.test(checkpoint) || (head !== null && !/^\d+$/.test(head))) return false;
+  return head === null || BigInt(checkpoint) > BigInt(head);
 }

@@ -6,6 +6,7 @@ import { SqliteReadStore } from '@campaign-ops/read-store';
 import { HealthController } from './health.http.controller';
 import { Infrastructure } from './infrastructure';
 import { INFRASTRUCTURE } from './infrastructure.tokens';
+import { reportProcessorState } from './processor-status';
 
 /**
  * Kubernetes routes traffic to a pod while /readyz answers 2xx, and restarts it when /healthz does
@@ -38,7 +39,7 @@ describe('HealthController', () => {
     expect(await get('/readyz')).toEqual({
       status: 200,
       retryAfter: null,
-      body: { success: true, data: { status: 'ready', checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok' } }, request_id: expect.stringMatching(/^req_/) },
+      body: { success: true, data: { status: 'ready', checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' } }, request_id: expect.stringMatching(/^req_/) },
     });
   });
 
@@ -53,10 +54,22 @@ describe('HealthController', () => {
         type: 'api_error',
         code: 'service_unavailable',
         message: expect.any(String),
-        checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok', [failing]: expect.stringMatching(/^unreachable: ./) },
+        checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok', [failing]: expect.stringMatching(/^unreachable: ./) },
       },
       request_id: expect.stringMatching(/^req_/),
     });
+  });
+
+  it('is not ready while a processor refuses to run, and says which and why', async () => {
+    reportProcessorState('dispatch-views', 'refusing', "checkpoint 900 is ahead of the event store's head 12");
+    try {
+      const answer = await get('/readyz');
+      expect(answer.status).toBe(503);
+      expect((answer.body as { error: { checks: unknown } }).error.checks).toEqual({ eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: "dispatch-views: checkpoint 900 is ahead of the event store's head 12" });
+    } finally {
+      reportProcessorState('dispatch-views', 'active');
+    }
+    expect((await get('/readyz')).status).toBe(200);
   });
 
   it('stays alive on /healthz while a dependency is unreachable', async () => {

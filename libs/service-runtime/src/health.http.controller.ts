@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { ApiAnswer } from './api-answer.decorator';
 import { INFRASTRUCTURE } from './infrastructure.tokens';
 import { Infrastructure } from './infrastructure';
+import { processorProblems } from './processor-status';
 import { newId } from '@campaign-ops/ids';
 
 /** Liveness and readiness for Kubernetes probes, in the API's envelope. */
@@ -23,7 +24,7 @@ export class HealthController {
   @ApiOperation({ operationId: 'getReadiness', summary: 'Readiness', description: 'Every dependency reachable; else 503 with `checks`.' })
   @ApiAnswer('Readiness', { rateLimited: false })
   async readyz(@Res() res: Response) {
-    const checks = await Promise.all(
+    const checks: Array<readonly [string, string]> = await Promise.all(
       (['eventStore', 'readStore', 'bus'] as const).map(async (name) => {
         try {
           await this.infrastructure[name].ping();
@@ -33,13 +34,16 @@ export class HealthController {
         }
       }),
     );
+    // A processor that refuses to run (its checkpoint ahead of the event store's head) says why.
+    const refusing = Object.entries(processorProblems());
+    checks.push(['processors', refusing.length === 0 ? 'ok' : refusing.map(([name, problem]) => `${name}: ${problem}`).join('; ')]);
     const ready = checks.every(([, status]) => status === 'ok');
     const requestId = res.getHeader('X-Request-Id') ?? newId('req');
     if (ready) {
       res.json({ success: true, data: { status: 'ready', checks: Object.fromEntries(checks) }, request_id: requestId });
     } else {
       res.status(503).setHeader('Retry-After', '5');
-      res.json({ success: false, error: { type: 'api_error', code: 'service_unavailable', message: 'A dependency is unreachable.', checks: Object.fromEntries(checks) }, request_id: requestId });
+      res.json({ success: false, error: { type: 'api_error', code: 'service_unavailable', message: refusing.length === 0 ? 'A dependency is unreachable.' : 'A dependency is unreachable, or a processor refuses to run.', checks: Object.fromEntries(checks) }, request_id: requestId });
     }
   }
 }

@@ -5,8 +5,8 @@ import { READ_STORE } from '@campaign-ops/read-store';
 import { ServiceConfig } from './config';
 import { closeInfrastructure, Infrastructure, openInfrastructure } from './infrastructure';
 import { HealthController } from './health.http.controller';
-import { MetricsController } from './metrics.http.controller';
 import { CONFIG, INFRASTRUCTURE } from './infrastructure.tokens';
+import { PROCESS_HOLDER, useProcessorLeases } from './processor-status';
 
 
 /** Provides the ports (by token) and the config to every feature module of an app. */
@@ -16,9 +16,13 @@ export class InfrastructureModule implements OnApplicationShutdown {
   constructor(@Inject(INFRASTRUCTURE) private readonly infrastructure: Infrastructure) {}
 
   static forRoot(config: ServiceConfig, options: { health?: boolean } = {}): DynamicModule {
+    // Every checkpointed processor of the app runs in one replica at a time. Without NATS the app
+    // is the standalone process, alone by construction: it takes its leases at once at start.
+    useProcessorLeases({ holder: PROCESS_HOLDER, ...config.processorLease, seizeAtStart: config.natsUrl === null });
     return {
       module: InfrastructureModule,
-      controllers: options.health === false ? [] : [HealthController, MetricsController],
+      // Metrics are not among them: they are served on METRICS_PORT (metrics.server.ts).
+      controllers: options.health === false ? [] : [HealthController],
       providers: [
         { provide: CONFIG, useValue: config },
         // The ports, their adapters chosen from configuration (SQLite or EventStoreDB/MongoDB, in-process or NATS).

@@ -37,9 +37,15 @@ export async function connectWithRetry<T extends { ping(): Promise<void>; close(
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${remaining} ms`)), remaining);
       });
+      const connecting = connect();
       try {
-        connected = await Promise.race([connect(), timeout]);
+        connected = await Promise.race([connecting, timeout]);
         await Promise.race([connected.ping(), timeout]);
+      } catch (error) {
+        // The attempt lost the race against its deadline but may still connect: close it then,
+        // or every slow attempt would leave a connection (and its sockets and timers) behind.
+        if (connected === null) void connecting.then((late) => late.close()).catch(() => undefined);
+        throw error;
       } finally {
         clearTimeout(timer);
       }

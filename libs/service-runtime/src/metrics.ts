@@ -2,7 +2,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Logger } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-/** This process's Prometheus metrics, served at /metrics on every app. */
+/** This process's Prometheus metrics, served at /metrics on every app's METRICS_PORT (metrics.server.ts). */
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry });
 

@@ -1,23 +1,31 @@
-import { INestApplication, Logger, Module, Type } from '@nestjs/common';
+import { INestApplication, Logger, Module, OnApplicationShutdown, Type } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { BusTransport } from '@campaign-ops/bus-transport';
 import { appLogger } from './pino-logger';
 import { httpMetricsMiddleware } from './metrics';
+import { MetricsServer, startMetricsServer } from './metrics.server';
 import { NestFactory } from '@nestjs/core';
 import { ServiceConfig } from './config';
 import { InfrastructureModule } from './infrastructure.module';
 
 /**
  * Starts one app: the infrastructure of its config, its feature modules, HTTP on PORT (health,
- * and the API where the gateway is among them), JSON logs, and a graceful stop on SIGTERM.
+ * and the API where the gateway is among them), Prometheus metrics on METRICS_PORT (nothing else
+ * there, and never on PORT), JSON logs, and a graceful stop on SIGTERM.
  */
 export async function startApp(
   config: ServiceConfig,
   features: Type<unknown>[],
   configure: (app: INestApplication) => void = () => undefined,
 ): Promise<INestApplication> {
+  let metrics: MetricsServer | null = null;
   @Module({ imports: [InfrastructureModule.forRoot(config), ...features] })
-  class AppModule {}
+  class AppModule implements OnApplicationShutdown {
+    // app.close() ends the metrics server too, whoever calls it.
+    async onApplicationShutdown(): Promise<void> {
+      await metrics?.close();
+    }
+  }
 
   const app = await NestFactory.create(AppModule, { bodyParser: false, logger: appLogger(config), abortOnError: false });
   app.use(httpMetricsMiddleware);
@@ -30,7 +38,9 @@ export async function startApp(
   const server = app.getHttpServer() as import('node:http').Server;
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
-  await app.listen(config.port, process.env.HOST || '0.0.0.0');
+  const host = process.env.HOST || '0.0.0.0';
+  metrics = await startMetricsServer(config.metricsPort, host);
+  await app.listen(config.port, host);
   stopGracefullyOnSignals(app, config);
   return app;
 }

@@ -45,7 +45,7 @@ export class DeliveryQueries {
     const { endpoint_id, account_id, mode, event_id, event, body } = original;
     const fresh = pendingDelivery({ id: newId('dlv'), endpoint_id, account_id, mode, event_id, event, body }, now);
     await this.deliveries.insert(fresh);
-    this.loop.kick();
+    this.loop.kick([id]);
     return success(toDeliveryResource(fresh));
   }
 }

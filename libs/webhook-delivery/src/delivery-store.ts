@@ -13,7 +13,10 @@ export interface StoredPartnerEvent {
 }
 
 export const deliveriesOf = (readStore: ReadStore): Collection<Delivery> =>
-  readStore.collection<Delivery>('webhook_deliveries', { indexes: ['status', 'next_attempt_at', 'endpoint_id', 'event_id', 'created_at'] });
+  readStore.collection<Delivery>('webhook_deliveries', {
+    // The compound index serves each endpoint's own queue: its due deliveries, oldest first.
+    indexes: ['status', 'next_attempt_at', 'endpoint_id', 'event_id', 'created_at', ['endpoint_id', 'next_attempt_at']],
+  });
 
 export const partnerEventsOf = (readStore: ReadStore): Collection<StoredPartnerEvent> =>
   readStore.collection<StoredPartnerEvent>('partner_events', { indexes: ['account_id', 'mode', 'type', 'created_at'] });

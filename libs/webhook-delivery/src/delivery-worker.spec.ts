@@ -3,16 +3,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventStore } from '@campaign-ops/event-store';
-import { newId } from '@campaign-ops/ids';
 import { SqliteReadStore } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { UrlPolicy } from '@campaign-ops/url-guard';
-import { Delivery, pendingDelivery } from '@campaign-ops/webhook-domain';
+import { Delivery } from '@campaign-ops/webhook-domain';
 import { PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
+import { WebhookSender } from '@campaign-ops/webhook-sender';
 import { deliveriesOf } from './delivery-store';
 import { DeliveryWorker } from './delivery-worker';
 import { EndpointHealth } from './endpoint-health';
-import { EndpointStore, EndpointView } from './endpoint-store';
+import { EndpointStore } from './endpoint-store';
+import { dueDeliveryOf, endpointViewAt } from './testing/stored-delivery';
 
 const USER_AGENT = 'campaign-ops-webhooks/0.0.0-test';
 const SECRET = 'whsec_deliveryWorkerSpec0123456789ab';
@@ -31,6 +32,7 @@ describe('DeliveryWorker, at send time', () => {
   let endpoints: EndpointStore;
   let receiver: PartnerReceiver;
   const secrets = SecretBox.fromHexKey(SecretBox.generateHexKey());
+  const sender = new WebhookSender();
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'delivery-worker-'));
@@ -49,6 +51,7 @@ describe('DeliveryWorker, at send time', () => {
 
   afterAll(async () => {
     jest.restoreAllMocks();
+    await sender.close();
     await receiver?.close();
     await events?.close();
     await reads?.close();
@@ -61,28 +64,13 @@ describe('DeliveryWorker, at send time', () => {
       retrySchedule: [60_000],
       policy,
       userAgent: USER_AGENT,
-    });
+    }, sender);
 
   /** An endpoint whose view now points at `url`, and one due delivery to it: what a worker finds in the store. */
   async function dueDeliveryTo(url: string): Promise<string> {
-    const now = new Date().toISOString();
-    const view: EndpointView = {
-      id: newId('whk'),
-      account_id: newId('acct'),
-      mode: 'test',
-      url,
-      events: ['dispatch.completed'],
-      enabled: true,
-      disabled_reason: null,
-      deleted: false,
-      sealed_secret: secrets.seal(SECRET),
-      created_at: now,
-      updated_at: now,
-    };
+    const view = endpointViewAt(url, secrets.seal(SECRET));
     await endpoints.views.upsert(view, 0);
-    const eventId = newId('evt');
-    const body = JSON.stringify({ id: eventId, event: 'dispatch.completed', timestamp: now, data: { dispatch_id: newId('dsp') } });
-    const delivery = pendingDelivery({ id: newId('dlv'), endpoint_id: view.id, account_id: view.account_id, mode: 'test', event_id: eventId, event: 'dispatch.completed', body }, now);
+    const delivery = dueDeliveryOf(view);
     await deliveriesOf(reads).insert(delivery);
     return delivery.id;
   }

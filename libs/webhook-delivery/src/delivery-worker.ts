@@ -3,7 +3,7 @@ import { Collection } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { afterAttempt, AttemptResult, Delivery } from '@campaign-ops/webhook-domain';
 import { signBody } from '@campaign-ops/webhook-signing';
-import { postWebhook } from '@campaign-ops/webhook-sender';
+import { WebhookSender } from '@campaign-ops/webhook-sender';
 import { UrlPolicy } from '@campaign-ops/url-guard';
 import { deliveryAttempts } from '@campaign-ops/service-runtime';
 import { EndpointHealth } from './endpoint-health';
@@ -31,6 +31,7 @@ export class DeliveryWorker {
     private readonly secrets: SecretBox,
     private readonly health: EndpointHealth,
     @Inject(DELIVERY_WORKER_OPTIONS) private readonly options: DeliveryWorkerOptions,
+    private readonly sender: WebhookSender,
   ) {}
 
   /**
@@ -47,25 +48,41 @@ export class DeliveryWorker {
     }
   }
 
-  /** Sends one due delivery; false when none is due. */
-  async sendNextDue(): Promise<boolean> {
+  /** Endpoints that have deliveries due now (at most `limit` of them). */
+  async endpointsWithDueWork(limit = 1000): Promise<string[]> {
+    const due = await this.deliveries.distinct('endpoint_id', { status: 'pending', next_attempt_at: { $lte: new Date().toISOString() } }, limit);
+    return due.filter((id): id is string => typeof id === 'string');
+  }
+
+  /** Claims the oldest due delivery of this endpoint, or of any endpoint; null when none is due. */
+  async claimDue(endpointId?: string): Promise<Delivery | null> {
     const now = new Date();
     const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 5_000).toISOString();
-    const delivery = await this.deliveries.claim(
-      { status: 'pending', next_attempt_at: { $lte: now.toISOString() } },
+    return this.deliveries.claim(
+      { ...(endpointId !== undefined ? { endpoint_id: endpointId } : {}), status: 'pending', next_attempt_at: { $lte: now.toISOString() } },
       { next_attempt_at: leaseUntil, lease_until: leaseUntil },
       'next_attempt_at',
     );
+  }
+
+  /** Sends one due delivery, of any endpoint; false when none is due. */
+  async sendNextDue(): Promise<boolean> {
+    const delivery = await this.claimDue();
     if (!delivery) return false;
+    await this.send(delivery);
+    return true;
+  }
+
+  /** Attempts a delivery this worker has claimed, and records the outcome. */
+  async send(delivery: Delivery): Promise<void> {
     const result = await this.attempt(delivery);
     const next = afterAttempt(delivery, result, new Date(), this.options.retrySchedule);
     // Only the holder of this lease records its outcome.
-    await this.deliveries.update(delivery.id, next, { lease_until: leaseUntil });
+    await this.deliveries.update(delivery.id, next, { lease_until: delivery.lease_until });
     deliveryAttempts.inc({ outcome: result.ok ? 'succeeded' : 'failed' });
     if (result.ok) await this.health.recordSuccess(delivery.endpoint_id);
     else if (!result.final) await this.health.recordFailure(delivery.endpoint_id, new Date());
     if (!result.ok) this.logger.warn(`delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`);
-    return true;
   }
 
   private async attempt(delivery: Delivery): Promise<AttemptResult> {
@@ -73,7 +90,7 @@ export class DeliveryWorker {
     if (!endpoint || endpoint.deleted) return { ok: false, statusCode: null, error: 'endpoint_deleted', final: true };
     if (!endpoint.enabled) return { ok: false, statusCode: null, error: 'endpoint_disabled', final: true };
     const secret = this.secrets.open(endpoint.sealed_secret);
-    const response = await postWebhook({
+    const response = await this.sender.post({
       url: endpoint.url,
       body: delivery.body,
       timeoutMs: this.options.timeoutMs,

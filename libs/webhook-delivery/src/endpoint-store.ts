@@ -39,7 +39,8 @@ export const toEndpointResource = (v: EndpointView) => ({
 });
 export type EndpointResource = ReturnType<typeof toEndpointResource>;
 
-const toView = (e: WebhookEndpoint): EndpointView => ({
+/** The `webhook_endpoints` document of an endpoint (also what a rebuild writes). */
+export const toEndpointView = (e: WebhookEndpoint): EndpointView => ({
   id: e.id,
   account_id: e.accountId,
   mode: e.mode,
@@ -67,7 +68,7 @@ export class EndpointStore {
   async refreshView(streamId: string): Promise<EndpointView | null> {
     const { state, revision } = await this.repository.load(streamId);
     if (state.status === 'none' || revision === null) return null;
-    const view = toView(state);
+    const view = toEndpointView(state);
     await this.views.upsert(view, revision);
     return view;
   }

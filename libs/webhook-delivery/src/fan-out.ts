@@ -26,7 +26,7 @@ export class FanOut {
     const body = webhookBody(event);
     const now = new Date().toISOString();
     let startingAfter: string | undefined;
-    let stored = 0;
+    const stored: string[] = [];
     for (;;) {
       const page = await this.endpoints.views.find({ account_id: event.accountId, mode: event.mode, enabled: true, deleted: false }, { limit: 100, startingAfter, order: 'asc' });
       for (const endpoint of page.items) {
@@ -45,11 +45,11 @@ export class FanOut {
             now,
           ),
         );
-        if (inserted) stored++;
+        if (inserted) stored.push(endpoint.id);
       }
       if (!page.hasMore) break;
       startingAfter = page.items[page.items.length - 1].id;
     }
-    if (stored > 0) this.loop.kick();
+    if (stored.length > 0) this.loop.kick(stored);
   }
 }

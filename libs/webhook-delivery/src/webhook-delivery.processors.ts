@@ -4,6 +4,7 @@ import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
 import { Delivery } from '@campaign-ops/webhook-domain';
+import { WebhookSender } from '@campaign-ops/webhook-sender';
 import { DeliveryQueries } from './delivery-queries';
 import { DeliveryWorker } from './delivery-worker';
 import { EndpointStore } from './endpoint-store';
@@ -32,6 +33,7 @@ export class WebhookDeliveryProcessors implements OnApplicationBootstrap, OnModu
     private readonly worker: DeliveryWorker,
     private readonly queries: DeliveryQueries,
     private readonly eventQueries: EventQueries,
+    private readonly sender: WebhookSender,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -66,5 +68,6 @@ export class WebhookDeliveryProcessors implements OnApplicationBootstrap, OnModu
     if (this.purgeTimer) clearInterval(this.purgeTimer);
     await this.projection?.stop();
     await this.loop.stop();
+    await this.sender.close();
   }
 }

@@ -1,4 +1,4 @@
-import { assertNever, Decider, DomainEvent, DomainRuleViolation } from '@campaign-ops/decider';
+import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions } from '@campaign-ops/decider';
 import { WebhookEventType } from './webhook-events';
 
 type Mode = 'live' | 'test';
@@ -15,6 +15,16 @@ export type WebhookSecretRotated = DomainEvent<'WebhookSecretRotated', { sealedS
 export type WebhookEndpointDisabled = DomainEvent<'WebhookEndpointDisabled', { reason: string; disabledAt: string }>;
 export type WebhookEndpointDeleted = DomainEvent<'WebhookEndpointDeleted', { deletedAt: string }>;
 export type WebhookEndpointEvent = WebhookEndpointCreated | WebhookEndpointUpdated | WebhookSecretRotated | WebhookEndpointDisabled | WebhookEndpointDeleted;
+
+/** Each type's upcasters from its older versions, oldest first (README, "Event versioning"); all are still at version 1. */
+export const WEBHOOK_ENDPOINT_EVENTS = eventVersions<WebhookEndpointEvent>('webhook endpoint', {
+  WebhookEndpointCreated: [],
+  WebhookEndpointUpdated: [],
+  WebhookSecretRotated: [],
+  WebhookEndpointDisabled: [],
+  WebhookEndpointDeleted: [],
+});
+const event = WEBHOOK_ENDPOINT_EVENTS.event;
 
 export interface WebhookEndpoint {
   id: string;
@@ -51,22 +61,22 @@ export function decide(command: WebhookEndpointCommand, state: WebhookEndpointSt
   if (command.type === 'CreateEndpoint') {
     if (state.status === 'exists') throw new EndpointAlreadyExists(`endpoint ${command.endpointId} exists`);
     const { endpointId, accountId, mode, url, events, sealedSecret, now } = command;
-    return [{ type: 'WebhookEndpointCreated', version: 1, data: { endpointId, accountId, mode, url, events, sealedSecret, createdAt: now } }];
+    return [event('WebhookEndpointCreated', { endpointId, accountId, mode, url, events, sealedSecret, createdAt: now })];
   }
   // A deleted endpoint is gone for partners: every later command finds nothing.
   if (state.status === 'none' || state.deleted) throw new EndpointNotFound('no such webhook endpoint');
   switch (command.type) {
     case 'UpdateEndpoint': {
       const { url, events, enabled, now } = command;
-      return [{ type: 'WebhookEndpointUpdated', version: 1, data: { ...(url !== undefined && { url }), ...(events !== undefined && { events }), ...(enabled !== undefined && { enabled }), updatedAt: now } }];
+      return [event('WebhookEndpointUpdated', { ...(url !== undefined && { url }), ...(events !== undefined && { events }), ...(enabled !== undefined && { enabled }), updatedAt: now })];
     }
     case 'RotateSecret':
-      return [{ type: 'WebhookSecretRotated', version: 1, data: { sealedSecret: command.sealedSecret, rotatedAt: command.now } }];
+      return [event('WebhookSecretRotated', { sealedSecret: command.sealedSecret, rotatedAt: command.now })];
     case 'DisableEndpoint':
       if (!state.enabled) return [];
-      return [{ type: 'WebhookEndpointDisabled', version: 1, data: { reason: command.reason, disabledAt: command.now } }];
+      return [event('WebhookEndpointDisabled', { reason: command.reason, disabledAt: command.now })];
     case 'DeleteEndpoint':
-      return [{ type: 'WebhookEndpointDeleted', version: 1, data: { deletedAt: command.now } }];
+      return [event('WebhookEndpointDeleted', { deletedAt: command.now })];
     default:
       return assertNever(command);
   }
@@ -119,8 +129,4 @@ export const webhookEndpointDecider: Decider<WebhookEndpointCommand, WebhookEndp
   evolve,
 };
 
-const TYPES = ['WebhookEndpointCreated', 'WebhookEndpointUpdated', 'WebhookSecretRotated', 'WebhookEndpointDisabled', 'WebhookEndpointDeleted'];
-export function upcastWebhookEndpointEvent(type: string, data: Record<string, unknown>, version: number): WebhookEndpointEvent {
-  if (!TYPES.includes(type) || version !== 1) throw new Error(`cannot read webhook endpoint event ${type} v${version}`);
-  return { type, version, data } as WebhookEndpointEvent;
-}
+export const upcastWebhookEndpointEvent = WEBHOOK_ENDPOINT_EVENTS.upcast;

@@ -1,1 +1,2 @@
-export { MAX_RESPONSE_BYTES, postWebhook, type WebhookRequest, type WebhookResult } from './post-webhook';
+export { MAX_RESPONSE_BYTES, postWebhook, WebhookSender, type WebhookRequest, type WebhookResult } from './post-webhook';
+export { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from './partner-connections';

@@ -1,7 +1,8 @@
-import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { performance } from 'node:perf_hooks';
-import { FORBIDDEN_HOST_ERROR_CODE, guardedLookup, precheckWebhookUrl, type UrlPolicy } from '@campaign-ops/url-guard';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import type { Dispatcher } from 'undici';
+import { FORBIDDEN_HOST_ERROR_CODE, precheckWebhookUrl, type UrlPolicy } from '@campaign-ops/url-guard';
+import { DEFAULT_CONNECTION_LIMITS, PartnerConnections, type ConnectionLimits } from './partner-connections';
 
 /** How much of a partner's response body we read before hanging up: we only need the status. */
 export const MAX_RESPONSE_BYTES = 64 * 1024;
@@ -52,78 +53,93 @@ function outcomeOfError(error: NodeJS.ErrnoException): Outcome {
   return { ok: false, statusCode: null, error: code };
 }
 
-function requestHeaders(headers: Record<string, string>, body: Buffer): OutgoingHttpHeaders {
+function requestHeaders(headers: Record<string, string>, body: Buffer): Record<string, string> {
   // We set the length ourselves from the bytes we send; a caller's value could only be wrong.
   const own = Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length');
-  return { ...Object.fromEntries(own), 'Content-Length': body.length };
+  return { ...Object.fromEntries(own), 'Content-Length': String(body.length) };
 }
 
-function send(url: URL, request: WebhookRequest): Promise<Outcome> {
+/** Reads (and drops) the body so the connection can serve the next delivery, but no more than we are willing to. */
+async function drain(body: Dispatcher.ResponseData['body']): Promise<void> {
+  let received = 0;
+  for await (const chunk of body) {
+    received += (chunk as Buffer).length;
+    // Leaving the loop destroys the body, and with it this connection: it is not reused.
+    if (received > MAX_RESPONSE_BYTES) return;
+  }
+}
+
+async function send(agent: Dispatcher, url: URL, request: WebhookRequest): Promise<Outcome> {
   const body = Buffer.from(request.body, 'utf8');
-  const options: RequestOptions = {
-    method: 'POST',
-    headers: requestHeaders(request.headers, body),
-    // A fresh connection per delivery: a pooled socket would skip `lookup`, and with it the
-    // address check, for every later delivery to that host.
-    agent: false,
-    // Judges the addresses this very connection is about to use, so a DNS change since
-    // registration cannot point it inside our network. IP-literal hosts never reach `lookup`;
-    // precheckWebhookUrl has judged those.
-    lookup: guardedLookup(request.policy),
-    ...(request.ca !== undefined ? { ca: request.ca } : {}), // only https reads it
-  };
-  const requestFn = url.protocol === 'https:' ? httpsRequest : httpRequest;
-
-  return new Promise((resolve) => {
-    let statusCode: number | null = null;
-    let settled = false;
-
-    const settle = (outcome: Outcome) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(outcome);
-      // Releases the socket whatever state it is in; a later 'error' lands in the no-op above.
-      req.destroy();
-    };
-    // Once a status has arrived it decides the outcome, even if reading the body is cut short.
-    const statusOr = (failure: Outcome): Outcome => (statusCode !== null ? outcomeOfStatus(statusCode) : failure);
-
-    const req = requestFn(url, options, (res) => {
-      // Always set on a client-side response; the type is shared with server-side requests.
-      statusCode = res.statusCode as number;
-      const answered = outcomeOfStatus(statusCode);
-      // Read (and drop) the body so the exchange ends cleanly, but no more than we are willing to.
-      let received = 0;
-      res.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (received > MAX_RESPONSE_BYTES) settle(answered);
-      });
-      // 'close' follows 'end', and also comes when the response is aborted or destroyed.
-      res.on('close', () => settle(answered));
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), request.timeoutMs);
+  let statusCode: number | null = null;
+  try {
+    // undici follows no redirect unless told to (see outcomeOfStatus).
+    const response = await agent.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: 'POST',
+      headers: requestHeaders(request.headers, body),
+      body,
+      signal: abort.signal,
     });
-
-    const timer = setTimeout(() => settle(statusOr(TIMED_OUT)), request.timeoutMs);
-    req.on('error', (error: NodeJS.ErrnoException) => settle(statusOr(outcomeOfError(error))));
-    req.end(body);
-  });
+    statusCode = response.statusCode;
+    await drain(response.body);
+    // undici checks an idle connection in the next turn of the event loop before it is used again,
+    // and until then its pool opens another for a new request: waiting that turn lets the caller's
+    // next delivery reuse this connection instead of opening one more.
+    await nextTurn();
+    return outcomeOfStatus(statusCode);
+  } catch (error) {
+    // Once a status has arrived it decides the outcome, even if reading the body is cut short.
+    if (statusCode !== null) return outcomeOfStatus(statusCode);
+    return abort.signal.aborted ? TIMED_OUT : outcomeOfError(error as NodeJS.ErrnoException);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
- * POSTs one webhook and reports how the partner answered. Never rejects for a delivery problem:
- * every failure, including a URL the policy now refuses, comes back as `ok: false` with a code.
- *
- * The URL is re-checked against the policy before sending because policies and rules change after
- * registration; the host's addresses are checked at connect time (see guardedLookup).
+ * Sends webhooks over keep-alive connections, pooled per origin (and per policy and trust
+ * anchors: see PartnerConnections). `close` at shutdown.
  */
-export async function postWebhook(request: WebhookRequest): Promise<WebhookResult> {
-  if (!(Number.isFinite(request.timeoutMs) && request.timeoutMs > 0)) {
-    throw new RangeError(`postWebhook: timeoutMs must be a positive number, got ${request.timeoutMs}`);
+export class WebhookSender {
+  private readonly connections: PartnerConnections;
+
+  constructor(limits: Partial<ConnectionLimits> = {}) {
+    this.connections = new PartnerConnections({ ...DEFAULT_CONNECTION_LIMITS, ...limits });
   }
-  const started = performance.now();
-  const checked = precheckWebhookUrl(request.url, request.policy);
-  const outcome: Outcome = checked.ok
-    ? await send(checked.url, request)
-    : { ok: false, statusCode: null, error: checked.code === 'url_forbidden_host' ? 'forbidden_host' : checked.code };
-  return { ...outcome, durationMs: Math.round(performance.now() - started) };
+
+  /**
+   * POSTs one webhook and reports how the partner answered. Never rejects for a delivery problem:
+   * every failure, including a URL the policy now refuses, comes back as `ok: false` with a code.
+   *
+   * The URL is re-checked against the policy before sending because policies and rules change
+   * after registration; the host's addresses are checked whenever a connection is opened (see
+   * guardedLookup).
+   */
+  async post(request: WebhookRequest): Promise<WebhookResult> {
+    if (!(Number.isFinite(request.timeoutMs) && request.timeoutMs > 0)) {
+      throw new RangeError(`postWebhook: timeoutMs must be a positive number, got ${request.timeoutMs}`);
+    }
+    const started = performance.now();
+    const checked = precheckWebhookUrl(request.url, request.policy);
+    const outcome: Outcome = checked.ok
+      ? await send(this.connections.for(request.policy, request.ca), checked.url, request)
+      : { ok: false, statusCode: null, error: checked.code === 'url_forbidden_host' ? 'forbidden_host' : checked.code };
+    return { ...outcome, durationMs: Math.round(performance.now() - started) };
+  }
+
+  /** Closes every pooled connection once the requests under way are done. */
+  close(): Promise<void> {
+    return this.connections.close();
+  }
+}
+
+const shared = new WebhookSender();
+
+/** WebhookSender.post on a process-wide sender, whose idle connections close by themselves. */
+export function postWebhook(request: WebhookRequest): Promise<WebhookResult> {
+  return shared.post(request);
 }

@@ -1,3 +1,4 @@
 export * from './bus.contract';
 export * from './nats-server';
 export * from './wait-for';
+export * from './nats-cluster';

@@ -29,6 +29,13 @@ const DEBIAN_BINARY = '/usr/sbin/nats-server';
 // Servers alive in this process: killed on exit even if a test forgot `stop()` or crashed.
 const running = new Set<ChildProcess>();
 const storeDirs = new Set<string>();
+/** A store directory deleted when this process exits, if a test did not delete it. */
+export function registerStoreDir(dir: string): void {
+  storeDirs.add(dir);
+}
+export function forgetStoreDir(dir: string): void {
+  storeDirs.delete(dir);
+}
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
   for (const dir of storeDirs) rmSync(dir, { recursive: true, force: true });
@@ -39,7 +46,8 @@ export async function startNatsServer(): Promise<NatsServerHandle> {
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'nats-js-'));
   storeDirs.add(storeDir);
-  let server = await launch(binary, port, storeDir);
+  const args = ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir];
+  let server = await launch(binary, args, port);
 
   return {
     url: `nats://${HOST}:${port}`,
@@ -55,12 +63,13 @@ export async function startNatsServer(): Promise<NatsServerHandle> {
     },
     async restart() {
       await server.terminate();
-      server = await launch(binary, port, storeDir);
+      server = await launch(binary, args, port);
     },
   };
 }
 
-function resolveBinary(): string {
+/** The nats-server to run: NATS_SERVER_BIN, else `nats-server` on PATH, else Debian's. */
+export function resolveBinary(): string {
   const fromEnv = process.env.NATS_SERVER_BIN;
   if (fromEnv) {
     if (!isExecutable(fromEnv)) throw new Error(`NATS_SERVER_BIN=${fromEnv} is not an executable file`);
@@ -90,7 +99,7 @@ function isExecutable(path: string): boolean {
 }
 
 /** Asks the OS for a free port. Another process could grab it before nats-server binds; rare enough for tests. */
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);
@@ -104,14 +113,17 @@ function freePort(): Promise<number> {
   });
 }
 
-interface RunningServer {
+export interface RunningServer {
   child: ChildProcess;
+  /** The last lines it wrote to stderr (its log), for failure messages. */
+  stderrTail(): string;
   /** SIGTERM (if still running) and resolve once the process has exited. */
   terminate(): Promise<void>;
 }
 
-async function launch(binary: string, port: number, storeDir: string): Promise<RunningServer> {
-  const child = spawn(binary, ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir], {
+/** Starts nats-server with these arguments and resolves once it greets clients on `port`. */
+export async function launch(binary: string, args: string[], port: number): Promise<RunningServer> {
+  const child = spawn(binary, args, {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   running.add(child);
@@ -154,7 +166,7 @@ async function launch(binary: string, port: number, storeDir: string): Promise<R
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { child, terminate };
+  return { child, terminate, stderrTail: () => stderrTail };
 }
 
 /** True once a NATS server greets on the port with its INFO line (a mere TCP accept could be another program). */

@@ -1,1 +1,2 @@
 export * from './given';
+export * from './event-fixtures';

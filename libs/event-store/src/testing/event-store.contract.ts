@@ -274,6 +274,82 @@ export function eventStoreContract(
       });
     });
 
+    describe('readAll', () => {
+      /** Every page of a read from `fromPosition`, each of at most `maxCount`, until a short page. */
+      async function readPages(options: { fromPosition?: string; maxCount: number; streamPrefixes?: string[] }): Promise<RecordedEvent[][]> {
+        const pages: RecordedEvent[][] = [];
+        let fromPosition = options.fromPosition;
+        for (;;) {
+          const page = await store.readAll({ ...options, fromPosition });
+          pages.push(page);
+          if (page.length < options.maxCount) return pages;
+          fromPosition = page[page.length - 1].position;
+        }
+      }
+
+      it('reads the streams of the prefixes in global order, page by page, as a subscription delivers them', async () => {
+        const [a, b, other] = [streamIn('a'), streamIn('b'), streamIn('c')];
+        await store.append(a, newEvents(2), { expectedRevision: 'no_stream' });
+        await store.append(other, newEvents(1), { expectedRevision: 'no_stream' });
+        await store.append(b, newEvents(2), { expectedRevision: 'no_stream' });
+        await store.append(a, newEvents(1), { expectedRevision: 1 });
+        const streamPrefixes = [`a${tag}`, `b${tag}`];
+
+        const pages = await readPages({ maxCount: 2, streamPrefixes });
+
+        expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+        const read = pages.flat();
+        expect(read.map((event) => [event.streamId, event.revision])).toEqual([
+          [a, 0],
+          [a, 1],
+          [b, 0],
+          [b, 1],
+          [a, 2],
+        ]);
+        expectStrictlyIncreasing(read.map((event) => event.position));
+        const { events } = record({ streamPrefixes });
+        await waitFor(() => events.length === 5, 'the subscription to deliver the 5 events');
+        expect(read).toEqual(events);
+      });
+
+      it('starts strictly after fromPosition, and reads nothing after the last event', async () => {
+        const a = streamIn('a');
+        await store.append(a, newEvents(4), { expectedRevision: 'no_stream' });
+        const all = await store.readAll({ maxCount: 10, streamPrefixes: [a] });
+
+        const rest = await store.readAll({ fromPosition: all[1].position, maxCount: 10, streamPrefixes: [a] });
+
+        expect(rest).toEqual(all.slice(2));
+        expect(await store.readAll({ fromPosition: all[3].position, maxCount: 10, streamPrefixes: [a] })).toEqual([]);
+      });
+
+      it('reads every stream without prefixes, up to lastPosition', async () => {
+        const before = await store.lastPosition();
+        const [a, b] = [streamIn('a'), streamIn('b')];
+        await store.append(a, newEvents(1), { expectedRevision: 'no_stream' });
+        const appended = await store.append(b, newEvents(2), { expectedRevision: 'no_stream' });
+
+        const last = await store.lastPosition();
+        const read = (await readPages({ fromPosition: before ?? undefined, maxCount: 2 })).flat();
+
+        expect(ofStreams(read, [a, b]).map((event) => [event.streamId, event.revision])).toEqual([
+          [a, 0],
+          [b, 0],
+          [b, 1],
+        ]);
+        expectStrictlyIncreasing(read.map((event) => event.position));
+        expect(BigInt(last!)).toBeGreaterThanOrEqual(BigInt(appended.position));
+        if (before !== null) expect(BigInt(last!)).toBeGreaterThan(BigInt(before));
+      });
+
+      it('refuses a maxCount out of 1..10000 and an empty prefix list', async () => {
+        for (const maxCount of [0, -1, 1.5, 10_001]) {
+          await expect(store.readAll({ maxCount })).rejects.toThrow(/maxCount/);
+        }
+        await expect(store.readAll({ maxCount: 1, streamPrefixes: [] })).rejects.toThrow(/streamPrefixes/);
+      });
+    });
+
     describe('subscribeToAll', () => {
       it('delivers everything from the start, in global order', async () => {
         const [a, b] = [streamIn('a'), streamIn('b')];

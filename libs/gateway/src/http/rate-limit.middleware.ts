@@ -7,8 +7,8 @@ import { RateLimiter, rateLimitedError, rateLimitHeaders, RateLimitIdentity } fr
 import { GatewayRequest } from './request-context';
 import { ApiDocument } from '../openapi/api-document';
 
-/** Probes of orchestrators and scrapers: never limited, so a flood cannot fail a readiness check. */
-const UNLIMITED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+/** Probes of orchestrators: never limited, so a flood cannot fail a readiness check. (Metrics are on METRICS_PORT.) */
+const UNLIMITED_PATHS = new Set(['/healthz', '/readyz']);
 
 /**
  * The rate limit of every request (API.md §2), checked right after authentication and before the

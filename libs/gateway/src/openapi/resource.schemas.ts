@@ -194,11 +194,10 @@ export const RESOURCE_SCHEMAS = {
   Health: object('The process is alive.', { status: constant('ok') }),
   Readiness: object('Every dependency is reachable.', {
     status: constant('ready'),
-    checks: { type: 'object', description: 'Each dependency and its state.', additionalProperties: { type: 'string' }, examples: [{ eventStore: 'ok', readStore: 'ok', bus: 'ok' }] },
+    checks: { type: 'object', description: 'Each dependency and its state.', additionalProperties: { type: 'string' }, examples: [{ eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' }] },
   }),
   OpenApiDocument: { type: 'object', description: 'This OpenAPI 3.1 document, generated from the route table.' },
   DocsPage: { type: 'string', description: 'This document as a self-contained HTML page.' },
-  MetricsText: { type: 'string', description: 'Prometheus text exposition format.' },
 } satisfies Record<string, JsonSchema>;
 
 export type ResourceName = keyof typeof RESOURCE_SCHEMAS;

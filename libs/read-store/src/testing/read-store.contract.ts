@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Collection, CollectionOptions, Doc, Filter, ReadStore } from '../read-store.port';
+import { LeaseLostError, type Collection, type CollectionOptions, type Doc, type Filter, type ReadStore } from '../read-store.port';
 
 /**
  * The behaviour every read store adapter must have, written against the port only so that each
@@ -242,6 +242,17 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         );
       });
 
+      it('claims through a compound index: equality on its first field, range and order on its last', async () => {
+        const items = fresh({ indexes: ['status', ['owner', 'dueAt']] });
+        await items.insert(item(1, { status: 'pending', owner: 'a', dueAt: 300 }));
+        await items.insert(item(2, { status: 'pending', owner: 'b', dueAt: 100 }));
+        await items.insert(item(3, { status: 'pending', owner: 'a', dueAt: 200 }));
+        await items.insert(item(4, { status: 'done', owner: 'a', dueAt: null }));
+        const due = { owner: 'a', status: 'pending', dueAt: { $lte: 250 } };
+        await expect(items.claim(due, { status: 'claimed' }, 'dueAt')).resolves.toStrictEqual(item(3, { status: 'claimed', owner: 'a', dueAt: 200 }));
+        await expect(items.claim(due, { status: 'claimed' }, 'dueAt')).resolves.toBeNull();
+      });
+
       it('returns null when nothing matches', async () => {
         const items = fresh();
         await expect(items.claim({ status: 'pending' }, { status: 'claimed' })).resolves.toBeNull();
@@ -425,6 +436,133 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
       });
     });
 
+    describe('distinct', () => {
+      it('gives each value of a field once, among the documents that match', async () => {
+        const items = fresh({ indexes: ['status'] });
+        const owners = ['a', 'b', 'a', 'c', 'b', 'a'];
+        for (const [i, owner] of owners.entries()) await items.insert(item(i + 1, { status: i === 3 ? 'done' : 'pending', owner }));
+        expect((await items.distinct('owner', { status: 'pending' }, 100)).sort()).toEqual(['a', 'b']);
+        expect((await items.distinct('owner', {}, 100)).sort()).toEqual(['a', 'b', 'c']);
+        await expect(items.distinct('owner', { status: 'gone' }, 100)).resolves.toEqual([]);
+      });
+
+      it('keeps the kinds of values apart, a missing field counting as null', async () => {
+        const items = fresh();
+        const values = [true, 1, '1', null, false, true, 1.5];
+        for (const [i, value] of values.entries()) await items.insert(item(i + 1, { value }));
+        await items.insert(item(99, {}));
+        const found = await items.distinct('value', {}, 100);
+        expect(found).toHaveLength(6);
+        expect(found).toEqual(expect.arrayContaining([true, false, 1, '1', null, 1.5]));
+      });
+
+      it('gives at most `limit` values', async () => {
+        const items = fresh();
+        for (let i = 1; i <= 5; i++) await items.insert(item(i, { owner: `o${i}` }));
+        const found = await items.distinct('owner', {}, 3);
+        expect(found).toHaveLength(3);
+        expect(new Set(found).size).toBe(3);
+        await expect(items.distinct('owner', {}, 0)).rejects.toThrow(RangeError);
+      });
+    });
+
+    describe('rebuild (blue/green)', () => {
+      const all = async (items: Collection<Item>) => (await items.find({}, { order: 'asc', limit: 1000 })).items;
+
+      it('fills fresh stand-ins while the live collections serve, then swaps them in, with their indexes and the checkpoints', async () => {
+        const [name, other, checkpoint] = [unique('rebuilt'), unique('rebuilt'), unique('checkpoint')];
+        const live = store.collection<Item>(name, { indexes: ['status'] });
+        await live.upsert(item(1, { status: 'old' }), 0);
+        await live.upsert(item(2, { status: 'old' }), 0);
+
+        const rebuild = await store.beginRebuild([{ name, indexes: ['status'] }, { name: other, indexes: [['status', 'n']] }]);
+        await rebuild.upsertMany(name, [
+          { doc: item(2, { status: 'new', n: 1 }), revision: 3 },
+          { doc: item(3, { status: 'new', n: 2 }), revision: 0 },
+        ]);
+        await rebuild.collection<Item>(other).upsert(item(7, { status: 'other' }), 1);
+        // The live collection still serves, and takes writes, until the swap.
+        expect(await all(live)).toEqual([item(1, { status: 'old' }), item(2, { status: 'old' })]);
+        expect(await all(rebuild.collection<Item>(name))).toEqual([item(2, { status: 'new', n: 1 }), item(3, { status: 'new', n: 2 })]);
+
+        await rebuild.swap(async () => {
+          await rebuild.upsertMany(name, [{ doc: item(4, { status: 'new', n: 3 }), revision: 0 }]);
+          return { [checkpoint]: '99' };
+        });
+
+        // The handle taken before the swap reads the new contents, revisions included, through the indexes.
+        expect(await all(live)).toEqual([item(2, { status: 'new', n: 1 }), item(3, { status: 'new', n: 2 }), item(4, { status: 'new', n: 3 })]);
+        expect(await live.revisionOf(docId(2))).toBe(3);
+        expect((await live.find({ status: 'new' }, { limit: 10 })).items.map((doc) => doc.id)).toEqual([docId(4), docId(3), docId(2)]);
+        expect(await all(store.collection<Item>(other))).toEqual([item(7, { status: 'other' })]);
+        await expect(store.checkpoints.get(checkpoint)).resolves.toBe('99');
+        // The swapped-in collection goes on as any other: guarded upserts, new documents.
+        await expect(live.upsert(item(2, { status: 'stale' }), 3)).resolves.toBe(false);
+        await expect(live.upsert(item(5, { status: 'new' }), 0)).resolves.toBe(true);
+        await expect(rebuild.swap()).rejects.toThrow(/already swapped in/);
+      });
+
+      it('upsertMany is guarded by revision like upsert, within one call and across calls', async () => {
+        const name = unique('rebuilt');
+        const rebuild = await store.beginRebuild([{ name }]);
+        await rebuild.upsertMany(name, [
+          { doc: item(1, { v: 'second' }), revision: 2 },
+          { doc: item(1, { v: 'first' }), revision: 1 },
+        ]);
+        await rebuild.upsertMany(name, [
+          { doc: item(1, { v: 'replay' }), revision: 2 },
+          { doc: item(2, { v: 'only' }), revision: 0 },
+        ]);
+        expect(await all(rebuild.collection<Item>(name))).toEqual([item(1, { v: 'second' }), item(2, { v: 'only' })]);
+        await rebuild.discard();
+      });
+
+      it('leaves the live collections and checkpoints as they were when lastly fails, or when discarded', async () => {
+        const [name, checkpoint] = [unique('rebuilt'), unique('checkpoint')];
+        const live = store.collection<Item>(name);
+        await live.upsert(item(1, { v: 'live' }), 0);
+        await store.checkpoints.set(checkpoint, '5');
+
+        const failing = await store.beginRebuild([{ name }]);
+        await failing.upsertMany(name, [{ doc: item(9, { v: 'rebuilt' }), revision: 0 }]);
+        await expect(
+          failing.swap(async () => {
+            throw new Error('the event store went away');
+          }),
+        ).rejects.toThrow('the event store went away');
+        await failing.discard();
+        expect(await all(live)).toEqual([item(1, { v: 'live' })]);
+        await expect(store.checkpoints.get(checkpoint)).resolves.toBe('5');
+
+        const discarded = await store.beginRebuild([{ name }]);
+        await discarded.upsertMany(name, [{ doc: item(9, { v: 'rebuilt' }), revision: 0 }]);
+        await discarded.discard();
+        expect(await all(live)).toEqual([item(1, { v: 'live' })]);
+        await expect(discarded.upsertMany(name, [])).rejects.toThrow(/discarded/);
+      });
+
+      it('swaps in an empty collection when nothing was written, and creates a collection that did not exist', async () => {
+        const [emptied, created] = [unique('rebuilt'), unique('rebuilt')];
+        await store.collection<Item>(emptied).upsert(item(1), 0);
+        const rebuild = await store.beginRebuild([{ name: emptied }, { name: created }]);
+        await rebuild.upsertMany(created, [{ doc: item(1, { n: 1 }), revision: 0 }]);
+        await rebuild.swap();
+        expect(await all(store.collection<Item>(emptied))).toEqual([]);
+        expect(await all(store.collection<Item>(created))).toEqual([item(1, { n: 1 })]);
+      });
+
+      it('refuses names that are not collections, a name twice, another rebuild’s stand-in', async () => {
+        await expect(store.beginRebuild([])).rejects.toThrow(/at least one/);
+        await expect(store.beginRebuild([{ name: 'Bad-Name' }])).rejects.toThrow(/invalid collection name/);
+        const name = unique('rebuilt');
+        await expect(store.beginRebuild([{ name }, { name }])).rejects.toThrow(/once/);
+        expect(() => store.collection(`${name}__rebuild_1`)).toThrow(/rebuild in progress/);
+        const rebuild = await store.beginRebuild([{ name }]);
+        expect(() => rebuild.collection(unique('other'))).toThrow(/not part of this rebuild/);
+        await rebuild.discard();
+      });
+    });
+
     describe('checkpoints', () => {
       it('are undefined until set', async () => {
         await expect(store.checkpoints.get(unique('checkpoint'))).resolves.toBeUndefined();
@@ -446,6 +584,100 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         await store.checkpoints.set(b, '0');
         await expect(store.checkpoints.get(a)).resolves.toBe(position);
         await expect(store.checkpoints.get(b)).resolves.toBe('0');
+      });
+    });
+
+    describe('processor leases', () => {
+      const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+      it('go to the first taker; another holder gets null while it lasts, and takes it over once it expired, with a higher epoch', async () => {
+        const name = unique('lease');
+        await expect(store.checkpoints.lease(name)).resolves.toBeNull();
+        const first = await store.checkpoints.acquireLease(name, 'a', 300);
+        expect(first).toMatchObject({ holder: 'a', epoch: expect.any(Number) });
+        expect(first!.expiresAt.getTime()).toBeGreaterThan(Date.now() - 1000);
+        await expect(store.checkpoints.acquireLease(name, 'b', 300)).resolves.toBeNull();
+        await expect(store.checkpoints.lease(name)).resolves.toMatchObject({ holder: 'a', epoch: first!.epoch });
+        await sleep(400);
+        const second = await store.checkpoints.acquireLease(name, 'b', 300);
+        expect(second).toMatchObject({ holder: 'b' });
+        expect(second!.epoch).toBeGreaterThan(first!.epoch);
+        // The one that lost it can neither renew nor take it back while it lasts.
+        await expect(store.checkpoints.renewLease(name, first!, 300)).resolves.toBe(false);
+        await expect(store.checkpoints.acquireLease(name, 'a', 300)).resolves.toBeNull();
+      });
+
+      it('last as long as they are renewed', async () => {
+        const name = unique('lease');
+        const held = (await store.checkpoints.acquireLease(name, 'a', 300))!;
+        for (let i = 0; i < 4; i++) {
+          await sleep(150);
+          await expect(store.checkpoints.renewLease(name, held, 300)).resolves.toBe(true);
+        }
+        await expect(store.checkpoints.acquireLease(name, 'b', 300)).resolves.toBeNull();
+        await expect(store.checkpoints.lease(name)).resolves.toMatchObject({ holder: 'a', epoch: held.epoch });
+      });
+
+      it('fence checkpoint writes: a holder whose lease was taken over cannot move the checkpoint', async () => {
+        const name = unique('lease');
+        const old = (await store.checkpoints.acquireLease(name, 'a', 100))!;
+        await store.checkpoints.set(name, '10', old);
+        await expect(store.checkpoints.get(name)).resolves.toBe('10');
+        await sleep(200);
+        const current = (await store.checkpoints.acquireLease(name, 'b', 10_000))!;
+        await store.checkpoints.set(name, '20', current);
+        await expect(store.checkpoints.set(name, '15', old)).rejects.toThrow(LeaseLostError);
+        await expect(store.checkpoints.get(name)).resolves.toBe('20');
+        // A holder's own write is fenced by the epoch only: expired but not taken, it still holds.
+        await expect(store.checkpoints.set(name, '25', { holder: 'b', epoch: current.epoch })).resolves.toBeUndefined();
+        await expect(store.checkpoints.set(unique('lease'), '1', current)).rejects.toThrow(LeaseLostError);
+      });
+
+      it('are let go at once by release, and taken at once with evenIfHeld', async () => {
+        const name = unique('lease');
+        const a = (await store.checkpoints.acquireLease(name, 'a', 60_000))!;
+        await store.checkpoints.releaseLease(name, a);
+        const b = (await store.checkpoints.acquireLease(name, 'b', 60_000))!;
+        expect(b.epoch).toBeGreaterThan(a.epoch);
+        await store.checkpoints.releaseLease(name, a); // no longer a's: changes nothing
+        await expect(store.checkpoints.acquireLease(name, 'c', 60_000)).resolves.toBeNull();
+        const c = (await store.checkpoints.acquireLease(name, 'c', 60_000, { evenIfHeld: true }))!;
+        expect(c).toMatchObject({ holder: 'c' });
+        expect(c.epoch).toBeGreaterThan(b.epoch);
+        await expect(store.checkpoints.set(name, '1', b)).rejects.toThrow(LeaseLostError);
+      });
+
+      it('are revoked by a reset, which sets or removes the checkpoint in the same step', async () => {
+        const name = unique('lease');
+        const held = (await store.checkpoints.acquireLease(name, 'a', 60_000))!;
+        await store.checkpoints.set(name, '100', held);
+        await store.checkpoints.reset(name, '7');
+        await expect(store.checkpoints.get(name)).resolves.toBe('7');
+        await expect(store.checkpoints.set(name, '101', held)).rejects.toThrow(LeaseLostError);
+        await expect(store.checkpoints.renewLease(name, held, 60_000)).resolves.toBe(false);
+        const next = (await store.checkpoints.acquireLease(name, 'b', 60_000))!;
+        expect(next.epoch).toBeGreaterThan(held.epoch);
+        await store.checkpoints.reset(name, undefined);
+        await expect(store.checkpoints.get(name)).resolves.toBeUndefined();
+        await store.checkpoints.reset(unique('lease'), '3');
+      });
+
+      it('keep a checkpoint set without a lease readable, and a lease taken before any checkpoint leaves it undefined', async () => {
+        const name = unique('lease');
+        await store.checkpoints.acquireLease(name, 'a', 60_000);
+        await expect(store.checkpoints.get(name)).resolves.toBeUndefined();
+        const other = unique('lease');
+        await store.checkpoints.set(other, '5');
+        const lease = (await store.checkpoints.acquireLease(other, 'a', 60_000))!;
+        await expect(store.checkpoints.get(other)).resolves.toBe('5');
+        await store.checkpoints.set(other, '6', lease);
+        await expect(store.checkpoints.get(other)).resolves.toBe('6');
+      });
+
+      it('give a free lease to exactly one of many concurrent takers', async () => {
+        const name = unique('lease');
+        const taken = await Promise.all(Array.from({ length: 8 }, (_, i) => store.checkpoints.acquireLease(name, `h${i}`, 60_000)));
+        expect(taken.filter((lease) => lease !== null)).toHaveLength(1);
       });
     });
   });

@@ -57,6 +57,8 @@ export interface PartnerReceiver {
   delayNext(count: number, ms: number): void;
   /** Every request, in arrival order. */
   requests(): ReceivedRequest[];
+  /** Connections accepted so far: over https, TLS handshakes completed. */
+  connections(): number;
   /** Accepted deliveries, one per event id (the first), as a partner that de-duplicates sees them. */
   events(): AcceptedWebhook[];
   /**
@@ -205,6 +207,7 @@ class FakePartner implements PartnerReceiver {
   private readonly received: ReceivedRequest[] = [];
   private readonly waiters = new Set<Waiter>();
   private readonly pendingAnswers = new Set<NodeJS.Timeout>();
+  private connectionCount = 0;
 
   constructor(
     private readonly server: Server,
@@ -213,6 +216,7 @@ class FakePartner implements PartnerReceiver {
   ) {
     if (secret !== undefined) this.secrets.push(secret);
     server.on('request', (req: IncomingMessage, res: ServerResponse) => this.receive(req, res));
+    server.on(url.startsWith('https:') ? 'secureConnection' : 'connection', () => this.connectionCount++);
   }
 
   setSecret(secret: string): void {
@@ -233,6 +237,10 @@ class FakePartner implements PartnerReceiver {
 
   requests(): ReceivedRequest[] {
     return [...this.received];
+  }
+
+  connections(): number {
+    return this.connectionCount;
   }
 
   events(): AcceptedWebhook[] {

@@ -1,0 +1,242 @@
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import canonicalize from 'canonicalize';
+import { EventToAppend, SqliteEventStore } from '@campaign-ops/event-store';
+import { ulid, ulidToUuid } from '@campaign-ops/ids';
+import { exportEvents, manifestFileOf } from './event-export';
+import { GENESIS_HASH, LINE_FIELDS, sealLine } from './export-line';
+import { verifyExport } from './export-verify';
+import { REDACTED } from './redaction';
+
+const event = (type: string, data: Record<string, unknown>, metadata: Record<string, unknown> = {}): EventToAppend => ({
+  id: ulidToUuid(ulid()),
+  type,
+  data,
+  metadata: { version: 1, ...metadata },
+});
+
+const SEALED_SECRET = 'v1.SEALED-SIGNING-SECRET-0123456789';
+const KEY_HASH = 'b1946ac92492d2347c6235b4d2611184aa6b1d9e1c1e0f5f3a8b1c2d3e4f5a6b';
+const IDEMPOTENCY_KEY = 'idem-key-that-unseals-kept-answers';
+
+describe('export and verify (on the embedded event store)', () => {
+  let dir: string;
+  let store: SqliteEventStore;
+  let file: string;
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'event-export-'));
+    store = SqliteEventStore.open(join(dir, 'events.sqlite'));
+    file = join(dir, 'export.jsonl');
+    await store.append('account-acct_1', [event('AccountOpened', { accountId: 'acct_1', name: 'Acme ✓', credits: { live: 5, test: 5 }, openedAt: '2026-01-01T00:00:00.000Z' }, { accountId: 'acct_1' })], { expectedRevision: 'no_stream' });
+    await store.append('account-acct_1', [event('ApiKeyIssued', { keyId: 'key_1', mode: 'test', keyHash: KEY_HASH, issuedAt: '2026-01-01T00:00:01.000Z' }, { accountId: 'acct_1' })], { expectedRevision: 0 });
+    await store.append('dispatch-dsp_1', [event('DispatchAccepted', { dispatchId: 'dsp_1', accountId: 'acct_1', idempotencyKey: IDEMPOTENCY_KEY, n: 1.5, nested: { b: [1, 'x', null], a: true, '10': 'ten', '2': 'two', é: 'e' } }, { accountId: 'acct_1', requestId: 'req_1' })], { expectedRevision: 'no_stream' });
+    await store.append('webhook-whk_1', [event('WebhookEndpointCreated', { endpointId: 'whk_1', sealedSecret: SEALED_SECRET }, { accountId: 'acct_1' })], { expectedRevision: 'no_stream' });
+    await store.append('dispatch-dsp_2', [event('DispatchAccepted', { dispatchId: 'dsp_2', accountId: 'acct_2', idempotencyKey: null }, { accountId: 'acct_2' })], { expectedRevision: 'no_stream' });
+    await store.append('dispatch-dsp_1', [event('DispatchCompleted', { providerResourceId: 'r1', attempt: 1 }, { accountId: 'acct_1' })], { expectedRevision: 0 });
+    await store.append('webhook-whk_1', [event('WebhookSecretRotated', { sealedSecret: `${SEALED_SECRET}-2` }, { accountId: 'acct_1' })], { expectedRevision: 0 });
+  });
+
+  afterEach(async () => {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const linesOf = (path: string) => readFileSync(path, 'utf8').trimEnd().split('\n').map((text) => JSON.parse(text));
+
+  it('writes every event in commit order, its fields in order, each line sealing the one before (checked here with node:crypto and canonicalize)', async () => {
+    const manifest = await exportEvents(store, {}, file);
+
+    const lines = linesOf(file);
+    expect(lines.map((line) => [line.stream_id, line.revision, line.type])).toEqual([
+      ['account-acct_1', 0, 'AccountOpened'],
+      ['account-acct_1', 1, 'ApiKeyIssued'],
+      ['dispatch-dsp_1', 0, 'DispatchAccepted'],
+      ['webhook-whk_1', 0, 'WebhookEndpointCreated'],
+      ['dispatch-dsp_2', 0, 'DispatchAccepted'],
+      ['dispatch-dsp_1', 1, 'DispatchCompleted'],
+      ['webhook-whk_1', 1, 'WebhookSecretRotated'],
+    ]);
+    const stored = await store.readAll({ maxCount: 100 });
+    let prev = GENESIS_HASH;
+    lines.forEach((line, i) => {
+      expect(Object.keys(line)).toEqual(LINE_FIELDS);
+      expect(line).toMatchObject({ event_id: stored[i].id, version: 1, metadata: stored[i].metadata, recorded_at: stored[i].occurredAt, prev_hash: prev });
+      const { hash, ...unhashed } = line;
+      expect(hash).toBe(createHash('sha256').update(`${prev}\n${canonicalize(unhashed)}`).digest('hex'));
+      prev = hash;
+    });
+    expect(lines[2].data).toEqual({ dispatchId: 'dsp_1', accountId: 'acct_1', idempotencyKey: REDACTED, n: 1.5, nested: { b: [1, 'x', null], a: true, '10': 'ten', '2': 'two', é: 'e' } });
+    expect(manifest).toMatchObject({ count: 7, last_position: stored[6].position, read_up_to: stored[6].position, final_hash: prev, filter: {} });
+    expect(JSON.parse(readFileSync(manifestFileOf(file), 'utf8'))).toEqual(manifest);
+    expect(existsSync(`${file}.partial`)).toBe(false);
+  });
+
+  it('never writes signing secrets, key hashes or idempotency keys, and still verifies against the store', async () => {
+    await exportEvents(store, {}, file);
+
+    const text = readFileSync(file, 'utf8');
+    for (const secret of [SEALED_SECRET, KEY_HASH, IDEMPOTENCY_KEY]) expect(text).not.toContain(secret);
+    expect(linesOf(file).find((line) => line.type === 'WebhookSecretRotated').data.sealedSecret).toBe(REDACTED);
+    // A null is nothing to hide, and stays as it is.
+    expect(linesOf(file).find((line) => line.stream_id === 'dispatch-dsp_2').data.idempotencyKey).toBeNull();
+    await expect(verifyExport(file, store)).resolves.toEqual({ ok: true, lines: 7, final_hash: expect.any(String), manifest: 'matches', checked_against_store: true });
+  });
+
+  it.each([
+    [{ stream: 'dispatch-dsp_1' }, [['dispatch-dsp_1', 0], ['dispatch-dsp_1', 1]]],
+    [{ category: 'dispatch' }, [['dispatch-dsp_1', 0], ['dispatch-dsp_2', 0], ['dispatch-dsp_1', 1]]],
+    [{ account: 'acct_2' }, [['dispatch-dsp_2', 0]]],
+    [{ account: 'acct_1', category: 'webhook' }, [['webhook-whk_1', 0], ['webhook-whk_1', 1]]],
+  ])('selects by %j', async (filter, expected) => {
+    const manifest = await exportEvents(store, filter, file);
+    expect(linesOf(file).map((line) => [line.stream_id, line.revision])).toEqual(expected);
+    expect(manifest.count).toBe(expected.length);
+    await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: true });
+  });
+
+  it('selects a time range: from inclusive, to exclusive', async () => {
+    const all = await store.readAll({ maxCount: 100 });
+    // Appends in one turn share a time: give two of them their own by appending later.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const later = await store.append('dispatch-dsp_3', [event('DispatchAccepted', { dispatchId: 'dsp_3' })], { expectedRevision: 'no_stream' });
+    const [stored] = await store.readStream('dispatch-dsp_3');
+    expect(later.position).toBe(stored.position);
+
+    await exportEvents(store, { from: stored.occurredAt }, file);
+    expect(linesOf(file).map((line) => line.stream_id)).toEqual(['dispatch-dsp_3']);
+    await exportEvents(store, { to: stored.occurredAt }, file);
+    expect(linesOf(file)).toHaveLength(all.length);
+    await expect(exportEvents(store, { from: 'yesterday' }, file)).rejects.toThrow(/--from is not an ISO 8601 time/);
+  });
+
+  it('exports an empty selection as an empty file whose final hash is the genesis hash', async () => {
+    const manifest = await exportEvents(store, { category: 'nothing' }, file);
+    expect(readFileSync(file, 'utf8')).toBe('');
+    expect(manifest).toMatchObject({ count: 0, last_position: null, final_hash: GENESIS_HASH });
+    await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: true, lines: 0 });
+  });
+
+  describe('tampering', () => {
+    /** The file with one byte changed (xor 1): byte `offset` of line `index` (0-based). */
+    function flipped(original: Buffer, starts: number[], index: number, offset: number): Buffer {
+      const copy = Buffer.from(original);
+      copy[starts[index] + offset] ^= 0x01;
+      return copy;
+    }
+
+    it('fails on any byte changed, in any line and field, naming that line', async () => {
+      await exportEvents(store, {}, file);
+      const original = readFileSync(file);
+      const lines = original.toString('utf8').trimEnd().split('\n');
+      const starts = lines.map((_, i) => lines.slice(0, i).reduce((sum, line) => sum + Buffer.byteLength(line) + 1, 0));
+      let tried = 0;
+      for (let index = 0; index < lines.length; index++) {
+        const length = Buffer.byteLength(lines[index]);
+        // Every byte of the first and last lines, every 3rd of the others: every field of every line.
+        const step = index === 0 || index === lines.length - 1 ? 1 : 3;
+        for (let offset = index % step; offset < length; offset += step) {
+          writeFileSync(file, flipped(original, starts, index, offset));
+          const result = await verifyExport(file);
+          if (result.ok || result.line !== index + 1) throw new Error(`a flip at byte ${offset} of line ${index + 1} gave ${JSON.stringify(result)}`);
+          tried++;
+        }
+      }
+      expect(tried).toBeGreaterThan(1000);
+      writeFileSync(file, original);
+      await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: true });
+    }, 120_000);
+
+    it('fails on changes that keep every value (a space, an escape, another spelling of a number), naming the line', async () => {
+      await exportEvents(store, {}, file);
+      const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+      const edits: Array<[number, (text: string) => string]> = [
+        [0, (text) => text.replace('"stream_id":', '"stream_id": ')],
+        [0, (text) => text.replace('Acme', '\\u0041cme')],
+        [2, (text) => text.replace('"n":1.5', '"n":1.50')],
+        [3, (text) => `${text} `],
+        [2, (text) => text.replace('"accountId":"acct_1","dispatchId":"dsp_1"', '"dispatchId":"dsp_1","accountId":"acct_1"')],
+        [2, (text) => text.replace('"10":"ten","2":"two"', '"2":"two","10":"ten"')],
+      ];
+      for (const [index, edit] of edits) {
+        const changed = [...lines];
+        changed[index] = edit(changed[index]);
+        expect(changed[index]).not.toBe(lines[index]);
+        writeFileSync(file, `${changed.join('\n')}\n`);
+        await expect(verifyExport(file)).resolves.toMatchObject({ ok: false, line: index + 1, reason: expect.stringContaining('not as an export writes it') });
+      }
+    });
+
+    it('names the line when a line is removed, moved or added, and a truncated end by the manifest', async () => {
+      await exportEvents(store, {}, file);
+      const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+      const write = (changed: string[]) => writeFileSync(file, `${changed.join('\n')}\n`);
+
+      write([...lines.slice(0, 2), ...lines.slice(3)]);
+      await expect(verifyExport(file)).resolves.toMatchObject({ ok: false, line: 3, reason: expect.stringContaining('prev_hash') });
+      write([lines[1], lines[0], ...lines.slice(2)]);
+      await expect(verifyExport(file)).resolves.toMatchObject({ ok: false, line: 1 });
+      write([...lines, lines[6]]);
+      await expect(verifyExport(file)).resolves.toMatchObject({ ok: false, line: 8 });
+      write(lines.slice(0, 5));
+      await expect(verifyExport(file)).resolves.toMatchObject({ ok: false, line: 6, reason: 'the manifest counts 7 lines, the file has 5' });
+      writeFileSync(file, lines.join('\n'));
+      await expect(verifyExport(file)).resolves.toMatchObject({ ok: false, line: 7, reason: expect.stringContaining('newline') });
+    });
+
+    it('finds a forged export with an intact chain by comparing it with the store, naming the line and the field', async () => {
+      await exportEvents(store, {}, file);
+      const lines = linesOf(file);
+      const forge = (index: number, change: (line: Record<string, any>) => void) => {
+        const copy = structuredClone(lines);
+        change(copy[index]);
+        // A forger who knows the format: every hash recomputed, every line written as an export writes it.
+        let prev = GENESIS_HASH;
+        const texts = copy.map(({ hash: _hash, ...line }) => {
+          const sealed = sealLine({ ...line, prev_hash: prev });
+          prev = sealed.line.hash;
+          return `${sealed.text}\n`;
+        });
+        writeFileSync(file, texts.join(''));
+        rmSync(manifestFileOf(file), { force: true });
+      };
+
+      forge(5, (line) => (line.data.providerResourceId = 'r2'));
+      await expect(verifyExport(file)).resolves.toMatchObject({ ok: true, manifest: 'absent' });
+      await expect(verifyExport(file, store)).resolves.toEqual({ ok: false, line: 6, reason: 'data differs from the stored event' });
+      forge(2, (line) => (line.metadata.requestId = 'req_2'));
+      await expect(verifyExport(file, store)).resolves.toEqual({ ok: false, line: 3, reason: 'metadata differs from the stored event' });
+      forge(1, (line) => (line.revision = 5));
+      await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 2, reason: expect.stringContaining('no event at revision 5') });
+      forge(0, (line) => (line.recorded_at = '2020-01-01T00:00:00.000Z'));
+      await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 1, reason: expect.stringContaining('recorded_at') });
+    });
+  });
+
+  it("the README's independent verifier (plain Node, nothing from this project) accepts an export and names a tampered line", async () => {
+    const readme = readFileSync(join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
+    const snippet = /<!-- independent-verifier -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(snippet).toBeDefined();
+    const script = join(dir, 'verify-export.js');
+    writeFileSync(script, snippet!);
+    await exportEvents(store, {}, file);
+    const manifest = JSON.parse(readFileSync(manifestFileOf(file), 'utf8'));
+
+    expect(execFileSync(process.execPath, [script, file], { encoding: 'utf8' })).toBe(`7 lines, chain intact, final hash ${manifest.final_hash}\n`);
+
+    const lines = readFileSync(file, 'utf8').split('\n');
+    lines[3] = lines[3].replace('WebhookEndpointCreated', 'WebhookEndpointCreatee');
+    writeFileSync(file, lines.join('\n'));
+    let failure: { status: number; stderr: string } | undefined;
+    try {
+      execFileSync(process.execPath, [script, file], { encoding: 'utf8', stdio: 'pipe' });
+    } catch (error) {
+      failure = error as { status: number; stderr: string };
+    }
+    expect(failure?.status).toBe(1);
+    expect(failure?.stderr).toBe('line 4: broken chain\n');
+  });
+});

@@ -1,0 +1,4 @@
+export * from './export-line';
+export * from './redaction';
+export * from './event-export';
+export * from './export-verify';

@@ -1,0 +1,3 @@
+export * from './read-models';
+export * from './rebuild';
+export * from './synthetic-history';

@@ -1,0 +1,290 @@
+import { EventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { Collection, Doc, ReadModelRebuild, ReadStore } from '@campaign-ops/read-store';
+import { ReadModelDefinition } from './read-models';
+
+/** Told as the replay goes: events applied, and how far through the store's positions (0..1). */
+export type RebuildProgress = (applied: number, fraction: number) => void;
+
+export interface RebuildOptions {
+  onProgress?: RebuildProgress;
+  /** Streams whose state is kept in memory between their events; past it the least recently seen are dropped (and read again if they come back). */
+  maxStreamsInMemory?: number;
+}
+
+export interface RebuildReport {
+  read_models: string[];
+  collections: Array<{ name: string; documents: number }>;
+  events: number;
+  /** The position the rebuilt models are exactly up to, when they were swapped in. */
+  position: string | null;
+  /** Checkpoints set to `position` with the swap (the processors that do nothing but project). */
+  checkpoints: string[];
+  seconds: number;
+}
+
+const PAGE = 5_000;
+/** Streams whose documents are written at once (one upsertMany per collection). */
+const FLUSH_EVERY = 5_000;
+const DEFAULT_MAX_STREAMS = 200_000;
+/** Catch-up rounds before the swap, while the store keeps growing; the last bit is read within it. */
+const CATCH_UP_ROUNDS = 5;
+const SMALL_ENOUGH = 1_000;
+
+interface Held {
+  model: ReadModelDefinition;
+  state: unknown;
+  revision: number;
+}
+
+/**
+ * Replays the event store into fresh stand-ins of the models' collections. Events are read in
+ * commit order, page by page; each stream's state is folded in memory, and the documents of the
+ * streams touched are written in batches (revision-guarded, so a stream written twice keeps its
+ * latest). Memory holds at most `maxStreamsInMemory` stream states: one dropped is read again
+ * from its stream if a later event of it comes.
+ */
+export class Replay {
+  private readonly held = new Map<string, Held>();
+  private readonly touched = new Set<string>();
+  private readonly prefixes: string[];
+  private readonly maxStreams: number;
+  events = 0;
+  position: string | null = null;
+
+  constructor(
+    private readonly eventStore: EventStore,
+    readonly target: ReadModelRebuild,
+    private readonly models: readonly ReadModelDefinition[],
+    private readonly options: RebuildOptions = {},
+  ) {
+    this.prefixes = models.map((model) => model.streamPrefix);
+    this.maxStreams = Math.max(1, options.maxStreamsInMemory ?? DEFAULT_MAX_STREAMS);
+  }
+
+  /** Applies every event after the current position up to `upTo` (inclusive), and writes what they changed. */
+  async runTo(upTo: string | null, reportProgress = true): Promise<void> {
+    if (upTo === null) return;
+    const limit = BigInt(upTo);
+    for (;;) {
+      const page = await this.eventStore.readAll({ fromPosition: this.position ?? undefined, maxCount: PAGE, streamPrefixes: this.prefixes });
+      let reachedLimit = page.length < PAGE;
+      for (const event of page) {
+        if (BigInt(event.position) > limit) {
+          reachedLimit = true;
+          break;
+        }
+        await this.apply(event);
+        this.position = event.position;
+        // Documents are written (and states may be dropped) at most every FLUSH_EVERY streams, and before more are held than allowed.
+        if (this.touched.size >= Math.min(FLUSH_EVERY, this.maxStreams)) await this.flush();
+      }
+      if (reportProgress && page.length) this.options.onProgress?.(this.events, fraction(this.position ?? '0', upTo));
+      if (reachedLimit) break;
+    }
+    // Events of other streams may follow the last one of ours: the models are exactly up to `upTo`.
+    if (this.position === null || BigInt(this.position) < limit) this.position = upTo;
+    await this.flush();
+  }
+
+  private async apply(event: RecordedEvent): Promise<void> {
+    const model = this.models.find((candidate) => event.streamId.startsWith(candidate.streamPrefix))!;
+    let held = this.held.get(event.streamId);
+    if (held === undefined || held.revision !== event.revision - 1) {
+      // A stream seen first here, or dropped from memory: its state from the stream itself, up to this event.
+      const before = event.revision === 0 ? [] : await this.eventStore.readStream(event.streamId, { maxCount: event.revision });
+      held = { model, state: before.reduce((state, e) => model.evolve(state, e), model.initial(event.streamId)), revision: event.revision - 1 };
+    }
+    held = { model, state: model.evolve(held.state, event), revision: event.revision };
+    // Re-inserted, so that the Map's order is the order of last use.
+    this.held.delete(event.streamId);
+    this.held.set(event.streamId, held);
+    this.touched.add(event.streamId);
+    this.events++;
+  }
+
+  private async flush(): Promise<void> {
+    const byCollection = new Map<string, Array<{ doc: Doc; revision: number }>>();
+    for (const streamId of this.touched) {
+      const { model, state, revision } = this.held.get(streamId)!;
+      for (const { collection, doc } of model.documents(state, revision)) {
+        let entries = byCollection.get(collection);
+        if (!entries) byCollection.set(collection, (entries = []));
+        entries.push({ doc, revision });
+      }
+    }
+    this.touched.clear();
+    for (const [collection, entries] of byCollection) await this.target.upsertMany(collection, entries);
+    const max = this.maxStreams;
+    if (this.held.size > max) {
+      let excess = this.held.size - Math.floor(max * 0.75);
+      for (const streamId of this.held.keys()) {
+        if (excess-- <= 0) break;
+        this.held.delete(streamId);
+      }
+    }
+  }
+}
+
+function fraction(position: string, upTo: string): number {
+  if (upTo === '0') return 1;
+  return Math.min(1, Number((BigInt(position) * 10_000n) / BigInt(upTo)) / 10_000);
+}
+
+/** Replays the models' streams into stand-ins, catching up with a store that keeps growing, up to a last small step. */
+async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], options: RebuildOptions): Promise<Replay> {
+  const target = await readStore.beginRebuild(models.flatMap((model) => model.collections));
+  const replay = new Replay(eventStore, target, models, options);
+  try {
+    await replay.runTo(await eventStore.lastPosition());
+    for (let round = 0; round < CATCH_UP_ROUNDS; round++) {
+      const head = await eventStore.lastPosition();
+      if (head === null || replay.position === null || BigInt(head) - BigInt(replay.position) <= BigInt(SMALL_ENOUGH)) break;
+      await replay.runTo(head, false);
+    }
+  } catch (error) {
+    await target.discard();
+    throw error;
+  }
+  return replay;
+}
+
+/**
+ * Rebuilds the models blue/green while the services run: replays into stand-ins, catches up, and
+ * swaps them in. On SQLite the last events are applied inside the swap's write transaction (the
+ * services' projections wait for it, and whatever they wrote to the old tables is in the new
+ * ones too, since they write only what the store already holds); the processors that only project
+ * get the swap's position as checkpoint in that same transaction. On MongoDB, which cannot hold
+ * writers off, the last events are applied just before the renames, and once more after them to
+ * the swapped-in collections (revision-guarded, so a projection's own write is never undone).
+ */
+export async function rebuildReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], options: RebuildOptions = {}): Promise<RebuildReport> {
+  const started = Date.now();
+  const replay = await replayAndCatchUp(eventStore, readStore, models, options);
+  try {
+    await replay.target.swap(async () => {
+      await replay.runTo(await eventStore.lastPosition(), false);
+      return replay.position === null ? {} : Object.fromEntries(models.filter((m) => m.processor.onlyProjects).map((m) => [m.processor.name, replay.position!]));
+    });
+  } catch (error) {
+    await replay.target.discard();
+    throw error;
+  }
+  const collections: Array<{ name: string; documents: number }> = [];
+  for (const model of models) {
+    for (const { name } of model.collections) collections.push({ name, documents: await readStore.collection(name).count({}) });
+  }
+  await catchUpLive(eventStore, readStore, models, replay);
+  options.onProgress?.(replay.events, 1);
+  return {
+    read_models: models.map((model) => model.name),
+    collections,
+    events: replay.events,
+    position: replay.position,
+    checkpoints: replay.position === null ? [] : models.filter((m) => m.processor.onlyProjects).map((m) => m.processor.name),
+    seconds: (Date.now() - started) / 1000,
+  };
+}
+
+/** After the swap: what the store got meanwhile, into the now live collections (harmless on SQLite, needed on MongoDB). */
+async function catchUpLive(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], replay: Replay): Promise<void> {
+  const head = await eventStore.lastPosition();
+  if (head === null || replay.position === null || BigInt(head) <= BigInt(replay.position)) return;
+  const live: ReadModelRebuild = {
+    collection: <T extends Doc>(name: string) => readStore.collection<T>(name),
+    upsertMany: async (name, entries) => {
+      const collection: Collection<Doc> = readStore.collection(name);
+      for (const { doc, revision } of entries) await collection.upsert(doc, revision);
+    },
+    swap: async () => undefined,
+    discard: async () => undefined,
+  };
+  const after = new Replay(eventStore, live, models);
+  after.position = replay.position;
+  await after.runTo(head, false);
+}
+
+export interface CollectionDifference {
+  collection: string;
+  id: string;
+  kind: 'missing_from_live' | 'missing_from_rebuilt' | 'differs';
+  live?: Doc;
+  rebuilt?: Doc;
+}
+
+export interface CheckReport {
+  read_models: string[];
+  events: number;
+  position: string | null;
+  collections: Array<{ name: string; live: number; rebuilt: number; differences: number }>;
+  /** The first differences of each collection (at most `limit` each). */
+  differences: CollectionDifference[];
+}
+
+/**
+ * Rebuilds the models into stand-ins and compares them, document by document in id order, with
+ * the live collections, byte for byte (their JSON text); then drops the stand-ins. A model being
+ * written while it is compared may show the writes of the last moment as differences: run it
+ * again to tell those from real ones.
+ */
+export async function checkReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], options: RebuildOptions & { limit?: number } = {}): Promise<CheckReport> {
+  const replay = await replayAndCatchUp(eventStore, readStore, models, options);
+  const limit = options.limit ?? 20;
+  try {
+    await replay.runTo(await eventStore.lastPosition(), false);
+    const collections: CheckReport['collections'] = [];
+    const differences: CollectionDifference[] = [];
+    for (const model of models) {
+      for (const { name } of model.collections) {
+        const compared = await compareCollections(name, readStore.collection(name), replay.target.collection(name), limit);
+        collections.push(compared.summary);
+        differences.push(...compared.first);
+      }
+    }
+    options.onProgress?.(replay.events, 1);
+    return { read_models: models.map((model) => model.name), events: replay.events, position: replay.position, collections, differences };
+  } finally {
+    await replay.target.discard();
+  }
+}
+
+/** Every document of a collection in id order, a page at a time. */
+export async function* documentsOf(collection: Collection<Doc>): AsyncGenerator<Doc> {
+  let startingAfter: string | undefined;
+  for (;;) {
+    const page = await collection.find({}, { order: 'asc', limit: 1000, startingAfter });
+    yield* page.items;
+    if (!page.hasMore) return;
+    startingAfter = page.items[page.items.length - 1].id;
+  }
+}
+
+async function compareCollections(name: string, live: Collection<Doc>, rebuilt: Collection<Doc>, limit: number) {
+  const summary = { name, live: 0, rebuilt: 0, differences: 0 };
+  const first: CollectionDifference[] = [];
+  const note = (difference: CollectionDifference) => {
+    summary.differences++;
+    if (first.length < limit) first.push(difference);
+  };
+  const a = documentsOf(live);
+  const b = documentsOf(rebuilt);
+  let x = await a.next();
+  let y = await b.next();
+  while (!x.done || !y.done) {
+    if (!y.done && (x.done || y.value.id < x.value.id)) {
+      summary.rebuilt++;
+      note({ collection: name, id: y.value.id, kind: 'missing_from_live', rebuilt: y.value });
+      y = await b.next();
+    } else if (!x.done && (y.done || x.value.id < y.value.id)) {
+      summary.live++;
+      note({ collection: name, id: x.value.id, kind: 'missing_from_rebuilt', live: x.value });
+      x = await a.next();
+    } else {
+      summary.live++;
+      summary.rebuilt++;
+      if (JSON.stringify(x.value) !== JSON.stringify(y.value)) note({ collection: name, id: x.value!.id, kind: 'differs', live: x.value as Doc, rebuilt: y.value as Doc });
+      x = await a.next();
+      y = await b.next();
+    }
+  }
+  return { summary, first };
+}
