@@ -181,13 +181,18 @@ describe('API.md, the rest of the contract', () => {
       receiver.failNext(100, 500);
       // Disabled once its deliveries have failed for WEBHOOK_DISABLE_AFTER (1 s), however long the
       // machine takes to get there: keep failing deliveries coming, a launch at a time once the last
-      // one's webhook was refused, until the endpoint is disabled.
+      // one's webhook was refused, until the endpoint is disabled. A retry of an earlier webhook can
+      // disable it while a launch is on its way: that launch's webhook is then never sent, so each
+      // wait ends on the refusal or on the endpoint being disabled, whichever comes first.
       const refused = (dispatchId: string) => receiver.requests().some((r) => r.status === 500 && (r.body as { data?: { dispatch_id?: string } })?.data?.dispatch_id === dispatchId);
-      const disabled = await eventually(async () => {
-        const dispatchId = await launch('Into the void');
-        await eventually(async () => refused(dispatchId), 10_000, 'its webhook to be refused');
+      const endpointIfDisabled = async () => {
         const endpoint = (await partner.get(`/v1/webhooks/${id}`)).body.data;
         return endpoint.enabled === false && endpoint;
+      };
+      const disabled = await eventually(async () => {
+        const dispatchId = await launch('Into the void');
+        await eventually(async () => refused(dispatchId) || (await endpointIfDisabled()), 10_000, 'its webhook to be refused, or the endpoint disabled');
+        return endpointIfDisabled();
       }, 25_000, 'the endpoint to be disabled');
       expect(disabled.disabled_reason).toEqual(expect.any(String));
       receiver.failNext(0);
