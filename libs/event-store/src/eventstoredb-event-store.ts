@@ -53,8 +53,16 @@ export interface EventStoreDbOptions {
   pingTimeoutMs?: number;
   /** How long the stall check waits for its answer before counting the subscription as stuck. Default 10 s. */
   stallProbeTimeoutMs?: number;
-  /** How long a stream read waits for the next answer from the server before failing. Default 10 s. */
+  /** How long a read (a stream, a page of `$all`, the head) waits for the next answer from the server before failing. Default 10 s. */
   readTimeoutMs?: number;
+  /**
+   * How long an append waits for its answer before failing. The client sends appends over one
+   * long-lived BatchAppend call whose gRPC deadline it sets to Infinity, so a node that stays
+   * connected but stops answering would hold an append (and the launch waiting on it) for good.
+   * An append given up on may still be written: its events keep their ids, and a retry of the
+   * same append is then answered as already made. Default 10 s.
+   */
+  appendTimeoutMs?: number;
   /** Backoff of resubscriptions that made no progress (see ResubscribingFollower). Default 200 ms doubling to 15 s. */
   resubscribeBackoff?: { initialMs?: number; maxMs?: number };
 }
@@ -73,6 +81,7 @@ const DEFAULT_PING_TIMEOUT_MS = 5_000;
 const STALL_PROBE_WINDOW = 100;
 const DEFAULT_STALL_PROBE_TIMEOUT_MS = 10_000;
 const DEFAULT_READ_TIMEOUT_MS = 10_000;
+const DEFAULT_APPEND_TIMEOUT_MS = 10_000;
 /**
  * A node that is not the leader refuses what requires it with NotLeader, naming the leader; the
  * client then reconnects there. The operation is tried this many times in all, a little apart (the
@@ -161,6 +170,7 @@ export class EventStoreDbEventStore implements EventStore {
   private readonly pingTimeoutMs: number;
   private readonly stallProbeTimeoutMs: number;
   private readonly readTimeoutMs: number;
+  private readonly appendTimeoutMs: number;
   private readonly resubscribeBackoff: EventStoreDbOptions['resubscribeBackoff'];
   /** The ping under way: concurrent readiness checks share it rather than piling up reads. */
   private pinging: Promise<void> | undefined;
@@ -176,6 +186,7 @@ export class EventStoreDbEventStore implements EventStore {
     this.pingTimeoutMs = positive('pingTimeoutMs', options.pingTimeoutMs ?? DEFAULT_PING_TIMEOUT_MS);
     this.stallProbeTimeoutMs = positive('stallProbeTimeoutMs', options.stallProbeTimeoutMs ?? DEFAULT_STALL_PROBE_TIMEOUT_MS);
     this.readTimeoutMs = positive('readTimeoutMs', options.readTimeoutMs ?? DEFAULT_READ_TIMEOUT_MS);
+    this.appendTimeoutMs = positive('appendTimeoutMs', options.appendTimeoutMs ?? DEFAULT_APPEND_TIMEOUT_MS);
     this.resubscribeBackoff = options.resubscribeBackoff;
   }
 
@@ -208,10 +219,13 @@ export class EventStoreDbEventStore implements EventStore {
     try {
       // A NotLeader refusal wrote nothing: trying again on the leader cannot append twice.
       appended = await this.onLeader(`append to stream ${streamId}`, () =>
-        this.client.appendToStream(
-          streamId,
-          events.map((event) => jsonEvent({ id: event.id, type: event.type, data: event.data, metadata: event.metadata })),
-          { expectedRevision: toEsdbExpectedRevision(expected), requiresLeader: true },
+        withDeadline(
+          this.client.appendToStream(
+            streamId,
+            events.map((event) => jsonEvent({ id: event.id, type: event.type, data: event.data, metadata: event.metadata })),
+            { expectedRevision: toEsdbExpectedRevision(expected), requiresLeader: true },
+          ),
+          { operation: `append to stream ${streamId}`, timeoutMs: this.appendTimeoutMs },
         ),
       );
     } catch (error) {
@@ -393,35 +407,42 @@ export class EventStoreDbEventStore implements EventStore {
     const { fromPosition, maxCount, streamPrefixes } = options;
     // EventStoreDB starts a read at its position, inclusive: that event is the previous page's last.
     const after = fromPosition === undefined ? -1n : BigInt(encodePosition(decodePosition(fromPosition)));
-    const read = this.client.readAll({ direction: FORWARDS, fromPosition: fromPosition === undefined ? START : decodePosition(fromPosition) });
-    const page: RecordedEvent[] = [];
-    try {
-      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
-        const event = resolved.event;
-        if (!event || isUnknownPosition(event.position)) continue;
-        if (BigInt(encodePosition(event.position)) <= after) continue;
-        if (!isDeliverable(event.streamId, event.type, streamPrefixes)) continue;
-        page.push(toRecordedEvent(event));
-        if (page.length === maxCount) break;
-      }
-    } finally {
-      read.cancel().catch(() => undefined);
-    }
-    return page;
+    // On the leader, like every read: a follower may not have the latest events yet (an export or a
+    // rebuild would end early, a processor's head check would see an older head).
+    return this.onLeader('read of $all', async () => {
+      const page: RecordedEvent[] = [];
+      await consumeRead(
+        this.client.readAll({ direction: FORWARDS, fromPosition: fromPosition === undefined ? START : decodePosition(fromPosition), requiresLeader: true }),
+        (resolved: AllStreamResolvedEvent) => {
+          const event = resolved.event;
+          if (!event || isUnknownPosition(event.position)) return false;
+          if (BigInt(encodePosition(event.position)) <= after) return false;
+          if (!isDeliverable(event.streamId, event.type, streamPrefixes)) return false;
+          page.push(toRecordedEvent(event));
+          return page.length === maxCount;
+        },
+        { operation: 'read of $all', timeoutMs: this.readTimeoutMs, idle: true },
+      );
+      return page;
+    });
   }
 
   async lastPosition(): Promise<string | null> {
     this.assertOpen();
-    const read = this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 });
-    try {
-      for await (const resolved of read as AsyncIterable<AllStreamResolvedEvent>) {
-        const event = resolved.event;
-        if (event && !isUnknownPosition(event.position)) return encodePosition(event.position);
-      }
-      return null;
-    } finally {
-      read.cancel().catch(() => undefined);
-    }
+    return this.onLeader('read of the head of $all', async () => {
+      let head: string | null = null;
+      await consumeRead(
+        this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1, requiresLeader: true }),
+        (resolved: AllStreamResolvedEvent) => {
+          const event = resolved.event;
+          if (!event || isUnknownPosition(event.position)) return false;
+          head = encodePosition(event.position);
+          return true;
+        },
+        { operation: 'read of the head of $all', timeoutMs: this.readTimeoutMs },
+      );
+      return head;
+    });
   }
 
   /**
@@ -543,6 +564,18 @@ async function consumeRead<Resolved>(
     read.cancel().catch(() => undefined);
     Promise.resolve(iterator.return?.()).catch(() => undefined);
   }
+}
+
+/** The call's outcome, or EventStoreTimeoutError once `timeoutMs` has passed without one (the call itself is left to settle unobserved). */
+function withDeadline<T>(call: Promise<T>, { operation, timeoutMs }: { operation: string; timeoutMs: number }): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  call.catch(() => undefined);
+  return Promise.race([
+    call,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new EventStoreTimeoutError(operation, timeoutMs)), timeoutMs);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function positive(name: string, value: number): number {

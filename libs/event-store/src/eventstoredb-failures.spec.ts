@@ -49,8 +49,8 @@ describe('EventStoreDbEventStore against a fake EventStoreDB node', () => {
     await Promise.all(nodes.splice(0).map((node) => node.stop()));
   });
 
-  async function node(): Promise<FakeEventStoreDb> {
-    const started = await FakeEventStoreDb.start();
+  async function node(options: { batchAppend?: boolean } = {}): Promise<FakeEventStoreDb> {
+    const started = await FakeEventStoreDb.start(options);
     nodes.push(started);
     return started;
   }
@@ -88,7 +88,52 @@ describe('EventStoreDbEventStore against a fake EventStoreDB node', () => {
     expect(events.map((event) => event.type)).toEqual(['Placed', 'Paid']);
   });
 
+  it('appends over BatchAppend when the node offers it, as production servers do', async () => {
+    const fake = await node({ batchAppend: true });
+    const store = connect(fake);
+
+    const appended = await store.append('order-1', [newEvent('Placed', { total: 3 })], { expectedRevision: 'no_stream' });
+    expect(appended).toEqual({ nextRevision: 0, position: encodePosition({ commit: 100n, prepare: 100n }) });
+    await expect(store.append('order-1', [newEvent()], { expectedRevision: 'no_stream' })).rejects.toThrow(/expected revision/);
+    await store.append('order-1', [newEvent('Paid'), newEvent('Shipped')], { expectedRevision: 0 });
+
+    expect(fake.callsOf('batch-append')).toHaveLength(1);
+    expect(fake.callsOf('append')).toHaveLength(3);
+    expect((await store.readStream('order-1')).map((event) => event.type)).toEqual(['Placed', 'Paid', 'Shipped']);
+  });
+
   describe('a node that stays connected but stops answering', () => {
+    it.each([
+      ['BatchAppend (production servers)', true],
+      ['the plain Append', false],
+    ])('fails an append over %s that gets no answer', async (_, batchAppend) => {
+      const fake = await node({ batchAppend });
+      const store = connect(fake, { appendTimeoutMs: 200 });
+      fake.behaviour.append = 'hang';
+
+      const started = Date.now();
+      await expect(within(store.append('order-1', [newEvent()], { expectedRevision: 'any' }), 3000, 'the append')).rejects.toThrow(
+        /did not answer within 200 ms \(append to stream order-1\)/,
+      );
+      expect(Date.now() - started).toBeLessThan(1500);
+      // The node answers again: appends go through (over the same BatchAppend call).
+      fake.behaviour.append = 'serve';
+      await expect(within(store.append('order-2', [newEvent()], { expectedRevision: 'no_stream' }), 3000, 'the next append')).resolves.toEqual(
+        expect.objectContaining({ nextRevision: 0 }),
+      );
+    });
+
+    it('fails a read of $all and a read of its head that get no answer, and cancels them', async () => {
+      const fake = await node();
+      fake.write('order-1', [{ type: 'Placed' }]);
+      const store = connect(fake, { readTimeoutMs: 200 });
+      fake.behaviour.read = 'hang';
+
+      await expect(within(store.readAll({ maxCount: 10 }), 3000, 'the page')).rejects.toThrow(/did not answer within 200 ms \(read of \$all\)/);
+      await expect(within(store.lastPosition(), 3000, 'the head')).rejects.toThrow(/did not answer within 200 ms \(read of the head of \$all\)/);
+      await waitFor(() => fake.callsOf('read-all').length === 2 && fake.callsOf('read-all').every((call) => call.cancelled), 'both reads to be cancelled');
+    });
+
     it('fails ping within its timeout, and cancels the read it left', async () => {
       const fake = await node();
       const store = connect(fake, { pingTimeoutMs: 200 });
@@ -184,6 +229,35 @@ describe('EventStoreDbEventStore against a fake EventStoreDB node', () => {
       const stored = leader.log.find((event) => event.streamId === 'order-2')!;
       expect(result).toEqual({ nextRevision: 0, position: encodePosition({ commit: stored.position, prepare: stored.position }) });
       expect(leader.callsOf('read-stream')).toHaveLength(1);
+    });
+
+    it('reads $all and its head on the leader: a stale follower would end an export early, or report an older head', async () => {
+      const { leader, follower } = await cluster();
+      const store = connect(follower);
+
+      const page = await within(store.readAll({ maxCount: 10 }), 5000, 'the page');
+      const head = await within(store.lastPosition(), 5000, 'the head');
+
+      expect(page.map((event) => event.type)).toEqual(['Placed', 'Paid']);
+      const last = leader.log.at(-1)!;
+      expect(head).toBe(encodePosition({ commit: last.position, prepare: last.position }));
+      // The follower refused the first (it requires the leader); the client has used the leader since.
+      expect(follower.callsOf('read-all')).toEqual([expect.objectContaining({ requiresLeader: true })]);
+      expect(leader.callsOf('read-all')).toHaveLength(2);
+    });
+
+    it('appends over BatchAppend on the leader when the node it talks to is a follower', async () => {
+      const leader = await node({ batchAppend: true });
+      const follower = await node({ batchAppend: true });
+      follower.behaviour.followerOf = { host: '127.0.0.1', port: leader.port };
+      const store = connect(follower);
+
+      const result = await within(store.append('order-2', [newEvent('Placed')], { expectedRevision: 'no_stream' }), 5000, 'the append');
+
+      expect(result.nextRevision).toBe(0);
+      expect(leader.log.map((event) => event.streamId)).toEqual(['order-2']);
+      expect(follower.log).toEqual([]);
+      expect(follower.callsOf('batch-append')).toEqual([expect.objectContaining({ requiresLeader: true })]);
     });
 
     it('subscribes on the leader', async () => {

@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import * as grpc from '@grpc/grpc-js';
+import { Any } from 'google-protobuf/google/protobuf/any_pb';
+import { ServerFeaturesService } from '@eventstore/db-client/generated/serverfeatures_grpc_pb';
+import { SupportedMethod, SupportedMethods } from '@eventstore/db-client/generated/serverfeatures_pb';
 import { StreamsService } from '@eventstore/db-client/generated/streams_grpc_pb';
-import { AppendReq, AppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
-import { Empty, StreamIdentifier, UUID } from '@eventstore/db-client/generated/shared_pb';
+import { AppendReq, AppendResp, BatchAppendReq, BatchAppendResp, ReadReq, ReadResp } from '@eventstore/db-client/generated/streams_pb';
+import { AllStreamPosition, Empty, StreamIdentifier, UUID, WrongExpectedVersion } from '@eventstore/db-client/generated/shared_pb';
+import { Status } from '@eventstore/db-client/generated/status_pb';
 
 /**
  * A fake EventStoreDB node for tests: the client's own generated Streams service
@@ -11,9 +15,12 @@ import { Empty, StreamIdentifier, UUID } from '@eventstore/db-client/generated/s
  *
  * What it serves, from an in-memory log: stream reads, `$all` reads (both directions), catch-up
  * subscriptions to `$all` (confirmation, the events after the start position, caught-up, then live
- * events; stream-prefix and event-type-regex filters) and appends (the plain client-streaming
- * Append; the client asks ServerFeatures first, which this node leaves unimplemented, as servers
- * before 21.10 do, so the client does not use BatchAppend). Single-host connection strings need
+ * events; stream-prefix and event-type-regex filters) and appends. Appends come one of two ways,
+ * as the client picks from the node's ServerFeatures: by default this node leaves ServerFeatures
+ * unimplemented, as servers before 21.10 do, and the client uses the plain client-streaming
+ * Append; started with `{ batchAppend: true }` it answers ServerFeatures with BatchAppend, as every
+ * production server (22.10 and later) does, and the client sends every append over one
+ * long-lived bidirectional BatchAppend call whose gRPC deadline it sets to Infinity. Single-host connection strings need
  * nothing else at connect: the client does not gossip unless given several hosts or
  * `esdb+discover`.
  *
@@ -53,7 +60,7 @@ export interface FakeBehaviour {
 }
 
 export interface FakeCall {
-  kind: 'read-stream' | 'read-all' | 'subscribe' | 'append';
+  kind: 'read-stream' | 'read-all' | 'subscribe' | 'append' | 'batch-append';
   /** Stream name for stream reads and appends. */
   stream?: string;
   requiresLeader: boolean;
@@ -107,13 +114,25 @@ export class FakeEventStoreDb {
 
   private constructor() {}
 
-  static async start(): Promise<FakeEventStoreDb> {
+  static async start(options: { batchAppend?: boolean } = {}): Promise<FakeEventStoreDb> {
     const fake = new FakeEventStoreDb();
     fake.server.addService(StreamsService as unknown as grpc.ServiceDefinition, {
       read: (call: grpc.ServerWritableStream<ReadReq, ReadResp>) => fake.read(call),
       append: (call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>) =>
         fake.appendCall(call, callback),
+      batchAppend: (call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>) => fake.batchAppendCall(call),
     });
+    if (options.batchAppend) {
+      fake.server.addService(ServerFeaturesService as unknown as grpc.ServiceDefinition, {
+        getSupportedMethods: (_call: unknown, callback: grpc.sendUnaryData<SupportedMethods>) =>
+          callback(
+            null,
+            new SupportedMethods()
+              .setEventStoreServerVersion('23.10.0')
+              .setMethodsList([new SupportedMethod().setServiceName('event_store.client.streams.streams').setMethodName('batchappend')]),
+          ),
+      });
+    }
     fake.boundPort = await new Promise<number>((resolve, reject) =>
       fake.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
         error ? reject(error) : resolve(bound),
@@ -327,41 +346,125 @@ export class FakeEventStoreDb {
       if (behaviour === 'hang') return;
       if (behaviour !== 'serve') return reply(behaviour);
 
-      const node = this.behaviour.forwardAppendsTo ?? this;
-      const current = node.streamEvents(stream!).length - 1;
-      const wanted = expected!.getExpectedStreamRevisionCase();
-      const Case = AppendReq.Options.ExpectedStreamRevisionCase;
-      const ok =
-        wanted === Case.ANY ||
-        (wanted === Case.NO_STREAM && current === -1) ||
-        (wanted === Case.STREAM_EXISTS && current >= 0) ||
-        (wanted === Case.REVISION && BigInt(expected!.getRevision()) === BigInt(current));
+      const outcome = this.decideAppend(stream!, expected!, proposed);
       const response = new AppendResp();
-      if (!ok) {
+      if ('current' in outcome) {
         const wrong = new AppendResp.WrongExpectedVersion();
-        if (current >= 0) wrong.setCurrentRevision(String(current));
+        if (outcome.current >= 0) wrong.setCurrentRevision(String(outcome.current));
         else wrong.setCurrentNoStream(new Empty());
+        const Case = AppendReq.Options.ExpectedStreamRevisionCase;
+        const wanted = expected!.getExpectedStreamRevisionCase();
         if (wanted === Case.REVISION) wrong.setExpectedRevision(expected!.getRevision());
         else if (wanted === Case.NO_STREAM) wrong.setExpectedNoStream(new Empty());
         else if (wanted === Case.STREAM_EXISTS) wrong.setExpectedStreamExists(new Empty());
         else wrong.setExpectedAny(new Empty());
         return reply(undefined, response.setWrongExpectedVersion(wrong));
       }
-      let last: FakeStoredEvent | undefined;
-      for (const message of proposed) {
-        last = node.store({
-          streamId: stream!,
-          id: message.getId()!.getString(),
-          type: message.getMetadataMap().get('type') ?? '',
-          contentType: message.getMetadataMap().get('content-type') ?? 'application/octet-stream',
-          data: message.getData_asU8(),
-          metadata: message.getCustomMetadata_asU8(),
-        });
-      }
-      const success = new AppendResp.Success().setCurrentRevision(String(last!.revision));
-      success.setPosition(new AppendResp.Position().setCommitPosition(String(last!.position)).setPreparePosition(String(last!.position)));
+      const success = new AppendResp.Success().setCurrentRevision(String(outcome.last.revision));
+      success.setPosition(new AppendResp.Position().setCommitPosition(String(outcome.last.position)).setPreparePosition(String(outcome.last.position)));
       reply(undefined, response.setSuccess(success));
     });
+  }
+
+  /**
+   * BatchAppend, as servers from 21.10 on serve it: one long-lived call for all of a client's
+   * appends; each append is requests with its correlation id (options on the first, is_final on the
+   * last), answered by a response with that id. NotLeader ends the whole call (the client fails
+   * every append waiting on it); `append: 'hang'` leaves appends unanswered while the call stays open.
+   */
+  private batchAppendCall(call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>): void {
+    const record = this.track('batch-append', call as unknown as grpc.ServerReadableStream<AppendReq, AppendResp>);
+    const refusal = this.leaderRefusal(record);
+    if (refusal) {
+      record.ended = true;
+      call.emit('error', toServiceError(refusal));
+      return;
+    }
+    const pending = new Map<string, { options?: BatchAppendReq.Options; proposed: Array<BatchAppendReq.ProposedMessage> }>();
+    call.on('data', (request: BatchAppendReq) => {
+      const correlation = request.getCorrelationId()!.getString();
+      const append = pending.get(correlation) ?? { proposed: [] };
+      pending.set(correlation, append);
+      if (request.hasOptions()) append.options = request.getOptions();
+      append.proposed.push(...request.getProposedMessagesList());
+      if (!request.getIsFinal()) return;
+      pending.delete(correlation);
+      this.calls.push({ kind: 'append', stream: streamName(append.options!.getStreamIdentifier()), requiresLeader: record.requiresLeader, cancelled: false, ended: false });
+      const behaviour = this.behaviour.append;
+      if (behaviour === 'hang') return;
+      const response = new BatchAppendResp().setCorrelationId(new UUID().setString(correlation)).setStreamIdentifier(append.options!.getStreamIdentifier());
+      if (behaviour !== 'serve') {
+        call.write(response.setError(new Status().setCode(behaviour.code as number).setMessage(behaviour.details)));
+        return;
+      }
+      const options = append.options!;
+      const Case = BatchAppendReq.Options.ExpectedStreamPositionCase;
+      const wanted = options.getExpectedStreamPositionCase();
+      const outcome = this.decideAppend(streamName(options.getStreamIdentifier()), {
+        any: wanted === Case.ANY || wanted === Case.EXPECTED_STREAM_POSITION_NOT_SET,
+        noStream: wanted === Case.NO_STREAM,
+        streamExists: wanted === Case.STREAM_EXISTS,
+        revision: wanted === Case.STREAM_POSITION ? BigInt(options.getStreamPosition()) : undefined,
+      }, append.proposed);
+      if ('current' in outcome) {
+        const wrong = new WrongExpectedVersion();
+        if (outcome.current >= 0) wrong.setCurrentStreamRevision(String(outcome.current));
+        else wrong.setCurrentNoStream(new Empty());
+        if (wanted === Case.STREAM_POSITION) wrong.setExpectedStreamPosition(options.getStreamPosition());
+        else if (wanted === Case.NO_STREAM) wrong.setExpectedNoStream(new Empty());
+        else if (wanted === Case.STREAM_EXISTS) wrong.setExpectedStreamExists(new Empty());
+        else wrong.setExpectedAny(new Empty());
+        const details = new Any();
+        details.pack(wrong.serializeBinary(), 'event_store.client.WrongExpectedVersion');
+        call.write(response.setError(new Status().setCode(9).setMessage('Wrong expected version').setDetails(details)));
+        return;
+      }
+      const position = new AllStreamPosition().setCommitPosition(String(outcome.last.position)).setPreparePosition(String(outcome.last.position));
+      call.write(response.setSuccess(new BatchAppendResp.Success().setCurrentRevision(String(outcome.last.revision)).setPosition(position)));
+    });
+    call.on('end', () => {
+      record.ended = true;
+      call.end();
+    });
+  }
+
+  /** An append's outcome on this node's log (or the leader's it forwards to): the last event written, or the stream's current revision when the expectation fails. */
+  private decideAppend(
+    stream: string,
+    expected: AppendReq.Options | { any: boolean; noStream: boolean; streamExists: boolean; revision: bigint | undefined },
+    proposed: Array<AppendReq.ProposedMessage | BatchAppendReq.ProposedMessage>,
+  ): { last: FakeStoredEvent } | { current: number } {
+    const node = this.behaviour.forwardAppendsTo ?? this;
+    const current = node.streamEvents(stream).length - 1;
+    let wanted = expected as { any: boolean; noStream: boolean; streamExists: boolean; revision: bigint | undefined };
+    if (expected instanceof AppendReq.Options) {
+      const Case = AppendReq.Options.ExpectedStreamRevisionCase;
+      const which = expected.getExpectedStreamRevisionCase();
+      wanted = {
+        any: which === Case.ANY,
+        noStream: which === Case.NO_STREAM,
+        streamExists: which === Case.STREAM_EXISTS,
+        revision: which === Case.REVISION ? BigInt(expected.getRevision()) : undefined,
+      };
+    }
+    const ok =
+      wanted.any ||
+      (wanted.noStream && current === -1) ||
+      (wanted.streamExists && current >= 0) ||
+      (wanted.revision !== undefined && wanted.revision === BigInt(current));
+    if (!ok) return { current };
+    let last: FakeStoredEvent | undefined;
+    for (const message of proposed) {
+      last = node.store({
+        streamId: stream,
+        id: message.getId()!.getString(),
+        type: message.getMetadataMap().get('type') ?? '',
+        contentType: message.getMetadataMap().get('content-type') ?? 'application/octet-stream',
+        data: message.getData_asU8(),
+        metadata: message.getCustomMetadata_asU8(),
+      });
+    }
+    return { last: last! };
   }
 }
 
