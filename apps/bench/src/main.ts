@@ -41,6 +41,8 @@
  *   BENCH_NATS_PACED_SECONDS   --nats: its length (default 10)
  *   BENCH_WEBHOOK_TIMEOUT_S    how long to wait for the last webhook of a phase (default 120)
  *   BENCH_DEADLINE_S           the whole run, after which everything is stopped and it fails (default 900)
+ *   BENCH_CPU_PROF             a directory: each service process writes a V8 CPU profile there when it stops
+ *                              (summarize with `node scripts/cpu-profile-summary.js FILE`)
  *   BENCH_OPS                  0 skips ops export/rebuild throughput on 100k and 1M-event embedded stores (ops-throughput.ts)
  *
  * Only 127.0.0.1 is used. The clients, the https webhook receiver (with a CA made for the run,

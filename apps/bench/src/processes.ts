@@ -81,7 +81,10 @@ export class Child {
   /** A node script of ours (from dist/), with only PATH inherited from the bench's environment. */
   static spawn(script: string, env: Record<string, string>, options: { cwd?: string; ipc?: boolean } = {}): Child {
     if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first (\`npm run bench\` does)`);
-    return Child.spawnBinary(process.execPath, [script], env, options);
+    // BENCH_CPU_PROF=DIR: every service process writes a V8 CPU profile there when it stops (the
+    // profile behind a goal not met; read it with Chrome DevTools or scripts/cpu-profile-summary.js).
+    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    return Child.spawnBinary(process.execPath, [...profile, script], env, options);
   }
 
   /** Any executable (nats-server), owned and cleaned up like the node children. */
