@@ -3,6 +3,7 @@ import { BusLogger } from './bus-logger';
 import { NatsBus } from './nats-bus';
 import { busContract } from './testing/bus.contract';
 import { NatsServerHandle, startNatsServer } from './testing/nats-server';
+import { startNatsCluster } from './testing/nats-cluster';
 import { deferred, eventually, waitFor } from './testing/wait-for';
 import { NOT_ACKED_ON_LAST_DELIVERY } from './parking';
 
@@ -165,6 +166,52 @@ describe('NatsBus', () => {
         await Promise.all([v1.close(), v2.close()]);
       }
     });
+
+    // nats-server 2.10+ refuses `action: "create"` for a durable that exists with other settings, so
+    // a rolling upgrade changing ackWaitMs would stop the new pods from starting. The installed
+    // 2.9.10 accepts it, so this reads what the adapter asks of JetStream on the wire instead (the
+    // API requests, seen by a subscriber of $JS.API.CONSUMER.>), on a 3-node cluster with replicas 3
+    // as in production, and with two instances of each version starting at once.
+    it('asks JetStream to create a durable only while it is missing, and to update it otherwise (what 2.10+ requires)', async () => {
+      const cluster = await startNatsCluster(3);
+      const tap = await connect({ servers: cluster.url });
+      const asked: Array<{ subject: string; action: string | undefined; ackWait: number | undefined }> = [];
+      const durable = durableName();
+      const subject = `evt.${durable}.happened`;
+      const buses: NatsBus[] = [];
+      try {
+        const sub = tap.subscribe('$JS.API.CONSUMER.>', {
+          callback: (_, message) => {
+            if (!message.subject.includes('CREATE') || !message.subject.includes(durable)) return;
+            const body = JSON.parse(new TextDecoder().decode(message.data)) as { action?: string; config?: { ack_wait?: number } };
+            asked.push({ subject: message.subject, action: body.action, ackWait: body.config?.ack_wait });
+          },
+        });
+        await tap.flush();
+        for (const name of ['v1-a', 'v1-b', 'v2-a', 'v2-b']) {
+          buses.push(await NatsBus.connect({ servers: cluster.url, name, streamReplicas: 3, logger: quietLogger }));
+        }
+        const [v1a, v1b, v2a, v2b] = buses;
+        const handler = async () => undefined;
+        // Two instances of v1 start together on a fresh durable: creates (identical) only.
+        await Promise.all([v1a.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, handler), v1b.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, handler)]);
+        const created = asked.length;
+        expect(created).toBeGreaterThanOrEqual(1);
+        expect(asked.every((request) => request.action === 'create' && request.ackWait === nanos(30_000))).toBe(true);
+        // Two instances of v2 with another ackWaitMs start together: the durable exists, so updates only.
+        await Promise.all([v2a.consume({ durable, subject, ackWaitMs: 10_000, maxDeliver: 7 }, handler), v2b.consume({ durable, subject, ackWaitMs: 10_000, maxDeliver: 7 }, handler)]);
+        const later = asked.slice(created);
+        expect(later.length).toBeGreaterThanOrEqual(1);
+        expect(later.map((request) => request.action)).toEqual(later.map(() => 'update'));
+        const jsm = await tap.jetstreamManager();
+        expect((await jsm.consumers.info('CAMPAIGN_OPS_EVENTS', durable)).config).toMatchObject({ ack_wait: nanos(10_000), max_deliver: 7 });
+        await sub.drain();
+      } finally {
+        await Promise.all(buses.map((bus) => bus.close()));
+        await tap.close();
+        await cluster.stop();
+      }
+    }, 60_000);
 
     it('refuses to start a consumer whose filter subject differs from the durable’s, naming both, and leaves the durable alone', async () => {
       const durable = durableName();
