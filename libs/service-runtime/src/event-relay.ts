@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { EventStore, RecordedEvent, Subscription } from '@campaign-ops/event-store';
+import { EventStore, RecordedEvent, Subscription, SubscriptionPositionRefusedError } from '@campaign-ops/event-store';
 import { CheckpointStore, LeaseFence, LeaseLostError } from '@campaign-ops/read-store';
 import { processorCheckpoint, processorEvents, processorLag } from './metrics';
 import { processorLeaseDefaults, processorLeaseTakes, ProcessorLeaseOptions, ProcessorState, reportProcessorState } from './processor-status';
@@ -47,8 +47,10 @@ export interface CheckpointedOptions {
  *
  * At every start it compares its checkpoint with the event store's head, and refuses to run while
  * the checkpoint is ahead (an event store recreated or restored while the read store kept its
- * checkpoints): it would skip every event up to there. The process is then not ready (/readyz)
- * until an operator resets the checkpoint (`npm run ops -- processors reset NAME`).
+ * checkpoints): it would skip every event up to there. It refuses the same way a checkpoint the
+ * event store refuses to subscribe from (EventStoreDB: not a position of this database), which no
+ * retry can mend. The process is then not ready (/readyz) until an operator resets the checkpoint
+ * (`npm run ops -- processors reset NAME --to-start|--to-head`).
  */
 const CHECKPOINT_EVERY_MS = 100;
 /** With concurrency, how many handled events may wait behind an unfinished one, per lane. */
@@ -75,6 +77,8 @@ export class CheckpointedProcessor {
   private held: { fence: LeaseFence; validUntil: number; renewing: boolean } | null = null;
   private renewTimer: NodeJS.Timeout | null = null;
   private firstAttempt = true;
+  /** A checkpoint the event store refused to subscribe from: refused again without asking until it changes (a reset). */
+  private refusedCheckpoint: { position: string; why: string } | undefined;
   /** What this instance is doing (also at /metrics and, when refusing, /readyz). */
   state: ProcessorState = 'stopped';
 
@@ -148,7 +152,15 @@ export class CheckpointedProcessor {
         while (run === this.run && busy()) await Promise.race(this.window.filter((e) => !e.done).map((e) => e.finished.catch(() => undefined)));
       },
       onError: (error) => {
-        if (run === this.run) this.restartAfterFailure(error);
+        if (run !== this.run) return;
+        if (error instanceof SubscriptionPositionRefusedError && from !== undefined) {
+          // Asking again from the same checkpoint cannot succeed: refuse until it is reset.
+          this.endRun();
+          this.refusedCheckpoint = { position: from, why: `the event store refuses checkpoint ${from} (${error.message})` };
+          void this.refuse(this.refusedCheckpoint.why).catch((e: Error) => this.restartAfterFailure(e));
+          return;
+        }
+        this.restartAfterFailure(error);
       },
     });
   }
@@ -159,13 +171,19 @@ export class CheckpointedProcessor {
    * looks again every headRecheckMs, so that a reset of the checkpoint lets it run.
    */
   private async checkHead(checkpoint: string | undefined): Promise<boolean> {
+    if (this.refusedCheckpoint && checkpoint === this.refusedCheckpoint.position) return this.refuse(this.refusedCheckpoint.why);
+    this.refusedCheckpoint = undefined;
     if (checkpoint === undefined) return true;
     const head = await this.options.eventStore.lastPosition();
     if (!isAhead(checkpoint, head)) {
       if (this.state === 'refusing') this.logger.log(`checkpoint ${checkpoint} is no longer ahead of the event store's head ${head}: running`);
       return true;
     }
-    const problem = `checkpoint ${checkpoint} is ahead of the event store's head ${head ?? '(none: the event store is empty)'}`;
+    return this.refuse(`checkpoint ${checkpoint} is ahead of the event store's head ${head ?? '(none: the event store is empty)'}`);
+  }
+
+  /** Not running from this checkpoint (not ready, says why, once), the lease let go; looks again every headRecheckMs. */
+  private async refuse(problem: string): Promise<false> {
     if (this.state !== 'refusing') {
       this.logger.error(
         `refusing to run: ${problem}. Was the event store recreated or restored while the read store kept its checkpoints? ` +

@@ -1,4 +1,4 @@
-import { RecordedEvent, SqliteEventStore } from '@campaign-ops/event-store';
+import { EventStore, RecordedEvent, SqliteEventStore, SubscriptionPositionRefusedError } from '@campaign-ops/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { CheckpointStore, SqliteReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor } from './event-relay';
@@ -66,10 +66,14 @@ describe('CheckpointedProcessor across replicas', () => {
   };
   const head = async () => (await events.lastPosition())!;
 
-  function replica(holder: string, handle: (event: RecordedEvent) => Promise<void>, options: { clock?: () => number; checkpoints?: CheckpointStore; seizeAtStart?: boolean; name?: string } = {}) {
+  function replica(
+    holder: string,
+    handle: (event: RecordedEvent) => Promise<void>,
+    options: { clock?: () => number; checkpoints?: CheckpointStore; seizeAtStart?: boolean; name?: string; eventStore?: EventStore } = {},
+  ) {
     const processor = new CheckpointedProcessor({
       name: options.name ?? 'things',
-      eventStore: events,
+      eventStore: options.eventStore ?? events,
       checkpoints: options.checkpoints ?? reads.checkpoints,
       streamPrefixes: ['thing-'],
       handle,
@@ -197,5 +201,37 @@ describe('CheckpointedProcessor across replicas', () => {
     await waitFor(() => handled.length === 5, 'every event after the reset');
     expect(processor.state).toBe('active');
     expect(processorProblems()['things-ahead']).toBeUndefined();
+  });
+
+  it('refuses to run from a checkpoint the event store refuses to subscribe from, without asking again, until it is reset', async () => {
+    await append(5);
+    const refused = (await events.readAll({ maxCount: 2 }))[1]!.position;
+    // As EventStoreDB answers a checkpoint of a recreated database: confirmed, then INVALID_ARGUMENT.
+    let subscriptions = 0;
+    const store: EventStore = Object.assign(Object.create(events) as EventStore, {
+      subscribeToAll: (options: Parameters<EventStore['subscribeToAll']>[0]) => {
+        subscriptions++;
+        if (options.fromPosition !== refused) return events.subscribeToAll(options);
+        setTimeout(() => options.onError?.(new SubscriptionPositionRefusedError(refused, new Error('3 INVALID_ARGUMENT: not a valid Position'))), 5);
+        return { close: async () => undefined };
+      },
+    });
+    await reads.checkpoints.set('things-refused', refused);
+    const handled: string[] = [];
+    const processor = replica('a', async (event) => void handled.push(event.id), { name: 'things-refused', eventStore: store });
+    await processor.start();
+
+    await waitFor(() => processor.state === 'refusing', 'the refusal');
+    expect(processorProblems()['things-refused']).toMatch(new RegExp(`the event store refuses checkpoint ${refused}.*reset it: npm run ops -- processors reset things-refused --to-start\\|--to-head`));
+    // Rechecked every 50 ms, it stays refusing, without subscribing again (a retry loop would, every few hundred ms, forever).
+    await sleep(300);
+    expect(processor.state).toBe('refusing');
+    expect(subscriptions).toBe(1);
+    expect(handled).toEqual([]);
+
+    await reads.checkpoints.reset('things-refused', undefined);
+    await waitFor(() => handled.length === 5, 'every event after the reset');
+    expect(processor.state).toBe('active');
+    expect(processorProblems()['things-refused']).toBeUndefined();
   });
 });

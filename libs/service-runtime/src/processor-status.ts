@@ -6,7 +6,7 @@ import { registry } from './metrics';
 /**
  * What each checkpointed processor of this process is doing, for /readyz and /metrics:
  * `active` (holds its lease and follows the event store), `standby` (another replica holds it),
- * `refusing` (its checkpoint is ahead of the event store's head: see CheckpointedProcessor).
+ * `refusing` (its checkpoint is ahead of the event store's head, or one the event store refuses: see CheckpointedProcessor).
  */
 export type ProcessorState = 'stopped' | 'standby' | 'active' | 'refusing';
 
@@ -21,7 +21,7 @@ export const processorActive = new Gauge({
 
 export const processorRefusing = new Gauge({
   name: 'event_processor_checkpoint_ahead',
-  help: "1 while a checkpointed processor refuses to run because its checkpoint is ahead of the event store's head (reset it: npm run ops -- processors reset NAME).",
+  help: "1 while a checkpointed processor refuses to run from its checkpoint: ahead of the event store's head, or a position the event store refuses (reset it: npm run ops -- processors reset NAME --to-start|--to-head).",
   labelNames: ['processor'] as const,
   registers: [registry],
 });
