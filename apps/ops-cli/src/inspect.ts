@@ -7,7 +7,7 @@ import { deliveriesOf } from '@campaign-ops/webhook-delivery';
 
 export interface TimelineEntry {
   at: string;
-  kind: 'event' | 'provider_attempt' | 'webhook_delivery';
+  kind: 'event' | 'provider_attempt' | 'webhook_delivery' | 'webhook_attempt';
   what: string;
   request_id: string | null;
   details: Record<string, unknown>;
@@ -41,8 +41,9 @@ function providerAttempt(event: RecordedEvent): TimelineEntry | null {
 
 /**
  * One dispatch's or connection's story: every event of its stream (with the request that caused
- * it), the provider attempts they record, and every webhook delivery made of them (the delivery
- * record keeps its number of attempts and the last one's outcome; single attempts are not stored).
+ * it), the provider attempts they record, every webhook delivery made of them, and each attempt
+ * of each delivery (when it started, how long it took, the status code or error; deliveries keep
+ * their last 50 attempts, and those recorded before attempts were kept show only the summary).
  */
 export async function inspect(eventStore: EventStore, readStore: ReadStore, id: string): Promise<Timeline | null> {
   const kind = id.startsWith('dsp_') ? 'dispatch' : id.startsWith('con_') ? 'connection' : null;
@@ -75,6 +76,16 @@ export async function inspect(eventStore: EventStore, readStore: ReadStore, id: 
           next_attempt_at: delivery.next_attempt_at,
         },
       });
+      for (const attempt of delivery.attempt_log ?? []) {
+        const outcome = attempt.succeeded ? `succeeded (${attempt.status_code})` : `failed (${attempt.status_code ?? attempt.error})`;
+        entries.push({
+          at: attempt.at,
+          kind: 'webhook_attempt',
+          what: `${delivery.event} to ${delivery.endpoint_id}, attempt ${attempt.attempt}: ${outcome}${attempt.duration_ms === null ? '' : ` in ${attempt.duration_ms} ms`}`,
+          request_id: requestIdOf(event),
+          details: { delivery_id: delivery.id, ...attempt },
+        });
+      }
     }
   }
   // Stable: at equal times, the order above (the event, then what came of it).

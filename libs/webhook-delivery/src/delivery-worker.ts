@@ -75,8 +75,10 @@ export class DeliveryWorker {
 
   /** Attempts a delivery this worker has claimed, and records the outcome. */
   async send(delivery: Delivery): Promise<void> {
+    const startedAt = new Date().toISOString();
+    const started = performance.now();
     const result = await this.attempt(delivery);
-    const next = afterAttempt(delivery, result, new Date(), this.options.retrySchedule);
+    const next = afterAttempt(delivery, { ...result, startedAt, durationMs: Math.round(performance.now() - started) }, new Date(), this.options.retrySchedule);
     // Only the holder of this lease records its outcome.
     await this.deliveries.update(delivery.id, next, { lease_until: delivery.lease_until });
     deliveryAttempts.inc({ outcome: result.ok ? 'succeeded' : 'failed' });

@@ -1,5 +1,5 @@
 import { specFor } from '@campaign-ops/testing/decider';
-import { afterAttempt, Delivery } from './delivery';
+import { afterAttempt, Delivery, MAX_ATTEMPT_LOG } from './delivery';
 import { DEFAULT_RETRY_SCHEDULE, nextRetryDelay, parseRetrySchedule } from './retry-schedule';
 import { EndpointAlreadyExists, EndpointNotFound, upcastWebhookEndpointEvent, WebhookEndpointCommand, WebhookEndpointEvent, webhookEndpointDecider, webhookStreamId } from './webhook-endpoint.decider';
 import { webhookBody } from './webhook-events';
@@ -116,6 +116,23 @@ describe('delivery attempts', () => {
     expect(afterAttempt(delivery, { ok: false, statusCode: null, error: 'endpoint_deleted', final: true }, now, [1000])).toMatchObject({ status: 'failed', attempts: 1, next_attempt_at: null }));
   it('fail for good when the schedule is spent', () =>
     expect(afterAttempt({ ...delivery, attempts: 1 }, { ok: false, statusCode: null, error: 'timeout' }, now, [1000])).toMatchObject({ status: 'failed', attempts: 2 }));
+  it('are logged one by one, oldest first: when each started, how long it took, how it ended', () => {
+    const first = afterAttempt(delivery, { ok: false, statusCode: 503, error: 'http_503', startedAt: '2026-11-22T09:59:59.900Z', durationMs: 95 }, now, [1000, 1000]);
+    const second = afterAttempt(first, { ok: false, statusCode: null, error: 'timeout' }, new Date('2026-11-22T10:00:02.000Z'), [1000, 1000]);
+    const third = afterAttempt(second, { ok: true, statusCode: 200, error: null, startedAt: '2026-11-22T10:00:04.000Z', durationMs: 12 }, now, [1000, 1000]);
+    expect(third.attempt_log).toEqual([
+      { attempt: 1, at: '2026-11-22T09:59:59.900Z', duration_ms: 95, succeeded: false, status_code: 503, error: 'http_503' },
+      { attempt: 2, at: '2026-11-22T10:00:02.000Z', duration_ms: null, succeeded: false, status_code: null, error: 'timeout' },
+      { attempt: 3, at: '2026-11-22T10:00:04.000Z', duration_ms: 12, succeeded: true, status_code: 200, error: null },
+    ]);
+  });
+  it('keep the newest MAX_ATTEMPT_LOG attempts in their log', () => {
+    let current = delivery;
+    for (let i = 0; i < MAX_ATTEMPT_LOG + 3; i++) current = afterAttempt(current, { ok: false, statusCode: 500, error: 'http_500' }, now, Array(100).fill(1000));
+    expect(current.attempt_log).toHaveLength(MAX_ATTEMPT_LOG);
+    expect(current.attempt_log![0].attempt).toBe(4);
+    expect(current.attempt_log!.at(-1)!.attempt).toBe(MAX_ATTEMPT_LOG + 3);
+  });
 });
 
 describe('webhook body', () => {
