@@ -31,7 +31,7 @@ export async function runAudit(command: string, args: string[], values: Values, 
     case 'export':
       return runExport(values, stores);
     case 'verify':
-      return runVerify(args[0], stores);
+      return runVerify(args[0], values, stores);
     case 'rebuild':
       return runRebuild(args, values, stores);
     case 'inspect':
@@ -55,14 +55,15 @@ async function runExport(values: Values, { eventStore }: Stores): Promise<Outcom
   };
 }
 
-async function runVerify(file: string | undefined, { eventStore }: Stores): Promise<Outcome> {
+async function runVerify(file: string | undefined, values: Values, { eventStore }: Stores): Promise<Outcome> {
   if (!file) throw new AuditUsageError('verify needs the export file');
   const progress = progressOn(process.stderr, 'verify', 'lines');
-  const result = await verifyExport(file, eventStore, (done, fraction) => progress.update(done, fraction));
+  const result = await verifyExport(file, eventStore, (done, fraction) => progress.update(done, fraction), { allowMissingManifest: values['no-manifest'] === true });
   progress.stop();
   if (!result.ok) return { json: result, text: `${file}${result.line === null ? '' : `, line ${result.line}`}: ${result.reason}`, code: 1 };
-  const manifest = result.manifest === 'matches' ? 'the manifest matches' : 'no manifest beside it';
-  return { json: result, text: `${file}: ${result.lines} lines, chain intact, ${manifest}, every line as in the event store\nfinal hash ${result.final_hash}`, code: 0 };
+  const manifest = result.manifest === 'matches' ? 'the manifest matches' : 'no manifest beside it (--no-manifest)';
+  const store = result.complete_against_store ? 'every line as in the event store, none missing' : 'every line as in the event store';
+  return { json: result, text: `${file}: ${result.lines} lines, chain intact, ${manifest}, ${store}\nfinal hash ${result.final_hash}`, code: 0 };
 }
 
 async function runRebuild(names: string[], values: Values, { eventStore, readStore }: Stores): Promise<Outcome> {

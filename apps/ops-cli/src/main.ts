@@ -23,13 +23,16 @@ NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
   export --out FILE [--stream ID | --category NAME] [--account ACCT_ID] [--from ISO] [--to ISO]
                                                    events in commit order as hash-chained JSON lines, and
                                                    FILE.manifest.json; signing secrets and key hashes redacted
-  verify FILE                                      the chain, the manifest, then every line against the event
-                                                   store; exit 1 naming the first line that differs
+  verify FILE [--no-manifest]                      the chain, the manifest, then the event store walked as the
+                                                   export did: every line as stored, none missing; exit 1 naming
+                                                   the first line that differs (no manifest: exit 1, unless
+                                                   --no-manifest, which checks each line against the store)
   rebuild NAME... | --all [--check]                replay the event store into fresh read models and swap them
                                                    in while the services run; --check only compares them with
                                                    the live ones (exit 1 on a difference)
   inspect DSP_ID|CON_ID                            a dispatch's or connection's timeline: events, provider
-                                                   attempts, webhook deliveries, with request ids
+                                                   attempts, webhook deliveries and each of their attempts,
+                                                   with times and request ids
 
 ${PROCESSOR_USAGE}
 
@@ -105,6 +108,7 @@ function parse(argv: string[]) {
         to: { type: 'string' },
         all: { type: 'boolean' },
         check: { type: 'boolean' },
+        'no-manifest': { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean' },
       },

@@ -105,7 +105,7 @@ export async function exportEvents(store: EventStore, filter: ExportFilter, file
   return manifest;
 }
 
-function normalizeFilter(filter: ExportFilter): ExportFilter {
+export function normalizeFilter(filter: ExportFilter): ExportFilter {
   const instant = (value: string | undefined, name: string) => {
     if (value === undefined) return undefined;
     const time = Date.parse(value);
@@ -117,7 +117,7 @@ function normalizeFilter(filter: ExportFilter): ExportFilter {
   return Object.fromEntries(Object.entries(normalized).filter(([, value]) => value !== undefined));
 }
 
-function selector(filter: ExportFilter): (event: RecordedEvent) => boolean {
+export function selector(filter: ExportFilter): (event: RecordedEvent) => boolean {
   const { account, from, to } = filter;
   const accountStream = account === undefined ? undefined : `account-${account}`;
   return (event) =>
@@ -127,7 +127,7 @@ function selector(filter: ExportFilter): (event: RecordedEvent) => boolean {
 }
 
 /** The store's events in commit order, page by page, up to `upTo`: one stream's, a category's or everyone's. */
-async function* pages(store: EventStore, filter: ExportFilter, upTo: string | null): AsyncGenerator<RecordedEvent[]> {
+export async function* pages(store: EventStore, filter: ExportFilter, upTo: string | null): AsyncGenerator<RecordedEvent[]> {
   if (upTo === null) return;
   const limit = BigInt(upTo);
   const within = (page: RecordedEvent[]) => page.filter((event) => BigInt(event.position) <= limit);

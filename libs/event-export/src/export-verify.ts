@@ -2,13 +2,26 @@ import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import canonicalize from 'canonicalize';
 import { EventStore, RecordedEvent } from '@campaign-ops/event-store';
-import { ExportManifest, manifestFileOf, ProgressListener } from './event-export';
+import { ExportManifest, manifestFileOf, pages, ProgressListener, selector } from './event-export';
 import { ExportLine, GENESIS_HASH, LINE_FIELDS, sealLine } from './export-line';
 import { redactedData } from './redaction';
 
 export type VerifyResult =
-  | { ok: true; lines: number; final_hash: string; manifest: 'matches' | 'absent'; checked_against_store: boolean }
+  | {
+      ok: true;
+      lines: number;
+      final_hash: string;
+      manifest: 'matches' | 'absent';
+      checked_against_store: boolean;
+      /** Whether the store was also walked for the manifest's selection: then no event it selects is missing from the file. */
+      complete_against_store: boolean;
+    }
   | { ok: false; line: number | null; reason: string };
+
+export interface VerifyOptions {
+  /** Verify a file whose manifest is gone (the chain and the lines only: a cut-off end cannot be told). Default false: no manifest, no pass. */
+  allowMissingManifest?: boolean;
+}
 
 /** Lines are checked against windows of their streams, read once each: this many streams' windows are kept. */
 const STREAM_CACHE_SIZE = 10_000;
@@ -65,11 +78,14 @@ function typeOfFields(line: ExportLine): string | null {
 
 /**
  * Checks an export: first the chain (every line's layout, prev_hash and hash) and the manifest
- * beside it (count and final hash), then, given a store, every line against the event store (the
- * event at that stream and revision has this id, type, version, data as exported, metadata and
- * time). Answers the first line that fails and why.
+ * beside it (count and final hash; a file without one fails unless allowMissingManifest), then,
+ * given a store, every line against the event store (the event at that stream and revision has
+ * this id, type, version, data as exported, metadata and time). With a manifest, that last pass
+ * walks the store as the export did (the manifest's filter, up to its read_up_to), so a line
+ * dropped, added or moved, even with the chain and the manifest made again to match, is named too.
+ * Answers the first line that fails and why.
  */
-export async function verifyExport(file: string, store?: EventStore, onProgress?: ProgressListener): Promise<VerifyResult> {
+export async function verifyExport(file: string, store?: EventStore, onProgress?: ProgressListener, options: VerifyOptions = {}): Promise<VerifyResult> {
   if (!existsSync(file)) return { ok: false, line: null, reason: `${file} does not exist` };
   let prevHash = GENESIS_HASH;
   let lines = 0;
@@ -80,10 +96,9 @@ export async function verifyExport(file: string, store?: EventStore, onProgress?
     lines = number;
   }
 
-  let manifestState: 'matches' | 'absent' = 'absent';
+  let manifest: ExportManifest | undefined;
   const manifestFile = manifestFileOf(file);
   if (existsSync(manifestFile)) {
-    let manifest: ExportManifest;
     try {
       manifest = JSON.parse(readFileSync(manifestFile, 'utf8')) as ExportManifest;
     } catch {
@@ -91,10 +106,20 @@ export async function verifyExport(file: string, store?: EventStore, onProgress?
     }
     if (manifest.count !== lines) return { ok: false, line: Math.min(manifest.count, lines) + 1, reason: `the manifest counts ${manifest.count} lines, the file has ${lines}` };
     if (manifest.final_hash !== prevHash) return { ok: false, line: lines, reason: `the last hash ${prevHash} is not the manifest's final_hash ${manifest.final_hash}` };
-    manifestState = 'matches';
+  } else if (!options.allowMissingManifest) {
+    return { ok: false, line: null, reason: `${manifestFile} is missing: without it a file cut short cannot be told from a whole one (--no-manifest checks the rest anyway)` };
   }
+  const manifestState = manifest ? 'matches' : 'absent';
 
-  if (!store) return { ok: true, lines, final_hash: prevHash, manifest: manifestState, checked_against_store: false };
+  if (!store) return { ok: true, lines, final_hash: prevHash, manifest: manifestState, checked_against_store: false, complete_against_store: false };
+  const fault = manifest ? await walkedAgainstStore(file, manifest, store, lines, onProgress) : await linesAgainstStore(file, store, lines, onProgress);
+  if (fault) return { ok: false, ...fault };
+  onProgress?.(lines, 1);
+  return { ok: true, lines, final_hash: prevHash, manifest: manifestState, checked_against_store: true, complete_against_store: manifest !== undefined };
+}
+
+/** Each line against the stored event at its stream and revision (windows of each stream, read once). */
+async function linesAgainstStore(file: string, store: EventStore, lines: number, onProgress?: ProgressListener): Promise<{ line: number; reason: string } | null> {
   const windows = new Map<string, { from: number; events: RecordedEvent[] }>();
   for await (const { number, text } of linesOf(file)) {
     const line = JSON.parse(text) as ExportLine;
@@ -105,11 +130,35 @@ export async function verifyExport(file: string, store?: EventStore, onProgress?
       windows.set(line.stream_id, window);
     }
     const fault = storeFault(line, window.events[line.revision - window.from]);
-    if (fault) return { ok: false, line: number, reason: fault };
+    if (fault) return { line: number, reason: fault };
     if (number % 2_000 === 0) onProgress?.(number, number / lines);
   }
-  onProgress?.(lines, 1);
-  return { ok: true, lines, final_hash: prevHash, manifest: manifestState, checked_against_store: true };
+  return null;
+}
+
+/** The store's events the manifest's filter selects, up to its read_up_to, side by side with the file's lines: the same events, in the same order. */
+async function walkedAgainstStore(file: string, manifest: ExportManifest, store: EventStore, lines: number, onProgress?: ProgressListener): Promise<{ line: number; reason: string } | null> {
+  const keep = selector(manifest.filter ?? {});
+  const fileLines = linesOf(file)[Symbol.asyncIterator]();
+  let number = 0;
+  for await (const page of pages(store, manifest.filter ?? {}, manifest.read_up_to)) {
+    for (const stored of page) {
+      if (!keep(stored)) continue;
+      const next = await fileLines.next();
+      number++;
+      if (next.done) return { line: number, reason: `the event store also selects ${stored.streamId}@${stored.revision} (event ${stored.id}) here, which the file does not hold` };
+      const line = JSON.parse(next.value.text) as ExportLine;
+      if (line.stream_id !== stored.streamId || line.revision !== stored.revision) {
+        return { line: number, reason: `the event store has ${stored.streamId}@${stored.revision} here, the file ${line.stream_id}@${line.revision}: a line was dropped, added or moved` };
+      }
+      const fault = storeFault(line, stored);
+      if (fault) return { line: number, reason: fault };
+      if (number % 2_000 === 0) onProgress?.(number, number / lines);
+    }
+  }
+  const extra = await fileLines.next();
+  if (!extra.done) return { line: number + 1, reason: "the event store selects nothing more up to the manifest's read_up_to, but the file goes on" };
+  return null;
 }
 
 /** How a line differs from the stored event at its stream and revision, or null. */
