@@ -20,6 +20,10 @@ const IDEMPOTENCY_KEY = 'idem-e2e-planted-4b2a';
 /** The read models a rebuild makes (README, "Export, verify, rebuild, inspect"). */
 const REBUILT = ['accounts', 'api_keys', 'dispatches', 'credit_ledgers', 'connections', 'webhook_endpoints'];
 
+/** The request id of a timeline's DispatchAccepted: what every delivery of its events carries. */
+const accepted_request_id = (timeline: { entries: Array<{ what: string; request_id: string }> }) =>
+  timeline.entries.find((entry) => entry.what === 'DispatchAccepted (revision 0)')!.request_id;
+
 describe('ops export, verify, rebuild and inspect on a running standalone process', () => {
   let dataDir: string;
   let serviceDir: string;
@@ -103,6 +107,20 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
     }
   }
 
+  /** Changes one dispatch's document and deletes one API key in the live tables, as a bug or a hand edit would. */
+  function damage(): { dispatch: string; key: string } {
+    const db = new Database(join(serviceDir, 'read-models.sqlite'));
+    try {
+      db.pragma('busy_timeout = 5000');
+      db.prepare(`UPDATE "coll_dispatches" SET doc = json_set(doc, '$.status', 'damaged') WHERE id = ?`).run(dispatches.plain);
+      const key = (db.prepare('SELECT id FROM "coll_api_keys" ORDER BY id LIMIT 1').get() as { id: string }).id;
+      db.prepare('DELETE FROM "coll_api_keys" WHERE id = ?').run(key);
+      return { dispatch: dispatches.plain, key };
+    } finally {
+      db.close();
+    }
+  }
+
   it('rebuild --check finds nothing to change; rebuild --all replays into fresh read models equal byte for byte, swapped in while the service runs on', async () => {
     const check = await runOps(['rebuild', '--check', '--all', '--json'], env(), 60_000);
     expect(check.code).toBe(0);
@@ -112,6 +130,16 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
     expect(before.connections).toHaveLength(1);
     expect(before.webhook_endpoints).toHaveLength(2);
     expect(before.api_keys).toHaveLength(4);
+
+    // The live models damaged: --check names each difference and exits 1; the rebuild mends them.
+    const damaged = damage();
+    const found = await runOps(['rebuild', '--check', 'dispatches', 'accounts'], env(), 60_000);
+    expect(found.code).toBe(1);
+    expect(found.stdout).toContain(`dispatches ${damaged.dispatch}: differs`);
+    expect(found.stdout).toMatch(/live: {4}\{.*"status":"damaged"/);
+    expect(found.stdout).toContain(`api_keys ${damaged.key}: missing from live`);
+    expect(found.stdout).toMatch(/^2 differences$/m);
+    expect(dump()).not.toEqual(before);
 
     const rebuilt = await runOps(['rebuild', '--all', '--json'], env(), 60_000);
 
@@ -170,8 +198,19 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
         'provider_attempt: attempt 2: succeeded',
         expect.stringMatching(/^webhook_delivery: dispatch.accepted: succeeded after \d attempt\(s\) \(last 200\)$/),
         expect.stringMatching(/^webhook_delivery: dispatch.completed: succeeded after 1 attempt\(s\) \(last 200\)$/),
+        expect.stringMatching(/^webhook_attempt: dispatch.completed, attempt 1: succeeded \(200\) in \d+ ms$/),
       ]),
     );
+    // Each attempt of each delivery, with when it started, how long it took and how it ended.
+    const attempts = timeline.entries.filter((entry: { kind: string }) => entry.kind === 'webhook_attempt');
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    for (const attempt of attempts) {
+      expect(attempt).toMatchObject({
+        at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+        request_id: accepted_request_id(timeline),
+        details: { delivery_id: expect.stringMatching(/^\w+/), attempt: expect.any(Number), duration_ms: expect.any(Number), succeeded: expect.any(Boolean) },
+      });
+    }
     const accepted = timeline.entries.find((entry: { what: string }) => entry.what === 'DispatchAccepted (revision 0)');
     expect(accepted.request_id).toMatch(/^req_/);
     expect(accepted.at).toMatch(/^\d{4}-\d{2}-\d{2}T/);
