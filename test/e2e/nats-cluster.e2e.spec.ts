@@ -102,13 +102,18 @@ describe('the four apps over a 3-node NATS cluster, one node killed during 1,000
 
     const launched: Launched[] = [];
     const lost: string[] = [];
+    // While the killed node is down: when it went, and when it is started again.
+    const outage: { from?: number; to?: number } = {};
+    const answeredAt: number[] = [];
     let next = 0;
     const launchOne = async (index: number) => {
       if (index === KILL_AT) {
         const clients = await clientsOf(victim);
         timeline.push(`${Date.now() - startedAt} ms: SIGKILL ${victim.name} (clients: ${clients}) at launch ${index}`);
         victim.kill();
+        outage.from = Date.now();
         restarted = new Promise((resolve) => setTimeout(resolve, DOWN_FOR_MS)).then(async () => {
+          outage.to = Date.now();
           timeline.push(`${Date.now() - startedAt} ms: starting ${victim.name} again (${launched.length} launches answered so far)`);
           await victim.start();
         });
@@ -126,6 +131,7 @@ describe('the four apps over a 3-node NATS cluster, one node killed during 1,000
           statuses.push(0); // the gateway did not answer at all
         }
         if (answer?.status === 200) {
+          answeredAt.push(Date.now());
           launched.push({ key, dispatchId: answer.body.data.id, attempts: attempt, statuses });
           return;
         }
@@ -151,6 +157,11 @@ describe('the four apps over a 3-node NATS cluster, one node killed during 1,000
 
     expect(lost).toEqual([]);
     expect(launched).toHaveLength(LAUNCHES);
+    // The apps kept answering while the node was down, not only once it was back.
+    await restarted;
+    const duringOutage = answeredAt.filter((at) => at > outage.from! + 1_000 && at < outage.to!).length;
+    timeline.push(`launches answered 200 while ${victim.name} was down (after its first second): ${duringOutage}`);
+    expect(duringOutage).toBeGreaterThan(0);
     const dispatchIds = new Set(launched.map((launch) => launch.dispatchId));
     expect(dispatchIds.size).toBe(LAUNCHES);
 

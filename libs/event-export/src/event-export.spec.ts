@@ -219,7 +219,7 @@ describe('export and verify (on the embedded event store)', () => {
     it('finds a line dropped, moved or added even when the chain and the manifest were made again to match, by walking the store as the export did', async () => {
       const manifest = await exportEvents(store, {}, file);
       const lines = linesOf(file);
-      const rewrite = (kept: Array<Record<string, any>>) => {
+      const rewrite = (kept: any[]) => {
         let prev = GENESIS_HASH;
         const texts = kept.map(({ hash: _hash, ...line }) => {
           const sealed = sealLine({ ...line, prev_hash: prev });
