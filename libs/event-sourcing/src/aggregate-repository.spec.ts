@@ -1,6 +1,8 @@
-import { DomainEvent, eventVersions } from '@campaign-ops/decider';
-import { RecordedEvent } from '@campaign-ops/event-store';
-import { toDomainEvent, toStoredEvent } from './aggregate-repository';
+import { eventVersions } from '@campaign-ops/decider';
+import { Decider, DomainEvent, eventVersions as versionsOf } from '@campaign-ops/decider';
+import { EventStoreDbEventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { FakeEventStoreDb } from '@campaign-ops/testing/event-store';
+import { AggregateRepository, toDomainEvent, toStoredEvent } from './aggregate-repository';
 
 type Renamed = DomainEvent<'Renamed', { name: string }>;
 const RENAMED = eventVersions<Renamed>('sample', { Renamed: [({ title }) => ({ name: title })] });
@@ -29,4 +31,39 @@ describe('events between the store and the domain', () => {
 
   it('refuses a version newer than the code, naming the event', () =>
     expect(() => toDomainEvent(recorded({ name: 'n' }, { version: 3 }), RENAMED.upcast)).toThrow('cannot read sample event Renamed v3: this code reads up to v2'));
+});
+
+describe('AggregateRepository over EventStoreDB, talking to a node that is no longer the leader', () => {
+  type Counted = DomainEvent<'Counted', { n: number }>;
+  const COUNTED = versionsOf<Counted>('counter', { Counted: [] });
+  const counter: Decider<'count', Counted, number> = {
+    initialState: 0,
+    decide: (_command, state) => [COUNTED.event('Counted', { n: state + 1 })],
+    evolve: (_state, event) => event.data.n,
+  };
+  const nodes: FakeEventStoreDb[] = [];
+  let store: EventStoreDbEventStore | undefined;
+  afterEach(async () => {
+    await store?.close();
+    await Promise.all(nodes.splice(0).map((node) => node.stop()));
+  });
+
+  it('decides on the leader’s stream, not on a follower’s stale copy (which would conflict until it gave up)', async () => {
+    const leader = await FakeEventStoreDb.start({ batchAppend: true });
+    const follower = await FakeEventStoreDb.start({ batchAppend: true });
+    nodes.push(leader, follower);
+    follower.behaviour.followerOf = { host: '127.0.0.1', port: leader.port };
+    follower.behaviour.forwardAppendsTo = leader;
+    const counted = (n: number) => ({ type: 'Counted', data: { n }, metadata: { version: 1 } });
+    leader.write('counter-1', [counted(1), counted(2)]);
+    follower.write('counter-1', [counted(1)]);
+    store = EventStoreDbEventStore.connect(follower.connectionString, { logger: { warn: () => undefined, error: () => undefined } });
+    const repository = new AggregateRepository(store, counter, COUNTED.upcast);
+
+    expect((await repository.load('counter-1')).state).toBe(2);
+    const decided = await repository.execute('counter-1', 'count', {});
+
+    expect(decided.state).toBe(3);
+    expect(leader.log.filter((event) => event.streamId === 'counter-1').map((event) => JSON.parse(Buffer.from(event.data).toString()).n)).toEqual([1, 2, 3]);
+  });
 });
