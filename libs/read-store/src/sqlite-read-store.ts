@@ -41,6 +41,13 @@ const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 1_000;
 /** Prepared statements are cached by SQL text; the cap only guards against unbounded query shapes. */
 const STATEMENT_CACHE_SIZE = 500;
+/**
+ * How often the store refreshes SQLite's statistics (`PRAGMA optimize`, which analyzes only the
+ * tables that changed enough since). Without them SQLite picks among a filter's indexes blindly:
+ * fan-out's endpoints of an account were searched through the index on `deleted`, every endpoint
+ * of every account read (218 µs a query against 68 µs through `account_id`, on 79 endpoints).
+ */
+const OPTIMIZE_INTERVAL_MS = 30_000;
 
 const COLLECTION_NAME = /^[a-z_][a-z0-9_]*$/;
 /** Stand-ins of a rebuild are `<name>__rebuild_<tag>`; no collection of the port may look like one. */
@@ -58,10 +65,24 @@ export class SqliteReadStore implements ReadStore {
   private readonly collections = new Map<string, SqliteCollection<Doc>>();
 
   private readonly writes: GroupCommit;
+  private readonly optimizeTimer: NodeJS.Timeout;
 
   private constructor(private readonly db: Database.Database) {
     this.writes = new GroupCommit(db);
     this.checkpoints = new SqliteCheckpointStore((sql) => this.statement(sql), this.writes);
+    this.optimizeTimer = setInterval(() => this.optimize(), OPTIMIZE_INTERVAL_MS);
+    this.optimizeTimer.unref();
+  }
+
+  /** Refreshes the query planner's statistics of the tables that changed enough (cheap otherwise); a busy file waits for the next round. */
+  optimize(): void {
+    if (!this.db.open) return;
+    try {
+      this.db.pragma('analysis_limit = 1000');
+      this.db.pragma('optimize');
+    } catch {
+      // SQLITE_BUSY while another process writes: statistics can wait.
+    }
   }
 
   /** Opens (creating if needed) a store in `file`; `:memory:` gives a private, throwaway store. */
@@ -184,6 +205,7 @@ export class SqliteReadStore implements ReadStore {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.optimizeTimer);
     if (!this.db.open) return;
     // Writes already made are committed, not dropped.
     this.writes.flush();
