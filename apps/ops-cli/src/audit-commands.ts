@@ -62,7 +62,9 @@ async function runVerify(file: string | undefined, values: Values, { eventStore 
   progress.stop();
   if (!result.ok) return { json: result, text: `${file}${result.line === null ? '' : `, line ${result.line}`}: ${result.reason}`, code: 1 };
   const manifest = result.manifest === 'matches' ? 'the manifest matches' : 'no manifest beside it (--no-manifest)';
-  const store = result.complete_against_store ? 'every line as in the event store, none missing' : 'every line as in the event store';
+  const store = result.complete_against_store
+    ? `every line as in the event store, none missing from the manifest's selection (${JSON.stringify(result.selection?.filter ?? {})} up to position ${result.selection?.read_up_to ?? '-'})`
+    : 'every line as in the event store';
   return { json: result, text: `${file}: ${result.lines} lines, chain intact, ${manifest}, ${store}\nfinal hash ${result.final_hash}`, code: 0 };
 }
 

@@ -83,7 +83,7 @@ describe('export and verify (on the embedded event store)', () => {
     expect(linesOf(file).find((line) => line.type === 'WebhookSecretRotated').data.sealedSecret).toBe(REDACTED);
     // A null is nothing to hide, and stays as it is.
     expect(linesOf(file).find((line) => line.stream_id === 'dispatch-dsp_2').data.idempotencyKey).toBeNull();
-    await expect(verifyExport(file, store)).resolves.toEqual({ ok: true, lines: 7, final_hash: expect.any(String), manifest: 'matches', checked_against_store: true, complete_against_store: true });
+    await expect(verifyExport(file, store)).resolves.toEqual({ ok: true, lines: 7, final_hash: expect.any(String), manifest: 'matches', checked_against_store: true, complete_against_store: true, selection: { filter: {}, read_up_to: '7' } });
   });
 
   it.each([
@@ -241,6 +241,10 @@ describe('export and verify (on the embedded event store)', () => {
       await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 7, reason: expect.stringContaining('which the file does not hold') });
       rewrite([...lines, lines[6]]);
       await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 8, reason: expect.stringContaining('the file goes on') });
+      // The last line's event is not the one the manifest says the export ended at.
+      rewrite(lines);
+      writeFileSync(manifestFileOf(file), JSON.stringify({ ...JSON.parse(readFileSync(manifestFileOf(file), 'utf8')), last_position: '3' }));
+      await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 7, reason: expect.stringContaining("the manifest's last_position 3 is not") });
     });
   });
 

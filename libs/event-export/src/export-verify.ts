@@ -13,8 +13,15 @@ export type VerifyResult =
       final_hash: string;
       manifest: 'matches' | 'absent';
       checked_against_store: boolean;
-      /** Whether the store was also walked for the manifest's selection: then no event it selects is missing from the file. */
+      /**
+       * Whether the store was also walked for the manifest's selection (its filter, up to its
+       * read_up_to): then no event of that selection is missing from the file. The manifest is not
+       * sealed by the chain: compare its final_hash, count and read_up_to with those recorded when
+       * the export was made.
+       */
       complete_against_store: boolean;
+      /** The selection the store was walked for (complete_against_store), as the manifest states it. */
+      selection?: { filter: ExportManifest['filter']; read_up_to: string | null };
     }
   | { ok: false; line: number | null; reason: string };
 
@@ -115,7 +122,8 @@ export async function verifyExport(file: string, store?: EventStore, onProgress?
   const fault = manifest ? await walkedAgainstStore(file, manifest, store, lines, onProgress) : await linesAgainstStore(file, store, lines, onProgress);
   if (fault) return { ok: false, ...fault };
   onProgress?.(lines, 1);
-  return { ok: true, lines, final_hash: prevHash, manifest: manifestState, checked_against_store: true, complete_against_store: manifest !== undefined };
+  const selection = manifest ? { selection: { filter: manifest.filter ?? {}, read_up_to: manifest.read_up_to } } : {};
+  return { ok: true, lines, final_hash: prevHash, manifest: manifestState, checked_against_store: true, complete_against_store: manifest !== undefined, ...selection };
 }
 
 /** Each line against the stored event at its stream and revision (windows of each stream, read once). */
@@ -141,6 +149,7 @@ async function walkedAgainstStore(file: string, manifest: ExportManifest, store:
   const keep = selector(manifest.filter ?? {});
   const fileLines = linesOf(file)[Symbol.asyncIterator]();
   let number = 0;
+  let lastPosition: string | null = null;
   for await (const page of pages(store, manifest.filter ?? {}, manifest.read_up_to)) {
     for (const stored of page) {
       if (!keep(stored)) continue;
@@ -153,11 +162,13 @@ async function walkedAgainstStore(file: string, manifest: ExportManifest, store:
       }
       const fault = storeFault(line, stored);
       if (fault) return { line: number, reason: fault };
+      lastPosition = stored.position;
       if (number % 2_000 === 0) onProgress?.(number, number / lines);
     }
   }
   const extra = await fileLines.next();
   if (!extra.done) return { line: number + 1, reason: "the event store selects nothing more up to the manifest's read_up_to, but the file goes on" };
+  if ((manifest.last_position ?? null) !== lastPosition) return { line: number, reason: `the manifest's last_position ${manifest.last_position} is not the position of the last line's event (${lastPosition})` };
   return null;
 }
 

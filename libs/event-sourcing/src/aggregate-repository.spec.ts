@@ -1,5 +1,4 @@
-import { eventVersions } from '@campaign-ops/decider';
-import { Decider, DomainEvent, eventVersions as versionsOf } from '@campaign-ops/decider';
+import { Decider, DomainEvent, eventVersions } from '@campaign-ops/decider';
 import { EventStoreDbEventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { FakeEventStoreDb } from '@campaign-ops/testing/event-store';
 import { AggregateRepository, toDomainEvent, toStoredEvent } from './aggregate-repository';
@@ -35,7 +34,7 @@ describe('events between the store and the domain', () => {
 
 describe('AggregateRepository over EventStoreDB, talking to a node that is no longer the leader', () => {
   type Counted = DomainEvent<'Counted', { n: number }>;
-  const COUNTED = versionsOf<Counted>('counter', { Counted: [] });
+  const COUNTED = eventVersions<Counted>('counter', { Counted: [] });
   const counter: Decider<'count', Counted, number> = {
     initialState: 0,
     decide: (_command, state) => [COUNTED.event('Counted', { n: state + 1 })],

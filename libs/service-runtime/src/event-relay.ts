@@ -77,8 +77,12 @@ export class CheckpointedProcessor {
   private held: { fence: LeaseFence; validUntil: number; renewing: boolean } | null = null;
   private renewTimer: NodeJS.Timeout | null = null;
   private firstAttempt = true;
-  /** A checkpoint the event store refused to subscribe from: refused again without asking until it changes (a reset). */
-  private refusedCheckpoint: { position: string; why: string } | undefined;
+  /**
+   * A checkpoint the event store refused to subscribe from, and the store's head then: refused
+   * again without asking while both stay as they are; a reset, or a store that changed (a backup
+   * restored, new events), has it try again.
+   */
+  private refusedCheckpoint: { position: string; why: string; head: string | null } | undefined;
   /** What this instance is doing (also at /metrics and, when refusing, /readyz). */
   state: ProcessorState = 'stopped';
 
@@ -153,11 +157,10 @@ export class CheckpointedProcessor {
       },
       onError: (error) => {
         if (run !== this.run) return;
-        if (error instanceof SubscriptionPositionRefusedError && from !== undefined) {
-          // Asking again from the same checkpoint cannot succeed: refuse until it is reset.
+        if (error instanceof SubscriptionPositionRefusedError && from !== undefined && error.fromPosition === from) {
+          // Asking again from the same checkpoint of the same store cannot succeed: refuse until either changes.
           this.endRun();
-          this.refusedCheckpoint = { position: from, why: `the event store refuses checkpoint ${from} (${error.message})` };
-          void this.refuse(this.refusedCheckpoint.why).catch((e: Error) => this.restartAfterFailure(e));
+          void this.refuseCheckpoint(from, error).catch((e: Error) => this.restartAfterFailure(e));
           return;
         }
         this.restartAfterFailure(error);
@@ -171,15 +174,25 @@ export class CheckpointedProcessor {
    * looks again every headRecheckMs, so that a reset of the checkpoint lets it run.
    */
   private async checkHead(checkpoint: string | undefined): Promise<boolean> {
-    if (this.refusedCheckpoint && checkpoint === this.refusedCheckpoint.position) return this.refuse(this.refusedCheckpoint.why);
-    this.refusedCheckpoint = undefined;
-    if (checkpoint === undefined) return true;
+    if (checkpoint === undefined) {
+      this.refusedCheckpoint = undefined;
+      return true;
+    }
     const head = await this.options.eventStore.lastPosition();
+    const refused = this.refusedCheckpoint;
+    if (refused && checkpoint === refused.position && head === refused.head) return this.refuse(refused.why);
+    this.refusedCheckpoint = undefined;
     if (!isAhead(checkpoint, head)) {
       if (this.state === 'refusing') this.logger.log(`checkpoint ${checkpoint} is no longer ahead of the event store's head ${head}: running`);
       return true;
     }
     return this.refuse(`checkpoint ${checkpoint} is ahead of the event store's head ${head ?? '(none: the event store is empty)'}`);
+  }
+
+  private async refuseCheckpoint(checkpoint: string, error: SubscriptionPositionRefusedError): Promise<void> {
+    const head = await this.options.eventStore.lastPosition();
+    this.refusedCheckpoint = { position: checkpoint, why: `the event store refuses checkpoint ${checkpoint} (${error.message})`, head };
+    await this.refuse(this.refusedCheckpoint.why);
   }
 
   /** Not running from this checkpoint (not ready, says why, once), the lease let go; looks again every headRecheckMs. */

@@ -234,4 +234,33 @@ describe('CheckpointedProcessor across replicas', () => {
     expect(processor.state).toBe('active');
     expect(processorProblems()['things-refused']).toBeUndefined();
   });
+
+  it('tries a refused checkpoint again once the event store has changed (a backup restored, new events)', async () => {
+    await append(5);
+    const refused = (await events.readAll({ maxCount: 2 }))[1]!.position;
+    let refusing = true;
+    let subscriptions = 0;
+    const store: EventStore = Object.assign(Object.create(events) as EventStore, {
+      subscribeToAll: (options: Parameters<EventStore['subscribeToAll']>[0]) => {
+        subscriptions++;
+        if (!refusing || options.fromPosition !== refused) return events.subscribeToAll(options);
+        setTimeout(() => options.onError?.(new SubscriptionPositionRefusedError(refused, new Error('3 INVALID_ARGUMENT: not a valid Position'))), 5);
+        return { close: async () => undefined };
+      },
+    });
+    await reads.checkpoints.set('things-restored', refused);
+    const handled: string[] = [];
+    const processor = replica('a', async (event) => void handled.push(event.id), { name: 'things-restored', eventStore: store });
+    await processor.start();
+    await waitFor(() => processor.state === 'refusing', 'the refusal');
+    await sleep(200);
+    expect(subscriptions).toBe(1);
+
+    // The right store is back, with an event more: the same checkpoint is asked for again, and accepted.
+    refusing = false;
+    await append(1);
+    await waitFor(() => handled.length === 4, 'the events after the checkpoint');
+    expect(processor.state).toBe('active');
+    expect(subscriptions).toBe(2);
+  });
 });
