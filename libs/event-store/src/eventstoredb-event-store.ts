@@ -59,8 +59,8 @@ export interface EventStoreDbOptions {
    * How long an append waits for its answer before failing. The client sends appends over one
    * long-lived BatchAppend call whose gRPC deadline it sets to Infinity, so a node that stays
    * connected but stops answering would hold an append (and the launch waiting on it) for good.
-   * An append given up on may still be written: its events keep their ids, and a retry of the
-   * same append is then answered as already made. Default 10 s.
+   * An append given up on may still be written later: callers treat the failure as unknown (the
+   * launch path by its Idempotency-Key, see dispatch-idempotency.ts). Default 10 s.
    */
   appendTimeoutMs?: number;
   /** Backoff of resubscriptions that made no progress (see ResubscribingFollower). Default 200 ms doubling to 15 s. */
