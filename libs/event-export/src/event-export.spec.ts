@@ -121,6 +121,18 @@ describe('export and verify (on the embedded event store)', () => {
   });
 
   describe('tampering', () => {
+    /** As a forger who knows the format writes them: every hash recomputed, every line as an export writes it. Answers the final hash. */
+    function writeResealed(lines: any[]): string {
+      let prev = GENESIS_HASH;
+      const texts = lines.map(({ hash: _hash, ...line }) => {
+        const sealed = sealLine({ ...line, prev_hash: prev });
+        prev = sealed.line.hash;
+        return `${sealed.text}\n`;
+      });
+      writeFileSync(file, texts.join(''));
+      return prev;
+    }
+
     /** The file with one byte changed (xor 1): byte `offset` of line `index` (0-based). */
     function flipped(original: Buffer, starts: number[], index: number, offset: number): Buffer {
       const copy = Buffer.from(original);
@@ -191,14 +203,7 @@ describe('export and verify (on the embedded event store)', () => {
       const forge = (index: number, change: (line: Record<string, any>) => void) => {
         const copy = structuredClone(lines);
         change(copy[index]);
-        // A forger who knows the format: every hash recomputed, every line written as an export writes it.
-        let prev = GENESIS_HASH;
-        const texts = copy.map(({ hash: _hash, ...line }) => {
-          const sealed = sealLine({ ...line, prev_hash: prev });
-          prev = sealed.line.hash;
-          return `${sealed.text}\n`;
-        });
-        writeFileSync(file, texts.join(''));
+        writeResealed(copy);
         rmSync(manifestFileOf(file), { force: true });
       };
 
@@ -220,14 +225,8 @@ describe('export and verify (on the embedded event store)', () => {
       const manifest = await exportEvents(store, {}, file);
       const lines = linesOf(file);
       const rewrite = (kept: any[]) => {
-        let prev = GENESIS_HASH;
-        const texts = kept.map(({ hash: _hash, ...line }) => {
-          const sealed = sealLine({ ...line, prev_hash: prev });
-          prev = sealed.line.hash;
-          return `${sealed.text}\n`;
-        });
-        writeFileSync(file, texts.join(''));
-        writeFileSync(manifestFileOf(file), JSON.stringify({ ...manifest, count: kept.length, final_hash: prev }));
+        const finalHash = writeResealed(kept);
+        writeFileSync(manifestFileOf(file), JSON.stringify({ ...manifest, count: kept.length, final_hash: finalHash }));
       };
       await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: true, complete_against_store: true });
 

@@ -66,6 +66,20 @@ describe('CheckpointedProcessor across replicas', () => {
   };
   const head = async () => (await events.lastPosition())!;
 
+  /** The event store as EventStoreDB answers a checkpoint of a recreated database (confirmed, then INVALID_ARGUMENT) while `refuses()`; counts the subscriptions asked for. */
+  function refusingStore(refused: string, refuses: () => boolean) {
+    const counted = { subscriptions: 0, store: undefined as unknown as EventStore };
+    counted.store = Object.assign(Object.create(events) as EventStore, {
+      subscribeToAll: (options: Parameters<EventStore['subscribeToAll']>[0]) => {
+        counted.subscriptions++;
+        if (!refuses() || options.fromPosition !== refused) return events.subscribeToAll(options);
+        setTimeout(() => options.onError?.(new SubscriptionPositionRefusedError(refused, new Error('3 INVALID_ARGUMENT: not a valid Position'))), 5);
+        return { close: async () => undefined };
+      },
+    });
+    return counted;
+  }
+
   function replica(
     holder: string,
     handle: (event: RecordedEvent) => Promise<void>,
@@ -206,16 +220,8 @@ describe('CheckpointedProcessor across replicas', () => {
   it('refuses to run from a checkpoint the event store refuses to subscribe from, without asking again, until it is reset', async () => {
     await append(5);
     const refused = (await events.readAll({ maxCount: 2 }))[1]!.position;
-    // As EventStoreDB answers a checkpoint of a recreated database: confirmed, then INVALID_ARGUMENT.
-    let subscriptions = 0;
-    const store: EventStore = Object.assign(Object.create(events) as EventStore, {
-      subscribeToAll: (options: Parameters<EventStore['subscribeToAll']>[0]) => {
-        subscriptions++;
-        if (options.fromPosition !== refused) return events.subscribeToAll(options);
-        setTimeout(() => options.onError?.(new SubscriptionPositionRefusedError(refused, new Error('3 INVALID_ARGUMENT: not a valid Position'))), 5);
-        return { close: async () => undefined };
-      },
-    });
+    const refusing = refusingStore(refused, () => true);
+    const store = refusing.store;
     await reads.checkpoints.set('things-refused', refused);
     const handled: string[] = [];
     const processor = replica('a', async (event) => void handled.push(event.id), { name: 'things-refused', eventStore: store });
@@ -226,7 +232,7 @@ describe('CheckpointedProcessor across replicas', () => {
     // Rechecked every 50 ms, it stays refusing, without subscribing again (a retry loop would, every few hundred ms, forever).
     await sleep(300);
     expect(processor.state).toBe('refusing');
-    expect(subscriptions).toBe(1);
+    expect(refusing.subscriptions).toBe(1);
     expect(handled).toEqual([]);
 
     await reads.checkpoints.reset('things-refused', undefined);
@@ -238,29 +244,22 @@ describe('CheckpointedProcessor across replicas', () => {
   it('tries a refused checkpoint again once the event store has changed (a backup restored, new events)', async () => {
     await append(5);
     const refused = (await events.readAll({ maxCount: 2 }))[1]!.position;
-    let refusing = true;
-    let subscriptions = 0;
-    const store: EventStore = Object.assign(Object.create(events) as EventStore, {
-      subscribeToAll: (options: Parameters<EventStore['subscribeToAll']>[0]) => {
-        subscriptions++;
-        if (!refusing || options.fromPosition !== refused) return events.subscribeToAll(options);
-        setTimeout(() => options.onError?.(new SubscriptionPositionRefusedError(refused, new Error('3 INVALID_ARGUMENT: not a valid Position'))), 5);
-        return { close: async () => undefined };
-      },
-    });
+    let refuses = true;
+    const refusing = refusingStore(refused, () => refuses);
+    const store = refusing.store;
     await reads.checkpoints.set('things-restored', refused);
     const handled: string[] = [];
     const processor = replica('a', async (event) => void handled.push(event.id), { name: 'things-restored', eventStore: store });
     await processor.start();
     await waitFor(() => processor.state === 'refusing', 'the refusal');
     await sleep(200);
-    expect(subscriptions).toBe(1);
+    expect(refusing.subscriptions).toBe(1);
 
     // The right store is back, with an event more: the same checkpoint is asked for again, and accepted.
-    refusing = false;
+    refuses = false;
     await append(1);
     await waitFor(() => handled.length === 4, 'the events after the checkpoint');
     expect(processor.state).toBe('active');
-    expect(subscriptions).toBe(2);
+    expect(refusing.subscriptions).toBe(2);
   });
 });
