@@ -148,28 +148,33 @@ async function linesAgainstStore(file: string, store: EventStore, lines: number,
 async function walkedAgainstStore(file: string, manifest: ExportManifest, store: EventStore, lines: number, onProgress?: ProgressListener): Promise<{ line: number; reason: string } | null> {
   const keep = selector(manifest.filter ?? {});
   const fileLines = linesOf(file)[Symbol.asyncIterator]();
-  let number = 0;
-  let lastPosition: string | null = null;
-  for await (const page of pages(store, manifest.filter ?? {}, manifest.read_up_to)) {
-    for (const stored of page) {
-      if (!keep(stored)) continue;
-      const next = await fileLines.next();
-      number++;
-      if (next.done) return { line: number, reason: `the event store also selects ${stored.streamId}@${stored.revision} (event ${stored.id}) here, which the file does not hold` };
-      const line = JSON.parse(next.value.text) as ExportLine;
-      if (line.stream_id !== stored.streamId || line.revision !== stored.revision) {
-        return { line: number, reason: `the event store has ${stored.streamId}@${stored.revision} here, the file ${line.stream_id}@${line.revision}: a line was dropped, added or moved` };
+  try {
+    let number = 0;
+    let lastPosition: string | null = null;
+    for await (const page of pages(store, manifest.filter ?? {}, manifest.read_up_to)) {
+      for (const stored of page) {
+        if (!keep(stored)) continue;
+        const next = await fileLines.next();
+        number++;
+        if (next.done) return { line: number, reason: `the event store also selects ${stored.streamId}@${stored.revision} (event ${stored.id}) here, which the file does not hold` };
+        const line = JSON.parse(next.value.text) as ExportLine;
+        if (line.stream_id !== stored.streamId || line.revision !== stored.revision) {
+          return { line: number, reason: `the event store has ${stored.streamId}@${stored.revision} here, the file ${line.stream_id}@${line.revision}: a line was dropped, added or moved` };
+        }
+        const fault = storeFault(line, stored);
+        if (fault) return { line: number, reason: fault };
+        lastPosition = stored.position;
+        if (number % 2_000 === 0) onProgress?.(number, number / lines);
       }
-      const fault = storeFault(line, stored);
-      if (fault) return { line: number, reason: fault };
-      lastPosition = stored.position;
-      if (number % 2_000 === 0) onProgress?.(number, number / lines);
     }
+    const extra = await fileLines.next();
+    if (!extra.done) return { line: number + 1, reason: "the event store selects nothing more up to the manifest's read_up_to, but the file goes on" };
+    if ((manifest.last_position ?? null) !== lastPosition) return { line: number, reason: `the manifest's last_position ${manifest.last_position} is not the position of the last line's event (${lastPosition})` };
+    return null;
+  } finally {
+    // Stopped early (a difference found): the file is closed now, not when the stream is collected.
+    await fileLines.return?.(undefined);
   }
-  const extra = await fileLines.next();
-  if (!extra.done) return { line: number + 1, reason: "the event store selects nothing more up to the manifest's read_up_to, but the file goes on" };
-  if ((manifest.last_position ?? null) !== lastPosition) return { line: number, reason: `the manifest's last_position ${manifest.last_position} is not the position of the last line's event (${lastPosition})` };
-  return null;
 }
 
 /** How a line differs from the stored event at its stream and revision, or null. */
