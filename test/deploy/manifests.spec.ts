@@ -891,6 +891,10 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       expect(ingress.spec.tls).toEqual([{ hosts: [publicHost], secretName: expect.stringMatching(/^[a-z0-9][a-z0-9.-]*$/) }]);
       expect(PARTNER_PATHS.filter((path) => ingressRoutes(ingress, path).length !== 1)).toEqual([]);
       expect(NEVER_ROUTED.filter((path) => ingressRoutes(ingress, path).length !== 0)).toEqual([]);
+      // Exactly these rules, not merely no route for the samples above: /v1 and /docs with what is
+      // below them (Prefix matches whole path segments), the document itself, nothing else.
+      const declared = ingress.spec.rules.flatMap((rule: Json) => (rule.http?.paths ?? []).map((path: Json) => `${path.pathType} ${path.path}`));
+      expect(declared.sort()).toEqual(['Exact /openapi.json', 'Prefix /docs', 'Prefix /v1']);
     });
 
     it('pins every image to a version (no :latest, no bare name)', () => {
