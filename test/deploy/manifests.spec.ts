@@ -895,6 +895,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       // below them (Prefix matches whole path segments), the document itself, nothing else.
       const declared = ingress.spec.rules.flatMap((rule: Json) => (rule.http?.paths ?? []).map((path: Json) => `${path.pathType} ${path.path}`));
       expect(declared.sort()).toEqual(['Exact /openapi.json', 'Prefix /docs', 'Prefix /v1']);
+      // No controller annotation that would change what those rules match (use-regex, rewrites, snippets).
+      expect(Object.keys(ingress.metadata.annotations ?? {})).toEqual(['cert-manager.io/cluster-issuer']);
     });
 
     it('pins every image to a version (no :latest, no bare name)', () => {

@@ -240,6 +240,17 @@ describe('export and verify (on the embedded event store)', () => {
       await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 7, reason: expect.stringContaining('which the file does not hold') });
       rewrite([...lines, lines[6]]);
       await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 8, reason: expect.stringContaining('the file goes on') });
+      // A manifest that is not one an export writes is named, not a crash.
+      rewrite(lines);
+      const written = JSON.parse(readFileSync(manifestFileOf(file), 'utf8'));
+      for (const [broken, why] of [
+        [null, 'not a JSON object'],
+        [{ ...written, read_up_to: 'x' }, 'read_up_to is not a position'],
+        [{ ...written, count: -1 }, 'count is not a whole number'],
+      ] as const) {
+        writeFileSync(manifestFileOf(file), JSON.stringify(broken));
+        await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: null, reason: expect.stringContaining(why) });
+      }
       // The last line's event is not the one the manifest says the export ended at.
       rewrite(lines);
       writeFileSync(manifestFileOf(file), JSON.stringify({ ...JSON.parse(readFileSync(manifestFileOf(file), 'utf8')), last_position: '3' }));

@@ -111,6 +111,8 @@ export async function verifyExport(file: string, store?: EventStore, onProgress?
     } catch {
       return { ok: false, line: null, reason: `${manifestFile} is not JSON` };
     }
+    const malformed = manifestFault(manifest);
+    if (malformed) return { ok: false, line: null, reason: `${manifestFile} is not a manifest an export writes: ${malformed}` };
     if (manifest.count !== lines) return { ok: false, line: Math.min(manifest.count, lines) + 1, reason: `the manifest counts ${manifest.count} lines, the file has ${lines}` };
     if (manifest.final_hash !== prevHash) return { ok: false, line: lines, reason: `the last hash ${prevHash} is not the manifest's final_hash ${manifest.final_hash}` };
   } else if (!options.allowMissingManifest) {
@@ -145,7 +147,7 @@ async function linesAgainstStore(file: string, store: EventStore, lines: number,
 }
 
 /** The store's events the manifest's filter selects, up to its read_up_to, side by side with the file's lines: the same events, in the same order. */
-async function walkedAgainstStore(file: string, manifest: ExportManifest, store: EventStore, lines: number, onProgress?: ProgressListener): Promise<{ line: number; reason: string } | null> {
+async function walkedAgainstStore(file: string, manifest: ExportManifest, store: EventStore, lines: number, onProgress?: ProgressListener): Promise<{ line: number | null; reason: string } | null> {
   const keep = selector(manifest.filter ?? {});
   const fileLines = linesOf(file)[Symbol.asyncIterator]();
   try {
@@ -169,12 +171,25 @@ async function walkedAgainstStore(file: string, manifest: ExportManifest, store:
     }
     const extra = await fileLines.next();
     if (!extra.done) return { line: number + 1, reason: "the event store selects nothing more up to the manifest's read_up_to, but the file goes on" };
-    if ((manifest.last_position ?? null) !== lastPosition) return { line: number, reason: `the manifest's last_position ${manifest.last_position} is not the position of the last line's event (${lastPosition})` };
+    if ((manifest.last_position ?? null) !== lastPosition) return { line: number || null, reason: `the manifest's last_position ${manifest.last_position} is not the position of the last line's event (${lastPosition})` };
     return null;
   } finally {
     // Stopped early (a difference found): the file is closed now, not when the stream is collected.
     await fileLines.return?.(undefined);
   }
+}
+
+/** Why a parsed manifest is not one exportEvents writes (the fields verify relies on), or null. */
+function manifestFault(manifest: unknown): string | null {
+  if (!isObject(manifest)) return 'not a JSON object';
+  const m = manifest as Record<string, unknown>;
+  if (!Number.isSafeInteger(m['count']) || (m['count'] as number) < 0) return 'count is not a whole number';
+  if (typeof m['final_hash'] !== 'string' || !/^[0-9a-f]{64}$/.test(m['final_hash'])) return 'final_hash is not a hex SHA-256';
+  for (const field of ['read_up_to', 'last_position']) {
+    if (m[field] !== null && !(typeof m[field] === 'string' && /^\d+$/.test(m[field] as string))) return `${field} is not a position (digits) or null`;
+  }
+  if (m['filter'] !== undefined && !isObject(m['filter'])) return 'filter is not an object';
+  return null;
 }
 
 /** How a line differs from the stored event at its stream and revision, or null. */

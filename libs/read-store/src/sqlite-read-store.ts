@@ -76,12 +76,17 @@ export class SqliteReadStore implements ReadStore {
 
   /** Refreshes the query planner's statistics of the tables that changed enough (cheap otherwise); a busy file waits for the next round. */
   optimize(): void {
-    if (!this.db.open) return;
+    // Not inside a write of this connection (a rebuild's swap awaits in its transaction), and never
+    // waiting for another process's lock: the event loop would stall for the busy timeout.
+    if (!this.db.open || this.db.inTransaction) return;
     try {
+      this.db.pragma('busy_timeout = 0');
       this.db.pragma('analysis_limit = 1000');
       this.db.pragma('optimize');
     } catch {
-      // SQLITE_BUSY while another process writes: statistics can wait.
+      // SQLITE_BUSY while another process writes: statistics can wait for the next round.
+    } finally {
+      this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }
   }
 

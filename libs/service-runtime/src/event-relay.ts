@@ -31,6 +31,12 @@ export interface CheckpointedOptions {
   clock?: () => number;
   /** While its checkpoint is ahead of the event store's head, how often it looks again (default 5 s). */
   headRecheckMs?: number;
+  /**
+   * While the event store refuses its checkpoint (not a position of that database), how often it
+   * asks again (default 5 minutes): the right database may have been restored meanwhile. It stays
+   * refusing (not ready, nothing logged again) until the store accepts it.
+   */
+  refusedRecheckMs?: number;
 }
 
 /**
@@ -53,6 +59,8 @@ export interface CheckpointedOptions {
  * (`npm run ops -- processors reset NAME --to-start|--to-head`).
  */
 const CHECKPOINT_EVERY_MS = 100;
+/** A refused checkpoint asked for again counts as accepted once the subscription has delivered, or stayed quiet (no refusal) this long. */
+const PROBE_QUIET_MS = 5_000;
 /** With concurrency, how many handled events may wait behind an unfinished one, per lane. */
 const WINDOW_PER_LANE = 16;
 
@@ -78,11 +86,13 @@ export class CheckpointedProcessor {
   private renewTimer: NodeJS.Timeout | null = null;
   private firstAttempt = true;
   /**
-   * A checkpoint the event store refused to subscribe from, and the store's head then: refused
-   * again without asking while both stay as they are; a reset, or a store that changed (a backup
-   * restored, new events), has it try again.
+   * A checkpoint the event store refused to subscribe from, and when (by `clock`): refused again
+   * without asking until it changes (a reset) or refusedRecheckMs have passed; then it is asked
+   * for again quietly (`probing`), still refusing, until the store accepts it.
    */
-  private refusedCheckpoint: { position: string; why: string; head: string | null } | undefined;
+  private refusedCheckpoint: { position: string; why: string; at: number; probing: boolean } | undefined;
+  /** While a refused checkpoint is asked for again: accepted when the subscription delivers, or stays quiet this long. */
+  private probeTimer: NodeJS.Timeout | null = null;
   /** What this instance is doing (also at /metrics and, when refusing, /readyz). */
   state: ProcessorState = 'stopped';
 
@@ -134,13 +144,28 @@ export class CheckpointedProcessor {
     const from = await this.options.checkpoints.get(this.options.name);
     if (this.stopped || run !== this.run) return;
     if (!(await this.checkHead(from)) || this.stopped || run !== this.run) return;
-    this.setState('active');
+    const probing = this.refusedCheckpoint?.probing === true;
+    // Asking a refused checkpoint again: still refusing (not ready) until the store takes it.
+    const accepted = () => {
+      if (run !== this.run || this.refusedCheckpoint === undefined) return;
+      this.clearProbe();
+      this.refusedCheckpoint = undefined;
+      this.logger.log(`the event store accepts checkpoint ${from} now: running`);
+      this.setState('active');
+    };
+    if (probing) {
+      this.probeTimer = setTimeout(accepted, PROBE_QUIET_MS);
+      this.probeTimer.unref();
+    } else {
+      this.setState('active');
+    }
     const concurrency = this.options.concurrency ?? 1;
     this.subscription = this.options.eventStore.subscribeToAll({
       fromPosition: from,
       streamPrefixes: this.options.streamPrefixes,
       onEvent: async (event) => {
         if (run !== this.run) return;
+        if (probing) accepted();
         if (!this.leaseValid()) return this.loseLease(`not renewed within ${this.lease!.ttlMs} ms by this process's clock (was it paused?)`);
         const entry = { position: event.position, done: false, finished: Promise.resolve() };
         entry.finished = withRequestId(event.metadata.requestId as string | undefined, () => this.options.handle(event)).then(() => {
@@ -174,14 +199,16 @@ export class CheckpointedProcessor {
    * looks again every headRecheckMs, so that a reset of the checkpoint lets it run.
    */
   private async checkHead(checkpoint: string | undefined): Promise<boolean> {
-    if (checkpoint === undefined) {
-      this.refusedCheckpoint = undefined;
+    const refused = this.refusedCheckpoint;
+    if (refused && checkpoint === refused.position) {
+      if (this.clock() - refused.at < (this.options.refusedRecheckMs ?? 5 * 60_000)) return this.refuse(refused.why);
+      // Time to ask the store again, quietly (see follow).
+      refused.probing = true;
       return true;
     }
-    const head = await this.options.eventStore.lastPosition();
-    const refused = this.refusedCheckpoint;
-    if (refused && checkpoint === refused.position && head === refused.head) return this.refuse(refused.why);
     this.refusedCheckpoint = undefined;
+    if (checkpoint === undefined) return true;
+    const head = await this.options.eventStore.lastPosition();
     if (!isAhead(checkpoint, head)) {
       if (this.state === 'refusing') this.logger.log(`checkpoint ${checkpoint} is no longer ahead of the event store's head ${head}: running`);
       return true;
@@ -190,9 +217,15 @@ export class CheckpointedProcessor {
   }
 
   private async refuseCheckpoint(checkpoint: string, error: SubscriptionPositionRefusedError): Promise<void> {
-    const head = await this.options.eventStore.lastPosition();
-    this.refusedCheckpoint = { position: checkpoint, why: `the event store refuses checkpoint ${checkpoint} (${error.message})`, head };
+    this.clearProbe();
+    if (this.stopped) return;
+    this.refusedCheckpoint = { position: checkpoint, why: `the event store refuses checkpoint ${checkpoint} (${error.message})`, at: this.clock(), probing: false };
     await this.refuse(this.refusedCheckpoint.why);
+  }
+
+  private clearProbe(): void {
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.probeTimer = null;
   }
 
   /** Not running from this checkpoint (not ready, says why, once), the lease let go; looks again every headRecheckMs. */
@@ -312,6 +345,7 @@ export class CheckpointedProcessor {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    this.clearProbe();
     this.stopRenewing();
     await this.subscription?.close();
     this.subscription = null;

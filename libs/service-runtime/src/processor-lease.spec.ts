@@ -83,7 +83,7 @@ describe('CheckpointedProcessor across replicas', () => {
   function replica(
     holder: string,
     handle: (event: RecordedEvent) => Promise<void>,
-    options: { clock?: () => number; checkpoints?: CheckpointStore; seizeAtStart?: boolean; name?: string; eventStore?: EventStore } = {},
+    options: { clock?: () => number; checkpoints?: CheckpointStore; seizeAtStart?: boolean; name?: string; eventStore?: EventStore; refusedRecheckMs?: number } = {},
   ) {
     const processor = new CheckpointedProcessor({
       name: options.name ?? 'things',
@@ -94,6 +94,7 @@ describe('CheckpointedProcessor across replicas', () => {
       lease: { holder, ttlMs: TTL_MS, renewMs: RENEW_MS, seizeAtStart: options.seizeAtStart },
       clock: options.clock,
       headRecheckMs: 50,
+      refusedRecheckMs: options.refusedRecheckMs ?? 60_000,
     });
     processors.push(processor);
     return processor;
@@ -241,25 +242,35 @@ describe('CheckpointedProcessor across replicas', () => {
     expect(processorProblems()['things-refused']).toBeUndefined();
   });
 
-  it('tries a refused checkpoint again once the event store has changed (a backup restored, new events)', async () => {
+  it('asks for a refused checkpoint again every refusedRecheckMs, still refusing meanwhile, and runs once the store takes it (the right backup restored)', async () => {
     await append(5);
     const refused = (await events.readAll({ maxCount: 2 }))[1]!.position;
     let refuses = true;
     const refusing = refusingStore(refused, () => refuses);
-    const store = refusing.store;
     await reads.checkpoints.set('things-restored', refused);
     const handled: string[] = [];
-    const processor = replica('a', async (event) => void handled.push(event.id), { name: 'things-restored', eventStore: store });
+    const processor = replica('a', async (event) => void handled.push(event.id), { name: 'things-restored', eventStore: refusing.store, refusedRecheckMs: 400 });
     await processor.start();
     await waitFor(() => processor.state === 'refusing', 'the refusal');
-    await sleep(200);
-    expect(refusing.subscriptions).toBe(1);
+    const states = new Set<string>();
+    const watch = setInterval(() => states.add(processor.state), 2);
+    try {
+      await sleep(200);
+      expect(refusing.subscriptions).toBe(1);
+      // Asked again, and refused again: not ready all along, never running.
+      await waitFor(() => refusing.subscriptions >= 2, 'the store asked again', 3000);
+      await sleep(100);
+      expect([...states]).toEqual(['refusing']);
+      expect(processorProblems()['things-restored']).toContain(`the event store refuses checkpoint ${refused}`);
+    } finally {
+      clearInterval(watch);
+    }
 
-    // The right store is back, with an event more: the same checkpoint is asked for again, and accepted.
+    // The right store is back, with an event more: at the next ask it is taken, and the processor runs.
     refuses = false;
     await append(1);
-    await waitFor(() => handled.length === 4, 'the events after the checkpoint');
+    await waitFor(() => handled.length === 4, 'the events after the checkpoint', 3000);
     expect(processor.state).toBe('active');
-    expect(refusing.subscriptions).toBe(2);
+    expect(processorProblems()['things-restored']).toBeUndefined();
   });
 });
