@@ -45,7 +45,21 @@ interface JszMeta {
   meta_cluster?: { leader?: string; cluster_size?: number };
 }
 
+/**
+ * Starts the cluster, on fresh ports again (up to three tries) when one of them was taken between
+ * freePort() releasing it and nats-server binding it: parallel test workers pick ports too.
+ */
 export async function startNatsCluster(size = 3): Promise<NatsClusterHandle> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsClusterOnce(size);
+    } catch (error) {
+      if (attempt >= 3 || !/address already in use/.test((error as Error).message)) throw error;
+    }
+  }
+}
+
+async function startNatsClusterOnce(size: number): Promise<NatsClusterHandle> {
   const binary = resolveBinary();
   const specs: { name: string; port: number; clusterPort: number; monitorPort: number; storeDir: string }[] = [];
   for (let i = 1; i <= size; i++) {

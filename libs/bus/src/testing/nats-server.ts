@@ -43,11 +43,22 @@ process.on('exit', () => {
 
 export async function startNatsServer(): Promise<NatsServerHandle> {
   const binary = resolveBinary();
-  const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), 'nats-js-'));
   storeDirs.add(storeDir);
-  const args = ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir];
-  let server = await launch(binary, args, port);
+  let port = 0;
+  let args: string[] = [];
+  let launched: Awaited<ReturnType<typeof launch>> | undefined;
+  // Another test worker may take the port between freePort() releasing it and nats-server binding it: pick another.
+  for (let attempt = 1; !launched; attempt++) {
+    port = await freePort();
+    args = ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir];
+    try {
+      launched = await launch(binary, args, port);
+    } catch (error) {
+      if (attempt >= 3 || !/address already in use/.test((error as Error).message)) throw error;
+    }
+  }
+  let server = launched;
 
   return {
     url: `nats://${HOST}:${port}`,
