@@ -1,21 +1,12 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
+import { freePort } from '@campaign-ops/testing/bus';
 
 export const ROOT = resolve(__dirname, '../..');
 
-/** A free TCP port on 127.0.0.1 (bound, read, released). */
-export function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
+/** A free TCP port on 127.0.0.1, never one this process handed out before (the bus testing helpers' own). */
+export { freePort };
 
 export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'connection-service' | 'webhook-delivery-service';
 

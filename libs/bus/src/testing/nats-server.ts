@@ -109,19 +109,30 @@ function isExecutable(path: string): boolean {
   }
 }
 
-/** Asks the OS for a free port. Another process could grab it before nats-server binds; rare enough for tests. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, HOST, () => {
-      const address = probe.address();
-      probe.close(() => {
-        if (address && typeof address === 'object') resolve(address.port);
-        else reject(new Error('could not determine a free port'));
+/** Ports this process handed out: the OS may offer a just-released port again (a cluster's nine ports alike). */
+const handedOut = new Set<number>();
+
+/**
+ * Asks the OS for a free port, never one this process handed out before. Another process could
+ * still grab it before nats-server binds: startNatsServer and startNatsCluster then try new ports.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const probe = createServer();
+      probe.once('error', reject);
+      probe.listen(0, HOST, () => {
+        const address = probe.address();
+        probe.close(() => {
+          if (address && typeof address === 'object') resolve(address.port);
+          else reject(new Error('could not determine a free port'));
+        });
       });
     });
-  });
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
 export interface RunningServer {
