@@ -105,7 +105,7 @@ export async function exportEvents(store: EventStore, filter: ExportFilter, file
   return manifest;
 }
 
-export function normalizeFilter(filter: ExportFilter): ExportFilter {
+function normalizeFilter(filter: ExportFilter): ExportFilter {
   const instant = (value: string | undefined, name: string) => {
     if (value === undefined) return undefined;
     const time = Date.parse(value);

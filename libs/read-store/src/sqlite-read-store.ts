@@ -81,7 +81,6 @@ export class SqliteReadStore implements ReadStore {
     if (!this.db.open || this.db.inTransaction) return;
     try {
       this.db.pragma('busy_timeout = 0');
-      this.db.pragma('analysis_limit = 1000');
       this.db.pragma('optimize');
     } catch {
       // SQLITE_BUSY while another process writes: statistics can wait for the next round.
@@ -100,6 +99,8 @@ export class SqliteReadStore implements ReadStore {
       // In WAL mode NORMAL survives process crashes; a power loss may drop the last commits, which
       // a read store can afford because it is rebuilt from the event store from its checkpoints.
       db.pragma('synchronous = NORMAL');
+      // PRAGMA optimize (see optimize()) samples at most this many rows of an index: bounded work on large tables.
+      db.pragma('analysis_limit = 1000');
       db.exec('CREATE TABLE IF NOT EXISTS checkpoints (name TEXT PRIMARY KEY, position TEXT NOT NULL) STRICT');
       // Processor leases (see CheckpointStore): expires_at in ms by this host's clock, which every process on a SQLite file shares.
       db.exec('CREATE TABLE IF NOT EXISTS leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL, epoch INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT');

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { forgetStoreDir, freePort, launch, registerStoreDir, resolveBinary, RunningServer } from './nats-server';
+import { forgetStoreDir, freePort, launch, onFreshPortsIfTaken, registerStoreDir, resolveBinary, RunningServer } from './nats-server';
 
 /**
  * A throwaway JetStream cluster for tests: `size` nats-servers (3 by default) on loopback ports,
@@ -45,18 +45,9 @@ interface JszMeta {
   meta_cluster?: { leader?: string; cluster_size?: number };
 }
 
-/**
- * Starts the cluster, on fresh ports again (up to three tries) when one of them was taken between
- * freePort() releasing it and nats-server binding it: parallel test workers pick ports too.
- */
-export async function startNatsCluster(size = 3): Promise<NatsClusterHandle> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startNatsClusterOnce(size);
-    } catch (error) {
-      if (attempt >= 3 || !/address already in use/.test((error as Error).message)) throw error;
-    }
-  }
+/** Starts the cluster (on fresh ports again when one of its nine was taken meanwhile). */
+export function startNatsCluster(size = 3): Promise<NatsClusterHandle> {
+  return onFreshPortsIfTaken(() => startNatsClusterOnce(size));
 }
 
 async function startNatsClusterOnce(size: number): Promise<NatsClusterHandle> {

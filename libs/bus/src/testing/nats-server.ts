@@ -45,20 +45,13 @@ export async function startNatsServer(): Promise<NatsServerHandle> {
   const binary = resolveBinary();
   const storeDir = mkdtempSync(join(tmpdir(), 'nats-js-'));
   storeDirs.add(storeDir);
-  let port = 0;
-  let args: string[] = [];
-  let launched: Awaited<ReturnType<typeof launch>> | undefined;
-  // Another test worker may take the port between freePort() releasing it and nats-server binding it: pick another.
-  for (let attempt = 1; !launched; attempt++) {
-    port = await freePort();
-    args = ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir];
-    try {
-      launched = await launch(binary, args, port);
-    } catch (error) {
-      if (attempt >= 3 || !/address already in use/.test((error as Error).message)) throw error;
-    }
-  }
-  let server = launched;
+  const started = await onFreshPortsIfTaken(async () => {
+    const port = await freePort();
+    const args = ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir];
+    return { port, args, server: await launch(binary, args, port) };
+  });
+  const { port, args } = started;
+  let server = started.server;
 
   return {
     url: `nats://${HOST}:${port}`,
@@ -106,6 +99,21 @@ function isExecutable(path: string): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Runs `start` (which picks its ports with freePort) again, up to three times in all, when a port
+ * it picked was taken meanwhile: another test worker may bind it between freePort() releasing it
+ * and nats-server binding it.
+ */
+export async function onFreshPortsIfTaken<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (error) {
+      if (attempt >= 3 || !/address already in use/.test((error as Error).message)) throw error;
+    }
   }
 }
 
