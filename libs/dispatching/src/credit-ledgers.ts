@@ -8,7 +8,7 @@ import {
   Mode,
   upcastCreditLedgerEvent,
 } from '@campaign-ops/dispatch-domain';
-import { toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
+import { inCanonicalOrder, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -107,7 +107,7 @@ export class CreditLedgers {
       let state = initial;
       const decisions = batch.map((queued) => {
         try {
-          const events = decider.decide(queued.command, state);
+          const events = decider.decide(queued.command, state).map(inCanonicalOrder);
           state = events.reduce(decider.evolve, state);
           return { queued, state, stored: events.map((e) => toStoredEvent(e, { ...queued.metadata, accountId, mode })) };
         } catch (error) {

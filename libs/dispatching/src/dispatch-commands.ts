@@ -17,7 +17,7 @@ import {
   InsufficientCredits,
   Mode,
 } from '@campaign-ops/dispatch-domain';
-import { toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
+import { inCanonicalOrder, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { deterministicUlid, newId, ulidToUuid } from '@campaign-ops/ids';
 import { CreditLedgers } from './credit-ledgers';
@@ -119,7 +119,7 @@ export class DispatchCommands {
     const [accepted] = decide(
       { type: 'CreateDispatch', dispatchId: dispatch.dispatchId, accountId, mode, channel: dispatch.channel, campaign: dispatch.campaign, connectionId: dispatch.connectionId, idempotencyKey: dispatch.idempotencyKey, now: chargedAt },
       { status: 'none' },
-    );
+    ).map(inCanonicalOrder);
     // Derived from the charge (so a second append is a no-op) and still time-ordered like every event id.
     const eventId = ulidToUuid(deterministicUlid(Date.parse(chargedAt), `dispatch-accepted:${charge.id}`));
     const stored = { ...toStoredEvent(accepted, { accountId, mode, requestId: dispatch.requestId }), id: eventId };

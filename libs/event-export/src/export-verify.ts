@@ -2,7 +2,9 @@ import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import canonicalize from 'canonicalize';
 import { EventStore, RecordedEvent } from '@campaign-ops/event-store';
-import { ExportManifest, manifestFileOf, pages, ProgressListener, selector } from './event-export';
+import { ExportManifest, manifestFileOf, ProgressListener } from './event-export';
+import { selector } from './export-filter';
+import { pages } from './prepared-pages';
 import { ExportLine, GENESIS_HASH, LINE_FIELDS, sealLine } from './export-line';
 import { redactedData } from './redaction';
 
@@ -155,7 +157,7 @@ async function walkedAgainstStore(file: string, manifest: ExportManifest, store:
     let lastPosition: string | null = null;
     for await (const page of pages(store, manifest.filter ?? {}, manifest.read_up_to)) {
       for (const stored of page) {
-        if (!keep(stored)) continue;
+        if (!keep(stored, stored.metadata)) continue;
         const next = await fileLines.next();
         number++;
         if (next.done) return { line: number, reason: `the event store also selects ${stored.streamId}@${stored.revision} (event ${stored.id}) here, which the file does not hold` };

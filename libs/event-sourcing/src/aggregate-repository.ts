@@ -1,6 +1,7 @@
 import { Decider, DomainEvent, fold, storedVersion } from '@campaign-ops/decider';
 import { EventStore, EventToAppend, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
+import { inCanonicalOrder, sortedKeys } from './canonical-order';
 
 export type Upcaster<Event extends DomainEvent> = (type: string, data: Record<string, unknown>, version: number) => Event;
 
@@ -28,7 +29,7 @@ export const toStoredEvent = (event: DomainEvent, metadata: EventMetadata): Even
   id: ulidToUuid(ulid()),
   type: event.type,
   data: event.data as Record<string, unknown>,
-  metadata: { ...metadata, version: event.version },
+  metadata: sortedKeys({ ...metadata, version: event.version }),
 });
 
 /**
@@ -53,7 +54,7 @@ export class AggregateRepository<Command, Event extends DomainEvent, State> {
   async execute(streamId: string, command: Command, metadata: EventMetadata): Promise<Decided<Event, State>> {
     for (let attempt = 0; ; attempt++) {
       const { history, state, revision } = await this.load(streamId);
-      const events = this.decider.decide(command, state);
+      const events = this.decider.decide(command, state).map(inCanonicalOrder);
       if (events.length === 0) return { recorded: [], history, state };
       const toAppend = events.map((e) => toStoredEvent(e, metadata));
       try {

@@ -1,2 +1,3 @@
 export * from './aggregate-repository';
 export * from './keyed-mutex';
+export * from './canonical-order';

@@ -27,6 +27,12 @@ export interface RecordedEvent {
   occurredAt: string;
 }
 
+/** A recorded event whose data and metadata are their RFC 8785 canonical JSON text (JCS): what exports hash. */
+export interface CanonicalEvent extends Omit<RecordedEvent, 'data' | 'metadata'> {
+  data: string;
+  metadata: string;
+}
+
 /** `no_stream`: the stream must not exist; a number: the revision of its last event. */
 export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
 
@@ -62,6 +68,11 @@ export interface ReadAllOptions {
   streamPrefixes?: string[];
 }
 
+export interface CanonicalReadOptions extends ReadAllOptions {
+  /** Events at or before this position only (inclusive); absent: up to the store's end. */
+  toPosition?: string;
+}
+
 export interface Subscription {
   close(): Promise<void>;
 }
@@ -78,6 +89,11 @@ export interface EventStore {
    * everything once, without a subscription's loop.
    */
   readAll(options: ReadAllOptions): Promise<RecordedEvent[]>;
+  /**
+   * readAll with data and metadata as canonical text, where the store keeps that form (the embedded
+   * one does): an export passes it through rather than parsing and canonicalizing every event.
+   */
+  readAllCanonical?(options: CanonicalReadOptions): Promise<CanonicalEvent[]>;
   /** The position of the last event in the store (of any stream), or null when it is empty: how far a read of everything goes. */
   lastPosition(): Promise<string | null>;
   /** Reachable and answering, for /readyz. */

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import Database from 'better-sqlite3';
+import canonicalize from 'canonicalize';
 import { GroupCommit } from '@campaign-ops/sqlite-group-commit';
 import {
   assertReadAllOptions,
@@ -8,12 +9,15 @@ import {
   EventToAppend,
   ExpectedRevision,
   ReadAllOptions,
+  CanonicalEvent,
+  CanonicalReadOptions,
   ReadStreamOptions,
   RecordedEvent,
   SubscribeToAllOptions,
   Subscription,
   WrongExpectedRevisionError,
 } from './event-store.port';
+import { stringifiesCanonically } from './canonical-json';
 import { reportSubscriptionFailure } from './subscription-failure';
 
 /**
@@ -44,8 +48,24 @@ const SCHEMA = `
     data        TEXT    NOT NULL,
     metadata    TEXT    NOT NULL,
     occurred_at TEXT    NOT NULL,
+    canonical   INTEGER,
     UNIQUE (stream_id, revision)
   )`;
+
+/**
+ * `canonical` is 1 when the stored data and metadata texts are also their RFC 8785 canonical form
+ * (JCS): what an export hashes, so that it passes them through rather than parsing and
+ * canonicalizing every event (most of its time otherwise). The event-sourcing layer appends events
+ * with their keys in canonical order (inCanonicalOrder), so their JSON is canonical as it is; each
+ * append checks (stringifiesCanonically). Events stored before the column existed have it NULL, like any other
+ * event whose text is not canonical, and readAllCanonical canonicalizes those as it reads.
+ */
+const CANONICAL_COLUMN = 'canonical';
+
+/** Every column but the canonical copies: what reads that return RecordedEvents select. */
+const EVENT_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at';
+/** readAllCanonical's: the texts and whether they are canonical. */
+const CANONICAL_READ_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at, canonical';
 
 interface EventRow {
   position: number;
@@ -85,12 +105,14 @@ export class SqliteEventStore implements EventStore {
   private readonly readForwardsQuery;
   private readonly readBackwardsQuery;
   private readonly headQuery;
-  /** readAll's statements, by their prefixes (a handful: the export's and the rebuild's filters). */
+  /** readAll's statements, by columns and prefixes (a handful: the export's and the rebuild's filters). */
   private readonly readAllQueries = new Map<string, Database.Statement<unknown[], unknown[]>>();
   /** Appends made in one turn of the event loop share one transaction and its fsync. */
   private readonly appends: GroupCommit;
 
   private constructor(
+    /** The database file: what another connection (an export's reader threads) opens. */
+    readonly file: string,
     private readonly db: Database.Database,
     private readonly pollIntervalMs: number,
   ) {
@@ -100,16 +122,16 @@ export class SqliteEventStore implements EventStore {
     this.eventRefQuery = db.prepare<[string], StoredEventRef>(
       'SELECT position, stream_id, revision FROM events WHERE event_id = ?',
     );
-    this.insertEvent = db.prepare<[string, string, number, string, string, string, string]>(
-      `INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    this.insertEvent = db.prepare<[string, string, number, string, string, string, string, 1 | null]>(
+      `INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at, canonical)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     // A negative LIMIT means no limit in SQLite.
     this.readForwardsQuery = db.prepare<[string, number, number], EventRow>(
-      'SELECT * FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?',
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`,
     );
     this.readBackwardsQuery = db.prepare<[string, number, number], EventRow>(
-      'SELECT * FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?',
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
     );
     this.headQuery = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
     this.appends = new GroupCommit(db);
@@ -127,7 +149,8 @@ export class SqliteEventStore implements EventStore {
       // The source of truth: an acknowledged append must survive a power loss, not only a crash.
       db.pragma('synchronous = FULL');
       db.exec(SCHEMA);
-      return new SqliteEventStore(db, pollIntervalMs);
+      addCanonicalColumn(db);
+      return new SqliteEventStore(file, db, pollIntervalMs);
     } catch (error) {
       db.close();
       throw error;
@@ -153,7 +176,9 @@ export class SqliteEventStore implements EventStore {
     // own, and is acknowledged only once the commit that holds it is durable. The group's
     // IMMEDIATE transaction takes the write lock before any revision is read, so no other process
     // can append between a check and its insert (see the comment on SCHEMA).
-    const { result, wrote } = await this.appends.write(() => this.appendWithinTransaction(streamId, events, expected));
+    // Serialized before the group's transaction, which holds the write lock while it runs.
+    const texts = events.map(serializeEvent);
+    const { result, wrote } = await this.appends.write(() => this.appendWithinTransaction(streamId, events, texts, expected));
     if (wrote) for (const subscription of this.subscriptions) subscription.notify();
     return result;
   }
@@ -161,6 +186,7 @@ export class SqliteEventStore implements EventStore {
   private appendWithinTransaction(
     streamId: string,
     events: EventToAppend[],
+    texts: SerializedEvent[],
     expected: ExpectedRevision,
   ): { result: AppendResult; wrote: boolean } {
     const stored = events.map((event) => this.eventRefQuery.get(event.id));
@@ -180,19 +206,12 @@ export class SqliteEventStore implements EventStore {
     const occurredAt = new Date().toISOString();
     let revision = actual ?? -1;
     let position = 0;
-    for (const event of events) {
+    events.forEach((event, i) => {
       revision += 1;
-      const { lastInsertRowid } = this.insertEvent.run(
-        event.id,
-        streamId,
-        revision,
-        event.type,
-        JSON.stringify(event.data),
-        JSON.stringify(event.metadata ?? {}),
-        occurredAt,
-      );
+      const { data, metadata, canonical } = texts[i];
+      const { lastInsertRowid } = this.insertEvent.run(event.id, streamId, revision, event.type, data, metadata, occurredAt, canonical ? 1 : null);
       position = Number(lastInsertRowid);
-    }
+    });
     return { result: { nextRevision: revision, position: String(position) }, wrote: true };
   }
 
@@ -222,22 +241,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
-    if (this.closing) throw new Error('the event store is closed');
-    assertReadAllOptions(options);
-    const prefixes = options.streamPrefixes;
-    const key = prefixes ? JSON.stringify(prefixes) : '';
-    let query = this.readAllQueries.get(key);
-    if (!query) {
-      // Rows as arrays: a whole-store read (export, rebuild) spends a good part of its time making row objects.
-      query = this.db
-        .prepare<unknown[], unknown[]>(
-          `SELECT position, event_id, stream_id, revision, type, data, metadata, occurred_at FROM events WHERE position > ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`,
-        )
-        .raw(true);
-      if (this.readAllQueries.size >= 64) this.readAllQueries.clear();
-      this.readAllQueries.set(key, query);
-    }
-    const rows = query.all(parsePosition(options.fromPosition), ...prefixParameters(prefixes), options.maxCount) as Array<[number, string, string, number, string, string, string, string]>;
+    const rows = this.readAllRows(EVENT_COLUMNS, options) as Array<[number, string, string, number, string, string, string, string]>;
     return rows.map(([position, id, streamId, revision, type, data, metadata, occurredAt]) => ({
       id,
       streamId,
@@ -248,6 +252,40 @@ export class SqliteEventStore implements EventStore {
       metadata: JSON.parse(metadata),
       occurredAt,
     }));
+  }
+
+  /**
+   * readAll, with data and metadata as their canonical text (JCS): for exports. Texts stored
+   * canonical are passed through; any other is canonicalized here.
+   */
+  async readAllCanonical(options: CanonicalReadOptions): Promise<CanonicalEvent[]> {
+    const rows = this.readAllRows(CANONICAL_READ_COLUMNS, options) as Array<[number, string, string, number, string, string, string, string, 1 | null]>;
+    return rows.map(([position, id, streamId, revision, type, data, metadata, occurredAt, canonical]) => ({
+      id,
+      streamId,
+      type,
+      revision,
+      position: String(position),
+      data: canonical ? data : canonicalize(JSON.parse(data))!,
+      metadata: canonical ? metadata : canonicalize(JSON.parse(metadata))!,
+      occurredAt,
+    }));
+  }
+
+  /** One page of readAll's rows, as arrays (a whole-store read spends a good part of its time making row objects). */
+  private readAllRows(columns: string, options: CanonicalReadOptions): unknown[] {
+    if (this.closing) throw new Error('the event store is closed');
+    assertReadAllOptions(options);
+    const prefixes = options.streamPrefixes;
+    const key = `${columns}|${prefixes ? JSON.stringify(prefixes) : ''}`;
+    let query = this.readAllQueries.get(key);
+    if (!query) {
+      query = this.db.prepare<unknown[], unknown[]>(`SELECT ${columns} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`).raw(true);
+      if (this.readAllQueries.size >= 64) this.readAllQueries.clear();
+      this.readAllQueries.set(key, query);
+    }
+    const upTo = options.toPosition === undefined ? Number.MAX_SAFE_INTEGER : parsePosition(options.toPosition);
+    return query.all(parsePosition(options.fromPosition), upTo, ...prefixParameters(prefixes), options.maxCount);
   }
 
   async lastPosition(): Promise<string | null> {
@@ -263,7 +301,7 @@ export class SqliteEventStore implements EventStore {
       throw new Error('streamPrefixes must not be empty: omit it to receive the events of every stream');
     }
     const query = this.db.prepare<unknown[], EventRow>(
-      `SELECT * FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`,
+      `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`,
     );
     const parameters = prefixParameters(prefixes);
     return (after, upTo) => query.all(after, upTo, ...parameters, SUBSCRIPTION_BATCH_SIZE).map(toRecordedEvent);
@@ -280,6 +318,31 @@ export class SqliteEventStore implements EventStore {
     await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
     if (this.db.open) this.db.close();
   }
+}
+
+interface SerializedEvent {
+  data: string;
+  metadata: string;
+  /** Whether both texts are their canonical form (JCS) too. */
+  canonical: boolean;
+}
+
+function serializeEvent(event: EventToAppend): SerializedEvent {
+  const data = JSON.stringify(event.data);
+  const metadata = JSON.stringify(event.metadata ?? {});
+  return { data, metadata, canonical: stringifiesCanonically(event.data) && stringifiesCanonically(event.metadata ?? {}) };
+}
+
+/**
+ * Adds the `canonical` column to a store made before it (its events keep it NULL). In one
+ * IMMEDIATE transaction, so that two processes opening the same old file add it once.
+ */
+function addCanonicalColumn(db: Database.Database): void {
+  const missing = () => !(db.pragma('table_info(events)') as Array<{ name: string }>).some((column) => column.name === CANONICAL_COLUMN);
+  if (!missing()) return;
+  db.transaction(() => {
+    if (missing()) db.exec(`ALTER TABLE events ADD COLUMN ${CANONICAL_COLUMN} INTEGER`);
+  }).immediate();
 }
 
 /** Whether these stored events are exactly what this append would have written: then it already ran. */

@@ -1,7 +1,7 @@
 import { accountDecider, accountStreamId, AccountCommand } from '@campaign-ops/account-domain';
 import { Decider, DomainEvent } from '@campaign-ops/decider';
 import { creditLedgerDecider, creditLedgerStreamId, dispatchDecider, dispatchStreamId, DispatchCommand } from '@campaign-ops/dispatch-domain';
-import { toStoredEvent } from '@campaign-ops/event-sourcing';
+import { inCanonicalOrder, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { EventStore, EventToAppend } from '@campaign-ops/event-store';
 import { newId } from '@campaign-ops/ids';
 
@@ -40,7 +40,7 @@ export async function appendSyntheticHistory(store: EventStore, events: number):
     append(accountStreamId(accountId), account.map((e) => toStoredEvent(e, meta)));
     const ledger = creditLedgerDecider(accountId, 'test');
     let balance = ledger.initialState;
-    const grant = ledger.decide({ type: 'GrantCredits', grantId: newId('acct'), amount: 1_000_000, now: at(launch) }, balance);
+    const grant = ledger.decide({ type: 'GrantCredits', grantId: newId('acct'), amount: 1_000_000, now: at(launch) }, balance).map(inCanonicalOrder);
     balance = grant.reduce(ledger.evolve, balance);
     append(creditLedgerStreamId(accountId, 'test'), grant.map((e) => toStoredEvent(e, { ...meta, mode: 'test' })));
 
@@ -48,7 +48,7 @@ export async function appendSyntheticHistory(store: EventStore, events: number):
       const dispatchId = newId('dsp');
       const requestMeta = { accountId, mode: 'test', requestId: `req_${dispatchId.slice(4)}` };
       const campaign = { name: `Spring sale ${launch}`, objective: 'traffic', budget: { amount_micros: 5_000_000, currency: 'USD', type: 'daily' as const }, schedule: { start_at: at(launch), timezone: 'UTC' } };
-      const charge = ledger.decide({ type: 'ChargeForDispatch', dispatch: { dispatchId, channel: 'google_ads', campaign, connectionId: null, idempotencyKey: null, requestId: requestMeta.requestId }, now: at(launch) }, balance);
+      const charge = ledger.decide({ type: 'ChargeForDispatch', dispatch: { dispatchId, channel: 'google_ads', campaign, connectionId: null, idempotencyKey: null, requestId: requestMeta.requestId }, now: at(launch) }, balance).map(inCanonicalOrder);
       balance = charge.reduce(ledger.evolve, balance);
       append(creditLedgerStreamId(accountId, 'test'), charge.map((e) => toStoredEvent(e, requestMeta)));
       const outcome: DispatchCommand[] =
@@ -77,7 +77,7 @@ function decideAll<C, E extends DomainEvent, S>(decider: Decider<C, E, S>, comma
   let state = decider.initialState;
   const events: E[] = [];
   for (const command of commands) {
-    const decided = decider.decide(command, state);
+    const decided = decider.decide(command, state).map(inCanonicalOrder);
     state = decided.reduce(decider.evolve, state);
     events.push(...decided);
   }

@@ -1,0 +1,26 @@
+import { DomainEvent } from '@campaign-ops/decider';
+
+/**
+ * The event with its data's keys in canonical order (RFC 8785: sorted by UTF-16 code units), at
+ * every depth. Applied to what a decider decides, before the event is used for anything: so the
+ * in-memory event, the views folded from it and the stored text all have one key order, and the
+ * stored JSON is its canonical form as it is, which an export then passes through unchanged (the
+ * event store checks each text, exactly; an object whose keys JavaScript cannot keep in sorted
+ * order, integer-like ones, only makes that event's export canonicalize it).
+ */
+export const inCanonicalOrder = <E extends DomainEvent>(event: E): E => ({ ...event, data: sortedKeys(event.data) });
+
+/** A copy of a JSON value with the keys of every plain object sorted; anything else as it is. */
+export function sortedKeys<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(sortedKeys) as T;
+  if (!isPlainObject(value)) return value;
+  const sorted: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) sorted[key] = sortedKeys(value[key]);
+  return sorted as T;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+}
