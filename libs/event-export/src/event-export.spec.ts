@@ -3,12 +3,15 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import workerThreads = require('node:worker_threads');
+import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
 import { EventToAppend, SqliteEventStore } from '@campaign-ops/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
-import { exportEvents, manifestFileOf } from './event-export';
+import { ExportFilter, ExportManifest, exportEvents, manifestFileOf } from './event-export';
 import { GENESIS_HASH, LINE_FIELDS, sealLine } from './export-line';
 import { verifyExport } from './export-verify';
+import { PAGE_SPAN } from './prepared-pages';
 import { REDACTED } from './redaction';
 
 const event = (type: string, data: Record<string, unknown>, metadata: Record<string, unknown> = {}): EventToAppend => ({
@@ -280,5 +283,190 @@ describe('export and verify (on the embedded event store)', () => {
     }
     expect(failure?.status).toBe(1);
     expect(failure?.stderr).toBe('line 4: broken chain\n');
+  });
+
+  describe('with reader threads', () => {
+    /** How many reader threads the exports made meanwhile start (the thread's code is this lib's export-reader.worker.ts). */
+    function countThreads() {
+      const Worker = workerThreads.Worker;
+      const spy = jest.spyOn(workerThreads, 'Worker').mockImplementation((...args) => new Worker(...args));
+      return { started: () => spy.mock.calls.length, restore: () => spy.mockRestore() };
+    }
+
+    /** The store's flags, read on a connection of the spec's own. */
+    function flags(path: string): Array<number | null> {
+      const raw = new Database(path, { readonly: true });
+      try {
+        return raw.prepare('SELECT canonical FROM events ORDER BY position').pluck().all() as Array<number | null>;
+      } finally {
+        raw.close();
+      }
+    }
+
+    /** Exports the same selection in this thread and with `readers` threads: the same bytes, the same manifest but its time, and it verifies. */
+    async function sameWithThreads(on: SqliteEventStore, filter: ExportFilter, readers = 2) {
+      const inProcess = join(dir, 'in-process.jsonl');
+      const threaded = join(dir, 'threads.jsonl');
+      const threads = countThreads();
+      try {
+        const manifest = await exportEvents(on, filter, inProcess, undefined, { readers: 1 });
+        expect(threads.started()).toBe(0);
+        const threadedManifest = await exportEvents(on, filter, threaded, undefined, { readers });
+        expect(threads.started()).toBe(Math.min(readers, Math.ceil(Number(manifest.read_up_to) / PAGE_SPAN)));
+        expect(readFileSync(threaded).equals(readFileSync(inProcess))).toBe(true);
+        expect({ ...threadedManifest, file: inProcess, exported_at: manifest.exported_at }).toEqual(manifest);
+      } finally {
+        threads.restore();
+      }
+      // The same bytes: verifying one verifies both.
+      await expect(verifyExport(inProcess, on)).resolves.toMatchObject({ ok: true, lines: expect.any(Number), complete_against_store: true });
+      const manifest = JSON.parse(readFileSync(manifestFileOf(inProcess), 'utf8')) as ExportManifest;
+      return { manifest, text: readFileSync(inProcess, 'utf8') };
+    }
+
+    /** A copy of a JSON value with every object's keys sorted, as a decide's events are appended. */
+    const sorted = (value: unknown): unknown =>
+      Array.isArray(value) ? value.map(sorted) : value !== null && typeof value === 'object' ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])])) : value;
+
+    /** The line's fields but its event id, time and hashes, with data and metadata as the line's text holds them. */
+    const contentOf = (text: string) => {
+      const line = JSON.parse(text);
+      return [line.stream_id, line.revision, line.type, line.version, /,"data":([^]*),"recorded_at":/.exec(text)![1]];
+    };
+
+    it('exports events appended with unsorted keys (not flagged) as the same lines as the same events appended sorted (flagged)', async () => {
+      const unsorted = [
+        ['dispatch-dsp_1', 'DispatchAccepted', { dispatchId: 'dsp_1', idempotencyKey: IDEMPOTENCY_KEY, campaign: { name: 'Spring ✓', budget: 1.5, zones: ['b', 'a'] }, accountId: 'acct_1' }, { version: 1, accountId: 'acct_1', requestId: 'req_1' }],
+        ['dispatch-dsp_2', 'DispatchAccepted', { idempotencyKey: null, dispatchId: 'dsp_2', note: '"idempotencyKey":"not a key"' }, { version: 1, accountId: 'acct_2' }],
+        ['dispatch-dsp_1', 'DispatchCharged', { dispatch: { idempotencyKey: IDEMPOTENCY_KEY, dispatchId: 'dsp_1' }, amount: 1, '10': 'x', '9': 'y' }, { version: 1, accountId: 'acct_1' }],
+        ['webhook-whk_1', 'WebhookEndpointCreated', { sealedSecret: SEALED_SECRET, endpointId: 'whk_1', url: 'https://example.com/\u2028"' }, { version: 1, accountId: 'acct_1' }],
+        ['account-acct_1', 'ApiKeyIssued', { mode: 'live', keyHash: KEY_HASH, keyId: 'key_2', n: -0, big: 1e21 }, { version: 1, accountId: 'acct_1' }],
+      ] as const;
+      const exported: string[][] = [];
+      for (const [name, sort] of [['unsorted', false], ['sorted', true]] as const) {
+        const path = join(dir, `${name}.sqlite`);
+        const other = SqliteEventStore.open(path);
+        try {
+          for (const [stream, type, data, metadata] of unsorted) {
+            await other.append(stream, [{ id: ulidToUuid(ulid()), type, data: sort ? (sorted(data) as Record<string, unknown>) : data, metadata: sort ? (sorted(metadata) as Record<string, unknown>) : metadata }], { expectedRevision: 'any' });
+          }
+          // Integer-like keys ("10", "9") are never in sorted order in JavaScript: that event is never flagged.
+          expect(flags(path)).toEqual(sort ? [1, 1, null, 1, 1] : [null, null, null, null, null]);
+          // The texts that are not JCS read by reader threads, the others in this thread.
+          const out = join(dir, `${name}.jsonl`);
+          await exportEvents(other, {}, out, undefined, { readers: sort ? 1 : 2 });
+          exported.push(readFileSync(out, 'utf8').trimEnd().split('\n'));
+          await expect(verifyExport(out, other)).resolves.toMatchObject({ ok: true, lines: unsorted.length, complete_against_store: true });
+        } finally {
+          await other.close();
+        }
+      }
+      const [fromUnsorted, fromSorted] = exported;
+      expect(fromUnsorted.map(contentOf)).toEqual(fromSorted.map(contentOf));
+      // As JCS, and redacted.
+      fromSorted.forEach((text, i) => {
+        const line = JSON.parse(text);
+        expect(contentOf(text)[4]).toBe(`${canonicalize(line.data)},"metadata":${canonicalize(unsorted[i][3])}`);
+      });
+      for (const secret of [SEALED_SECRET, KEY_HASH, IDEMPOTENCY_KEY]) expect(exported.flat().join('\n')).not.toContain(secret);
+      expect(JSON.parse(fromSorted[2]).data.dispatch.idempotencyKey).toBe(REDACTED);
+      expect(JSON.parse(fromSorted[1]).data.note).toBe('"idempotencyKey":"not a key"');
+    });
+
+    describe('over several pages of positions', () => {
+      const TOTAL = 2 * PAGE_SPAN + 345;
+      const ROUND = 50;
+
+      /** Event i of the big store: flagged or not, secret or not, in one of many streams of three categories. */
+      function bigEvent(i: number): [string, EventToAppend] {
+        const category = (['dispatch', 'webhook', 'account'] as const)[i % 3];
+        const accountId = `acct_${i % 4}`;
+        const data =
+          category === 'dispatch'
+            ? { dispatchId: `dsp_${i}`, idempotencyKey: i % 5 === 0 ? null : `idem-${i}`, text: `é ${i} "${i}"` }
+            : category === 'webhook'
+              ? { sealedSecret: `secret-${i}`, endpointId: `whk_${i % 7}` }
+              : { name: `Acme ${i}`, credits: { test: i, live: 0 } };
+        const type = { dispatch: 'DispatchAccepted', webhook: 'WebhookSecretRotated', account: 'AccountRenamed' }[category];
+        const metadata = { version: 1, accountId };
+        // About two in five appended with their keys unsorted (not flagged), the others sorted.
+        const unsortedEvent = i % 3 === 1 || i % 7 === 0;
+        const shaped = (value: Record<string, unknown>) => (unsortedEvent ? value : (sorted(value) as Record<string, unknown>));
+        return [`${category}-${i % 37}`, { id: ulidToUuid(ulid()), type, data: shaped(data), metadata: shaped(metadata) }];
+      }
+
+      async function appendBig(from: number, to: number): Promise<void> {
+        for (let round = from; round < to; round += ROUND) {
+          // One turn's appends share a commit; the streams interleave in commit order.
+          await Promise.all(
+            Array.from({ length: Math.min(ROUND, to - round) }, (_, k) => {
+              const [stream, appended] = bigEvent(round + k);
+              return store.append(stream, [appended], { expectedRevision: 'any' });
+            }),
+          );
+        }
+      }
+
+      it('writes the same bytes with reader threads as in this thread, keeping commit order and the chain across pages', async () => {
+        await appendBig(0, TOTAL);
+        const all = await store.readAll({ maxCount: 10_000 });
+        expect(all.length).toBeGreaterThan(2 * PAGE_SPAN);
+        expect(new Set(flags(join(dir, 'events.sqlite')))).toEqual(new Set([1, null]));
+
+        // Three pages, two reader threads: one reads the first and the third.
+        const { manifest, text } = await sameWithThreads(store, {}, 2);
+        const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line));
+        expect(lines.map((line) => line.event_id)).toEqual(all.map((event) => event.id));
+        const unchained: number[] = [];
+        let prev = GENESIS_HASH;
+        lines.forEach(({ hash, ...unhashed }, i) => {
+          if (unhashed.prev_hash !== prev || hash !== createHash('sha256').update(`${prev}\n${canonicalize(unhashed)}`).digest('hex')) unchained.push(i + 1);
+          prev = hash;
+        });
+        expect(unchained).toEqual([]);
+        expect(manifest).toMatchObject({ count: all.length, final_hash: prev, last_position: all[all.length - 1].position, read_up_to: all[all.length - 1].position });
+        expect(text).not.toMatch(/secret-\d|idem-\d/);
+      }, 60_000);
+
+      it('selects across pages as in this thread, and reads only what the store held when the export began', async () => {
+        await appendBig(0, TOTAL);
+        const filter = { category: 'dispatch', account: 'acct_3' };
+        const inProcess = await exportEvents(store, filter, join(dir, 'in-process.jsonl'), undefined, { readers: 1 });
+        const all = await store.readAll({ maxCount: 10_000 });
+        expect(inProcess.count).toBe(all.filter((event) => event.streamId.startsWith('dispatch-') && event.metadata.accountId === 'acct_3').length);
+
+        // Appends made while exports run (some of them selected) are in neither, with threads or without.
+        const threads = countThreads();
+        const again = join(dir, 'in-process-again.jsonl');
+        try {
+          const exporting = [exportEvents(store, filter, file, undefined, { readers: 2 }), exportEvents(store, filter, again, undefined, { readers: 1 })];
+          await appendBig(TOTAL, TOTAL + 2 * ROUND);
+          for (const manifest of await Promise.all(exporting)) {
+            expect(manifest).toMatchObject({ count: inProcess.count, final_hash: inProcess.final_hash, last_position: inProcess.last_position, read_up_to: inProcess.read_up_to });
+          }
+          expect(threads.started()).toBe(2);
+        } finally {
+          threads.restore();
+        }
+        for (const written of [file, again]) expect(readFileSync(written).equals(readFileSync(join(dir, 'in-process.jsonl')))).toBe(true);
+        expect((await store.readAll({ maxCount: 10_000 })).length).toBe(all.length + 2 * ROUND);
+        await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: true, lines: inProcess.count, complete_against_store: true });
+
+        // An event committed (by another connection) once the first page is written is not read by the pages after it.
+        const other = new Database(join(dir, 'events.sqlite'));
+        try {
+          let pagesWritten = 0;
+          const late = other.prepare("INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at) VALUES (?, 'dispatch-late', 0, 'DispatchAccepted', '{}', '{}', ?)");
+          const everything = await exportEvents(store, {}, file, () => void (pagesWritten++ === 0 && late.run(ulidToUuid(ulid()), new Date().toISOString())), { readers: 1 });
+          expect(pagesWritten).toBeGreaterThan(2);
+          const held = (await store.readAll({ maxCount: 10_000 })).filter((event) => BigInt(event.position) <= BigInt(everything.read_up_to!));
+          expect(held).toHaveLength(all.length + 2 * ROUND);
+          expect(readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line).event_id)).toEqual(held.map((event) => event.id));
+          expect((await store.readStream('dispatch-late')).length).toBe(1);
+        } finally {
+          other.close();
+        }
+      }, 60_000);
+    });
   });
 });

@@ -15,7 +15,8 @@ export function sortedKeys<T>(value: T): T {
   if (Array.isArray(value)) return value.map(sortedKeys) as T;
   if (!isPlainObject(value)) return value;
   const sorted: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) sorted[key] = sortedKeys(value[key]);
+  // Defined, not assigned: a `__proto__` member (JSON.parse makes one) stays data instead of setting the prototype.
+  for (const key of Object.keys(value).sort()) Object.defineProperty(sorted, key, { value: sortedKeys(value[key]), enumerable: true, writable: true, configurable: true });
   return sorted as T;
 }
 

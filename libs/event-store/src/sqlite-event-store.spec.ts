@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
+import canonicalize from 'canonicalize';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { EventStore, EventToAppend, RecordedEvent, WrongExpectedRevisionError } from './event-store.port';
 import { DuplicateEventIdError, SqliteEventStore } from './sqlite-event-store';
@@ -352,4 +353,250 @@ describe('SqliteEventStore', () => {
   it('answers ping while open', async () => {
     await expect(open().ping()).resolves.toBeUndefined();
   });
+
+  describe('canonical texts (what an export hashes)', () => {
+    const withData = (data: Record<string, unknown>, metadata?: Record<string, unknown>): EventToAppend => ({ id: ulidToUuid(ulid()), type: 'Tested', data, metadata });
+
+    /** The stored rows as the file holds them, read on a connection of this spec's own. */
+    function rows(): Array<{ event_id: string; data: string; metadata: string; canonical: number | null }> {
+      const raw = new Database(file, { readonly: true });
+      try {
+        return raw.prepare('SELECT event_id, data, metadata, canonical FROM events ORDER BY position').all() as never;
+      } finally {
+        raw.close();
+      }
+    }
+
+    it('flags an event whose data and metadata texts are their JCS (sorted keys), and no other', async () => {
+      const store = open();
+      const cases: Array<[EventToAppend, 1 | null]> = [
+        [withData({ a: 1, b: { c: [{ d: 'é', e: null }], f: 1.5 } }, { accountId: 'acct_1', version: 1 }), 1],
+        [withData({ a: 1 }), 1],
+        [withData({ '1': 'integer-like, listed first and sorted', a: 2 }), 1],
+        [withData({ b: 1, a: 2 }, { version: 1 }), null],
+        [withData({ a: 1 }, { version: 1, accountId: 'acct_1' }), null],
+        [withData({ a: { c: 1, b: 2 } }), null],
+        [withData({ '10': 'JavaScript lists 9 first', '9': 'nine' }), null],
+        [withData({ at: new Date(0) }), null],
+        [withData({ a: 1, gone: undefined }), null],
+      ];
+      await store.append('flags-1', cases.map(([event]) => event), { expectedRevision: 'no_stream' });
+
+      expect(rows().map((row) => [row.event_id, row.canonical])).toEqual(cases.map(([event, flag]) => [event.id, flag]));
+      // A flagged text is its own JCS, whatever way it was written.
+      for (const row of rows().filter((r) => r.canonical === 1)) {
+        expect(canonicalize(JSON.parse(row.data))).toBe(row.data);
+        expect(canonicalize(JSON.parse(row.metadata))).toBe(row.metadata);
+      }
+    });
+
+    it('reads data and metadata as their JCS, flagged or not, the rest as readAll reads it', async () => {
+      const store = open();
+      const events = [
+        withData({ b: 1, a: { d: [3, { g: 1, f: 2 }], c: 'é"\\n\u2028' }, n: 1e21, '10': 0, '9': -0 }, { version: 1, accountId: 'acct_1' }),
+        withData({ a: 1, b: [2] }, { accountId: 'acct_1', version: 1 }),
+        withData({ at: new Date(0), z: 0.1 }),
+      ];
+      await store.append('canonical-1', events, { expectedRevision: 'no_stream' });
+      const read = await store.readAll({ maxCount: 10 });
+
+      const canonical = await store.readAllCanonical({ maxCount: 10 });
+      expect(canonical.map(({ data, metadata }) => [data, metadata])).toEqual(events.map((event) => [canonicalize(event.data), canonicalize(event.metadata ?? {})]));
+      expect(canonical.map(({ data, metadata, ...rest }) => rest)).toEqual(read.map(({ data, metadata, ...rest }) => rest));
+      expect(canonical.map((event) => JSON.parse(event.data))).toEqual(read.map((event) => event.data));
+    });
+
+    it('keeps the texts as stored for readStream and readAll: their keys in the order they were appended', async () => {
+      const store = open();
+      const data = { b: 1, a: { d: 1, c: 2 }, '10': 'x', '9': 'y' };
+      await store.append('order-1', [withData(data, { version: 1, accountId: 'acct_1' })], { expectedRevision: 'no_stream' });
+
+      const [streamed] = await store.readStream('order-1');
+      const [all] = await store.readAll({ maxCount: 1 });
+      for (const event of [streamed, all]) {
+        expect(JSON.stringify(event.data)).toBe(JSON.stringify(data));
+        expect(Object.keys(event.data)).toEqual(['9', '10', 'b', 'a']);
+        expect(Object.keys(event.metadata)).toEqual(['version', 'accountId']);
+      }
+      expect(rows()[0].data).toBe(JSON.stringify(data));
+    });
+
+    it('selects as readAll does: after fromPosition, up to toPosition (inclusive), at most maxCount, by stream prefix', async () => {
+      const store = open();
+      for (let i = 0; i < 12; i++) {
+        // Every third one unsorted, so that both kinds of row are read.
+        const data = i % 3 === 0 ? { n: i, a: 'unsorted' } : { a: 'sorted', n: i };
+        await store.append(`${i % 2 ? 'webhook' : 'dispatch'}-${i % 4}`, [withData(data)], { expectedRevision: 'any' });
+      }
+      const all = await store.readAll({ maxCount: 100 });
+      const positions = (events: Array<{ position: string }>) => events.map((event) => Number(event.position));
+      const expected = (from: number, to: number, maxCount: number, prefixes?: string[]) =>
+        all.filter((event) => Number(event.position) > from && Number(event.position) <= to && (!prefixes || prefixes.some((prefix) => event.streamId.startsWith(prefix)))).slice(0, maxCount);
+
+      for (const [from, to, maxCount, prefixes] of [
+        [0, 12, 100, undefined],
+        [3, 12, 100, undefined],
+        [3, 7, 100, undefined],
+        [3, 7, 2, undefined],
+        [0, 0, 100, undefined],
+        [7, 7, 100, undefined],
+        [6, 7, 100, undefined],
+        [0, 1_000_000, 100, undefined],
+        [0, 12, 100, ['webhook-']],
+        [2, 9, 100, ['dispatch-0', 'webhook-3']],
+        [2, 9, 1, ['dispatch-']],
+      ] as Array<[number, number, number, string[] | undefined]>) {
+        const read = await store.readAllCanonical({ fromPosition: from ? String(from) : undefined, toPosition: String(to), maxCount, streamPrefixes: prefixes });
+        expect([from, to, maxCount, prefixes, positions(read)]).toEqual([from, to, maxCount, prefixes, positions(expected(from, to, maxCount, prefixes))]);
+        const want = expected(from, to, maxCount, prefixes);
+        expect(read.map((event) => event.data)).toEqual(want.map((event) => canonicalize(event.data)));
+      }
+      // Without toPosition: to the end.
+      expect(positions(await store.readAllCanonical({ fromPosition: '10', maxCount: 100 }))).toEqual([11, 12]);
+    });
+
+    it('refuses what readAll refuses, a malformed toPosition, and any read once closed', async () => {
+      const store = open();
+      await expect(store.readAllCanonical({ maxCount: 0 })).rejects.toThrow(/maxCount/);
+      await expect(store.readAllCanonical({ maxCount: 1, streamPrefixes: [] })).rejects.toThrow(/streamPrefixes/);
+      await expect(store.readAllCanonical({ maxCount: 1, fromPosition: 'x' })).rejects.toThrow(/position/);
+      await expect(store.readAllCanonical({ maxCount: 1, toPosition: '-1' })).rejects.toThrow(/position/);
+      await store.close();
+      await expect(store.readAllCanonical({ maxCount: 1 })).rejects.toThrow(/closed/);
+    });
+
+    it('flags exactly the random events whose texts are their JCS, and reads every one as its JCS', async () => {
+      const random = randomness(0xca4e_0001);
+      const store = open();
+      const appended: EventToAppend[] = [];
+      for (let append = 0; append < 60; append++) {
+        const events = Array.from({ length: 1 + random.int(8) }, () => withData(randomObject(random), randomObject(random)));
+        appended.push(...events);
+        await store.append(`random-${append % 7}`, events, { expectedRevision: 'any' });
+      }
+      const stored = rows();
+      expect(stored).toHaveLength(appended.length);
+      let flagged = 0;
+      stored.forEach((row, i) => {
+        const own = canonicalize(JSON.parse(row.data)) === row.data && canonicalize(JSON.parse(row.metadata)) === row.metadata;
+        // Flagged: certainly its own JCS. Not flagged: not its own JCS (every random value here is plain JSON).
+        expect([i, row.canonical]).toEqual([i, own ? 1 : null]);
+        if (own) flagged++;
+      });
+      expect(flagged).toBeGreaterThan(appended.length / 10);
+      expect(appended.length - flagged).toBeGreaterThan(appended.length / 10);
+
+      const read = await store.readAllCanonical({ fromPosition: '0', maxCount: 10_000 });
+      expect(read.map((event) => [event.id, event.data, event.metadata])).toEqual(appended.map((event) => [event.id, canonicalize(event.data), canonicalize(event.metadata)]));
+    });
+
+    describe('in a file made before the canonical column', () => {
+      /** The events table as the store made it before the canonical column. */
+      const OLD_SCHEMA = `
+        CREATE TABLE events (
+          position    INTEGER PRIMARY KEY AUTOINCREMENT,
+          event_id    TEXT    NOT NULL UNIQUE,
+          stream_id   TEXT    NOT NULL,
+          revision    INTEGER NOT NULL,
+          type        TEXT    NOT NULL,
+          data        TEXT    NOT NULL,
+          metadata    TEXT    NOT NULL,
+          occurred_at TEXT    NOT NULL,
+          UNIQUE (stream_id, revision)
+        )`;
+      const OLD_ROWS = [
+        // Keys unsorted, a number spelt 1.50 and 1e2, an escaped é: none of it is JCS.
+        { id: ulidToUuid(ulid()), data: '{"b":1,"a":{"d":[1,{"f":2,"e":3}],"c":"\\u00e9"},"n":1.50,"m":1e2}', metadata: '{"version":1,"accountId":"acct_1"}' },
+        // Already JCS, though not flagged.
+        { id: ulidToUuid(ulid()), data: '{"a":1,"b":"x"}', metadata: '{"version":1}' },
+      ];
+      const columns = (db: Database.Database) => (db.pragma('table_info(events)') as Array<{ name: string }>).map((column) => column.name);
+
+      beforeEach(() => {
+        const db = new Database(file);
+        try {
+          db.exec(OLD_SCHEMA);
+          const insert = db.prepare('INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at) VALUES (?, ?, ?, ?, ?, ?, ?)');
+          OLD_ROWS.forEach((row, revision) => insert.run(row.id, 'old-1', revision, 'Tested', row.data, row.metadata, '2025-01-01T00:00:00.000Z'));
+          expect(columns(db)).not.toContain('canonical');
+        } finally {
+          db.close();
+        }
+      });
+
+      it('opens it, adding the column, and reads its events as their JCS', async () => {
+        const store = open();
+        const raw = new Database(file, { readonly: true });
+        try {
+          expect(columns(raw)).toContain('canonical');
+        } finally {
+          raw.close();
+        }
+        expect(rows().map((row) => row.canonical)).toEqual([null, null]);
+
+        const read = await store.readAllCanonical({ maxCount: 10 });
+        expect(read.map((event) => [event.id, event.streamId, event.revision, event.position, event.data, event.metadata])).toEqual([
+          [OLD_ROWS[0].id, 'old-1', 0, '1', '{"a":{"c":"é","d":[1,{"e":3,"f":2}]},"b":1,"m":100,"n":1.5}', '{"accountId":"acct_1","version":1}'],
+          [OLD_ROWS[1].id, 'old-1', 1, '2', '{"a":1,"b":"x"}', '{"version":1}'],
+        ]);
+        // readStream and readAll read the old rows as they did.
+        expect((await store.readStream('old-1')).map((event) => JSON.stringify(event.data))).toEqual(['{"b":1,"a":{"d":[1,{"f":2,"e":3}],"c":"é"},"n":1.5,"m":100}', '{"a":1,"b":"x"}']);
+        expect(await store.readAll({ maxCount: 10 })).toEqual(await store.readStream('old-1'));
+      });
+
+      it('appends after the old events, flagging the new ones, and opens again (and again, at once) without adding the column twice', async () => {
+        const first = open();
+        const second = open();
+        await first.append('old-1', [withData({ a: 1 }, { version: 1 })], { expectedRevision: 1 });
+        await second.append('old-1', [withData({ b: 1, a: 1 }, { version: 1 })], { expectedRevision: 2 });
+        await first.close();
+        const third = open();
+
+        expect(rows().map((row) => row.canonical)).toEqual([null, null, 1, null]);
+        expect((await third.readAllCanonical({ fromPosition: '2', maxCount: 10 })).map((event) => event.data)).toEqual(['{"a":1}', '{"a":1,"b":1}']);
+        expect((await third.readStream('old-1')).map((event) => event.revision)).toEqual([0, 1, 2, 3]);
+      });
+    });
+  });
 });
+
+/** mulberry32: a small seeded generator, so that every run tries the same cases. */
+function randomness(seed: number) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const int = (n: number) => Math.floor(next() * n);
+  return { int, chance: (p: number) => next() < p, pick: <T>(items: readonly T[]): T => items[int(items.length)] };
+}
+type Random = ReturnType<typeof randomness>;
+
+const RANDOM_KEYS = ['', 'a', 'b', 'B', 'aa', 'é', '😀', '\uff01', '"', '1', '2', '10', '01', '-1', 'version', 'accountId'];
+
+/** A plain JSON object, its keys now sorted (as a decide's events are), now in a random order. */
+function randomObject(random: Random, depth = 0): Record<string, unknown> {
+  const keys = [...new Set(Array.from({ length: random.int(5) }, () => random.pick(RANDOM_KEYS)))];
+  if (random.chance(0.6)) keys.sort();
+  return Object.fromEntries(keys.map((key) => [key, randomValue(random, depth + 1)]));
+}
+
+function randomValue(random: Random, depth: number): unknown {
+  switch (random.int(depth >= 3 ? 4 : 6)) {
+    case 0:
+      return random.pick(['', 'x', 'é😀', 'a"b\\c\n\u0000\u2028', '\ud800']);
+    case 1:
+      return random.pick([0, -0, 1.5, 1e21, 1e-7, -3, 0.1, 2 ** 53 + 2]);
+    case 2:
+      return random.chance(0.5);
+    case 3:
+      return null;
+    case 4:
+      return Array.from({ length: random.int(3) }, () => randomValue(random, depth + 1));
+    default:
+      return randomObject(random, depth);
+  }
+}

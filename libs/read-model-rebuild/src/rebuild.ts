@@ -34,6 +34,8 @@ interface Held {
   model: ReadModelDefinition;
   state: unknown;
   revision: number;
+  /** When it was last put at the end of `held` (the order of use). */
+  used: number;
 }
 
 /**
@@ -48,6 +50,8 @@ export class Replay {
   private readonly touched = new Set<string>();
   private readonly prefixes: string[];
   private readonly maxStreams: number;
+  /** Counts the entries put at the end of `held`. */
+  private uses = 0;
   events = 0;
   position: string | null = null;
 
@@ -68,12 +72,14 @@ export class Replay {
     for (;;) {
       const page = await this.eventStore.readAll({ fromPosition: this.position ?? undefined, maxCount: PAGE, streamPrefixes: this.prefixes });
       let reachedLimit = page.length < PAGE;
+      // Positions only grow: when the page's last is within the limit, every one is.
+      const allWithin = page.length === 0 || BigInt(page[page.length - 1].position) <= limit;
       for (const event of page) {
-        if (BigInt(event.position) > limit) {
+        if (!allWithin && BigInt(event.position) > limit) {
           reachedLimit = true;
           break;
         }
-        await this.apply(event);
+        this.apply(event) ?? (await this.applyAfterReading(event));
         this.position = event.position;
         // Documents are written (and states may be dropped) at most every FLUSH_EVERY streams, and before more are held than allowed.
         if (this.touched.size >= Math.min(FLUSH_EVERY, this.maxStreams)) await this.flush();
@@ -86,20 +92,37 @@ export class Replay {
     await this.flush();
   }
 
-  private async apply(event: RecordedEvent): Promise<void> {
-    const model = this.models.find((candidate) => event.streamId.startsWith(candidate.streamPrefix))!;
-    let held = this.held.get(event.streamId);
-    if (held === undefined || held.revision !== event.revision - 1) {
-      // A stream seen first here, or dropped from memory: its state from the stream itself, up to this event.
-      const before = event.revision === 0 ? [] : await this.eventStore.readStream(event.streamId, { maxCount: event.revision });
-      held = { model, state: before.reduce((state, e) => model.evolve(state, e), model.initial(event.streamId)), revision: event.revision - 1 };
-    }
-    held = { model, state: model.evolve(held.state, event), revision: event.revision };
-    // Re-inserted, so that the Map's order is the order of last use.
-    this.held.delete(event.streamId);
-    this.held.set(event.streamId, held);
+  /**
+   * Folds the event into its stream's state held in memory; answers undefined, without doing
+   * anything, when that state is not held up to the event before (applyAfterReading reads it).
+   */
+  private apply(event: RecordedEvent): true | undefined {
+    const held = this.held.get(event.streamId);
+    if (held === undefined || held.revision !== event.revision - 1) return undefined;
+    held.state = held.model.evolve(held.state, event);
+    held.revision = event.revision;
+    // Moved to the end of `held` (the order of use, for dropping the least recently used), but not
+    // on every event: only once it has fallen back a quarter of what is held.
+    if (this.uses - held.used > this.maxStreams / 4) this.use(event.streamId, held);
     this.touched.add(event.streamId);
     this.events++;
+    return true;
+  }
+
+  /** A stream seen first here, or dropped from memory: its state from the stream itself, up to this event. */
+  private async applyAfterReading(event: RecordedEvent): Promise<void> {
+    const model = this.models.find((candidate) => event.streamId.startsWith(candidate.streamPrefix))!;
+    const before = event.revision === 0 ? [] : await this.eventStore.readStream(event.streamId, { maxCount: event.revision });
+    const state = before.reduce((folded, e) => model.evolve(folded, e), model.initial(event.streamId));
+    this.use(event.streamId, { model, state: model.evolve(state, event), revision: event.revision, used: 0 });
+    this.touched.add(event.streamId);
+    this.events++;
+  }
+
+  private use(streamId: string, held: Held): void {
+    held.used = ++this.uses;
+    this.held.delete(streamId);
+    this.held.set(streamId, held);
   }
 
   private async flush(): Promise<void> {
@@ -195,6 +218,7 @@ async function catchUpLive(eventStore: EventStore, readStore: ReadStore, models:
       const collection: Collection<Doc> = readStore.collection(name);
       for (const { doc, revision } of entries) await collection.upsert(doc, revision);
     },
+    drain: async () => undefined,
     swap: async () => undefined,
     discard: async () => undefined,
   };
@@ -231,6 +255,7 @@ export async function checkReadModels(eventStore: EventStore, readStore: ReadSto
   const limit = options.limit ?? 20;
   try {
     await replay.runTo(await eventStore.lastPosition(), false);
+    await replay.target.drain();
     const collections: CheckReport['collections'] = [];
     const differences: CollectionDifference[] = [];
     for (const model of models) {

@@ -192,6 +192,8 @@ export class MongoReadStore implements ReadStore {
     };
     return {
       collection: <T extends Doc>(name: string) => standIn(name).collection as unknown as Collection<T>,
+      // Bulk writes are awaited as they are made: nothing is left under way.
+      drain: async () => undefined,
       upsertMany: async (name, entries) => {
         assertActive();
         await standIn(name).collection.upsertMany(entries as ReadonlyArray<{ doc: Doc; revision: number }>);

@@ -139,6 +139,11 @@ export interface ReadModelRebuild {
   /** Revision-guarded upserts of many documents at once (SQLite: one transaction; MongoDB: one unordered bulk write). */
   upsertMany<T extends Doc>(name: string, entries: ReadonlyArray<{ doc: T; revision: number }>): Promise<void>;
   /**
+   * Waits until every upsertMany so far is written: the embedded store writes them in a thread of
+   * its own, and a stand-in read through `collection` shows them only after this.
+   */
+  drain(): Promise<void>;
+  /**
    * Puts every stand-in in place of its live collection, with the declared indexes and those the live
    * one has. `lastly` runs just before, and the checkpoints it answers are set with the swap:
    * SQLite runs it inside the one write transaction that renames the tables and sets the

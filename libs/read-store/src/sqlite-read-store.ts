@@ -18,6 +18,8 @@ import type {
   Scalar,
 } from './read-store.port';
 import { LeaseLostError } from './read-store.port';
+import { RebuildWriter } from './rebuild-writer';
+import { upsertSql } from './upsert-sql';
 
 /**
  * SQLite adapter of the read store, for the embedded (single host) deployment.
@@ -67,7 +69,11 @@ export class SqliteReadStore implements ReadStore {
   private readonly writes: GroupCommit;
   private readonly optimizeTimer: NodeJS.Timeout;
 
-  private constructor(private readonly db: Database.Database) {
+  private constructor(
+    private readonly db: Database.Database,
+    /** The database file (`:memory:` for a private store): what a rebuild's writer thread opens. */
+    private readonly file: string,
+  ) {
     this.writes = new GroupCommit(db);
     this.checkpoints = new SqliteCheckpointStore((sql) => this.statement(sql), this.writes);
     this.optimizeTimer = setInterval(() => this.optimize(), OPTIMIZE_INTERVAL_MS);
@@ -108,7 +114,7 @@ export class SqliteReadStore implements ReadStore {
       db.close();
       throw error;
     }
-    return new SqliteReadStore(db);
+    return new SqliteReadStore(db, file);
   }
 
   collection<T extends Doc>(name: string, options: CollectionOptions = {}): Collection<T> {
@@ -142,9 +148,31 @@ export class SqliteReadStore implements ReadStore {
     if (new Set(names).size !== names.length) throw new Error('a rebuild names each collection once');
     const tag = `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
     const standIns = new Map<string, { spec: RebuildSpec; staged: string; collection: SqliteCollection<Doc> }>();
+    const indexKeysOf = (spec: RebuildSpec) => {
+      const keys = new Set([
+        ...(spec.indexes ?? []).map((index) => indexFields(index).join('+')),
+        ...(this.collections.get(spec.name)?.indexedKeys() ?? []),
+        ...existingIndexKeys(this.db, spec.name),
+      ]);
+      keys.delete('id');
+      return keys;
+    };
+    const made = new Set<string>();
+    /** The stand-in's indexes: those declared and those the live collection has (by now). */
+    const indexStandIn = (spec: RebuildSpec, staged: string) => {
+      for (const key of indexKeysOf(spec)) {
+        const index = `ix:${spec.name}:${key}:g${tag}`;
+        if (made.has(index)) continue;
+        this.db.exec(`CREATE INDEX ${quoteIdentifier(index)} ON ${quoteIdentifier(`coll_${staged}`)} (${key.split('+').map(fieldValue).join(', ')}, id)`);
+        made.add(index);
+      }
+    };
     for (const spec of specs) {
       const staged = `${spec.name}${REBUILD_MARKER}${tag}`;
       this.db.exec(`CREATE TABLE ${quoteIdentifier(`coll_${staged}`)} (id TEXT PRIMARY KEY, revision INTEGER, doc TEXT NOT NULL) STRICT`);
+      // Indexed from the start: kept up as documents come (each parsed once for all its indexes)
+      // costs less in all than building them at the end, and it is done in the writer thread.
+      indexStandIn(spec, staged);
       standIns.set(spec.name, { spec, staged, collection: new SqliteCollection<Doc>(this.db, staged, (sql) => this.statement(sql), this.writes, new Set()) });
     }
     const standIn = (name: string) => {
@@ -159,26 +187,29 @@ export class SqliteReadStore implements ReadStore {
     const upsertAll = this.db.transaction((collection: SqliteCollection<Doc>, entries: ReadonlyArray<{ doc: Doc; revision: number }>) => {
       for (const { doc, revision } of entries) collection.upsertNow(doc, revision);
     });
+    // Until the swap, writes go through a thread of their own (a file-backed store only).
+    let writer: RebuildWriter | null = this.file === ':memory:' || this.file === '' ? null : new RebuildWriter(this.file, BUSY_TIMEOUT_MS);
+    const stopWriter = async () => {
+      const stopping = writer;
+      writer = null;
+      await stopping?.close();
+    };
     return {
       collection: <T extends Doc>(name: string) => standIn(name).collection as unknown as Collection<T>,
       upsertMany: async (name, entries) => {
         assertActive();
-        upsertAll(standIn(name).collection, entries as ReadonlyArray<{ doc: Doc; revision: number }>);
+        const { collection, staged } = standIn(name);
+        if (writer) await writer.write(quoteIdentifier(`coll_${staged}`), entries.map(({ doc, revision }) => [doc.id, assertRevision(revision), serialize(doc)]));
+        else upsertAll(collection, entries as ReadonlyArray<{ doc: Doc; revision: number }>);
+      },
+      drain: async () => {
+        await writer?.drain();
       },
       swap: async (lastly) => {
         assertActive();
-        for (const { spec, staged } of standIns.values()) {
-          const keys = new Set([
-            ...(spec.indexes ?? []).map((index) => indexFields(index).join('+')),
-            ...(this.collections.get(spec.name)?.indexedKeys() ?? []),
-            ...existingIndexKeys(this.db, spec.name),
-          ]);
-          keys.delete('id');
-          for (const key of keys) {
-            const index = quoteIdentifier(`ix:${spec.name}:${key}:g${tag}`);
-            this.db.exec(`CREATE INDEX ${index} ON ${quoteIdentifier(`coll_${staged}`)} (${key.split('+').map(fieldValue).join(', ')}, id)`);
-          }
-        }
+        await stopWriter();
+        // Indexes the live collections got meanwhile.
+        for (const { spec, staged } of standIns.values()) indexStandIn(spec, staged);
         // By hand rather than db.transaction(): `lastly` is asynchronous. Nothing else of this process
         // may write through this connection meanwhile (it would join the transaction): ops runs alone.
         this.db.exec('BEGIN IMMEDIATE');
@@ -201,6 +232,7 @@ export class SqliteReadStore implements ReadStore {
       discard: async () => {
         if (finished) return;
         finished = true;
+        await stopWriter().catch(() => undefined);
         for (const { staged } of standIns.values()) this.db.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(`coll_${staged}`)}`);
       },
     };
@@ -355,26 +387,19 @@ class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async upsert(doc: T, revision: number): Promise<boolean> {
-    if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
+    assertRevision(revision);
     const json = serialize(doc);
     return this.writes.write(() => this.upsertJson(doc.id, revision, json));
   }
 
   /** upsert, synchronously: so that a rebuild can write many in one transaction. */
   upsertNow(doc: T, revision: number): boolean {
-    if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
+    assertRevision(revision);
     return this.upsertJson(doc.id, revision, serialize(doc));
   }
 
   private upsertJson(id: string, revision: number, json: string): boolean {
-    // One statement, so the guard and the write are atomic without a transaction. A document
-    // written by `insert` has no revision and counts as older than any projected one.
-    const result = this.statement(
-      `INSERT INTO ${this.table} (id, revision, doc) VALUES (?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET revision = excluded.revision, doc = excluded.doc
-       WHERE revision IS NULL OR excluded.revision > revision`,
-    ).run(id, revision, json);
-    return result.changes > 0;
+    return this.statement(upsertSql(this.table)).run(id, revision, json).changes > 0;
   }
 
   async revisionOf(id: string): Promise<number | null> {
@@ -468,6 +493,11 @@ function applyPatch<T extends Doc>(doc: T, patch: Partial<T>): T {
   // fromEntries defines own properties, so even a `__proto__` field is stored as data rather
   // than setting the prototype; later entries win and existing fields keep their position.
   return Object.fromEntries([...Object.entries(doc), ...changes]) as T;
+}
+
+function assertRevision(revision: number): number {
+  if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
+  return revision;
 }
 
 function serialize(doc: Doc): string {

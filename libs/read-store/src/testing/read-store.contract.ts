@@ -481,6 +481,7 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
           { doc: item(3, { status: 'new', n: 2 }), revision: 0 },
         ]);
         await rebuild.collection<Item>(other).upsert(item(7, { status: 'other' }), 1);
+        await rebuild.drain();
         // The live collection still serves, and takes writes, until the swap.
         expect(await all(live)).toEqual([item(1, { status: 'old' }), item(2, { status: 'old' })]);
         expect(await all(rebuild.collection<Item>(name))).toEqual([item(2, { status: 'new', n: 1 }), item(3, { status: 'new', n: 2 })]);
@@ -513,6 +514,7 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
           { doc: item(1, { v: 'replay' }), revision: 2 },
           { doc: item(2, { v: 'only' }), revision: 0 },
         ]);
+        await rebuild.drain();
         expect(await all(rebuild.collection<Item>(name))).toEqual([item(1, { v: 'second' }), item(2, { v: 'only' })]);
         await rebuild.discard();
       });

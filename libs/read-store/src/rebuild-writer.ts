@@ -1,0 +1,71 @@
+import { extname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+
+/** Batches written or being written at once; upsertMany waits past it, so memory stays bounded. */
+const MAX_IN_FLIGHT = 4;
+
+/** Where the thread's code is: beside this file, compiled (dist) or as TypeScript (the specs, through @swc-node/register). */
+const WORKER_FILE = join(__dirname, `rebuild-writer.worker${extname(__filename)}`);
+
+/**
+ * Writes a rebuild's stand-ins in a thread of its own, so that the replay (reading, folding,
+ * serializing) and the writing (inserts, index upkeep) use two cores: a write is handed over and
+ * the replay goes on. `drain` waits until everything handed over is committed.
+ */
+export class RebuildWriter {
+  private readonly worker: Worker;
+  private readonly waiting = new Map<number, { resolve(): void; reject(error: Error): void }>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private sent = 0;
+  private failure: Error | null = null;
+  private closing = false;
+
+  constructor(file: string, busyTimeoutMs: number) {
+    const typescript = WORKER_FILE.endsWith('.ts');
+    this.worker = new Worker(WORKER_FILE, { workerData: { file, busyTimeoutMs }, execArgv: typescript ? [...process.execArgv, '-r', '@swc-node/register'] : undefined });
+    this.worker.on('message', ({ id, error }: { id: number; error?: string }) => {
+      const waiting = this.waiting.get(id);
+      this.waiting.delete(id);
+      if (error === undefined) waiting?.resolve();
+      else this.fail(new Error(`the rebuild's writer thread failed: ${error}`));
+    });
+    this.worker.on('error', (error) => this.fail(error));
+    this.worker.on('exit', (code) => {
+      if (!this.closing) this.fail(new Error(`the rebuild's writer thread ended (exit code ${code})`));
+    });
+  }
+
+  /** Hands a batch over (`table` quoted, rows as [id, revision, doc JSON]); waits only while too many are under way. */
+  async write(table: string, rows: Array<[string, number, string]>): Promise<void> {
+    while (this.inFlight.size >= MAX_IN_FLIGHT && !this.failure) await Promise.race(this.inFlight).catch(() => undefined);
+    if (this.failure) throw this.failure;
+    const id = this.sent++;
+    const committed: Promise<void> = new Promise<void>((resolve, reject) => this.waiting.set(id, { resolve, reject })).finally(() => this.inFlight.delete(committed));
+    // Awaited by drain or met by a later write (the failure is kept); never unhandled meanwhile.
+    committed.catch(() => undefined);
+    this.inFlight.add(committed);
+    this.worker.postMessage({ id, table, rows });
+  }
+
+  /** Waits until every batch handed over is committed; throws the first failure. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.inFlight]);
+    if (this.failure) throw this.failure;
+  }
+
+  /** Drains, then ends the thread (and its connection). */
+  async close(): Promise<void> {
+    try {
+      await this.drain();
+    } finally {
+      this.closing = true;
+      await this.worker.terminate();
+    }
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error;
+    for (const waiting of this.waiting.values()) waiting.reject(this.failure);
+    this.waiting.clear();
+  }
+}
