@@ -24,10 +24,9 @@ export class RebuildWriter {
     const typescript = WORKER_FILE.endsWith('.ts');
     this.worker = new Worker(WORKER_FILE, { workerData: { file, busyTimeoutMs }, execArgv: typescript ? [...process.execArgv, '-r', '@swc-node/register'] : undefined });
     this.worker.on('message', ({ id, error }: { id: number; error?: string }) => {
-      const waiting = this.waiting.get(id);
+      if (error !== undefined) return this.fail(new Error(`the rebuild's writer thread failed: ${error}`));
+      this.waiting.get(id)?.resolve();
       this.waiting.delete(id);
-      if (error === undefined) waiting?.resolve();
-      else this.fail(new Error(`the rebuild's writer thread failed: ${error}`));
     });
     this.worker.on('error', (error) => this.fail(error));
     this.worker.on('exit', (code) => {

@@ -90,4 +90,42 @@ describe('SqliteReadStore rebuild', () => {
     db.close();
     expect(tables).toEqual([]);
   });
+
+  it('writes the stand-ins in a thread of its own: the stand-in shows a batch once drained, already indexed, and the swap waits for every batch', async () => {
+    const store = open();
+    const rebuild = await store.beginRebuild([{ name: 'views', indexes: ['v'] }]);
+    // Indexed from the start, not at the swap.
+    const standIn = (db: Database.Database) => (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'coll_views__rebuild_%'").get() as { name: string }).name;
+    const db = new Database(file, { readonly: true });
+    const table = standIn(db);
+    db.close();
+    expect(indexesOf(table)).toEqual([expect.stringMatching(/^ix:views:v:g[a-z0-9]+$/)]);
+
+    const batches = Array.from({ length: 20 }, (_, b) => Array.from({ length: 500 }, (_, i) => ({ doc: { id: `d${b * 500 + i}`, v: `v${i % 7}` }, revision: b })));
+    for (const batch of batches) await rebuild.upsertMany('views', batch);
+    await rebuild.drain();
+    expect(await rebuild.collection('views').count({})).toBe(10_000);
+    expect(await rebuild.collection('views').count({ v: 'v3' })).toBe(batches.flat().filter(({ doc }) => doc.v === 'v3').length);
+
+    await rebuild.upsertMany('views', [{ doc: { id: 'last', v: 'x' }, revision: 0 }]);
+    await rebuild.swap();
+    expect(await store.collection('views').get('last')).toEqual({ id: 'last', v: 'x' });
+    expect(await store.collection('views').count({})).toBe(10_001);
+  });
+
+  it("reports the writer thread's failure: the next upsertMany or drain throws it, and discard still drops the stand-in", async () => {
+    const store = open();
+    const rebuild = await store.beginRebuild([{ name: 'views' }]);
+    const db = new Database(file);
+    const table = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'coll_views__rebuild_%'").get() as { name: string }).name;
+    // The stand-in taken away behind the rebuild's back: the writer's insert fails.
+    db.exec(`DROP TABLE "${table}"`);
+    db.close();
+    await rebuild.upsertMany('views', [{ doc: { id: 'a' }, revision: 0 }]);
+    await expect(rebuild.drain()).rejects.toThrow(/writer thread failed: no such table/);
+    await expect(rebuild.upsertMany('views', [{ doc: { id: 'b' }, revision: 0 }])).rejects.toThrow(/writer thread failed/);
+    await expect(rebuild.swap()).rejects.toThrow(/writer thread failed/);
+    await rebuild.discard();
+    expect(indexesOf(table)).toEqual([]);
+  });
 });
