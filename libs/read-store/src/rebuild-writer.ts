@@ -1,5 +1,6 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { Doc } from './read-store.port';
 
 /** Batches written or being written at once; upsertMany waits past it, so memory stays bounded. */
 const MAX_IN_FLIGHT = 4;
@@ -8,8 +9,8 @@ const MAX_IN_FLIGHT = 4;
 const WORKER_FILE = join(__dirname, `rebuild-writer.worker${extname(__filename)}`);
 
 /**
- * Writes a rebuild's stand-ins in a thread of its own, so that the replay (reading, folding,
- * serializing) and the writing (inserts, index upkeep) use two cores: a write is handed over and
+ * Writes a rebuild's stand-ins in a thread of its own, so that the replay (reading, folding) and
+ * the writing (serializing, inserts, index upkeep) use two cores: a write is handed over and
  * the replay goes on. `drain` waits until everything handed over is committed.
  */
 export class RebuildWriter {
@@ -34,8 +35,12 @@ export class RebuildWriter {
     });
   }
 
-  /** Hands a batch over (`table` quoted, rows as [id, revision, doc JSON]); waits only while too many are under way. */
-  async write(table: string, rows: Array<[string, number, string]>): Promise<void> {
+  /**
+   * Hands a batch over (`table` quoted, rows as [id, revision, document]); waits only while too many
+   * are under way. The documents are serialized there, from their structured clone (cheaper here
+   * than JSON.stringify): the same text for what a document is, plain JSON data.
+   */
+  async write(table: string, rows: Array<[string, number, Doc]>): Promise<void> {
     while (this.inFlight.size >= MAX_IN_FLIGHT && !this.failure) await Promise.race(this.inFlight).catch(() => undefined);
     if (this.failure) throw this.failure;
     const id = this.sent++;

@@ -1,7 +1,7 @@
 /**
  * A rebuild's writer thread (see RebuildWriter): on a connection of its own to the read store's
- * file, writes each batch of serialized documents to its stand-in table in one transaction, with
- * the revision guard every upsert has, and answers when it is committed.
+ * file, serializes each batch of documents and writes it to its stand-in table in one
+ * transaction, with the revision guard every upsert has, and answers when it is committed.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
@@ -11,13 +11,13 @@ const { file, busyTimeoutMs } = workerData as { file: string; busyTimeoutMs: num
 const db = new Database(file, { timeout: busyTimeoutMs });
 db.pragma('synchronous = NORMAL');
 const statements = new Map<string, Database.Statement<[string, number, string]>>();
-const write = db.transaction((table: string, rows: Array<[string, number, string]>) => {
+const write = db.transaction((table: string, rows: Array<[string, number, unknown]>) => {
   let statement = statements.get(table);
   if (!statement) statements.set(table, (statement = db.prepare(upsertSql(table))));
-  for (const row of rows) statement.run(...row);
+  for (const [id, revision, doc] of rows) statement.run(id, revision, JSON.stringify(doc));
 });
 
-parentPort!.on('message', ({ id, table, rows }: { id: number; table: string; rows: Array<[string, number, string]> }) => {
+parentPort!.on('message', ({ id, table, rows }: { id: number; table: string; rows: Array<[string, number, unknown]> }) => {
   try {
     write(table, rows);
     parentPort!.postMessage({ id });

@@ -199,7 +199,7 @@ export class SqliteReadStore implements ReadStore {
       upsertMany: async (name, entries) => {
         assertActive();
         const { collection, staged } = standIn(name);
-        if (writer) await writer.write(quoteIdentifier(`coll_${staged}`), entries.map(({ doc, revision }) => [doc.id, assertRevision(revision), serialize(doc)]));
+        if (writer) await writer.write(quoteIdentifier(`coll_${staged}`), entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), doc]));
         else upsertAll(collection, entries as ReadonlyArray<{ doc: Doc; revision: number }>);
       },
       drain: async () => {
@@ -500,10 +500,14 @@ function assertRevision(revision: number): number {
   return revision;
 }
 
-function serialize(doc: Doc): string {
+function assertDocument(doc: Doc): Doc {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TypeError('a document must be an object');
   if (typeof doc.id !== 'string' || doc.id === '') throw new TypeError('a document needs a non-empty string id');
-  return JSON.stringify(doc);
+  return doc;
+}
+
+function serialize(doc: Doc): string {
+  return JSON.stringify(assertDocument(doc));
 }
 
 // ---------------------------------------------------------------------------------------------
