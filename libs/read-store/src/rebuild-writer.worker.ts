@@ -19,7 +19,10 @@ const write = db.transaction((table: string, rows: Array<[string, number, unknow
 
 parentPort!.on('message', ({ id, table, rows }: { id: number; table: string; rows: Array<[string, number, unknown]> }) => {
   try {
-    write(table, rows);
+    // IMMEDIATE: the write lock first, waiting its turn while a service writes the file. (Deferred
+    // transactions of two connections writing one file at full speed failed at once with
+    // "database is locked" in a trial of two replay threads each writing its own batches.)
+    write.immediate(table, rows);
     parentPort!.postMessage({ id });
   } catch (error) {
     parentPort!.postMessage({ id, error: error instanceof Error ? error.message : String(error) });
