@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import canonicalize from 'canonicalize';
 import { RecordedEvent } from '@campaign-ops/event-store';
 import { REDACTED, REDACTED_FIELDS, redactedCanonicalData, redactedData } from './redaction';
+import { SeededRandom, seededRandom } from '@campaign-ops/testing/event-store';
 
 /**
  * A safety net for exports: every stored event type has recorded fixtures (libs/<domain>/src/
@@ -95,20 +96,8 @@ describe('what an export may carry', () => {
   });
 });
 
-/** mulberry32: a small seeded generator, so that every run tries the same cases. */
-function randomness(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return { int, chance: (p: number) => next() < p, pick: <T>(items: readonly T[]): T => items[int(items.length)] };
-}
-type Random = ReturnType<typeof randomness>;
+const randomness = seededRandom;
+type Random = SeededRandom;
 
 describe('redaction of canonical text (what an export reads)', () => {
   const FIELDS = [...new Set(REDACTED_FIELDS.flatMap(({ path }) => path))];

@@ -3,21 +3,10 @@ import { Decider, DomainEvent, eventVersions } from '@campaign-ops/decider';
 import { SqliteEventStore } from '@campaign-ops/event-store';
 import { AggregateRepository, toStoredEvent } from './aggregate-repository';
 import { inCanonicalOrder, sortedKeys } from './canonical-order';
+import { SeededRandom, seededRandom } from '@campaign-ops/testing/event-store';
 
-/** mulberry32: a small seeded generator, so that every run tries the same cases. */
-function randomness(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return { int, chance: (p: number) => next() < p, pick: <T>(items: readonly T[]): T => items[int(items.length)] };
-}
-type Random = ReturnType<typeof randomness>;
+const randomness = seededRandom;
+type Random = SeededRandom;
 
 // Not "__proto__": see the failing case below.
 const KEYS = ['', 'a', 'b', 'B', '_', 'aa', 'ab', 'é', '😀', '\uff01', '"', '1', '2', '10', '01', '-1', 'constructor', 'toString', 'idempotencyKey', 'z'];

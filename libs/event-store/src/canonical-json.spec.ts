@@ -1,21 +1,10 @@
 import canonicalize from 'canonicalize';
 import { sortedKeys } from '@campaign-ops/event-sourcing';
 import { stringifiesCanonically } from './canonical-json';
+import { SeededRandom, seededRandom } from './testing/seeded-random';
 
-/** mulberry32: a small seeded generator, so that every run tries the same cases (a failure names its seed and case). */
-function randomness(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return { int, chance: (p: number) => next() < p, pick: <T>(items: readonly T[]): T => items[int(items.length)] };
-}
-type Random = ReturnType<typeof randomness>;
+const randomness = seededRandom;
+type Random = SeededRandom;
 
 const STRING_PIECES = ['a', 'Z', ' ', 'é', '✓', '😀', '\ud83d', '\ude00', '\u0000', '\u001f', '\u007f', '\u2028', '"', '\\', '/', '\n', '\t', '"idempotencyKey":"x"', '</script>'];
 const NUMBERS = [0, -0, 1, -1, 1.5, 0.1, 1 / 3, 1e21, 1e-7, 1e20, -1e-7, 5e-324, Number.MAX_VALUE, Number.MAX_SAFE_INTEGER, 2 ** 53 + 2, 123456789.125];

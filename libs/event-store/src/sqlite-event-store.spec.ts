@@ -9,6 +9,7 @@ import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { EventStore, EventToAppend, RecordedEvent, WrongExpectedRevisionError } from './event-store.port';
 import { DuplicateEventIdError, SqliteEventStore } from './sqlite-event-store';
 import { eventStoreContract } from './testing/event-store.contract';
+import { SeededRandom, seededRandom } from './testing/seeded-random';
 
 eventStoreContract('SQLite in memory', async () => SqliteEventStore.open(':memory:'));
 
@@ -560,20 +561,8 @@ describe('SqliteEventStore', () => {
   });
 });
 
-/** mulberry32: a small seeded generator, so that every run tries the same cases. */
-function randomness(seed: number) {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  return { int, chance: (p: number) => next() < p, pick: <T>(items: readonly T[]): T => items[int(items.length)] };
-}
-type Random = ReturnType<typeof randomness>;
+const randomness = seededRandom;
+type Random = SeededRandom;
 
 const RANDOM_KEYS = ['', 'a', 'b', 'B', 'aa', 'é', '😀', '\uff01', '"', '1', '2', '10', '01', '-1', 'version', 'accountId'];
 

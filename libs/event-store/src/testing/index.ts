@@ -37,3 +37,4 @@ export async function startEventStoreDb(): Promise<{ connectionString: string; s
   return { connectionString, stop: async () => void (await container.stop()) };
 }
 export { FakeEventStoreDb, notLeader, unavailable, invalidPosition } from './fake-eventstoredb';
+export * from './seeded-random';
