@@ -1,6 +1,6 @@
-import { connect, nanos, StorageType } from 'nats';
+import { connect, JetStreamManager, nanos, NatsError, StorageType } from 'nats';
 import { BusLogger } from './bus-logger';
-import { NatsBus } from './nats-bus';
+import { ensureStream, NatsBus } from './nats-bus';
 import { busContract } from './testing/bus.contract';
 import { NatsServerHandle, startNatsServer } from './testing/nats-server';
 import { startNatsCluster } from './testing/nats-cluster';
@@ -24,6 +24,35 @@ afterAll(async () => {
 busContract('NatsBus', () => NatsBus.connect({ servers: server.url, name: 'bus-contract', logger: quietLogger }));
 
 describe('NatsBus', () => {
+  it('takes a stream another service added between its look and its own add (which the server refuses), and brings it to its settings', async () => {
+    const fresh = await startNatsServer();
+    const nc = await connect({ servers: fresh.url });
+    try {
+      const jsm = await nc.jetstreamManager();
+      // The other service's stream, with other settings, so that this add is refused for sure.
+      await jsm.streams.add({ name: 'RACED', subjects: ['raced.>'], storage: StorageType.File, duplicate_window: nanos(30_000), max_age: nanos(60_000) });
+      // This service's look came just before: it found nothing.
+      const notFound = Object.assign(new NatsError('stream not found', '404'), { api_error: { code: 404, err_code: 10059, description: 'stream not found' } });
+      let looks = 0;
+      const streams = jsm.streams;
+      const late = {
+        streams: {
+          info: (name: string) => (looks++ === 0 ? Promise.reject(notFound) : streams.info(name)),
+          add: (config: Parameters<typeof streams.add>[0]) => streams.add(config),
+          update: (name: string, config: Parameters<typeof streams.update>[1]) => streams.update(name, config),
+        },
+      } as unknown as JetStreamManager;
+
+      await ensureStream(late, { name: 'RACED', subjects: ['raced.>'], duplicateWindowMs: 120_000, replicas: 1, maxAgeMs: DAY_MS });
+      expect((await jsm.streams.info('RACED')).config).toMatchObject({ duplicate_window: nanos(120_000), max_age: nanos(DAY_MS) });
+      // A refused add with no stream there after all is reported (here: a window longer than the age).
+      await expect(ensureStream(jsm, { name: 'NEVER', subjects: ['never.>'], duplicateWindowMs: 120_000, replicas: 1, maxAgeMs: 60_000 })).rejects.toThrow(/cannot create JetStream stream NEVER/);
+    } finally {
+      await nc.close();
+      await fresh.stop();
+    }
+  });
+
   it('creates its stream idempotently when services start together on a fresh server', async () => {
     const fresh = await startNatsServer();
     try {

@@ -691,7 +691,7 @@ class NatsConsumer implements Consumer {
   }
 }
 
-interface StreamSettings {
+export interface StreamSettings {
   name: string;
   subjects: string[];
   duplicateWindowMs: number;
@@ -707,16 +707,22 @@ function assertMaxAge(option: string, maxAgeMs: number, duplicateWindowMs: numbe
   return maxAgeMs;
 }
 
-async function ensureStream(jsm: JetStreamManager, { name, subjects, duplicateWindowMs, replicas, maxAgeMs }: StreamSettings): Promise<void> {
+/** Creates the stream if it is missing, or brings an existing one to these settings (exported for its spec). */
+export async function ensureStream(jsm: JetStreamManager, settings: StreamSettings, lostRace = false): Promise<void> {
+  const { name, subjects, duplicateWindowMs, replicas, maxAgeMs } = settings;
   const duplicateWindow = nanos(duplicateWindowMs);
   const maxAge = nanos(maxAgeMs);
-  const existing = await jsm.streams.info(name).catch((error: unknown) => {
-    if (jsErrorCode(error) === JS_ERR_STREAM_NOT_FOUND) return undefined;
-    throw error;
-  });
+  const infoOf = () =>
+    jsm.streams.info(name).catch((error: unknown) => {
+      if (jsErrorCode(error) === JS_ERR_STREAM_NOT_FOUND) return undefined;
+      throw error;
+    });
+  const existing = await infoOf();
   try {
     if (!existing) {
-      // Two services starting together both land here; adding an identical stream is idempotent.
+      // Two services starting together both land here. Adding an identical stream is idempotent,
+      // but the server may refuse the one that comes second ("subjects overlap with an existing
+      // stream", seen with three at once): then the stream is there, and is checked as any other.
       await jsm.streams.add({ name, subjects, storage: StorageType.File, duplicate_window: duplicateWindow, num_replicas: replicas, max_age: maxAge });
     } else if (
       existing.config.duplicate_window !== duplicateWindow ||
@@ -728,6 +734,7 @@ async function ensureStream(jsm: JetStreamManager, { name, subjects, duplicateWi
       await jsm.streams.update(name, { subjects, duplicate_window: duplicateWindow, num_replicas: replicas, max_age: maxAge });
     }
   } catch (error) {
+    if (!existing && !lostRace && (await infoOf())) return ensureStream(jsm, settings, true);
     // E.g. "replicas > 1 not supported in non-clustered mode": say which stream and setting.
     throw new Error(
       `cannot ${existing ? 'update' : 'create'} JetStream stream ${name} (${replicas} replica(s), max age ${maxAgeMs} ms, subjects ${subjects.join(', ')}): ${errorMessage(error)}`,
