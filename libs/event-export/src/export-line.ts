@@ -115,23 +115,19 @@ export function chainPieces({ bytes, ends }: EncodedPieces, prevHash: string, ou
   return prevHash;
 }
 
-/** The line's hash and text (without its newline), chained to `prevHash`. */
-export function sealPieces(pieces: LinePieces, prevHash: string): { hash: string; text: string } {
+/**
+ * The line's hash and text (without its newline), its data and metadata objects canonicalized here
+ * (the `canonicalize` package): the way verify seals a line, through the pieces an export chains.
+ */
+export function sealLine(unhashed: Omit<ExportLine, 'hash'>): { line: ExportLine; text: string } {
+  const { prev_hash: prevHash, ...fields } = unhashed;
+  const pieces = linePieces({ ...fields, data: canonicalize(unhashed.data)!, metadata: canonicalize(unhashed.metadata)! });
   const parts: string[] = [];
   const hash = chainPieces(encodePieces([pieces]), prevHash, {
     writeBytes: (from, start, end) => parts.push(from.toString('utf8', start, end)),
     write: (text) => parts.push(text),
   });
-  return { hash, text: parts.join('').slice(0, -1) };
-}
-
-export const sealCanonical = (line: CanonicalLine, prevHash: string) => sealPieces(linePieces(line), prevHash);
-
-/** sealCanonical for a line whose data and metadata are objects: canonicalized here (the `canonicalize` package). */
-export function sealLine(unhashed: Omit<ExportLine, 'hash'>): { line: ExportLine; text: string } {
-  const { prev_hash: prevHash, ...fields } = unhashed;
-  const { hash, text } = sealCanonical({ ...fields, data: canonicalize(unhashed.data)!, metadata: canonicalize(unhashed.metadata)! }, prevHash);
-  return { line: { ...unhashed, hash }, text };
+  return { line: { ...unhashed, hash }, text: parts.join('').slice(0, -1) };
 }
 
 /** The event as an export line's fields (its secrets redacted), given its metadata parsed. */
