@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { GroupCommit } from '@campaign-ops/sqlite-group-commit';
+import { GroupCommit, openWal } from '@campaign-ops/sqlite-wal';
 import { BusHeaders } from './bus.port';
 import { NOT_ACKED_ON_LAST_DELIVERY } from './parking';
 import { subjectMatches } from './subjects';
@@ -132,13 +132,12 @@ export class SqliteBusStore {
   private readonly claimTransaction: Database.Transaction<SqliteBusStore['claimInTransaction']>;
 
   constructor(file: string) {
-    this.db = new Database(file);
     // WAL: readers do not block the writer, and a crash never corrupts the file. `synchronous` is
     // per connection: a publish that resolved must survive a power loss (its relay may already have
     // moved its checkpoint past it), so messages are stored through a FULL connection; claims, acks
     // and retries go through this NORMAL one, where losing the last ones to a power cut only means
     // a redelivery, which at-least-once consumers take in their stride. Half the fsyncs, no loss.
-    this.db.pragma('journal_mode = WAL');
+    this.db = openWal(file);
     this.db.pragma('synchronous = NORMAL');
     this.db.exec(SCHEMA);
     this.addMissingColumns();

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
-import { GroupCommit } from '@campaign-ops/sqlite-group-commit';
+import { GroupCommit, openWal } from '@campaign-ops/sqlite-wal';
 import {
   assertReadAllOptions,
   AppendResult,
@@ -20,11 +20,6 @@ import {
 import { stringifiesCanonically } from './canonical-json';
 import { reportSubscriptionFailure } from './subscription-failure';
 
-/**
- * Another process (the ops command line, a second server) may hold the write lock for a moment;
- * wait this long for it rather than failing with SQLITE_BUSY. better-sqlite3 waits synchronously.
- */
-const BUSY_TIMEOUT_MS = 5000;
 const DEFAULT_POLL_INTERVAL_MS = 200;
 /** Subscriptions read at most this many events at a time, so a long backlog never sits in memory at once. */
 const SUBSCRIPTION_BATCH_SIZE = 500;
@@ -140,12 +135,9 @@ export class SqliteEventStore implements EventStore {
   static open(file: string, options: { pollIntervalMs?: number } = {}): SqliteEventStore {
     const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     if (!(pollIntervalMs > 0)) throw new Error(`pollIntervalMs must be positive, got ${pollIntervalMs}`);
-    const db = new Database(file);
+    // WAL: readers (subscriptions, other processes) never block the writer, nor it them.
+    const db = openWal(file);
     try {
-      // Set first: switching to WAL and creating the schema may already contend with another process.
-      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      // WAL: readers (subscriptions, other processes) never block the writer, nor it them.
-      db.pragma('journal_mode = WAL');
       // The source of truth: an acknowledged append must survive a power loss, not only a crash.
       db.pragma('synchronous = FULL');
       db.exec(SCHEMA);

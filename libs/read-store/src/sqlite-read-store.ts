@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { GroupCommit } from '@campaign-ops/sqlite-group-commit';
+import { BUSY_TIMEOUT_MS, GroupCommit, openWal } from '@campaign-ops/sqlite-wal';
 import type {
   CheckpointStore,
   Collection,
@@ -37,8 +37,6 @@ import { upsertSql } from './upsert-sql';
  * which in WAL mode fails at once with SQLITE_BUSY instead of waiting).
  */
 
-/** How long a writer waits for another connection's write lock before failing with SQLITE_BUSY. */
-const BUSY_TIMEOUT_MS = 5_000;
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 1_000;
 /** Prepared statements are cached by SQL text; the cap only guards against unbounded query shapes. */
@@ -97,11 +95,8 @@ export class SqliteReadStore implements ReadStore {
 
   /** Opens (creating if needed) a store in `file`; `:memory:` gives a private, throwaway store. */
   static open(file: string): SqliteReadStore {
-    // The `timeout` option is SQLite's busy_timeout; it must be in place before the journal mode
-    // pragma, which itself needs a lock when another process is converting the file at the same time.
-    const db = new Database(file, { timeout: BUSY_TIMEOUT_MS });
+    const db = openWal(file);
     try {
-      db.pragma('journal_mode = WAL');
       // In WAL mode NORMAL survives process crashes; a power loss may drop the last commits, which
       // a read store can afford because it is rebuilt from the event store from its checkpoints.
       db.pragma('synchronous = NORMAL');

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { GroupCommit } from './index';
+import { GroupCommit } from './group-commit';
 
 describe('GroupCommit', () => {
   let db: Database.Database;

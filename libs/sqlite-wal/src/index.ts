@@ -1,0 +1,2 @@
+export { GroupCommit } from './group-commit';
+export { BUSY_TIMEOUT_MS, openWal } from './open-wal';

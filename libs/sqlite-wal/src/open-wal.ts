@@ -1,0 +1,46 @@
+import Database from 'better-sqlite3';
+
+/** How long a connection waits for another connection's lock before failing with SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5_000;
+/** Between two tries of the switch to WAL: a few milliseconds, spread so that racing processes part. */
+const RETRY_PAUSE_MS = { min: 5, spread: 20 };
+
+/**
+ * Opens `file` (created if missing) in WAL mode for a store that several processes share: with
+ * the busy timeout set, then journal_mode = WAL, which is persistent, so in practice only the first
+ * process to open a new file converts it.
+ *
+ * The switch is retried until the busy timeout has passed: on a new file, a process that finds
+ * another one converting it (holding the write lock of the rollback journal) gets SQLITE_BUSY at
+ * once, without SQLite's busy handler, which never waits for a lock that a connection reading the
+ * file would need to upgrade. Seen when replicas start together on a fresh DATA_DIR. `:memory:`
+ * has no WAL; it stays in memory mode.
+ */
+export function openWal(file: string, options: { busyTimeoutMs?: number } = {}): Database.Database {
+  const busyTimeoutMs = options.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
+  const db = new Database(file, { timeout: busyTimeoutMs });
+  try {
+    const deadline = Date.now() + busyTimeoutMs;
+    for (;;) {
+      try {
+        db.pragma('journal_mode = WAL');
+        return db;
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) throw error;
+        pause(RETRY_PAUSE_MS.min + Math.random() * RETRY_PAUSE_MS.spread);
+      }
+    }
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function isBusy(error: unknown): boolean {
+  return error instanceof Database.SqliteError && error.code.startsWith('SQLITE_BUSY');
+}
+
+/** Opening is synchronous (better-sqlite3 is), so is its pause: it happens once, at start-up. */
+function pause(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
