@@ -22,7 +22,7 @@ export interface Decided<Event extends DomainEvent, State> {
 }
 
 /** A stored event as the current version of its type (the domain's upcasters bring older versions up to date). */
-export const toDomainEvent = <Event extends DomainEvent>(recorded: RecordedEvent, upcast: Upcaster<Event>): Event =>
+export const toDomainEvent = <Event extends DomainEvent>(recorded: Pick<RecordedEvent, 'type' | 'data' | 'metadata'>, upcast: Upcaster<Event>): Event =>
   upcast(recorded.type, recorded.data, storedVersion(recorded.metadata));
 
 export const toStoredEvent = (event: DomainEvent, metadata: EventMetadata): EventToAppend => ({

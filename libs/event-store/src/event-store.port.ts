@@ -33,6 +33,13 @@ export interface CanonicalEvent extends Omit<RecordedEvent, 'data' | 'metadata'>
   metadata: string;
 }
 
+/**
+ * An event as a replay (a rebuild) folds it: a recorded event without its id and time, whose
+ * metadata holds at least the schema `version` it was written at (where a store can give only
+ * that, it does), as the upcasters need it.
+ */
+export type ReplayedEvent = Omit<RecordedEvent, 'id' | 'occurredAt'>;
+
 /** `no_stream`: the stream must not exist; a number: the revision of its last event. */
 export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | number;
 
@@ -94,6 +101,12 @@ export interface EventStore {
    * one does): an export passes it through rather than parsing and canonicalizing every event.
    */
   readAllCanonical?(options: CanonicalReadOptions): Promise<CanonicalEvent[]>;
+  /**
+   * readAll for a replay, where the store can leave out what a replay does not use (the embedded
+   * one can: ids, times, and metadata other than a whole-number version are a good part of the
+   * cost of reading every event). Stores without it are replayed with readAll.
+   */
+  readAllForReplay?(options: ReadAllOptions): Promise<ReplayedEvent[]>;
   /** The position of the last event in the store (of any stream), or null when it is empty: how far a read of everything goes. */
   lastPosition(): Promise<string | null>;
   /** Reachable and answering, for /readyz. */

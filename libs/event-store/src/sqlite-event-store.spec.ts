@@ -355,6 +355,59 @@ describe('SqliteEventStore', () => {
     await expect(open().ping()).resolves.toBeUndefined();
   });
 
+  describe('readAllForReplay (what a rebuild folds)', () => {
+    const withMetadata = (metadata: Record<string, unknown> | undefined, n: number): EventToAppend => ({ id: ulidToUuid(ulid()), type: 'Tested', data: { n, nested: { a: [1, 'é'] } }, metadata });
+
+    it('reads what readAll reads less ids and times, with metadata as its whole-number version alone, or whole', async () => {
+      const store = open();
+      const metadatas: Array<Record<string, unknown> | undefined> = [
+        { accountId: 'acct_1', mode: 'test', requestId: 'req_1', version: 1 },
+        { version: 3, accountId: 'acct_1' },
+        undefined,
+        { accountId: 'acct_1' },
+        { version: '2', accountId: 'acct_1' },
+        { version: 1.5 },
+        { version: null },
+        { version: true },
+        { version: -4 },
+        { nested: { version: 2 } },
+      ];
+      await store.append('replay-1', metadatas.map(withMetadata), { expectedRevision: 'no_stream' });
+      const read = await store.readAll({ maxCount: 100 });
+
+      const replayed = await store.readAllForReplay({ maxCount: 100 });
+      expect(replayed.map(({ metadata, ...rest }) => rest)).toEqual(read.map(({ id, occurredAt, metadata, ...rest }) => rest));
+      expect(replayed.map((event) => event.metadata)).toEqual([
+        { version: 1 },
+        { version: 3 },
+        {},
+        { accountId: 'acct_1' },
+        { version: '2', accountId: 'acct_1' },
+        { version: 1.5 },
+        { version: null },
+        { version: true },
+        { version: -4 },
+        { nested: { version: 2 } },
+      ]);
+      expect(replayed[0]).not.toHaveProperty('id');
+      expect(replayed[0]).not.toHaveProperty('occurredAt');
+    });
+
+    it('selects as readAll does: after fromPosition, at most maxCount, by stream prefix; and refuses what it refuses', async () => {
+      const store = open();
+      for (let i = 0; i < 12; i++) await store.append(`${i % 2 ? 'webhook' : 'dispatch'}-${i % 4}`, [withMetadata({ version: 1 }, i)], { expectedRevision: 'any' });
+      const positions = (events: Array<{ position: string }>) => events.map((event) => event.position);
+      for (const options of [{ maxCount: 100 }, { fromPosition: '3', maxCount: 4 }, { fromPosition: '2', maxCount: 100, streamPrefixes: ['dispatch-0', 'webhook-3'] }, { fromPosition: '12', maxCount: 5 }]) {
+        expect(positions(await store.readAllForReplay(options))).toEqual(positions(await store.readAll(options)));
+      }
+      await expect(store.readAllForReplay({ maxCount: 0 })).rejects.toThrow(/maxCount/);
+      await expect(store.readAllForReplay({ maxCount: 1, streamPrefixes: [] })).rejects.toThrow(/streamPrefixes/);
+      await expect(store.readAllForReplay({ maxCount: 1, fromPosition: 'x' })).rejects.toThrow(/position/);
+      await store.close();
+      await expect(store.readAllForReplay({ maxCount: 1 })).rejects.toThrow(/closed/);
+    });
+  });
+
   describe('canonical texts (what an export hashes)', () => {
     const withData = (data: Record<string, unknown>, metadata?: Record<string, unknown>): EventToAppend => ({ id: ulidToUuid(ulid()), type: 'Tested', data, metadata });
 

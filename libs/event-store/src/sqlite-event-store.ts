@@ -13,6 +13,7 @@ import {
   CanonicalReadOptions,
   ReadStreamOptions,
   RecordedEvent,
+  ReplayedEvent,
   SubscribeToAllOptions,
   Subscription,
   WrongExpectedRevisionError,
@@ -57,8 +58,10 @@ const SCHEMA = `
  */
 const CANONICAL_COLUMN = 'canonical';
 
-/** Every column but the canonical copies: what reads that return RecordedEvents select. */
+/** Every column but the canonical flag: what reads that return RecordedEvents select. */
 const EVENT_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at';
+/** readAllForReplay's: the metadata's version where it is an integer, else the metadata text. */
+const REPLAY_COLUMNS = "position, stream_id, revision, type, data, CASE json_type(metadata, '$.version') WHEN 'integer' THEN json_extract(metadata, '$.version') ELSE metadata END";
 /** readAllCanonical's: the texts and whether they are canonical. */
 const CANONICAL_READ_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at, canonical';
 
@@ -243,6 +246,23 @@ export class SqliteEventStore implements EventStore {
       data: JSON.parse(data),
       metadata: JSON.parse(metadata),
       occurredAt,
+    }));
+  }
+
+  /**
+   * readAll less ids and times, and with metadata read as `{ version }` alone when its version is
+   * a whole number (SQLite's JSON functions find it without making the text a string here); any
+   * other metadata (no version, a version written as text) is parsed whole, as readAll does.
+   */
+  async readAllForReplay(options: ReadAllOptions): Promise<ReplayedEvent[]> {
+    const rows = this.readAllRows(REPLAY_COLUMNS, options) as Array<[number, string, number, string, string, number | string]>;
+    return rows.map(([position, streamId, revision, type, data, versionOrMetadata]) => ({
+      streamId,
+      type,
+      revision,
+      position: String(position),
+      data: JSON.parse(data),
+      metadata: typeof versionOrMetadata === 'number' ? { version: versionOrMetadata } : JSON.parse(versionOrMetadata),
     }));
   }
 

@@ -15,7 +15,7 @@ import {
 } from '@campaign-ops/dispatch-domain';
 import { DISPATCH_VIEW_INDEXES, toLedgerView, toView as toDispatchView } from '@campaign-ops/dispatching';
 import { toDomainEvent } from '@campaign-ops/event-sourcing';
-import { RecordedEvent } from '@campaign-ops/event-store';
+import { ReplayedEvent } from '@campaign-ops/event-store';
 import { Doc, RebuildSpec } from '@campaign-ops/read-store';
 import { toEndpointView } from '@campaign-ops/webhook-delivery';
 import { upcastWebhookEndpointEvent, WebhookEndpointState, webhookEndpointDecider } from '@campaign-ops/webhook-domain';
@@ -37,7 +37,7 @@ export interface ReadModelDefinition<State = any> {
    */
   processor: { name: string; onlyProjects: boolean };
   initial(streamId: string): State;
-  evolve(state: State, event: RecordedEvent): State;
+  evolve(state: State, event: ReplayedEvent): State;
   documents(state: State, revision: number): Array<{ collection: string; doc: Doc }>;
 }
 

@@ -1,4 +1,4 @@
-import { EventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { EventStore, ReadAllOptions, ReplayedEvent } from '@campaign-ops/event-store';
 import { Collection, Doc, ReadModelRebuild, ReadStore } from '@campaign-ops/read-store';
 import { ReadModelDefinition } from './read-models';
 
@@ -55,6 +55,9 @@ export class Replay {
   events = 0;
   position: string | null = null;
 
+  /** A page of events: as a replay needs them, where the store can give only that (readAllForReplay). */
+  private readonly readPage: (options: ReadAllOptions) => Promise<ReplayedEvent[]>;
+
   constructor(
     private readonly eventStore: EventStore,
     readonly target: ReadModelRebuild,
@@ -63,6 +66,7 @@ export class Replay {
   ) {
     this.prefixes = models.map((model) => model.streamPrefix);
     this.maxStreams = Math.max(1, options.maxStreamsInMemory ?? DEFAULT_MAX_STREAMS);
+    this.readPage = eventStore.readAllForReplay ? eventStore.readAllForReplay.bind(eventStore) : eventStore.readAll.bind(eventStore);
   }
 
   /** Applies every event after the current position up to `upTo` (inclusive), and writes what they changed. */
@@ -70,7 +74,7 @@ export class Replay {
     if (upTo === null) return;
     const limit = BigInt(upTo);
     for (;;) {
-      const page = await this.eventStore.readAll({ fromPosition: this.position ?? undefined, maxCount: PAGE, streamPrefixes: this.prefixes });
+      const page = await this.readPage({ fromPosition: this.position ?? undefined, maxCount: PAGE, streamPrefixes: this.prefixes });
       let reachedLimit = page.length < PAGE;
       // Positions only grow: when the page's last is within the limit, every one is.
       const allWithin = page.length === 0 || BigInt(page[page.length - 1].position) <= limit;
@@ -96,7 +100,7 @@ export class Replay {
    * Folds the event into its stream's state held in memory; answers undefined, without doing
    * anything, when that state is not held up to the event before (applyAfterReading reads it).
    */
-  private apply(event: RecordedEvent): true | undefined {
+  private apply(event: ReplayedEvent): true | undefined {
     const held = this.held.get(event.streamId);
     if (held === undefined || held.revision !== event.revision - 1) return undefined;
     held.state = held.model.evolve(held.state, event);
@@ -110,7 +114,7 @@ export class Replay {
   }
 
   /** A stream seen first here, or dropped from memory: its state from the stream itself, up to this event. */
-  private async applyAfterReading(event: RecordedEvent): Promise<void> {
+  private async applyAfterReading(event: ReplayedEvent): Promise<void> {
     const model = this.models.find((candidate) => event.streamId.startsWith(candidate.streamPrefix))!;
     const before = event.revision === 0 ? [] : await this.eventStore.readStream(event.streamId, { maxCount: event.revision });
     const state = before.reduce((folded, e) => model.evolve(folded, e), model.initial(event.streamId));
