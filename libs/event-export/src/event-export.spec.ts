@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import fs = require('node:fs');
 import workerThreads = require('node:worker_threads');
 import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
@@ -76,6 +77,37 @@ describe('export and verify (on the embedded event store)', () => {
     expect(manifest).toMatchObject({ count: 7, last_position: stored[6].position, read_up_to: stored[6].position, final_hash: prev, filter: {} });
     expect(JSON.parse(readFileSync(manifestFileOf(file), 'utf8'))).toEqual(manifest);
     expect(existsSync(`${file}.partial`)).toBe(false);
+  });
+
+  it('puts the file and the manifest on disk before giving them their names, then syncs the directory for the renames', async () => {
+    const steps: string[] = [];
+    const rename = fs.renameSync;
+    const spies = [
+      jest.spyOn(fs, 'fdatasync').mockImplementation(((fd: number, done: (error: Error | null) => void) => {
+        steps.push('datasync');
+        done(null);
+      }) as never),
+      jest.spyOn(fs, 'fdatasyncSync').mockImplementation(() => void steps.push('datasync')),
+      jest.spyOn(fs, 'renameSync').mockImplementation((from, to) => {
+        steps.push(`rename ${String(from).slice(dir.length + 1)} -> ${String(to).slice(dir.length + 1)}`);
+        rename(from, to);
+      }),
+      jest.spyOn(fs, 'fsyncSync').mockImplementation(() => void steps.push('fsync')),
+    ];
+    try {
+      await exportEvents(store, {}, file);
+    } finally {
+      spies.forEach((spy) => spy.mockRestore());
+    }
+    expect(steps).toEqual([
+      'datasync',
+      'rename export.jsonl.partial -> export.jsonl',
+      'datasync',
+      'rename export.jsonl.manifest.json.partial -> export.jsonl.manifest.json',
+      'fsync',
+    ]);
+    expect(linesOf(file)).toHaveLength(7);
+    expect(JSON.parse(readFileSync(manifestFileOf(file), 'utf8'))).toMatchObject({ count: 7 });
   });
 
   it('never writes signing secrets, key hashes or idempotency keys, and still verifies against the store', async () => {

@@ -1,4 +1,5 @@
-import { closeSync, openSync, renameSync, write, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync, renameSync, write, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { EventStore } from '@campaign-ops/event-store';
 import { ExportFilter, normalizeFilter } from './export-filter';
 import { chainPieces, GENESIS_HASH, LineSink } from './export-line';
@@ -35,8 +36,9 @@ export const manifestFileOf = (file: string) => `${file}.manifest.json`;
 /**
  * Writes the events the filter selects, in commit order, to `file` as a hash chain of JSON lines,
  * and the manifest beside it. Only what the store held when the export began is read (up to its
- * last position then), so an export of a running system is a snapshot. The file is written under
- * a temporary name and renamed at the end: a file with the final name is always complete.
+ * last position then), so an export of a running system is a snapshot. The file and the manifest
+ * are written under temporary names and renamed once their bytes are on disk (then the directory
+ * is synced, for the renames): a file with its final name is complete, even after a power cut.
  */
 export async function exportEvents(store: EventStore, filter: ExportFilter, file: string, onProgress?: ProgressListener, options: PreparedPagesOptions = {}): Promise<ExportManifest> {
   const normalized = normalizeFilter(filter);
@@ -57,6 +59,7 @@ export async function exportEvents(store: EventStore, filter: ExportFilter, file
       onProgress?.(count, fractionOf(page.readTo, upTo));
     }
     await out.close();
+    await new Promise<void>((resolve, reject) => fdatasync(fd, (error) => (error ? reject(error) : resolve())));
   } finally {
     await out.settled();
     closeSync(fd);
@@ -74,9 +77,34 @@ export async function exportEvents(store: EventStore, filter: ExportFilter, file
     redacted: REDACTED_FIELDS.map(({ type, path }) => ({ type, field: path.join('.') })),
     exported_at: new Date().toISOString(),
   };
-  writeFileSync(manifestFileOf(file), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeDurably(manifestFileOf(file), `${JSON.stringify(manifest, null, 2)}\n`);
+  syncDirectoryOf(file);
   onProgress?.(count, 1);
   return manifest;
+}
+
+/** Writes `text` under a temporary name, puts it on disk, then gives it its name. */
+function writeDurably(file: string, text: string): void {
+  const partial = `${file}.partial`;
+  const fd = openSync(partial, 'w');
+  try {
+    const bytes = Buffer.from(text);
+    for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written, written);
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(partial, file);
+}
+
+/** A rename is an entry of the directory: durable once the directory is synced. */
+function syncDirectoryOf(file: string): void {
+  const fd = openSync(dirname(file), 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
