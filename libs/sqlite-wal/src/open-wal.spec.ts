@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
 import { openWal } from './open-wal';
 
 /**
@@ -78,8 +77,7 @@ describe('openWal', () => {
     } catch (error) {
       caught = error;
     }
-    expect(caught).toBeInstanceOf(Database.SqliteError);
-    expect((caught as InstanceType<typeof Database.SqliteError>).code).toMatch(/^SQLITE_BUSY/);
+    expect(caught).toMatchObject({ code: expect.stringMatching(/^SQLITE_BUSY/) });
     expect(Date.now() - started).toBeGreaterThanOrEqual(200);
   });
 

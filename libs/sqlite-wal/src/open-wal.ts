@@ -36,8 +36,14 @@ export function openWal(file: string, options: { busyTimeoutMs?: number } = {}):
   }
 }
 
+/**
+ * By its code, not `instanceof SqliteError`: better-sqlite3's native part throws the class of the
+ * first copy of the module that loaded it, and a process may hold several copies (Jest loads one
+ * per test file).
+ */
 function isBusy(error: unknown): boolean {
-  return error instanceof Database.SqliteError && error.code.startsWith('SQLITE_BUSY');
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
 /** Opening is synchronous (better-sqlite3 is), so is its pause: it happens once, at start-up. */
