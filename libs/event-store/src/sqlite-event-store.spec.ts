@@ -360,35 +360,25 @@ describe('SqliteEventStore', () => {
 
     it('reads what readAll reads less ids and times, with metadata as its whole-number version alone, or whole', async () => {
       const store = open();
-      const metadatas: Array<Record<string, unknown> | undefined> = [
-        { accountId: 'acct_1', mode: 'test', requestId: 'req_1', version: 1 },
-        { version: 3, accountId: 'acct_1' },
-        undefined,
-        { accountId: 'acct_1' },
-        { version: '2', accountId: 'acct_1' },
-        { version: 1.5 },
-        { version: null },
-        { version: true },
-        { version: -4 },
-        { nested: { version: 2 } },
+      // As appended, and as readAllForReplay reads it: a whole-number version alone, any other metadata whole.
+      const cases: Array<[Record<string, unknown> | undefined, Record<string, unknown>]> = [
+        [{ accountId: 'acct_1', mode: 'test', requestId: 'req_1', version: 1 }, { version: 1 }],
+        [{ version: 3, accountId: 'acct_1' }, { version: 3 }],
+        [{ version: -4 }, { version: -4 }],
+        [undefined, {}],
+        [{ accountId: 'acct_1' }, { accountId: 'acct_1' }],
+        [{ version: '2', accountId: 'acct_1' }, { version: '2', accountId: 'acct_1' }],
+        [{ version: 1.5 }, { version: 1.5 }],
+        [{ version: null }, { version: null }],
+        [{ version: true }, { version: true }],
+        [{ nested: { version: 2 } }, { nested: { version: 2 } }],
       ];
-      await store.append('replay-1', metadatas.map(withMetadata), { expectedRevision: 'no_stream' });
+      await store.append('replay-1', cases.map(([metadata], n) => withMetadata(metadata, n)), { expectedRevision: 'no_stream' });
       const read = await store.readAll({ maxCount: 100 });
 
       const replayed = await store.readAllForReplay({ maxCount: 100 });
       expect(replayed.map(({ metadata, ...rest }) => rest)).toEqual(read.map(({ id, occurredAt, metadata, ...rest }) => rest));
-      expect(replayed.map((event) => event.metadata)).toEqual([
-        { version: 1 },
-        { version: 3 },
-        {},
-        { accountId: 'acct_1' },
-        { version: '2', accountId: 'acct_1' },
-        { version: 1.5 },
-        { version: null },
-        { version: true },
-        { version: -4 },
-        { nested: { version: 2 } },
-      ]);
+      expect(replayed.map((event) => event.metadata)).toEqual(cases.map(([, expected]) => expected));
       expect(replayed[0]).not.toHaveProperty('id');
       expect(replayed[0]).not.toHaveProperty('occurredAt');
     });
