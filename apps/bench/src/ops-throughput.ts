@@ -2,7 +2,9 @@
  * Export and rebuild throughput on the embedded stores (issue 9: 100,000 events/s, and a 1M-event
  * store within 12x the time of a 100k one). Each size gets a fresh temporary directory, an event
  * store filled by direct appends of a production-shaped history (appendSyntheticHistory: the real
- * deciders, no services), one full export and one full rebuild of every read model; then the
+ * deciders, no services), then RUNS full exports and RUNS full rebuilds of every read model (each
+ * into a new file and a new read store); the median run is reported, with the fastest and the
+ * slowest beside it, because one run on a shared machine can be a third off either way. Then the
  * directory is removed. Runnable alone: `node dist/apps/bench/src/ops-throughput.js [sizes...]`.
  */
 import { spawn } from 'node:child_process';
@@ -22,33 +24,53 @@ export const OPS_NODE_FLAGS = ['--max-semi-space-size=64'];
 
 export const OPS_GOAL_EVENTS_PER_SECOND = 100_000;
 export const OPS_GOAL_SCALING = 12;
+/** Runs of each operation per size: the median is reported. */
+const RUNS = 3;
 
 interface Measured {
   events: number;
-  exportSeconds: number;
-  rebuildSeconds: number;
+  /** Each run's seconds, fastest first. */
+  exportSeconds: number[];
+  rebuildSeconds: number[];
 }
 
 async function measureOne(size: number): Promise<Measured> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-ops-'));
   const events = SqliteEventStore.open(join(dir, 'events.sqlite'));
-  const reads = SqliteReadStore.open(join(dir, 'read-models.sqlite'));
+  const measured: Measured = { events: 0, exportSeconds: [], rebuildSeconds: [] };
+  const timed = async <T>(seconds: number[], run: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const result = await run();
+    seconds.push((performance.now() - started) / 1000);
+    return result;
+  };
   try {
-    const appended = await appendSyntheticHistory(events, size);
-    let started = performance.now();
-    const manifest = await exportEvents(events, {}, join(dir, 'export.jsonl'));
-    const exportSeconds = (performance.now() - started) / 1000;
-    started = performance.now();
-    const report = await rebuildReadModels(events, reads, READ_MODELS);
-    const rebuildSeconds = (performance.now() - started) / 1000;
-    if (manifest.count !== appended || report.events !== appended) throw new Error(`appended ${appended} events, exported ${manifest.count}, rebuilt from ${report.events}`);
-    return { events: appended, exportSeconds, rebuildSeconds };
+    measured.events = await appendSyntheticHistory(events, size);
+    for (let run = 0; run < RUNS; run++) {
+      const file = join(dir, 'export.jsonl');
+      const manifest = await timed(measured.exportSeconds, () => exportEvents(events, {}, file));
+      rmSync(file);
+      // Each rebuild into an empty read store, as the first: the same work every run.
+      const readsFile = join(dir, `read-models-${run}.sqlite`);
+      const reads = SqliteReadStore.open(readsFile);
+      try {
+        const report = await timed(measured.rebuildSeconds, () => rebuildReadModels(events, reads, READ_MODELS));
+        if (manifest.count !== measured.events || report.events !== measured.events) throw new Error(`appended ${measured.events} events, exported ${manifest.count}, rebuilt from ${report.events}`);
+      } finally {
+        await reads.close();
+        for (const suffix of ['', '-wal', '-shm']) rmSync(`${readsFile}${suffix}`, { force: true });
+      }
+    }
+    measured.exportSeconds.sort((a, b) => a - b);
+    measured.rebuildSeconds.sort((a, b) => a - b);
+    return measured;
   } finally {
-    await reads.close();
     await events.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+const median = (sorted: number[]) => sorted[Math.floor(sorted.length / 2)];
 
 const perSecond = (events: number, seconds: number) => Math.round(events / seconds);
 
@@ -64,16 +86,20 @@ export async function measureOpsThroughput(sizes: number[] = [100_000, 1_000_000
     const m = await measureOne(size);
     measured.push(m);
     for (const [what, seconds] of [['export', m.exportSeconds], ['rebuild --all', m.rebuildSeconds]] as const) {
-      const rate = perSecond(m.events, seconds);
-      say(`  ops ${what.padEnd(14)} ${String(m.events).padStart(8)} events  ${seconds.toFixed(2).padStart(6)} s  ${String(rate).padStart(7)} events/s  (goal ${OPS_GOAL_EVENTS_PER_SECOND}: ${rate >= OPS_GOAL_EVENTS_PER_SECOND ? 'met' : 'not met'})`);
+      const rate = perSecond(m.events, median(seconds));
+      const spread = `${RUNS} runs: ${perSecond(m.events, seconds[seconds.length - 1])}-${perSecond(m.events, seconds[0])}`;
+      say(
+        `  ops ${what.padEnd(14)} ${String(m.events).padStart(8)} events  ${median(seconds).toFixed(2).padStart(6)} s  ${String(rate).padStart(7)} events/s  ` +
+          `(median of ${spread})  (goal ${OPS_GOAL_EVENTS_PER_SECOND}: ${rate >= OPS_GOAL_EVENTS_PER_SECOND ? 'met' : 'not met'})`,
+      );
     }
   }
   if (measured.length >= 2) {
     const [small, large] = [measured[0], measured[measured.length - 1]];
     const factor = large.events / small.events;
-    const ratio = (a: number, b: number) => (a / b).toFixed(1);
+    const ratio = (a: number[], b: number[]) => (median(a) / median(b)).toFixed(1);
     say(
-      `  ${large.events} vs ${small.events} events (${factor.toFixed(0)}x): export ${ratio(large.exportSeconds, small.exportSeconds)}x the time, ` +
+      `  ${large.events} vs ${small.events} events (${factor.toFixed(0)}x, medians): export ${ratio(large.exportSeconds, small.exportSeconds)}x the time, ` +
         `rebuild ${ratio(large.rebuildSeconds, small.rebuildSeconds)}x (goal <= ${OPS_GOAL_SCALING}x)`,
     );
   }
