@@ -36,6 +36,11 @@ export interface ReadModelDefinition<State = any> {
    * checkpoint stays where it is (the processor's other work must still see every event).
    */
   processor: { name: string; onlyProjects: boolean };
+  /**
+   * Replayed in a thread of its own on the embedded stores, beside the other models (see
+   * replayToHead): for a model with a large share of the events and documents.
+   */
+  replayInThread?: boolean;
   initial(streamId: string): State;
   evolve(state: State, event: ReplayedEvent): State;
   documents(state: State, revision: number): Array<{ collection: string; doc: Doc }>;
@@ -53,6 +58,9 @@ const dispatches: ReadModelDefinition<DispatchState> = {
   streamPrefix: DISPATCH_STREAM_PREFIX,
   collections: [{ name: 'dispatches', indexes: DISPATCH_VIEW_INDEXES }],
   processor: { name: 'dispatch-views', onlyProjects: true },
+  // Most events and documents are dispatches' (a launch is 3 or 4 events, one of them the charge on
+  // its ledger, and one dispatch document): on two cores the others replay beside it.
+  replayInThread: true,
   initial: () => dispatchDecider.initialState,
   evolve: (state, event) => dispatchDecider.evolve(state, toDomainEvent(event, upcastDispatchEvent)),
   documents: (state) => (state.status === 'none' ? [] : [{ collection: 'dispatches', doc: toDispatchView(state) }]),

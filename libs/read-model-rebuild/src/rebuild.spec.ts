@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import workerThreads = require('node:worker_threads');
 import Database from 'better-sqlite3';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { CREDIT_LEDGER_STREAM_PREFIX, DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
@@ -104,9 +105,45 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
         return events.readAll(options);
       },
     });
-    await rebuildReadModels(wholeEventsOnly, reads, READ_MODELS);
+    await rebuildReadModels(wholeEventsOnly, reads, READ_MODELS, { threads: false });
     expect(dump()).toEqual(before);
     expect(pages).toBeGreaterThan(0);
+  });
+
+  it('replays dispatches in a thread of their own beside the other models, making what one thread makes', async () => {
+    const before = dump();
+    await rebuildReadModels(events, reads, READ_MODELS, { threads: false });
+    expect(dump()).toEqual(before);
+
+    const Worker = workerThreads.Worker;
+    const started: string[] = [];
+    const spy = jest.spyOn(workerThreads, 'Worker').mockImplementation((file, options) => {
+      started.push(String(file).replace(/^.*\//, ''));
+      return new Worker(file, options);
+    });
+    const progress: Array<[number, number]> = [];
+    try {
+      await reads.collection('dispatches').delete((before.dispatches[0] as { id: string }).id);
+      const report = await rebuildReadModels(events, reads, READ_MODELS, { onProgress: (applied, fraction) => void progress.push([applied, fraction]) });
+      expect(report.events).toBe(stored.length);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(started.filter((file) => file.startsWith('replay.worker'))).toHaveLength(1);
+    expect(dump()).toEqual(before);
+    expect(progress[progress.length - 1]).toEqual([stored.length, 1]);
+  });
+
+  it('fails as a whole when the replay thread fails, leaving the live models as they were and no stand-ins', async () => {
+    const before = dump();
+    // A dispatch event whose data is no longer JSON: the thread replaying dispatches cannot read it.
+    const db = new Database(join(dir, 'events.sqlite'));
+    db.prepare("UPDATE events SET data = '{not json' WHERE position = (SELECT MAX(position) FROM events WHERE stream_id LIKE 'dispatch-%')").run();
+    db.close();
+
+    await expect(rebuildReadModels(events, reads, READ_MODELS)).rejects.toThrow(/replay thread failed: .*JSON/s);
+    expect(dump()).toEqual(before);
+    expect(stagedTables()).toEqual([]);
   });
 
   it('rebuilds one model alone, leaving the others as they are', async () => {

@@ -1,5 +1,8 @@
-import { EventStore, ReadAllOptions, ReplayedEvent } from '@campaign-ops/event-store';
-import { Collection, Doc, ReadModelRebuild, ReadStore } from '@campaign-ops/read-store';
+import { availableParallelism } from 'node:os';
+import { extname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { EventStore, ReadAllOptions, ReplayedEvent, SqliteEventStore } from '@campaign-ops/event-store';
+import { Collection, Doc, ReadModelRebuild, ReadStore, StandInTables } from '@campaign-ops/read-store';
 import { ReadModelDefinition } from './read-models';
 
 /** Told as the replay goes: events applied, and how far through the store's positions (0..1). */
@@ -9,6 +12,8 @@ export interface RebuildOptions {
   onProgress?: RebuildProgress;
   /** Streams whose state is kept in memory between their events; past it the least recently seen are dropped (and read again if they come back). */
   maxStreamsInMemory?: number;
+  /** false: every model is replayed in this thread, even where some could be in a thread of their own (see replayToHead). */
+  threads?: boolean;
 }
 
 export interface RebuildReport {
@@ -157,22 +162,107 @@ function fraction(position: string, upTo: string): number {
   return Math.min(1, Number((BigInt(position) * 10_000n) / BigInt(upTo)) / 10_000);
 }
 
+/** What a replay thread is given (see replay.worker.ts). */
+export interface ReplayThreadData {
+  eventStoreFile: string;
+  standIns: StandInTables;
+  models: string[];
+  upTo: string;
+  maxStreamsInMemory?: number;
+}
+
+/** Where the thread's code is: beside this file, compiled (dist) or as TypeScript (the specs, through @swc-node/register). */
+const REPLAY_WORKER_FILE = join(__dirname, `replay.worker${extname(__filename)}`);
+
+/** A replay running in a thread of its own: resolves with the events it applied once its documents are all written. */
+function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { done: Promise<number>; stop(): Promise<void> } {
+  const typescript = REPLAY_WORKER_FILE.endsWith('.ts');
+  const worker = new Worker(REPLAY_WORKER_FILE, { workerData: data, execArgv: typescript ? [...process.execArgv, '-r', '@swc-node/register'] : undefined });
+  const done = new Promise<number>((resolve, reject) => {
+    worker.on('message', (message: { progress?: { applied: number; fraction: number }; done?: { events: number }; error?: string }) => {
+      if (message.progress) onProgress(message.progress.applied, message.progress.fraction);
+      else if (message.done) resolve(message.done.events);
+      else reject(new Error(`a replay thread failed: ${message.error}`));
+    });
+    worker.on('error', reject);
+    worker.on('exit', (code) => reject(new Error(`a replay thread ended (exit code ${code}) before it was done`)));
+  });
+  const ended = done.finally(() => worker.terminate());
+  // Met by the caller, or left after stop; never unhandled meanwhile.
+  ended.catch(() => undefined);
+  return { done: ended, stop: async () => void (await worker.terminate()) };
+}
+
+/**
+ * The models replayed into the stand-ins up to `upTo`. On the embedded stores (files both) with
+ * more than one core, the models marked `replayInThread` are replayed in a thread of their own,
+ * reading and writing on connections of its own, while this thread replays the others: two
+ * replays, each with its own writer thread, on two cores. The replay answered then holds every
+ * model, at `upTo`, without states in memory (the catch-up reads again the few streams it meets).
+ */
+async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly ReadModelDefinition[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
+  const inThread = models.filter((model) => model.replayInThread);
+  const here = models.filter((model) => !model.replayInThread);
+  const standIns = target.standInTables?.();
+  const threaded =
+    options.threads !== false &&
+    upTo !== null &&
+    inThread.length > 0 &&
+    here.length > 0 &&
+    standIns !== undefined &&
+    eventStore instanceof SqliteEventStore &&
+    eventStore.file !== ':memory:' &&
+    availableParallelism() >= 2;
+  if (!threaded) {
+    const replay = new Replay(eventStore, target, models, options);
+    await replay.runTo(upTo);
+    return replay;
+  }
+  // Progress: the events of both, and how far the one further behind is.
+  const progress = { here: [0, 0], thread: [0, 0] };
+  const tell = () => options.onProgress?.(progress.here[0] + progress.thread[0], Math.min(progress.here[1], progress.thread[1]));
+  const thread = replayThread(
+    { eventStoreFile: eventStore.file, standIns, models: inThread.map((model) => model.name), upTo, maxStreamsInMemory: options.maxStreamsInMemory },
+    (applied, fraction) => {
+      progress.thread = [applied, fraction];
+      tell();
+    },
+  );
+  const local = new Replay(eventStore, target, here, {
+    ...options,
+    onProgress: (applied, fraction) => {
+      progress.here = [applied, fraction];
+      tell();
+    },
+  });
+  try {
+    await local.runTo(upTo);
+  } catch (error) {
+    await thread.stop();
+    throw error;
+  }
+  const threadEvents = await thread.done;
+  const replay = new Replay(eventStore, target, models, options);
+  replay.position = local.position;
+  replay.events = local.events + threadEvents;
+  return replay;
+}
+
 /** Replays the models' streams into stand-ins, catching up with a store that keeps growing, up to a last small step. */
 async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], options: RebuildOptions): Promise<Replay> {
   const target = await readStore.beginRebuild(models.flatMap((model) => model.collections));
-  const replay = new Replay(eventStore, target, models, options);
   try {
-    await replay.runTo(await eventStore.lastPosition());
+    const replay = await replayToHead(eventStore, target, models, await eventStore.lastPosition(), options);
     for (let round = 0; round < CATCH_UP_ROUNDS; round++) {
       const head = await eventStore.lastPosition();
       if (head === null || replay.position === null || BigInt(head) - BigInt(replay.position) <= BigInt(SMALL_ENOUGH)) break;
       await replay.runTo(head, false);
     }
+    return replay;
   } catch (error) {
     await target.discard();
     throw error;
   }
-  return replay;
 }
 
 /**

@@ -155,6 +155,19 @@ export interface ReadModelRebuild {
   swap(lastly?: () => Promise<Record<string, string>>): Promise<void>;
   /** Drops the stand-ins that were not swapped in; the live collections stay as they are. */
   discard(): Promise<void>;
+  /**
+   * Where another thread may write into the stand-ins on a connection of its own (StandInWriter),
+   * so that a replay can run there: the embedded store, in a file, has it; MongoDB and an
+   * in-memory store do not. Such writes are part of what drain and swap wait for only once that
+   * thread's writer is closed.
+   */
+  standInTables?(): StandInTables;
+}
+
+/** A rebuild's stand-ins in the embedded store: its file, and each collection's stand-in table (quoted). */
+export interface StandInTables {
+  file: string;
+  tables: Record<string, string>;
 }
 
 export interface ReadStore {

@@ -1,6 +1,7 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Doc } from './read-store.port';
+import { assertDocument, assertRevision } from './document-checks';
+import type { Doc, ReadModelRebuild, StandInTables } from './read-store.port';
 
 /** Batches written or being written at once; upsertMany waits past it, so memory stays bounded. */
 const MAX_IN_FLIGHT = 4;
@@ -71,5 +72,35 @@ export class RebuildWriter {
     this.failure ??= error;
     for (const waiting of this.waiting.values()) waiting.reject(this.failure);
     this.waiting.clear();
+  }
+}
+
+/**
+ * Writes into a rebuild's stand-ins through a writer thread, by collection name: the embedded
+ * store's own rebuild writes through one, and so does a replay running in another thread (given
+ * the rebuild's standInTables), each on a connection of its own.
+ */
+export class StandInWriter implements Pick<ReadModelRebuild, 'upsertMany' | 'drain'> {
+  private readonly writer: RebuildWriter;
+
+  constructor(
+    private readonly standIns: StandInTables,
+    busyTimeoutMs: number,
+  ) {
+    this.writer = new RebuildWriter(standIns.file, busyTimeoutMs);
+  }
+
+  async upsertMany<T extends Doc>(name: string, entries: ReadonlyArray<{ doc: T; revision: number }>): Promise<void> {
+    const table = Object.prototype.hasOwnProperty.call(this.standIns.tables, name) ? this.standIns.tables[name] : undefined;
+    if (table === undefined) throw new Error(`${name} is not part of this rebuild`);
+    await this.writer.write(table, entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), doc]));
+  }
+
+  drain(): Promise<void> {
+    return this.writer.drain();
+  }
+
+  close(): Promise<void> {
+    return this.writer.close();
   }
 }

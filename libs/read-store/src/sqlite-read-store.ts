@@ -16,9 +16,11 @@ import type {
   ReadStore,
   RebuildSpec,
   Scalar,
+  StandInTables,
 } from './read-store.port';
 import { LeaseLostError } from './read-store.port';
-import { RebuildWriter } from './rebuild-writer';
+import { assertDocument, assertRevision } from './document-checks';
+import { StandInWriter } from './rebuild-writer';
 import { upsertSql } from './upsert-sql';
 
 /**
@@ -183,7 +185,9 @@ export class SqliteReadStore implements ReadStore {
       for (const { doc, revision } of entries) collection.upsertNow(doc, revision);
     });
     // Until the swap, writes go through a thread of their own (a file-backed store only).
-    let writer: RebuildWriter | null = this.file === ':memory:' || this.file === '' ? null : new RebuildWriter(this.file, BUSY_TIMEOUT_MS);
+    const inFile = this.file !== ':memory:' && this.file !== '';
+    const tables: StandInTables = { file: this.file, tables: Object.fromEntries([...standIns].map(([name, { staged }]) => [name, quoteIdentifier(`coll_${staged}`)])) };
+    let writer: StandInWriter | null = inFile ? new StandInWriter(tables, BUSY_TIMEOUT_MS) : null;
     const stopWriter = async () => {
       const stopping = writer;
       writer = null;
@@ -193,13 +197,14 @@ export class SqliteReadStore implements ReadStore {
       collection: <T extends Doc>(name: string) => standIn(name).collection as unknown as Collection<T>,
       upsertMany: async (name, entries) => {
         assertActive();
-        const { collection, staged } = standIn(name);
-        if (writer) await writer.write(quoteIdentifier(`coll_${staged}`), entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), doc]));
+        const { collection } = standIn(name);
+        if (writer) await writer.upsertMany(name, entries);
         else upsertAll(collection, entries as ReadonlyArray<{ doc: Doc; revision: number }>);
       },
       drain: async () => {
         await writer?.drain();
       },
+      ...(inFile ? { standInTables: () => tables } : {}),
       swap: async (lastly) => {
         assertActive();
         await stopWriter();
@@ -488,17 +493,6 @@ function applyPatch<T extends Doc>(doc: T, patch: Partial<T>): T {
   // fromEntries defines own properties, so even a `__proto__` field is stored as data rather
   // than setting the prototype; later entries win and existing fields keep their position.
   return Object.fromEntries([...Object.entries(doc), ...changes]) as T;
-}
-
-function assertRevision(revision: number): number {
-  if (!Number.isSafeInteger(revision)) throw new TypeError(`revision must be an integer, got ${String(revision)}`);
-  return revision;
-}
-
-function assertDocument(doc: Doc): Doc {
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TypeError('a document must be an object');
-  if (typeof doc.id !== 'string' || doc.id === '') throw new TypeError('a document needs a non-empty string id');
-  return doc;
 }
 
 function serialize(doc: Doc): string {

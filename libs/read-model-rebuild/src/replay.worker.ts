@@ -1,0 +1,39 @@
+/**
+ * A replay in a thread of its own (see replayThread): the models named, read from the embedded
+ * event store's file on a connection of this thread, up to a position, written into the rebuild's
+ * stand-ins through a writer of its own. Tells its progress, then how many events it applied.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { SqliteEventStore } from '@campaign-ops/event-store';
+import { ReadModelRebuild, StandInWriter } from '@campaign-ops/read-store';
+import { BUSY_TIMEOUT_MS } from '@campaign-ops/sqlite-wal';
+import { readModelNamed } from './read-models';
+import { Replay, ReplayThreadData } from './rebuild';
+
+const { eventStoreFile, standIns, models, upTo, maxStreamsInMemory } = workerData as ReplayThreadData;
+
+async function run(): Promise<number> {
+  const events = SqliteEventStore.open(eventStoreFile);
+  const writer = new StandInWriter(standIns, BUSY_TIMEOUT_MS);
+  try {
+    const elsewhere = () => {
+      throw new Error("a replay thread only writes its documents; the rebuild's owner reads, swaps and discards");
+    };
+    const target: ReadModelRebuild = { upsertMany: (name, entries) => writer.upsertMany(name, entries), drain: () => writer.drain(), collection: elsewhere, swap: elsewhere, discard: elsewhere };
+    const replay = new Replay(events, target, models.map(readModelNamed), {
+      maxStreamsInMemory,
+      onProgress: (applied, fraction) => parentPort!.postMessage({ progress: { applied, fraction } }),
+    });
+    await replay.runTo(upTo);
+    return replay.events;
+  } finally {
+    // Drains: once it resolves, every document of this thread is committed.
+    await writer.close();
+    await events.close();
+  }
+}
+
+run().then(
+  (events) => parentPort!.postMessage({ done: { events } }),
+  (error: unknown) => parentPort!.postMessage({ error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
+);
