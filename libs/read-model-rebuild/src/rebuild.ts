@@ -203,12 +203,12 @@ function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { do
 }
 
 /**
- * The models replayed into the stand-ins up to `upTo`. On the embedded stores (files both) with
- * more than one core, and a store large enough (RebuildOptions.threads), the models marked
- * `replayInThread` are replayed in a thread of their own,
- * reading and writing on connections of its own, while this thread replays the others: two
- * replays, each with its own writer thread, on two cores. The replay answered then holds every
- * model, at `upTo`, without states in memory (the catch-up reads again the few streams it meets).
+ * The models replayed into the stand-ins up to `upTo`. On the embedded stores (files both), with
+ * more than one core and a store large enough (RebuildOptions.threads), the models marked
+ * `replayInThread` are replayed in a thread of their own, reading and writing on connections of
+ * its own, while this thread replays the others: two replays, each with its own writer thread.
+ * The replay answered then holds every model, at `upTo`, without states in memory (the catch-up
+ * reads again the few streams it meets).
  */
 async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly ReadModelDefinition[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
   const inThread = models.filter((model) => model.replayInThread);
