@@ -1,8 +1,8 @@
 import { availableParallelism } from 'node:os';
-import { extname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import canonicalize from 'canonicalize';
 import { CanonicalEvent, EventStore, RecordedEvent, SqliteEventStore } from '@campaign-ops/event-store';
+import { startWorkerBeside } from '@campaign-ops/worker-start';
 import { canonicalLineOf, EncodedPieces, encodePieces, LinePieces, linePieces } from './export-line';
 import { ExportFilter, prefixesOf, selector } from './export-filter';
 
@@ -121,9 +121,6 @@ async function* pagesFromReaders(file: string, filter: ExportFilter, upTo: strin
   }
 }
 
-/** Where the reader thread's code is: beside this file, compiled (dist) or as TypeScript (the specs, through @swc-node/register). */
-const READER_FILE = join(__dirname, `export-reader.worker${extname(__filename)}`);
-
 /** A reader thread: reads and prepares the pages it is asked for, in the order asked. */
 class PageReader {
   private readonly worker: Worker;
@@ -132,8 +129,7 @@ class PageReader {
   private failure: Error | null = null;
 
   constructor(file: string, filter: ExportFilter) {
-    const typescript = READER_FILE.endsWith('.ts');
-    this.worker = new Worker(READER_FILE, { workerData: { file, filter }, execArgv: typescript ? [...process.execArgv, '-r', '@swc-node/register'] : undefined });
+    this.worker = startWorkerBeside(__filename, 'export-reader.worker', { file, filter });
     this.worker.on('message', (message: { id: number; page?: PreparedPage; error?: string }) => {
       const waiting = this.waiting.get(message.id);
       this.waiting.delete(message.id);

@@ -1,8 +1,7 @@
 import { availableParallelism } from 'node:os';
-import { extname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { EventStore, ReadAllOptions, ReplayedEvent, SqliteEventStore } from '@campaign-ops/event-store';
 import { Collection, Doc, ReadModelRebuild, ReadStore, StandInTables } from '@campaign-ops/read-store';
+import { startWorkerBeside } from '@campaign-ops/worker-start';
 import { ReadModelDefinition } from './read-models';
 
 /** Told as the replay goes: events applied, and how far through the store's positions (0..1). */
@@ -180,13 +179,9 @@ export interface ReplayThreadData {
   maxStreamsInMemory?: number;
 }
 
-/** Where the thread's code is: beside this file, compiled (dist) or as TypeScript (the specs, through @swc-node/register). */
-const REPLAY_WORKER_FILE = join(__dirname, `replay.worker${extname(__filename)}`);
-
 /** A replay running in a thread of its own: resolves with the events it applied once its documents are all written. */
 function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { done: Promise<number>; stop(): Promise<void> } {
-  const typescript = REPLAY_WORKER_FILE.endsWith('.ts');
-  const worker = new Worker(REPLAY_WORKER_FILE, { workerData: data, execArgv: typescript ? [...process.execArgv, '-r', '@swc-node/register'] : undefined });
+  const worker = startWorkerBeside(__filename, 'replay.worker', data);
   const done = new Promise<number>((resolve, reject) => {
     worker.on('message', (message: { progress?: { applied: number; fraction: number }; done?: { events: number }; error?: string }) => {
       if (message.progress) onProgress(message.progress.applied, message.progress.fraction);

@@ -1,13 +1,10 @@
-import { extname, join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorkerBeside } from '@campaign-ops/worker-start';
 import { assertDocument, assertRevision } from './document-checks';
 import type { Doc, ReadModelRebuild, StandInTables } from './read-store.port';
 
 /** Batches written or being written at once; upsertMany waits past it, so memory stays bounded. */
 const MAX_IN_FLIGHT = 4;
-
-/** Where the thread's code is: beside this file, compiled (dist) or as TypeScript (the specs, through @swc-node/register). */
-const WORKER_FILE = join(__dirname, `rebuild-writer.worker${extname(__filename)}`);
 
 /**
  * Writes a rebuild's stand-ins in a thread of its own, so that the replay (reading, folding) and
@@ -23,8 +20,7 @@ export class RebuildWriter {
   private closing = false;
 
   constructor(file: string, busyTimeoutMs: number) {
-    const typescript = WORKER_FILE.endsWith('.ts');
-    this.worker = new Worker(WORKER_FILE, { workerData: { file, busyTimeoutMs }, execArgv: typescript ? [...process.execArgv, '-r', '@swc-node/register'] : undefined });
+    this.worker = startWorkerBeside(__filename, 'rebuild-writer.worker', { file, busyTimeoutMs });
     this.worker.on('message', ({ id, error }: { id: number; error?: string }) => {
       if (error !== undefined) return this.fail(new Error(`the rebuild's writer thread failed: ${error}`));
       this.waiting.get(id)?.resolve();
