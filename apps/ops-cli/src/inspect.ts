@@ -25,15 +25,30 @@ const requestIdOf = (event: RecordedEvent) => (typeof event.metadata['requestId'
 
 /** The provider calls a dispatch's events record: each try and how it ended. */
 function providerAttempt(event: RecordedEvent): TimelineEntry | null {
-  const data = event.data as { attempt?: number; error?: { code: string; provider_code: string | null; message: string }; providerResourceId?: string };
+  const data = event.data as {
+    attempt?: number;
+    error?: { code: string; provider_code: string | null; message: string };
+    providerResourceId?: string;
+    lookup?: boolean;
+    reconciled?: boolean;
+    warning?: string;
+    outcomeUnknown?: boolean;
+  };
   const base = { at: event.occurredAt, kind: 'provider_attempt' as const, request_id: requestIdOf(event) };
+  const unknown = data.outcomeUnknown ? '; the network may have created the campaign: the next try looks first' : '';
   switch (event.type) {
+    case 'DispatchAttemptStarted':
+      return { ...base, what: `attempt ${data.attempt}: started${data.lookup ? ', looking for the campaign before creating one' : ''}`, details: { attempt: data.attempt, lookup: data.lookup } };
     case 'DispatchCompleted':
-      return { ...base, what: `attempt ${data.attempt}: succeeded`, details: { attempt: data.attempt, provider_resource_id: data.providerResourceId } };
+      return {
+        ...base,
+        what: `attempt ${data.attempt}: ${data.reconciled ? 'found the campaign an earlier try created (reconciled)' : 'succeeded'}${data.warning ? ` (warning: ${data.warning})` : ''}`,
+        details: { attempt: data.attempt, provider_resource_id: data.providerResourceId, reconciled: data.reconciled === true, ...(data.warning ? { warning: data.warning } : {}) },
+      };
     case 'DispatchAttemptFailed':
-      return { ...base, what: `attempt ${data.attempt}: failed, to be retried (${data.error?.code})`, details: { attempt: data.attempt, error: data.error } };
+      return { ...base, what: `attempt ${data.attempt}: failed, to be retried (${data.error?.code}${unknown})`, details: { attempt: data.attempt, error: data.error, outcome_unknown: data.outcomeUnknown === true } };
     case 'DispatchFailed':
-      return { ...base, what: `attempt ${data.attempt}: failed (${data.error?.code})`, details: { attempt: data.attempt, error: data.error } };
+      return { ...base, what: `attempt ${data.attempt}: failed (${data.error?.code}${unknown})`, details: { attempt: data.attempt, error: data.error, outcome_unknown: data.outcomeUnknown === true } };
     default:
       return null;
   }

@@ -177,7 +177,7 @@ describe('dispatch decider', () => {
     ['an outcome for no dispatch', [], { type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'x', now: T1 } as DispatchCommand, 'resource_missing', 'no such dispatch'],
     ['a retry of no dispatch', [], { type: 'RetryDispatch', requestId: null, now: T1 }, 'resource_missing', 'no such dispatch'],
     ['an outcome after completion', [accepted, completed], { type: 'RecordProviderFailure', attempt: 2, error: invalid, now: T1 }, 'dispatch_not_in_progress', 'dispatch dsp_1 is completed'],
-    ['an outcome of an attempt already recorded', [accepted, attemptFailed(1)], { type: 'RecordProviderFailure', attempt: 1, error: invalid, now: T1 }, 'stale_attempt', 'attempt 1 after 1'],
+    ['an outcome of an attempt already recorded', [accepted, attemptFailed(1)], { type: 'RecordProviderFailure', attempt: 1, error: invalid, now: T1 }, 'stale_attempt', 'attempt 1, expected 2'],
     ['a retry of a completed dispatch', [accepted, completed], { type: 'RetryDispatch', requestId: null, now: T1 }, 'dispatch_not_retryable', 'A dispatch can be retried only when it has failed; this one is completed.'],
   ])('names the rule %s breaks, for the service to answer', (_, history, command, rule, message) => {
     let error: (Error & { rule?: string }) | undefined;
@@ -195,5 +195,81 @@ describe('dispatch decider', () => {
     expect(given(accepted, attemptFailed(1), attemptFailed(2)).state()).toMatchObject({ attempts: 2, attemptsThisRun: 2 });
     expect(given(accepted, attemptFailed(1), { ...completed, data: { ...completed.data, attempt: 2 } } as DispatchEvent).state()).toMatchObject({ attempts: 2, attemptsThisRun: 2 });
     expect(given(accepted, attemptFailed(1), { ...failed, data: { ...failed.data, attempt: 2 } } as DispatchEvent).state()).toMatchObject({ attempts: 2, attemptsThisRun: 2 });
+  });
+  describe('at most one campaign per dispatch: a live try is started before the network is called', () => {
+    const live = { ...accepted, data: { ...accepted.data, mode: 'live', connectionId: 'con_1' } } as DispatchEvent;
+    const started = (attempt: number, lookup = false): DispatchEvent => ({ type: 'DispatchAttemptStarted', version: 1, data: { attempt, lookup, at: T1 } });
+    const unknownFailure = (attempt: number): DispatchEvent => ({ type: 'DispatchAttemptFailed', version: 1, data: { attempt, error: transient, at: T1, outcomeUnknown: true } });
+    const start = (attempt: number): DispatchCommand => ({ type: 'StartAttempt', attempt, now: T1 });
+
+    it('starts the next try, without a lookup when no earlier try may have created the campaign', () => given(live).when(start(1)).then([started(1)]));
+
+    it('lets only one caller start an attempt: a second start of it is stale', () => given(live, started(1)).when(start(1)).thenThrows(StaleAttempt));
+
+    it('counts a started try at once, and once only when its outcome follows', () => {
+      expect(given(live, started(1)).state()).toMatchObject({ attempts: 1, attemptsThisRun: 1, tryInFlight: { attempt: 1, lookup: false } });
+      expect(given(live, started(1), attemptFailed(1)).state()).toMatchObject({ attempts: 1, attemptsThisRun: 1, tryInFlight: null, outcomeUnknown: false });
+    });
+
+    it('looks first when a try was started and never finished (the process died during it)', () => given(live, started(1)).when(start(2)).then([started(2, true)]));
+
+    it('looks first after a try whose outcome is unknown (a timeout, a dropped connection, a 5xx to a create)', () =>
+      given(live, started(1), unknownFailure(1)).when(start(2)).then([started(2, true)]));
+
+    it('creates without looking after a try that failed for sure', () => given(live, started(1), attemptFailed(1)).when(start(2)).then([started(2)]));
+
+    it('records an unknown outcome as such, and keeps trying', () =>
+      given(live, started(1)).when({ type: 'RecordProviderFailure', attempt: 1, error: transient, now: T1, outcomeUnknown: true }).then([unknownFailure(1)]));
+
+    it('takes only the outcome of the try in flight', () => {
+      given(live, started(1)).when({ type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'p', now: T1 }).then([
+        { type: 'DispatchCompleted', version: 1, data: { providerResourceId: 'p', attempt: 1, completedAt: T1 } },
+      ]);
+      given(live, started(1), started(2, true)).when({ type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'p', now: T1 }).thenThrows(StaleAttempt);
+      given(live, started(1)).when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p', now: T1 }).thenThrows(StaleAttempt);
+    });
+
+    it('completes with the campaign a lookup found, marked reconciled in the history', () =>
+      given(live, started(1), unknownFailure(1), started(2, true))
+        .when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p_1', now: T1, reconciled: true })
+        .then([{ type: 'DispatchCompleted', version: 1, data: { providerResourceId: 'p_1', attempt: 2, completedAt: T1, reconciled: true } }]));
+
+    it('names the other campaigns a lookup found, as a warning in the history', () => {
+      const [completedEvent] = given(live, started(1, true))
+        .when({ type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'p_1', now: T1, reconciled: true, duplicates: ['p_2', 'p_3'] })
+        .events();
+      expect(completedEvent.data).toEqual({
+        providerResourceId: 'p_1',
+        attempt: 1,
+        completedAt: T1,
+        reconciled: true,
+        duplicateProviderResourceIds: ['p_2', 'p_3'],
+        warning: expect.stringMatching(/3 campaigns .*oldest \(p_1\).*p_2, p_3/),
+      });
+    });
+
+    it(`fails after ${MAX_ATTEMPTS_PER_RUN} started tries of unknown outcome, and a retry of it looks first`, () => {
+      const history = [live, started(1), unknownFailure(1), started(2, true), unknownFailure(2), started(3, true), unknownFailure(3), started(4, true), unknownFailure(4), started(5, true)];
+      const [failedUnknown] = given(...history).when({ type: 'RecordProviderFailure', attempt: 5, error: transient, now: T1, outcomeUnknown: true }).events();
+      expect(failedUnknown).toEqual({ type: 'DispatchFailed', version: 1, data: { error: transient, attempt: 5, failedAt: T1, outcomeUnknown: true } });
+      given(...history, failedUnknown, retried).when(start(6)).then([started(6, true)]);
+    });
+
+    it('forgets the doubt once a try has looked and failed for sure, or a retry follows a sure failure', () => {
+      given(live, started(1), unknownFailure(1), started(2, true), attemptFailed(2)).when(start(3)).then([started(3)]);
+      given(live, started(1), failed, retried).when(start(2)).then([started(2)]);
+    });
+
+    it('carries the doubt of a try in flight into a failure before the next try (after a restart, the currency no longer matches)', () =>
+      given(live, started(1))
+        .when({ type: 'RecordFailureBeforeTry', attempt: 2, error: invalid, now: T1 })
+        .then([{ type: 'DispatchFailed', version: 1, data: { error: invalid, attempt: 1, failedAt: T1, outcomeUnknown: true } }]));
+
+    it('refuses to start a try of a dispatch that is not accepted', () => {
+      given(live, started(1), completed).when(start(2)).thenThrows(DispatchNotInProgress);
+      given().when(start(1)).thenThrows(DispatchNotFound);
+    });
+
+    it('tells partners nothing of a started try', () => expect(toNotification(started(1), given(live, started(1)).state() as never)).toBeNull());
   });
 });

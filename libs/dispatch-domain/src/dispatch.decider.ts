@@ -25,6 +25,13 @@ export interface Dispatch {
   attempts: number;
   /** Provider calls since it was last accepted (the budget for transient retries). */
   attemptsThisRun: number;
+  /** The live try that was started (DispatchAttemptStarted) and has no outcome yet, or null. */
+  tryInFlight: { attempt: number; lookup: boolean } | null;
+  /**
+   * The last try ended without knowing whether the network created the campaign (a timeout, a
+   * dropped connection, a 5xx to a create, a lookup that did not answer): the next try looks first.
+   */
+  outcomeUnknown: boolean;
   idempotencyKey: string | null;
   createdAt: string;
   updatedAt: string;
@@ -46,8 +53,19 @@ export type DispatchCommand =
       idempotencyKey: string | null;
       now: string;
     }
-  | { type: 'RecordProviderSuccess'; attempt: number; providerResourceId: string; now: string }
-  | { type: 'RecordProviderFailure'; attempt: number; error: DispatchError; now: string }
+  /**
+   * A live try is about to call the network (`attempt`: the next one). Recorded before the call;
+   * only one caller can start a given attempt, so two deliveries of the same work never both call.
+   */
+  | { type: 'StartAttempt'; attempt: number; now: string }
+  /**
+   * `reconciled`: the campaign was found at the network (made by an earlier try whose outcome was
+   * lost) rather than created by this try; `duplicates`: other campaigns the lookup found with the
+   * dispatch's marker (the oldest is `providerResourceId`).
+   */
+  | { type: 'RecordProviderSuccess'; attempt: number; providerResourceId: string; now: string; reconciled?: boolean; duplicates?: string[] }
+  /** `outcomeUnknown`: the network may have created the campaign all the same; the next try looks for it first. */
+  | { type: 'RecordProviderFailure'; attempt: number; error: DispatchError; now: string; outcomeUnknown?: boolean }
   /**
    * The launch cannot be tried at all (the budget's currency is not the ad account's, the
    * connection needs re-authentication): failed, final, with no provider call counted. `attempt`
@@ -79,13 +97,33 @@ export class StaleAttempt extends DomainRuleViolation {
 
 const exists = (state: DispatchState): state is Dispatch => state.status !== 'none';
 
-function requireInProgress(state: DispatchState, attempt: number): Dispatch {
+function requireAccepted(state: DispatchState): Dispatch {
   if (!exists(state)) throw new DispatchNotFound('no such dispatch');
   if (state.status !== 'accepted') throw new DispatchNotInProgress(`dispatch ${state.id} is ${state.status}`);
-  // The outcome must be of the next provider call; anything else was already recorded.
-  if (attempt !== state.attempts + 1) throw new StaleAttempt(`attempt ${attempt} after ${state.attempts}`);
   return state;
 }
+
+/** An attempt that may start now: the next one, whoever asks first (a second start of it is stale). */
+function requireNextAttempt(state: DispatchState, attempt: number): Dispatch {
+  const dispatch = requireAccepted(state);
+  if (attempt !== dispatch.attempts + 1) throw new StaleAttempt(`attempt ${attempt} after ${dispatch.attempts}`);
+  return dispatch;
+}
+
+/**
+ * An outcome must be of the try in flight (a live try, started first) or, with none in flight, of
+ * the next provider call (a sandbox try, which starts nothing); anything else was already recorded.
+ */
+function requireOutcomeOf(state: DispatchState, attempt: number): Dispatch {
+  const dispatch = requireAccepted(state);
+  const expected = dispatch.tryInFlight ? dispatch.tryInFlight.attempt : dispatch.attempts + 1;
+  if (attempt !== expected) throw new StaleAttempt(`attempt ${attempt}, expected ${expected}`);
+  return dispatch;
+}
+
+/** Whether a campaign may exist that no recorded outcome names: a try in flight, or one whose outcome was lost. */
+const mayHaveCreated = (dispatch: Dispatch): boolean => dispatch.outcomeUnknown || dispatch.tryInFlight !== null;
+const unknownOutcome = (unknown: boolean): { outcomeUnknown?: true } => (unknown ? { outcomeUnknown: true } : {});
 
 export function decide(command: DispatchCommand, state: DispatchState): DispatchEvent[] {
   const event = DISPATCH_EVENTS.event;
@@ -108,21 +146,42 @@ export function decide(command: DispatchCommand, state: DispatchState): Dispatch
         }),
       ];
     }
+    case 'StartAttempt': {
+      const dispatch = requireNextAttempt(state, command.attempt);
+      return [event('DispatchAttemptStarted', { attempt: command.attempt, lookup: mayHaveCreated(dispatch), at: command.now })];
+    }
     case 'RecordProviderSuccess': {
-      requireInProgress(state, command.attempt);
-      return [event('DispatchCompleted', { providerResourceId: command.providerResourceId, attempt: command.attempt, completedAt: command.now })];
+      requireOutcomeOf(state, command.attempt);
+      const duplicates = command.duplicates ?? [];
+      return [
+        event('DispatchCompleted', {
+          providerResourceId: command.providerResourceId,
+          attempt: command.attempt,
+          completedAt: command.now,
+          ...(command.reconciled ? { reconciled: true as const } : {}),
+          ...(duplicates.length > 0
+            ? {
+                duplicateProviderResourceIds: duplicates,
+                warning: `The network holds ${duplicates.length + 1} campaigns with this dispatch's marker; the oldest (${command.providerResourceId}) is the dispatch's, the others (${duplicates.join(', ')}) were not made by it and can be removed.`,
+              }
+            : {}),
+        }),
+      ];
     }
     case 'RecordProviderFailure': {
-      const dispatch = requireInProgress(state, command.attempt);
-      const runAttempt = dispatch.attemptsThisRun + 1;
+      const dispatch = requireOutcomeOf(state, command.attempt);
+      // A started try was counted when it started.
+      const runAttempt = dispatch.tryInFlight ? dispatch.attemptsThisRun : dispatch.attemptsThisRun + 1;
+      const unknown = unknownOutcome(command.outcomeUnknown === true);
       if (command.error.retryable && runAttempt < MAX_ATTEMPTS_PER_RUN) {
-        return [event('DispatchAttemptFailed', { attempt: command.attempt, error: command.error, at: command.now })];
+        return [event('DispatchAttemptFailed', { attempt: command.attempt, error: command.error, at: command.now, ...unknown })];
       }
-      return [event('DispatchFailed', { error: command.error, attempt: command.attempt, failedAt: command.now })];
+      return [event('DispatchFailed', { error: command.error, attempt: command.attempt, failedAt: command.now, ...unknown })];
     }
     case 'RecordFailureBeforeTry': {
-      requireInProgress(state, command.attempt);
-      return [event('DispatchFailed', { error: { ...command.error, retryable: false }, attempt: command.attempt - 1, failedAt: command.now })];
+      // No call was made now, but a try before it (one in flight when its process died) may have created the campaign.
+      const dispatch = requireNextAttempt(state, command.attempt);
+      return [event('DispatchFailed', { error: { ...command.error, retryable: false }, attempt: command.attempt - 1, failedAt: command.now, ...unknownOutcome(mayHaveCreated(dispatch)) })];
     }
     case 'RetryDispatch': {
       if (!exists(state)) throw new DispatchNotFound('no such dispatch');
@@ -153,6 +212,8 @@ export function evolve(state: DispatchState, event: DispatchEvent): DispatchStat
       error: null,
       attempts: 0,
       attemptsThisRun: 0,
+      tryInFlight: null,
+      outcomeUnknown: false,
       idempotencyKey: d.idempotencyKey,
       createdAt: d.acceptedAt,
       updatedAt: d.acceptedAt,
@@ -162,25 +223,31 @@ export function evolve(state: DispatchState, event: DispatchEvent): DispatchStat
   }
   if (!exists(state)) return state;
   switch (event.type) {
+    case 'DispatchAttemptStarted':
+      return {
+        ...state,
+        attempts: event.data.attempt,
+        attemptsThisRun: state.attemptsThisRun + 1,
+        tryInFlight: { attempt: event.data.attempt, lookup: event.data.lookup },
+        updatedAt: event.data.at,
+      };
     case 'DispatchAttemptFailed':
-      return { ...state, attempts: event.data.attempt, attemptsThisRun: state.attemptsThisRun + 1, updatedAt: event.data.at };
+      return { ...state, ...tryEnded(state, event.data.attempt, event.data.outcomeUnknown), updatedAt: event.data.at };
     case 'DispatchCompleted':
       return {
         ...state,
+        ...tryEnded(state, event.data.attempt, undefined),
         status: 'completed',
         providerResourceId: event.data.providerResourceId,
-        attempts: event.data.attempt,
-        attemptsThisRun: state.attemptsThisRun + 1,
         completedAt: event.data.completedAt,
         updatedAt: event.data.completedAt,
       };
     case 'DispatchFailed':
       return {
         ...state,
+        ...tryEnded(state, event.data.attempt, event.data.outcomeUnknown),
         status: 'failed',
         error: event.data.error,
-        attempts: event.data.attempt,
-        attemptsThisRun: state.attemptsThisRun + 1,
         failedAt: event.data.failedAt,
         updatedAt: event.data.failedAt,
       };
@@ -198,6 +265,12 @@ export function evolve(state: DispatchState, event: DispatchEvent): DispatchStat
     default:
       return assertNever(event);
   }
+}
+
+/** What an outcome changes of the attempt counters: a started try was counted when it started, one that started nothing (sandbox) now. */
+function tryEnded(state: Dispatch, attempt: number, outcomeUnknown: true | undefined): Pick<Dispatch, 'attempts' | 'attemptsThisRun' | 'tryInFlight' | 'outcomeUnknown'> {
+  const counted = state.tryInFlight?.attempt === attempt;
+  return { attempts: attempt, attemptsThisRun: counted ? state.attemptsThisRun : state.attemptsThisRun + 1, tryInFlight: null, outcomeUnknown: outcomeUnknown === true };
 }
 
 export const dispatchDecider: Decider<DispatchCommand, DispatchEvent, DispatchState> = {

@@ -27,22 +27,46 @@ export type DispatchAccepted = DomainEvent<
     acceptedAt: string;
   }
 >;
-/** A transient provider error; the dispatch stays accepted and tries again. */
-export type DispatchAttemptFailed = DomainEvent<'DispatchAttemptFailed', { attempt: number; error: DispatchError; at: string }>;
-export type DispatchCompleted = DomainEvent<'DispatchCompleted', { providerResourceId: string; attempt: number; completedAt: string }>;
-export type DispatchFailed = DomainEvent<'DispatchFailed', { error: DispatchError; attempt: number; failedAt: string }>;
+/**
+ * A live try is about to call the network: recorded before the call, so that a try whose outcome
+ * is lost (the process died, the answer never came) is known to have been made. `lookup`: the try
+ * first looks for the dispatch's campaign at the network, because an earlier try may have
+ * created it (API.md §3, "At most one campaign per dispatch").
+ */
+export type DispatchAttemptStarted = DomainEvent<'DispatchAttemptStarted', { attempt: number; lookup: boolean; at: string }>;
+/**
+ * A transient provider error; the dispatch stays accepted and tries again. `outcomeUnknown`
+ * (present only when true): the network may have created the campaign anyway (a timeout, a dropped
+ * connection, a 5xx to a create, a lookup that did not answer), so the next try looks first.
+ */
+export type DispatchAttemptFailed = DomainEvent<'DispatchAttemptFailed', { attempt: number; error: DispatchError; at: string; outcomeUnknown?: true }>;
+/**
+ * `reconciled` (present only when true): the campaign was found at the network by the dispatch's
+ * marker, made by a try whose outcome was lost, and adopted instead of creating another.
+ * `duplicateProviderResourceIds` and `warning`: the lookup found more than one campaign with the
+ * marker; the oldest was adopted and the others are named here for the partner to remove.
+ */
+export type DispatchCompleted = DomainEvent<
+  'DispatchCompleted',
+  { providerResourceId: string; attempt: number; completedAt: string; reconciled?: true; duplicateProviderResourceIds?: string[]; warning?: string }
+>;
+/** `outcomeUnknown` as for DispatchAttemptFailed: a retry of this dispatch looks for the campaign before creating one. */
+export type DispatchFailed = DomainEvent<'DispatchFailed', { error: DispatchError; attempt: number; failedAt: string; outcomeUnknown?: true }>;
 /** `connectionId`, when present: the live connection the new run uses (the one the dispatch had was replaced). */
 export type DispatchRetried = DomainEvent<'DispatchRetried', { retriedAt: string; requestId: string | null; connectionId?: string }>;
 
-export type DispatchEvent = DispatchAccepted | DispatchAttemptFailed | DispatchCompleted | DispatchFailed | DispatchRetried;
+export type DispatchEvent = DispatchAccepted | DispatchAttemptStarted | DispatchAttemptFailed | DispatchCompleted | DispatchFailed | DispatchRetried;
 
 /**
  * Each type's upcasters from its older versions, oldest first (README, "Event versioning"). All are
- * at version 1: DispatchRetried gained its optional `connectionId` (fdd9ad7) without a new version,
- * since every older event still reads as the current shape.
+ * at version 1: DispatchRetried gained its optional `connectionId` (fdd9ad7), DispatchCompleted its
+ * optional `reconciled` and duplicates, DispatchAttemptFailed and DispatchFailed their optional
+ * `outcomeUnknown`, all without a new version, since every older event still reads as the current
+ * shape.
  */
 export const DISPATCH_EVENTS = eventVersions<DispatchEvent>('dispatch', {
   DispatchAccepted: [],
+  DispatchAttemptStarted: [],
   DispatchAttemptFailed: [],
   DispatchCompleted: [],
   DispatchFailed: [],

@@ -71,6 +71,7 @@ export function toNotification(event: DispatchEvent, after: Dispatch): Notificat
       return { event: 'dispatch.completed', data: { ...base, status: 'completed', provider_resource_id: after.providerResourceId } };
     case 'DispatchFailed':
       return { event: 'dispatch.failed', data: { ...base, status: 'failed', error: after.error } };
+    case 'DispatchAttemptStarted':
     case 'DispatchAttemptFailed':
       return null;
   }
