@@ -31,6 +31,7 @@ export const ERROR_CATALOG = {
   connection_reauth_required: { status: 422, type: 'invalid_request_error' },
   channel_live_unavailable: { status: 422, type: 'invalid_request_error' },
   channel_not_configured: { status: 422, type: 'invalid_request_error' },
+  provider_validation_failed: { status: 422, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'api_error' },
   provider_unavailable: { status: 502, type: 'api_error' },
@@ -45,6 +46,8 @@ export interface ErrorBody {
   code: ErrorCode;
   message: string;
   param?: string;
+  /** The ad network's own code, with `provider_validation_failed` (API.md §3, the dry run). */
+  provider_code?: string | null;
 }
 
 export class ApiError extends Error {
@@ -54,6 +57,8 @@ export class ApiError extends Error {
     readonly param?: string,
     /** Extra response headers, e.g. Retry-After. */
     readonly headers: Record<string, string> = {},
+    /** The ad network's own code (`provider_validation_failed`); undefined for every other error. */
+    readonly providerCode?: string | null,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -68,11 +73,11 @@ export class ApiError extends Error {
   }
 
   toBody(): ErrorBody {
-    return { code: this.code, message: this.message, ...(this.param ? { param: this.param } : {}) };
+    return { code: this.code, message: this.message, ...(this.param ? { param: this.param } : {}), ...(this.providerCode !== undefined ? { provider_code: this.providerCode } : {}) };
   }
 
   static fromBody(body: ErrorBody): ApiError {
-    return new ApiError(isErrorCode(body.code) ? body.code : 'internal_error', body.message, body.param);
+    return new ApiError(isErrorCode(body.code) ? body.code : 'internal_error', body.message, body.param, {}, body.provider_code);
   }
 }
 
@@ -87,6 +92,12 @@ export const success = <T>(value: T): Outcome<T> => ({ ok: true, value });
 export const failure = (code: ErrorCode, message: string, param?: string): Outcome<never> => ({
   ok: false,
   error: { code, message, ...(param ? { param } : {}) },
+});
+
+/** The ad network refused the campaign (the dry run): 422 with the network's own message and code. */
+export const providerRefusal = (message: string, providerCode: string | null): Outcome<never> => ({
+  ok: false,
+  error: { code: 'provider_validation_failed', message, provider_code: providerCode },
 });
 
 /** Unwraps an outcome, throwing the ApiError it carries. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AD_NETWORKS, AdNetworks, TokenSet } from '@campaign-ops/ad-networks';
-import { failure, Outcome, success } from '@campaign-ops/api-errors';
+import { failure, Outcome, providerRefusal, success } from '@campaign-ops/api-errors';
 import { Channel, ProviderError } from '@campaign-ops/channels';
 import { Connection, ConnectionNotActive, ConnectionRevokedError } from '@campaign-ops/connection-domain';
 import { EventMetadata } from '@campaign-ops/event-sourcing';
@@ -46,6 +46,8 @@ export class ConnectionAccessService {
     const found = await this.owned(request.accountId, request.mode, request.connectionId);
     if (!found) return failure('connection_required', `No such connection: ${request.connectionId}`, 'connection_id');
     const metadata: EventMetadata = { accountId: request.accountId, mode: request.mode, requestId: request.requestId ?? null };
+    if (request.currency !== undefined && found.status === 'active' && request.currency !== found.currency)
+      return providerRefusal(`The budget is in ${request.currency} but the ${found.channel} ad account ${found.providerAccountId} bills in ${found.currency}.`, 'currency_mismatch');
     return this.lock.run(found.id, () => this.fresh(found.id, request.forceRefresh === true, metadata, request.refusedVersion));
   }
 

@@ -177,7 +177,7 @@ describe('dispatch decider', () => {
     ['an outcome for no dispatch', [], { type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'x', now: T1 } as DispatchCommand, 'resource_missing', 'no such dispatch'],
     ['a retry of no dispatch', [], { type: 'RetryDispatch', requestId: null, now: T1 }, 'resource_missing', 'no such dispatch'],
     ['an outcome after completion', [accepted, completed], { type: 'RecordProviderFailure', attempt: 2, error: invalid, now: T1 }, 'dispatch_not_in_progress', 'dispatch dsp_1 is completed'],
-    ['an outcome of an attempt already recorded', [accepted, attemptFailed(1)], { type: 'RecordProviderFailure', attempt: 1, error: invalid, now: T1 }, 'stale_attempt', 'attempt 1, expected 2'],
+    ['an outcome of an attempt already recorded', [accepted, attemptFailed(1)], { type: 'RecordProviderFailure', attempt: 1, error: invalid, now: T1 }, 'stale_attempt', 'attempt 1 after 1'],
     ['a retry of a completed dispatch', [accepted, completed], { type: 'RetryDispatch', requestId: null, now: T1 }, 'dispatch_not_retryable', 'A dispatch can be retried only when it has failed; this one is completed.'],
   ])('names the rule %s breaks, for the service to answer', (_, history, command, rule, message) => {
     let error: (Error & { rule?: string }) | undefined;
@@ -226,7 +226,7 @@ describe('dispatch decider', () => {
         { type: 'DispatchCompleted', version: 1, data: { providerResourceId: 'p', attempt: 1, completedAt: T1 } },
       ]);
       given(live, started(1), started(2, true)).when({ type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'p', now: T1 }).thenThrows(StaleAttempt);
-      given(live, started(1)).when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p', now: T1 }).thenThrows(StaleAttempt);
+      given(live, started(1), started(2, true), attemptFailed(2)).when({ type: 'RecordProviderFailure', attempt: 2, error: transient, now: T1 }).thenThrows(StaleAttempt);
     });
 
     it('completes with the campaign a lookup found, marked reconciled in the history', () =>
@@ -264,6 +264,14 @@ describe('dispatch decider', () => {
       given(live, started(1))
         .when({ type: 'RecordFailureBeforeTry', attempt: 2, error: invalid, now: T1 })
         .then([{ type: 'DispatchFailed', version: 1, data: { error: invalid, attempt: 1, failedAt: T1, outcomeUnknown: true } }]));
+
+    it('takes a failure of the next call while a try of a dead process is in flight, keeping the doubt (its token could not be refreshed after the restart)', () =>
+      given(live, started(1))
+        .when({ type: 'RecordProviderFailure', attempt: 2, error: transient, now: T1 })
+        .then([{ type: 'DispatchAttemptFailed', version: 1, data: { attempt: 2, error: transient, at: T1, outcomeUnknown: true } }]));
+
+    it('records no success for a try that was never started', () =>
+      given(live, started(1)).when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p', now: T1 }).thenThrows(StaleAttempt));
 
     it('refuses to start a try of a dispatch that is not accepted', () => {
       given(live, started(1), completed).when(start(2)).thenThrows(DispatchNotInProgress);

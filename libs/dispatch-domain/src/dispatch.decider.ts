@@ -111,14 +111,16 @@ function requireNextAttempt(state: DispatchState, attempt: number): Dispatch {
 }
 
 /**
- * An outcome must be of the try in flight (a live try, started first) or, with none in flight, of
- * the next provider call (a sandbox try, which starts nothing); anything else was already recorded.
+ * An outcome must be of the try in flight (a live try, started first) or of the next provider
+ * call (a sandbox try, or a live one that failed before it could start, e.g. its token could not
+ * be refreshed); anything else was already recorded. The next call while a try is in flight means
+ * that try was abandoned (its process died): `abandoned` says so.
  */
-function requireOutcomeOf(state: DispatchState, attempt: number): Dispatch {
+function requireOutcomeOf(state: DispatchState, attempt: number): { dispatch: Dispatch; abandoned: boolean } {
   const dispatch = requireAccepted(state);
-  const expected = dispatch.tryInFlight ? dispatch.tryInFlight.attempt : dispatch.attempts + 1;
-  if (attempt !== expected) throw new StaleAttempt(`attempt ${attempt}, expected ${expected}`);
-  return dispatch;
+  if (dispatch.tryInFlight?.attempt === attempt) return { dispatch, abandoned: false };
+  if (attempt !== dispatch.attempts + 1) throw new StaleAttempt(`attempt ${attempt} after ${dispatch.attempts}`);
+  return { dispatch, abandoned: dispatch.tryInFlight !== null };
 }
 
 /** Whether a campaign may exist that no recorded outcome names: a try in flight, or one whose outcome was lost. */
@@ -151,7 +153,9 @@ export function decide(command: DispatchCommand, state: DispatchState): Dispatch
       return [event('DispatchAttemptStarted', { attempt: command.attempt, lookup: mayHaveCreated(dispatch), at: command.now })];
     }
     case 'RecordProviderSuccess': {
-      requireOutcomeOf(state, command.attempt);
+      const { abandoned } = requireOutcomeOf(state, command.attempt);
+      // A success is only ever recorded for the try that made it; an abandoned try's campaign is found by the next one.
+      if (abandoned) throw new StaleAttempt(`attempt ${command.attempt} was never started`);
       const duplicates = command.duplicates ?? [];
       return [
         event('DispatchCompleted', {
@@ -169,10 +173,10 @@ export function decide(command: DispatchCommand, state: DispatchState): Dispatch
       ];
     }
     case 'RecordProviderFailure': {
-      const dispatch = requireOutcomeOf(state, command.attempt);
+      const { dispatch, abandoned } = requireOutcomeOf(state, command.attempt);
       // A started try was counted when it started.
-      const runAttempt = dispatch.tryInFlight ? dispatch.attemptsThisRun : dispatch.attemptsThisRun + 1;
-      const unknown = unknownOutcome(command.outcomeUnknown === true);
+      const runAttempt = dispatch.tryInFlight?.attempt === command.attempt ? dispatch.attemptsThisRun : dispatch.attemptsThisRun + 1;
+      const unknown = unknownOutcome(command.outcomeUnknown === true || abandoned);
       if (command.error.retryable && runAttempt < MAX_ATTEMPTS_PER_RUN) {
         return [event('DispatchAttemptFailed', { attempt: command.attempt, error: command.error, at: command.now, ...unknown })];
       }

@@ -1,5 +1,5 @@
 import { AdNetwork, AdNetworks } from '@campaign-ops/ad-networks';
-import { failure, success } from '@campaign-ops/api-errors';
+import { failure, providerRefusal, success } from '@campaign-ops/api-errors';
 import { InProcessBus } from '@campaign-ops/bus';
 import { CampaignSpec, ProviderError, SandboxSimulator } from '@campaign-ops/channels';
 import { Dispatch, dispatchStreamId } from '@campaign-ops/dispatch-domain';
@@ -20,18 +20,41 @@ const campaign: CampaignSpec = {
 
 /**
  * An ad network as the port sees it, scripted per call: each entry of `answers` is what the next
- * createCampaign does. (The adapters themselves are tested against HTTP fakes of the networks.)
+ * createCampaign does (a campaign id: made and answered; an error: refused; `lost`: made, then the
+ * answer lost with that error). It holds what it made, each with the dispatch it was made for,
+ * and answers lookups from that unless `lookupFaults` has an error for the next one. (The
+ * adapters themselves are tested against HTTP fakes of the networks.)
  */
+type Answer = string | ProviderError | { lost: ProviderError; id: string };
 class ScriptedNetwork implements Partial<AdNetwork> {
   readonly calls: Array<{ accessToken: string; currency: string }> = [];
-  constructor(private readonly answers: Array<string | ProviderError>) {}
-  async createCampaign(access: Parameters<AdNetwork['createCampaign']>[0]) {
+  readonly lookups: string[] = [];
+  readonly campaigns: Array<{ id: string; dispatchId: string }> = [];
+  readonly lookupFaults: ProviderError[] = [];
+  /** Set to make the next create hang for ever after it made the campaign (the process dies meanwhile). */
+  hangAfterCreate = false;
+  constructor(private readonly answers: Answer[]) {}
+  async createCampaign(access: Parameters<AdNetwork['createCampaign']>[0], request: Parameters<AdNetwork['createCampaign']>[1]) {
     this.calls.push({ accessToken: access.accessToken, currency: access.account.currency });
     const answer = this.answers.shift() ?? new ProviderError('validation', 'no more answers scripted', 'SCRIPT');
     if (answer instanceof ProviderError) throw answer;
-    return { providerResourceId: answer };
+    const id = typeof answer === 'string' ? answer : answer.id;
+    this.campaigns.push({ id, dispatchId: request.dispatchId });
+    if (this.hangAfterCreate) return new Promise<never>(() => undefined);
+    if (typeof answer !== 'string') throw answer.lost;
+    return { providerResourceId: id };
+  }
+  async findCampaigns(_access: unknown, request: Parameters<AdNetwork['findCampaigns']>[1]) {
+    this.lookups.push(request.dispatchId);
+    const fault = this.lookupFaults.shift();
+    if (fault) throw fault;
+    return this.campaigns.filter((c) => c.dispatchId === request.dispatchId).map((c) => ({ providerResourceId: c.id }));
+  }
+  of(dispatchId: string) {
+    return this.campaigns.filter((c) => c.dispatchId === dispatchId);
   }
 }
+const timeout = () => new ProviderError('transient', 'meta_ads did not answer POST /v24.0/act_1234/campaigns within 30000 ms', null);
 
 describe('the dispatch executor', () => {
   let events: SqliteEventStore;
@@ -55,6 +78,8 @@ describe('the dispatch executor', () => {
     accountCurrency = 'EUR';
     await bus.respond<ConnectionAccessRequest>(SUBJECTS.connectionAccess, async (request) => {
       accessRequests.push(request);
+      // As connection-service: the currency first, before any token is read or refreshed.
+      if (request.currency !== accountCurrency) return providerRefusal(`The budget is in ${request.currency} but the account bills in ${accountCurrency}.`, 'currency_mismatch');
       if (request.forceRefresh && refreshRefused) return failure('connection_reauth_required', 'The provider refused the refresh token.');
       const token = request.forceRefresh ? 'token-refreshed' : 'token-1';
       return success({ connectionId: request.connectionId, channel: 'meta_ads', providerAccountId: '1234', accessToken: token, tokenVersion: request.forceRefresh ? 2 : 1, currency: accountCurrency, timezone: 'Europe/Berlin' });
@@ -87,8 +112,11 @@ describe('the dispatch executor', () => {
     const [accepted] = await events.readStream(streamId);
     const relayed: RelayedEvent = { ...accepted };
     const outcome = await executor.handle(relayed);
-    return { outcome, dispatch: (await store.stateOf(streamId)).state as Dispatch, run: () => executor.handle(relayed) };
+    return { outcome, dispatch: (await store.stateOf(streamId)).state as Dispatch, run: () => executor.handle(relayed), executor, relayed, streamId, id };
   }
+
+  const stateOf = async (streamId: string) => (await store.stateOf(streamId)).state as Dispatch;
+  const typesOf = async (streamId: string) => (await events.readStream(streamId)).map((e) => e.type);
 
   it('creates the campaign with the token connection-service gives, and records the network id', async () => {
     const network = new ScriptedNetwork(['120210000000001']);
@@ -105,6 +133,116 @@ describe('the dispatch executor', () => {
     expect(dispatch).toMatchObject({ status: 'failed', attempts: 0, error: { code: 'provider_validation_failed', provider_code: 'currency_mismatch', retryable: false } });
     expect(dispatch.error?.message).toContain('EUR');
     expect(network.calls).toEqual([]);
+    // Asked with the budget's currency, so connection-service refuses before it refreshes anything.
+    expect(accessRequests).toEqual([expect.objectContaining({ currency: 'EUR', forceRefresh: false })]);
+  });
+
+  describe('at most one campaign per dispatch', () => {
+    it('records the try as started before the network is called', async () => {
+      const run = await execute(new ScriptedNetwork(['1']));
+      expect(await typesOf(run.streamId)).toEqual(['DispatchAccepted', 'DispatchAttemptStarted', 'DispatchCompleted']);
+    });
+
+    it.each([
+      ['a timeout', timeout()],
+      ['a dropped connection', new ProviderError('transient', 'meta_ads could not be reached for POST /v24.0/act_1234/campaigns: UND_ERR_SOCKET', null)],
+      ['a 503 answered after the network made it', new ProviderError('transient', 'meta_ads: Service temporarily unavailable', '2', 503)],
+    ])('after %s, the next try finds the campaign and completes with it, reconciled: one campaign', async (_, lost) => {
+      const network = new ScriptedNetwork([{ lost, id: '120210000000077' }, 'second-campaign']);
+      const run = await execute(network);
+      expect(run.dispatch).toMatchObject({ status: 'accepted', outcomeUnknown: true });
+      await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'completed', providerResourceId: '120210000000077', attempts: 2 });
+      expect(network.of(run.id)).toHaveLength(1);
+      expect(network.lookups).toEqual([run.id]);
+      const history = await events.readStream(run.streamId);
+      expect(history.map((e) => [e.type, e.data])).toContainEqual(['DispatchCompleted', expect.objectContaining({ providerResourceId: '120210000000077', reconciled: true })]);
+    });
+
+    it('creates on the next try when the lookup finds nothing (the network failed before making it)', async () => {
+      const network = new ScriptedNetwork([timeout(), '120210000000078']);
+      const run = await execute(network);
+      await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'completed', providerResourceId: '120210000000078' });
+      expect(network.lookups).toEqual([run.id]);
+      expect((await events.readStream(run.streamId)).pop()?.data).not.toHaveProperty('reconciled');
+    });
+
+    it('never looks after a refusal the network answered (a rate limit made nothing)', async () => {
+      const network = new ScriptedNetwork([new ProviderError('rate_limited', 'slow down', '17', 400, 10), '120210000000079']);
+      const run = await execute(network);
+      await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'completed', providerResourceId: '120210000000079' });
+      expect(network.lookups).toEqual([]);
+    });
+
+    it('retries a lookup that fails like any transient error, and keeps looking before creating', async () => {
+      const network = new ScriptedNetwork([{ lost: timeout(), id: '120210000000080' }]);
+      network.lookupFaults.push(new ProviderError('transient', 'meta_ads failed with HTTP 500', '1', 500));
+      const run = await execute(network);
+      await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'accepted', attempts: 2, outcomeUnknown: true });
+      await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'completed', providerResourceId: '120210000000080', attempts: 3 });
+      expect(network.calls).toHaveLength(1);
+      expect(network.lookups).toHaveLength(2);
+    });
+
+    it('after a restart that finds a try started and never finished, looks first: one campaign, completed', async () => {
+      const network = new ScriptedNetwork(['120210000000081', 'second-campaign']);
+      network.hangAfterCreate = true;
+      const id = `dsp_${Math.random().toString(36).slice(2)}`;
+      const streamId = dispatchStreamId(id);
+      await store.repository.execute(streamId, { type: 'CreateDispatch', dispatchId: id, accountId: 'acct_1', mode: 'live', channel: 'meta_ads', campaign, connectionId: 'con_1', idempotencyKey: null, now: new Date().toISOString() }, {});
+      const relayed: RelayedEvent = { ...(await events.readStream(streamId))[0] };
+      const dying = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), { channelRetryMaxWaitMs: 60_000 });
+      void dying.handle(relayed); // the network made the campaign; this process dies before the answer
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(network.of(id)).toHaveLength(1);
+      network.hangAfterCreate = false;
+      const restarted = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), { channelRetryMaxWaitMs: 60_000 });
+      await restarted.handle(relayed);
+      expect(await stateOf(streamId)).toMatchObject({ status: 'completed', providerResourceId: '120210000000081', attempts: 2 });
+      expect(network.of(id)).toHaveLength(1);
+    });
+
+    it('completes with the oldest of two campaigns with its marker, naming the other in the history', async () => {
+      const network = new ScriptedNetwork([{ lost: timeout(), id: 'older' }]);
+      const run = await execute(network);
+      network.campaigns.push({ id: 'newer', dispatchId: run.id });
+      await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'completed', providerResourceId: 'older' });
+      const completed = (await events.readStream(run.streamId)).pop();
+      expect(completed?.data).toMatchObject({ reconciled: true, duplicateProviderResourceIds: ['newer'], warning: expect.stringContaining('newer') });
+    });
+
+    it('looks first on a retry of a dispatch that failed after tries of unknown outcome', async () => {
+      const network = new ScriptedNetwork(Array.from({ length: 5 }, (_, i) => (i === 4 ? { lost: timeout(), id: '120210000000082' } : timeout())));
+      const run = await execute(network);
+      for (let i = 0; i < 4; i++) await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'failed', outcomeUnknown: true });
+      await store.repository.execute(run.streamId, { type: 'RetryDispatch', requestId: null, now: new Date().toISOString() }, {});
+      await run.run();
+      expect(await stateOf(run.streamId)).toMatchObject({ status: 'completed', providerResourceId: '120210000000082' });
+      expect(network.of(run.id)).toHaveLength(1);
+    });
+
+    it('leaves the try to the delivery that started it first: a second one calls nothing', async () => {
+      const network = new ScriptedNetwork(['120210000000083']);
+      network.hangAfterCreate = true;
+      const id = `dsp_${Math.random().toString(36).slice(2)}`;
+      const streamId = dispatchStreamId(id);
+      await store.repository.execute(streamId, { type: 'CreateDispatch', dispatchId: id, accountId: 'acct_1', mode: 'live', channel: 'meta_ads', campaign, connectionId: 'con_1', idempotencyKey: null, now: new Date().toISOString() }, {});
+      const relayed: RelayedEvent = { ...(await events.readStream(streamId))[0] };
+      const executor = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), { channelRetryMaxWaitMs: 60_000 });
+      // Both read the dispatch before either started its try.
+      const stale = await store.stateOf(streamId);
+      jest.spyOn(store, 'stateOf').mockResolvedValueOnce(stale).mockResolvedValueOnce(stale);
+      void executor.handle(relayed);
+      await expect(executor.handle(relayed)).resolves.toBeUndefined();
+      expect(network.calls).toHaveLength(1);
+      expect((await stateOf(streamId)).attempts).toBe(1);
+    });
   });
 
   it('refreshes a refused token once and repeats the try with the new one', async () => {

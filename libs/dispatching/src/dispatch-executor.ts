@@ -40,10 +40,14 @@ export class DispatchExecutor {
     if (state.status !== 'accepted') return;
 
     const attempt = state.attempts + 1;
-    dispatchesExecuting.inc();
-    const outcome = await (state.mode === 'live' ? this.live.launch(state) : this.simulate(state, attempt)).finally(() => dispatchesExecuting.dec());
-    const command = toCommand(outcome, attempt, new Date().toISOString());
     const metadata = { accountId: state.accountId, mode: state.mode, requestId: (event.metadata.requestId as string | undefined) ?? null };
+    dispatchesExecuting.inc();
+    const outcome = await (state.mode === 'live' ? this.live.launch(state, () => this.startTry(event.streamId, attempt, metadata)) : this.simulate(state, attempt)).finally(() =>
+      dispatchesExecuting.dec(),
+    );
+    // Another delivery of this work started the try first: it records the outcome.
+    if (outcome.kind === 'taken') return;
+    const command = toCommand(outcome, attempt, new Date().toISOString());
     try {
       const decided = await this.record(event.streamId, command, metadata);
       await this.store.refreshView(event.streamId);
@@ -57,6 +61,21 @@ export class DispatchExecutor {
     } catch (error) {
       // Another delivery of this work recorded the outcome first: nothing left to do.
       if (error instanceof StaleAttempt || error instanceof DispatchNotInProgress) return;
+      throw error;
+    }
+  }
+
+  /**
+   * Records that a live try starts, before the network is called: from then on a lost outcome is
+   * known to be one, and the next try looks for the campaign before it creates one. Only one
+   * delivery can start a given attempt (the decider refuses a second start as stale).
+   */
+  private async startTry(streamId: string, attempt: number, metadata: Record<string, unknown>): Promise<{ lookup: boolean } | null> {
+    try {
+      const { state } = await this.store.repository.execute(streamId, { type: 'StartAttempt', attempt, now: new Date().toISOString() }, metadata);
+      return { lookup: state.status === 'accepted' && state.tryInFlight !== null && state.tryInFlight.lookup };
+    } catch (error) {
+      if (error instanceof StaleAttempt || error instanceof DispatchNotInProgress) return null;
       throw error;
     }
   }
@@ -82,7 +101,8 @@ export class DispatchExecutor {
   private async simulate(dispatch: Dispatch, attempt: number): Promise<LaunchOutcome> {
     try {
       const created = await this.sandbox.createCampaign({ dispatchId: dispatch.id, channel: dispatch.channel, campaign: dispatch.campaign, attempt });
-      return { kind: 'created', providerResourceId: created.providerResourceId };
+      // The simulator's id is the dispatch's own, whatever happened before: nothing to look for.
+      return { kind: 'created', providerResourceId: created.providerResourceId, reconciled: false, duplicates: [] };
     } catch (error) {
       const outcome = classify(error, this.logger);
       if (outcome.kind === 'failed' && outcome.error.code === 'connection_reauth_required') await this.live.reportReauthRequired(dispatch, 'sandbox_reauth');
@@ -91,8 +111,11 @@ export class DispatchExecutor {
   }
 }
 
-function toCommand(outcome: LaunchOutcome, attempt: number, now: string): DispatchCommand {
-  if (outcome.kind === 'created') return { type: 'RecordProviderSuccess', attempt, providerResourceId: outcome.providerResourceId, now };
+function toCommand(outcome: Exclude<LaunchOutcome, { kind: 'taken' }>, attempt: number, now: string): DispatchCommand {
+  if (outcome.kind === 'created') {
+    const { providerResourceId, reconciled, duplicates } = outcome;
+    return { type: 'RecordProviderSuccess', attempt, providerResourceId, now, ...(reconciled ? { reconciled } : {}), ...(duplicates.length > 0 ? { duplicates } : {}) };
+  }
   if (!outcome.tried && !outcome.error.retryable) return { type: 'RecordFailureBeforeTry', attempt, error: outcome.error, now };
-  return { type: 'RecordProviderFailure', attempt, error: outcome.error, now };
+  return { type: 'RecordProviderFailure', attempt, error: outcome.error, now, ...(outcome.outcomeUnknown ? { outcomeUnknown: true } : {}) };
 }

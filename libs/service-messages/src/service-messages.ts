@@ -172,6 +172,12 @@ export interface ConnectionAccessRequest {
    * file are newer (reauthorized or refreshed meanwhile), those are handed out and nothing is refreshed.
    */
   refusedVersion?: number;
+  /**
+   * The currency the launch's budget is in: an ad account that bills in another answers 422
+   * `provider_validation_failed` (`provider_code: currency_mismatch`) before any token is read
+   * or refreshed, since that launch fails whatever the token.
+   */
+  currency?: string;
   requestId?: string | null;
 }
 export interface ConnectionAccess {

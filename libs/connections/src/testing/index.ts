@@ -106,6 +106,14 @@ export class InMemoryNetwork implements AdNetwork {
     throw new Error('connection-service never creates campaigns');
   }
 
+  async findCampaigns(): Promise<never[]> {
+    throw new Error('connection-service never looks for campaigns');
+  }
+
+  async validateCampaign(): Promise<never> {
+    throw new Error('connection-service never checks campaigns');
+  }
+
   private failIfClientRefused(): void {
     if (this.refuseClient) throw new ProviderError('validation', 'meta_ads refused the grant (invalid_client): client authentication failed', 'invalid_client', 401);
   }

@@ -25,7 +25,13 @@ export class ApiExceptionFilter implements ExceptionFilter {
     for (const [name, value] of Object.entries(error.headers)) response.setHeader(name, value);
     response.status(error.status).json({
       success: false,
-      error: { type: error.type, code: error.code, message: error.message, ...(error.param ? { param: error.param } : {}) },
+      error: {
+        type: error.type,
+        code: error.code,
+        message: error.message,
+        ...(error.param ? { param: error.param } : {}),
+        ...(error.providerCode !== undefined ? { provider_code: error.providerCode } : {}),
+      },
       request_id: requestId,
     });
   }
