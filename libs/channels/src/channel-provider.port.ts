@@ -45,4 +45,6 @@ export class ProviderError extends Error {
 /** One ad network, live or simulated. */
 export interface ChannelProvider {
   createCampaign(request: CreateCampaignRequest): Promise<CreatedCampaign>;
+  /** The dry run: the rules a create would meet, applied without creating anything; a refusal throws `validation`. */
+  validateCampaign(request: Pick<CreateCampaignRequest, 'channel' | 'campaign'>): Promise<{ warnings: string[] }>;
 }

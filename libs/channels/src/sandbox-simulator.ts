@@ -49,7 +49,20 @@ export class SandboxSimulator implements ChannelProvider {
     return { providerResourceId: `sbx_${channel}_${stableDigits(request.dispatchId)}` };
   }
 
-  private applyChannelRules({ channel, campaign }: CreateCampaignRequest): void {
+  /**
+   * The dry run of a test key: the channel's rules, and `[sandbox:fail]` refused as a launch would
+   * be. The other magic names are about what happens over time (a 503, a slow answer, a refused
+   * token), which a dry run does not reach.
+   */
+  async validateCampaign(request: Pick<CreateCampaignRequest, 'channel' | 'campaign'>): Promise<{ warnings: string[] }> {
+    if (request.campaign.name.includes(SANDBOX_MAGIC.fail)) {
+      throw new ProviderError('validation', 'The provider rejected the campaign (simulated validation failure).', 'SANDBOX_VALIDATION_FAILED', 400);
+    }
+    this.applyChannelRules(request);
+    return { warnings: [] };
+  }
+
+  private applyChannelRules({ channel, campaign }: Pick<CreateCampaignRequest, 'channel' | 'campaign'>): void {
     const { amount_micros: micros, currency, type } = campaign.budget;
     const money = SANDBOX_CURRENCIES[currency];
     if (!money) {

@@ -16,8 +16,19 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
     if (!outcome.ok) throw new Error(`expected success, got ${JSON.stringify(outcome.error)}`);
     return outcome.value;
   };
-  const connect = async (credentials: { access_token: string; refresh_token?: string; expires_at?: string }, caller = live) =>
-    value(await h.commands.create({ caller, channel: 'meta_ads', providerAccountId: 'act_42', credentials })).id;
+  /**
+   * A connection whose token was imported an hour ago: `expires_at` near now was an hour away then,
+   * so the import took it as it came (an import refreshes a token within 10 minutes of its end).
+   */
+  const connect = async (credentials: { access_token: string; refresh_token?: string; expires_at?: string }, caller = live) => {
+    const realNow = Date.now;
+    const anHourAgo = jest.spyOn(Date, 'now').mockImplementation(() => realNow() - 3_600_000);
+    try {
+      return value(await h.commands.create({ caller, channel: 'meta_ads', providerAccountId: 'act_42', credentials })).id;
+    } finally {
+      anHourAgo.mockRestore();
+    }
+  };
   const access = (connectionId: string, forceRefresh = false, replica = h) => replica.access.access({ accountId: 'acct_1', mode: 'live', connectionId, forceRefresh, requestId: 'req_dispatch' });
   const types = async (id: string) => (await h.events.readStream(`connection-${id}`)).map((e) => e.type);
   const view = async (id: string) => value(await h.queries.get({ caller: live, id }));

@@ -65,6 +65,41 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
       expect((await h.store.views.find({}, {})).items).toEqual([]);
     });
 
+    describe('an access token already past its expiry (migrated from another system)', () => {
+      const expired = { access_token: 'token-42', refresh_token: 'refresh-42', expires_at: '2026-01-01T00:00:00Z' };
+
+      it('is refreshed with its refresh token before the live check, and the new tokens are kept', async () => {
+        const created = value(await importToken({ credentials: expired }));
+        expect(created).toMatchObject({ status: 'active', currency: 'EUR' });
+        expect(network.calls).toMatchObject({ refresh: 1, readAccount: 1 });
+        const kept = await h.vault.read(created.id);
+        expect(kept).toMatchObject({ accessToken: 'refreshed-access-1', refreshToken: 'refresh-42' });
+        expect(Date.parse(created.expires_at!)).toBeGreaterThan(Date.now());
+      });
+
+      it('is refreshed too when it expires within the refresh margin', async () => {
+        value(await importToken({ credentials: { ...expired, expires_at: new Date(Date.now() + 60_000).toISOString() } }));
+        expect(network.calls.refresh).toBe(1);
+      });
+
+      it('answers 400 credentials_invalid when its refresh token is refused, and makes nothing', async () => {
+        network.refuseRefresh('refresh-42');
+        expect(await importToken({ credentials: expired })).toMatchObject({ ok: false, error: { code: 'credentials_invalid', param: 'credentials.refresh_token' } });
+        expect(network.calls.readAccount).toBe(0);
+        expect((await h.store.views.find({}, {})).items).toEqual([]);
+      });
+
+      it('answers provider_unavailable when the network does not answer the refresh', async () => {
+        network.down = true;
+        expect(await importToken({ credentials: expired })).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
+      });
+
+      it('is checked as it came when there is no refresh token (the network then refuses or takes it)', async () => {
+        value(await importToken({ credentials: { access_token: 'token-42', expires_at: '2026-01-01T00:00:00Z' } }));
+        expect(network.calls).toMatchObject({ refresh: 0, readAccount: 1 });
+      });
+    });
+
     it('answers provider_account_unreachable for an ad account the token cannot reach', async () =>
       expect(await importToken({ providerAccountId: 'act_77' })).toMatchObject({ ok: false, error: { code: 'provider_account_unreachable', param: 'provider_account_id' } }));
 

@@ -15,7 +15,8 @@ import {
 import { ChannelSlots, SlotClaim } from './channel-slots';
 import { ConnectionStore } from './connection-store';
 import { OAuthRounds } from './oauth-rounds';
-import { readAccount } from './provider-calls';
+import { REFRESH_AHEAD_MS } from './connection-access';
+import { freshForCheck, readAccount } from './provider-calls';
 import { ConnectionTokens, TokenVault } from './token-vault';
 
 /** A connection as a command answers it: with `authorization_url` when the command started an OAuth round. */
@@ -132,10 +133,12 @@ export class ConnectionCommands {
     if (mode === 'test') return success({ account: sandbox, tokens: null, expiresAt });
     const network = this.networks[channel];
     if (!network) return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
-    const accessToken = credentials!.access_token;
-    const read = await readAccount(network, accessToken, providerAccountId, (message) => this.logger.warn(`ad account read failed unexpectedly: ${message}`));
+    const warn = (message: string) => this.logger.warn(`the live check failed unexpectedly: ${message}`);
+    const tokens = await freshForCheck(network, { accessToken: credentials!.access_token, refreshToken: credentials!.refresh_token ?? null, expiresAt }, REFRESH_AHEAD_MS, warn);
+    if (!tokens.ok) return tokens;
+    const read = await readAccount(network, tokens.value.accessToken, providerAccountId, warn);
     if (!read.ok) return read;
-    return success({ account: read.value, tokens: { accessToken, refreshToken: credentials!.refresh_token ?? null, expiresAt }, expiresAt });
+    return success({ account: read.value, tokens: tokens.value, expiresAt: tokens.value.expiresAt });
   }
 }
 

@@ -104,6 +104,23 @@ describe('connections: OAuth rounds', () => {
       expect((await h.events.readStream(`connection-${id}`)).map((e) => e.type)).toEqual(['ConnectionRequested', 'ConnectionActivated']);
     });
 
+    it('refreshes a token the network hands out within minutes of its end before the live check, and keeps the refreshed one', async () => {
+      network.code('code-short', { accessToken: 'short-lived', refreshToken: 'oauth-refresh', expiresAt: new Date(Date.now() + 60_000).toISOString() }, ['act_42']);
+      const { id, state } = await started();
+      expect(location(await callback({ state, code: 'code-short' })).searchParams.get('status')).toBe('active');
+      expect(network.calls).toMatchObject({ refresh: 1, readAccount: 1 });
+      expect(await h.vault.read(id)).toMatchObject({ accessToken: 'refreshed-access-1', refreshToken: 'oauth-refresh' });
+    });
+
+    it('sends the browser back with error=credentials_invalid when that refresh is refused, and nothing is active', async () => {
+      network.code('code-short', { accessToken: 'short-lived', refreshToken: 'dead-refresh', expiresAt: new Date(Date.now() - 60_000).toISOString() }, ['act_42']);
+      network.refuseRefresh('dead-refresh');
+      const { id, state } = await started();
+      expect(location(await callback({ state, code: 'code-short' })).searchParams.get('error')).toBe('credentials_invalid');
+      expect(value(await h.queries.get({ caller: live, id }))).toMatchObject({ status: 'pending' });
+      expect(await h.vault.read(id)).toBeNull();
+    });
+
     it('takes a state once: used again, the browser goes back with error=state_invalid', async () => {
       const { id, state } = await started();
       value(await callback({ state, code: 'code-1' }));

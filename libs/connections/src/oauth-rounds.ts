@@ -11,7 +11,8 @@ import { CONNECTION_SETTINGS, ConnectionSettings, oauthCallbackUrl } from './con
 import { ConnectionStore } from './connection-store';
 import { KeyedMutex } from '@campaign-ops/event-sourcing';
 import { ChannelSettings, NETWORK_SETTINGS } from '@campaign-ops/ad-networks';
-import { readAccount, redacted } from './provider-calls';
+import { REFRESH_AHEAD_MS } from './connection-access';
+import { freshForCheck, readAccount, redacted } from './provider-calls';
 import { checkRedirectUri, withQuery } from './redirect-uri';
 import { TokenVault } from './token-vault';
 
@@ -154,8 +155,12 @@ export class OAuthRounds {
         if (!network) return backWith('provider_unavailable');
         const exchanged = await this.exchange(network, code);
         if (!exchanged.ok) return backWith(exchanged.error);
-        tokens = exchanged.value;
-        const read = await readAccount(network, tokens.accessToken, current.providerAccountId, (message) => this.logger.warn(`ad account read failed unexpectedly: ${message}`));
+        const warn = (message: string) => this.logger.warn(`the live check failed unexpectedly: ${message}`);
+        // A network may hand out a token that lives less than our refresh margin (or a clock may disagree): refreshed before the check, as before any call.
+        const fresh = await freshForCheck(network, exchanged.value, REFRESH_AHEAD_MS, warn);
+        if (!fresh.ok) return backWith(fresh.error.code === 'provider_unavailable' ? 'provider_unavailable' : 'credentials_invalid');
+        tokens = fresh.value;
+        const read = await readAccount(network, tokens.accessToken, current.providerAccountId, warn);
         if (!read.ok) return backWith(read.error.code as BackError);
         account = read.value;
       }

@@ -1,5 +1,5 @@
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
-import { AdNetwork, ProviderAccount } from '@campaign-ops/ad-networks';
+import { AdNetwork, ProviderAccount, TokenSet } from '@campaign-ops/ad-networks';
 import { ProviderError } from '@campaign-ops/channels';
 
 /** An error's message with every secret in it replaced: for logs, which must never hold a token. */
@@ -21,6 +21,36 @@ export async function readAccount(network: AdNetwork, accessToken: string, provi
   } catch (error) {
     if (!(error instanceof ProviderError)) onUnexpected(redacted(error, [accessToken]));
     return accountReadFailure(error, network.channel, providerAccountId);
+  }
+}
+
+/**
+ * Tokens about to be checked live (the import's and the OAuth callback's live check, API.md §4):
+ * refreshed first when they have expired or expire within `refreshAheadMs` and a refresh token
+ * came with them, so that a token migrated from another system after its hour is still taken.
+ * The refresh refused is `credentials_invalid` (param `credentials.refresh_token`); the network not
+ * answering `provider_unavailable`. This service's OAuth client refused (not configured for the
+ * channel, or wrong) leaves the tokens as they came: the live check then decides.
+ */
+export async function freshForCheck(network: AdNetwork, tokens: TokenSet, refreshAheadMs: number, onUnexpected: (message: string) => void): Promise<Outcome<TokenSet>> {
+  if (!tokens.refreshToken || tokens.expiresAt === null || Date.parse(tokens.expiresAt) - Date.now() > refreshAheadMs) return success(tokens);
+  try {
+    const refreshed = await network.refresh(tokens.refreshToken);
+    return success({ accessToken: refreshed.accessToken, refreshToken: refreshed.refreshToken ?? tokens.refreshToken, expiresAt: refreshed.expiresAt });
+  } catch (error) {
+    const kind = error instanceof ProviderError ? error.kind : 'transient';
+    if (!(error instanceof ProviderError)) onUnexpected(redacted(error, [tokens.accessToken, tokens.refreshToken]));
+    switch (kind) {
+      case 'auth':
+      case 'account_unreachable':
+        return failure('credentials_invalid', `${network.channel} refused the refresh token, and the access token is past (or within minutes of) its expiry.`, 'credentials.refresh_token');
+      case 'validation':
+        onUnexpected(`${network.channel} refused this service's OAuth client refreshing an imported token; checking the token as it came`);
+        return success(tokens);
+      case 'transient':
+      case 'rate_limited':
+        return failure('provider_unavailable', `${network.channel} did not answer the token refresh; try again shortly.`);
+    }
   }
 }
 

@@ -170,8 +170,8 @@ export class DispatchCommands {
     return success(toDispatchResource(retried));
   }
 
-  /** The connection a live run on `channel` uses: the channel's active one, else why there is none (422). */
-  private async liveConnection(caller: CreateDispatchRequest['caller'], channel: Channel): Promise<Outcome<string>> {
+  /** The connection a live run (or its dry run) on `channel` uses: the channel's active one, else why there is none (422). */
+  async liveConnection(caller: CreateDispatchRequest['caller'], channel: Channel): Promise<Outcome<string>> {
     const connection = await this.resolveConnection({ accountId: caller.accountId, mode: caller.mode, channel });
     if (!connection.ok) return connection;
     return this.usableForLive(channel, connection.value.connection);

@@ -1,6 +1,7 @@
 import { MessageController } from '@campaign-ops/service-runtime';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { CreateDispatchRequest, DispatchByIdRequest, ListDispatchesRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { CreateDispatchRequest, DispatchByIdRequest, ListDispatchesRequest, SUBJECTS, ValidateCampaignRequest } from '@campaign-ops/service-messages';
+import { CampaignChecks } from './campaign-checks';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchQueries } from './dispatch-queries';
 
@@ -10,7 +11,13 @@ export class DispatchesMessageController {
   constructor(
     private readonly commands: DispatchCommands,
     private readonly queries: DispatchQueries,
+    private readonly checks: CampaignChecks,
   ) {}
+
+  @MessagePattern(SUBJECTS.dispatchValidate)
+  validate(@Payload() request: ValidateCampaignRequest) {
+    return this.checks.validate(request);
+  }
 
   @MessagePattern(SUBJECTS.dispatchCreate)
   create(@Payload() request: CreateDispatchRequest) {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AdNetworksModule } from '@campaign-ops/ad-networks';
 import { SandboxSimulator } from '@campaign-ops/channels';
+import { CampaignChecks } from './campaign-checks';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';
 import { CreditsMessageController } from './credits.message.controller';
@@ -28,6 +29,7 @@ import { LiveLaunches } from './live-launches';
     DispatchIdempotency,
     CreditLedgers,
     DispatchCommands,
+    CampaignChecks,
     CreditHandlers,
     DispatchQueries,
     DispatchExecutor,

@@ -9,3 +9,4 @@ export * from './credit-ledgers';
 export * from './credit-handlers';
 export * from './dispatch-idempotency';
 export * from './live-launches';
+export * from './campaign-checks';

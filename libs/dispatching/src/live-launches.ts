@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AD_NETWORKS, AdNetwork, AdNetworks } from '@campaign-ops/ad-networks';
-import { ErrorBody, Outcome } from '@campaign-ops/api-errors';
+import { AD_NETWORKS, AdNetwork, AdNetworks, CampaignCheck, LiveAccess } from '@campaign-ops/ad-networks';
+import { ErrorBody, failure, Outcome, providerRefusal, success } from '@campaign-ops/api-errors';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { Channel, ProviderError } from '@campaign-ops/channels';
 import { Dispatch, DispatchError } from '@campaign-ops/dispatch-domain';
+import { newId } from '@campaign-ops/ids';
 import { currentRequestId } from '@campaign-ops/service-runtime';
 import { ConnectionAccess, ConnectionAccessRequest, ConnectionReauthRequiredRequest, SUBJECTS } from '@campaign-ops/service-messages';
 
@@ -88,6 +89,36 @@ export class LiveLaunches {
   }
 
   /**
+   * The dry run of a live launch (API.md §3, `POST /v1/campaigns/validate`): the same currency
+   * check and token as a launch, then the network's validate-only call where it has one (the
+   * adapter's rules otherwise). Nothing is recorded; a refused token is refreshed once, as for a
+   * launch. The campaign is checked under a dispatch id of its own, so that the marker a launch
+   * adds to its name is checked too.
+   */
+  async check(target: LaunchTarget): Promise<Outcome<CampaignCheck>> {
+    const network = this.networks[target.channel];
+    if (!network) return failure('channel_live_unavailable', `Live dispatches to ${target.channel} cannot run on this service.`, 'channel');
+    const request = { dispatchId: newId('dsp'), campaign: target.campaign };
+    const first = await this.access(target, false);
+    if (!first.ok) return checkRefused(first.error);
+    const mismatch = currencyMismatch(target, first.value);
+    if (mismatch) return providerRefusal(mismatch.message, mismatch.provider_code);
+    try {
+      return success(await network.validateCampaign(liveAccessOf(first.value), request));
+    } catch (error) {
+      if (!refusesTheToken(error)) return checkFailed(error, this.logger);
+    }
+    const refreshed = await this.access(target, true, first.value.tokenVersion);
+    if (!refreshed.ok) return checkRefused(refreshed.error);
+    try {
+      return success(await network.validateCampaign(liveAccessOf(refreshed.value), request));
+    } catch (error) {
+      if (!refusesTheToken(error)) return checkFailed(error, this.logger);
+      return failure('connection_reauth_required', reauthError(target.channel, error as ProviderError).message, 'channel');
+    }
+  }
+
+  /**
    * Tells connection-service that a token it gave out is refused (`connectionId` null: the
    * channel's sandbox connection, for `[sandbox:reauth]`). Done before the dispatch's outcome is
    * recorded, so a crash in between repeats it rather than losing it; it is idempotent.
@@ -111,7 +142,7 @@ export class LiveLaunches {
    * what is known: settled by a lookup that answered, open again when a create's answer is lost.
    */
   private async tryWith(network: AdNetwork, dispatch: Dispatch, access: ConnectionAccess, doubt: Doubt): Promise<LaunchOutcome> {
-    const live = { accessToken: access.accessToken, providerAccountId: access.providerAccountId, account: { currency: access.currency, timezone: access.timezone } };
+    const live = liveAccessOf(access);
     const request = { dispatchId: dispatch.id, campaign: dispatch.campaign };
     if (doubt.unresolved) {
       const [oldest, ...others] = await network.findCampaigns(live, request);
@@ -131,7 +162,7 @@ export class LiveLaunches {
   }
 
   /** A bus fault (connection-service down) throws: the message comes back later and nothing is recorded. */
-  private async access(dispatch: Dispatch, forceRefresh: boolean, refusedVersion?: number): Promise<Outcome<ConnectionAccess>> {
+  private async access(dispatch: LaunchTarget, forceRefresh: boolean, refusedVersion?: number): Promise<Outcome<ConnectionAccess>> {
     const request: ConnectionAccessRequest = {
       accountId: dispatch.accountId,
       mode: dispatch.mode,
@@ -169,6 +200,28 @@ export class LiveLaunches {
   }
 }
 
+/** What a launch or its dry run is about. */
+export type LaunchTarget = Pick<Dispatch, 'accountId' | 'mode' | 'channel' | 'campaign' | 'connectionId'>;
+
+const liveAccessOf = (access: ConnectionAccess): LiveAccess => ({
+  accessToken: access.accessToken,
+  providerAccountId: access.providerAccountId,
+  account: { currency: access.currency, timezone: access.timezone },
+});
+
+/** The dry run when connection-service gives no token: its answer, but a network that is down is the network's 502. */
+function checkRefused(error: ErrorBody): Outcome<never> {
+  if (error.code === 'provider_unavailable' || error.code === 'service_unavailable') return failure('provider_unavailable', error.message);
+  return { ok: false, error: { ...error, param: error.code === 'provider_validation_failed' ? 'campaign.budget.currency' : 'channel' } };
+}
+
+/** The dry run refused by the network (422, with its message and code), or the network not answering (502). */
+function checkFailed(error: unknown, logger: Logger): Outcome<never> {
+  if (error instanceof ProviderError && error.kind === 'validation') return providerRefusal(error.message, error.providerCode);
+  if (!(error instanceof ProviderError)) logger.warn(`a dry run failed unexpectedly: ${(error as Error).message}`);
+  return failure('provider_unavailable', error instanceof ProviderError ? error.message : 'The provider could not be reached.');
+}
+
 /** Whether a campaign may exist that no answer named (see `tryWith`). */
 interface Doubt {
   unresolved: boolean;
@@ -177,7 +230,7 @@ interface Doubt {
 const failedBeforeTry = (error: DispatchError): LaunchOutcome => ({ kind: 'failed', error, tried: false, retryAfterMs: null, outcomeUnknown: false });
 
 /** The budget's currency against the ad account's (connection-service checks it first; this covers one that does not yet). */
-function currencyMismatch(dispatch: Dispatch, access: ConnectionAccess): DispatchError | null {
+function currencyMismatch(dispatch: LaunchTarget, access: ConnectionAccess): DispatchError | null {
   const { currency } = dispatch.campaign.budget;
   if (currency === access.currency) return null;
   const message = `The budget is in ${currency} but the ${dispatch.channel} ad account ${access.providerAccountId} bills in ${access.currency}.`;

@@ -10,6 +10,8 @@ export const SUBJECTS = {
   dispatchList: 'svc.dispatch.list',
   dispatchRetry: 'svc.dispatch.retry',
   dispatchEvents: 'svc.dispatch.events',
+  /** The dry run of a launch (POST /v1/campaigns/validate): nothing is stored, charged or sent. */
+  dispatchValidate: 'svc.dispatch.validate',
   connectionResolve: 'svc.connection.resolve',
   connectionCreate: 'svc.connection.create',
   connectionList: 'svc.connection.list',
@@ -78,6 +80,15 @@ export interface CreateDispatchRequest {
   channel: Channel;
   campaign: CampaignSpec;
   idempotencyKey: string | null;
+}
+export type ValidateCampaignRequest = Omit<CreateDispatchRequest, 'idempotencyKey'>;
+/** The dry run's answer (API.md §3): who checked the campaign, and their remarks. */
+export interface CampaignValidation {
+  valid: true;
+  channel: Channel;
+  /** `provider`: the network's own validate-only call; `rules`: the channel's rules this service knows; `sandbox`: the simulator's (test keys). */
+  checked_by: 'provider' | 'rules' | 'sandbox';
+  warnings: string[];
 }
 export interface DispatchByIdRequest {
   caller: Caller;

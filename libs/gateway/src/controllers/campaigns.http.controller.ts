@@ -1,12 +1,13 @@
-import { Body, Controller, Headers, HttpCode, Post, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Inject, Post, Req, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { CreateCampaignDto } from '@campaign-ops/api-contract';
-import { ApiAnswer } from '@campaign-ops/service-runtime';
+import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
-import { CreateDispatchRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { CampaignValidation, CreateDispatchRequest, SUBJECTS, ValidateCampaignRequest } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
+import { IgnoresIdempotencyKey } from '../http/idempotency.interceptor';
 import { callerOf, GatewayRequest } from '../http/request-context';
-import { ServiceClient } from '../http/service-client';
+import { CallOptions, ServiceClient } from '../http/service-client';
 import { parseIdempotencyKey } from '../http/validation';
 
 @ApiTags('Campaigns')
@@ -14,7 +15,15 @@ import { parseIdempotencyKey } from '../http/validation';
 @Controller('v1/campaigns')
 @UseGuards(ApiKeyGuard)
 export class CampaignsController {
-  constructor(private readonly services: ServiceClient) {}
+  /** The dry run calls the ad network: it may take what a network call takes. */
+  private readonly reachesNetwork: CallOptions;
+
+  constructor(
+    private readonly services: ServiceClient,
+    @Inject(CONFIG) config: ServiceConfig,
+  ) {
+    this.reachesNetwork = { timeoutMs: config.connectionRequestTimeoutMs };
+  }
 
   /** A launch: validated here, decided and recorded by dispatch-service, answered `accepted`. */
   @Post()
@@ -31,5 +40,24 @@ export class CampaignsController {
   async create(@Req() request: GatewayRequest, @Body() { channel, campaign }: CreateCampaignDto, @Headers('idempotency-key') idempotencyKey?: string): Promise<DispatchResource> {
     const message: CreateDispatchRequest = { caller: callerOf(request), channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
     return this.services.call<DispatchResource>(SUBJECTS.dispatchCreate, message);
+  }
+
+  /** The dry run: checked as a launch would be, by the network where it has a validate-only call; nothing made, charged or sent. */
+  @Post('validate')
+  @HttpCode(200)
+  @IgnoresIdempotencyKey()
+  @ApiOperation({
+    operationId: 'validateCampaign',
+    summary: 'Check a launch without making it (dry run)',
+    description:
+      'The same body as a launch. Nothing is created, charged, stored or sent as an event. A live key needs an `active` connection as for a launch; ' +
+      'the campaign is checked by the ad network itself where it has a validate-only call (`checked_by: "provider"`: Google Ads `validateOnly`, ' +
+      'Meta `execution_options: ["validate_only"]`), elsewhere by the channel rules the service knows (`"rules"`); a test key by the sandbox (`"sandbox"`). ' +
+      'A refusal is 422 `provider_validation_failed` with the network’s message and `provider_code`. `Idempotency-Key` is accepted and ignored.',
+  })
+  @ApiAnswer('CampaignValidation', { errors: ['provider_validation_failed', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable', 'provider_unavailable'] })
+  validate(@Req() request: GatewayRequest, @Body() { channel, campaign }: CreateCampaignDto): Promise<CampaignValidation> {
+    const message: ValidateCampaignRequest = { caller: callerOf(request), channel, campaign };
+    return this.services.call<CampaignValidation>(SUBJECTS.dispatchValidate, message, this.reachesNetwork);
   }
 }

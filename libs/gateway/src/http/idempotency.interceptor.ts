@@ -1,4 +1,4 @@
-import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor } from '@nestjs/common';
+import { CallHandler, ExecutionContext, Injectable, Logger, NestInterceptor, SetMetadata } from '@nestjs/common';
 import type { Response } from 'express';
 import { Observable, of } from 'rxjs';
 import { ApiError } from '@campaign-ops/api-errors';
@@ -13,8 +13,12 @@ export function idempotencyScope(request: GatewayRequest): string | null {
   return null;
 }
 
+const IGNORES_IDEMPOTENCY_KEY = 'campaign-ops:ignores-idempotency-key';
+/** A POST that changes nothing (the dry run): its `Idempotency-Key` is accepted and ignored (API.md §3). */
+export const IgnoresIdempotencyKey = () => SetMetadata(IGNORES_IDEMPOTENCY_KEY, true);
+
 /**
- * `Idempotency-Key` on every POST (API.md §3). Runs after the guards, so the scope (account and
+ * `Idempotency-Key` on every POST (API.md §3) but those marked `@IgnoresIdempotencyKey()`. Runs after the guards, so the scope (account and
  * mode, or admin) is known, and after the rate limit, so a 429 never touches the store.
  *
  * The first request with a key reserves it and runs; its final answer (status, body string and
@@ -35,7 +39,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
     if (context.getType() !== 'http') return next.handle();
     const request = context.switchToHttp().getRequest<GatewayRequest>();
     const response = context.switchToHttp().getResponse<Response>();
-    if (request.method !== 'POST') return next.handle();
+    if (request.method !== 'POST' || Reflect.getMetadata(IGNORES_IDEMPOTENCY_KEY, context.getHandler()) === true) return next.handle();
     const key = parseIdempotencyKey(request.header('Idempotency-Key'));
     const scope = idempotencyScope(request);
     if (key === null || scope === null) return next.handle();

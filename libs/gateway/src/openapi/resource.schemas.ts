@@ -132,6 +132,12 @@ export const RESOURCE_SCHEMAS = {
     completed_at: orNull(timestamp('When it completed.')),
     failed_at: orNull(timestamp('When it last failed.')),
   }),
+  CampaignValidation: object('The answer of a dry run (POST /v1/campaigns/validate): the campaign would be accepted as it is.', {
+    valid: constant(true),
+    channel,
+    checked_by: oneOf(['provider', 'rules', 'sandbox'], '`provider`: the ad network’s own validate-only call; `rules`: the channel’s rules this service knows (the network has no such call); `sandbox`: the simulator (test keys).'),
+    warnings: { type: 'array', items: { type: 'string' }, description: 'Remarks that do not refuse the campaign.' },
+  }),
   DispatchEvent: object("One entry of a dispatch's audit trail, read from its event stream.", {
     id: id('evt', 'The event id.'),
     type: oneOf(DISPATCH_EVENT_TYPES, 'The domain event.'),
