@@ -4,7 +4,7 @@
  * fakes' CA trusted through NODE_EXTRA_CA_CERTS), called as a partner would. Per channel: an ad
  * account connected by token import and by the OAuth flow, a live launch that completes with the
  * network's id and sends the network exactly the campaign (checked field by field, per
- * CHANNELS.md), a refused refresh that fails the dispatch and moves the connection (with its
+ * CHANNELS.md, with the dispatch's marker in its name), a refused refresh that fails the dispatch and moves the connection (with its
  * signed webhook), and a rate limit that is waited out. All of it twice: on the standalone
  * process, and on the four apps as separate processes over a real nats-server.
  */
@@ -14,12 +14,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request as undiciRequest } from 'undici';
 import { Channel } from '@campaign-ops/channels';
-import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
 import { PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
 import { closeFakeNetworkDispatcher, FakeNetwork, fakeNetworkCertificates, fakeNetworkDispatcher } from '../support/fake-networks';
 import { EXPECTED_CAMPAIGN, LIVE_FAKES, LiveCampaignExpectation, LiveFake } from '../support/fake-networks/live-expectations';
 import { eventually, openAccountWithKeys, PartnerClient } from '../support/partner-client';
-import { AppName, freePort, ServiceProcess } from '../support/service-process';
+import { Topology, TOPOLOGIES } from '../support/live-topology';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
 /** The ad account every fake has: billing in USD, in New York (so account-time schedules show the offset). */
@@ -35,65 +34,7 @@ const fake = (channel: Channel): LiveFake => LIVE_FAKES[channel] as LiveFake;
 /** The ad account as the connection shows it (UTC where the network's account read has no time zone). */
 const accountOf = (channel: Channel) => ({ currency: ACCOUNT.currency, timezone: fake(channel).reportedTimezone ?? ACCOUNT.timezone });
 
-/** Where the partner's requests go, and how to stop it all. */
-interface Topology {
-  url: string;
-  /** Every directory the processes (and nats-server) store anything in. */
-  storeDirs: string[];
-  /** Every process's whole output, for the token search. */
-  logLines(): string[];
-  stop(): Promise<void>;
-}
-
-/** `npm start`: one process, embedded storage, the in-process bus. */
-async function standalone(dataDir: string, env: Record<string, string>): Promise<Topology> {
-  const port = await freePort();
-  const service = new ServiceProcess('standalone', port, { ...env, DATA_DIR: dataDir, PUBLIC_BASE_URL: `http://127.0.0.1:${port}` });
-  await service.start();
-  return { url: service.url, storeDirs: [dataDir], logLines: () => lines(service), stop: () => service.stop() };
-}
-
-/** The four apps as separate processes, each with its own storage, over a real nats-server. */
-async function appsOverNats(dataDir: string, env: Record<string, string>): Promise<Topology> {
-  const nats: NatsServerHandle = await startNatsServer();
-  const port = await freePort();
-  const common = {
-    ...env,
-    NATS_URL: nats.url,
-    WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
-    IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
-    CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-  };
-  const apps: ServiceProcess[] = [];
-  const start = async (app: AppName, appPort?: number) => {
-    const process = new ServiceProcess(app, appPort ?? (await freePort()), { ...common, DATA_DIR: join(dataDir, app) });
-    apps.push(process);
-    await process.start();
-  };
-  const stop = async () => {
-    await Promise.all(apps.map((app) => app.stop()));
-    await nats.stop();
-  };
-  try {
-    await Promise.all([start('connection-service'), start('dispatch-service'), start('webhook-delivery-service')]);
-    await start('api-gateway', port);
-  } catch (error) {
-    await stop();
-    throw error;
-  }
-  return { url: `http://127.0.0.1:${port}`, storeDirs: [dataDir, nats.storeDir], logLines: () => apps.flatMap(lines), stop };
-}
-
-const lines = (service: ServiceProcess) => {
-  const { stdout, stderr } = service.outputLines();
-  return [...stdout, ...stderr];
-};
-
-describe.each([
-  ['the standalone process', standalone],
-  ['the four apps over NATS', appsOverNats],
-])('live launches on every ad network, on %s', (_name, topology) => {
+describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, topology) => {
   let dataDir: string;
   let service: Topology;
   let admin: PartnerClient;
@@ -176,7 +117,8 @@ describe.each([
       const created = network.created.slice(before);
       expect(dispatch).toMatchObject({ status: 'completed', connection_id: connection.id, attempts: 1, error: null });
       expect(dispatch.provider_resource_id).toBe(expectation.providerResourceId(created));
-      expectation.check(created, { name: `Spring ${channel}`, accountId: fake(channel).accountId });
+      // The campaign carries its dispatch's marker (API.md §3, "At most one campaign per dispatch").
+      expectation.check(created, { name: `Spring ${channel} · ${dispatch.id}`, accountId: fake(channel).accountId });
     });
 
     it("fails a budget in another currency than the ad account's before any call: currency_mismatch, 0 attempts", async () => {
