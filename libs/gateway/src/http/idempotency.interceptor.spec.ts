@@ -9,7 +9,7 @@ import { ApiDocument } from '../openapi/api-document';
 import { ApiExceptionFilter } from './api-exception.filter';
 import { EnvelopeInterceptor } from './envelope.interceptor';
 import { IdempotencyStore } from './idempotency';
-import { idempotencyScope, IdempotencyInterceptor } from './idempotency.interceptor';
+import { idempotencyScope, IdempotencyInterceptor, IgnoresIdempotencyKey } from './idempotency.interceptor';
 import { jsonBodyMiddleware } from './json-body.middleware';
 import { GatewayRequest } from './request-context';
 import { requestIdMiddleware } from './request-id.middleware';
@@ -33,6 +33,14 @@ class ThingsController {
     runs.push('slow');
     await gate;
     return { id: `slow_${runs.length}` };
+  }
+
+  @Post('check')
+  @HttpCode(200)
+  @IgnoresIdempotencyKey()
+  check(@Body() body: { name?: string }) {
+    runs.push(`check:${body?.name}`);
+    return { checked: body?.name ?? null, at: process.hrtime.bigint().toString() };
   }
 
   @Patch(':id')
@@ -218,6 +226,17 @@ describe('IdempotencyInterceptor', () => {
     const again = await post('/admin/v1/things', {}, { 'Idempotency-Key': 'admin-1', 'X-Account': '' });
     expect([again.text, again.headers.get('idempotent-replayed')]).toEqual([first.text, 'true']);
     expect(runs).toEqual(['admin']);
+  });
+
+  it('ignores the key of a POST marked as ignoring it (the dry run): every request runs, whatever its body, never replayed', async () => {
+    const first = await post('/v1/things/check', { name: 'a' }, { 'Idempotency-Key': 'dry-1' });
+    const again = await post('/v1/things/check', { name: 'a' }, { 'Idempotency-Key': 'dry-1' });
+    const other = await post('/v1/things/check', { name: 'b' }, { 'Idempotency-Key': 'dry-1' });
+    expect([first.status, again.status, other.status]).toEqual([200, 200, 200]);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(runs).toEqual(['check:a', 'check:a', 'check:b']);
+    // The key was never taken: an ordinary POST can use it afterwards.
+    expect((await post('/v1/things', { name: 'c' }, { 'Idempotency-Key': 'dry-1' })).status).toBe(200);
   });
 
   it('leaves requests other than POST alone, key or not', async () => {
