@@ -55,7 +55,8 @@ export class BusTransport<Config = unknown> extends Server implements CustomTran
     if (!isDurableConsumerOptions(extras)) throw new Error(`@EventPattern('${subject}') needs { durable } to consume from the bus`);
     const lanes = typeof extras.lanes === 'function' ? extras.lanes(this.config) : (extras.lanes ?? 1);
     const ackWaitMs = typeof extras.ackWaitMs === 'function' ? extras.ackWaitMs(this.config) : extras.ackWaitMs;
-    const options = { durable: extras.durable, subject, ackWaitMs, maxDeliver: extras.maxDeliver };
+    const maxHandlingMs = typeof extras.maxHandlingMs === 'function' ? extras.maxHandlingMs(this.config) : extras.maxHandlingMs;
+    const options = { durable: extras.durable, subject, ackWaitMs, maxHandlingMs, maxDeliver: extras.maxDeliver };
     for (let lane = 0; lane < lanes; lane++) {
       this.consumers.push(
         await this.bus.consume(options, (message) =>

@@ -10,6 +10,8 @@ export interface DurableConsumerOptions<Config = unknown> {
   lanes?: number | ((config: Config) => number);
   /** A message not settled within this is redelivered (a function of the configuration where it follows a setting, e.g. a timeout). */
   ackWaitMs?: number | ((config: Config) => number);
+  /** While a handler runs, its delivery is kept for up to this long (see the bus port's ConsumerOptions). */
+  maxHandlingMs?: number | ((config: Config) => number);
   /** Deliveries before a failing message is parked for an operator. */
   maxDeliver?: number;
 }

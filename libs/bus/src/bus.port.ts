@@ -57,6 +57,15 @@ export interface ConsumerOptions {
   /** A message not acked within this is redelivered. Default 30000. */
   ackWaitMs?: number;
   /**
+   * For handlers that may run longer than ackWaitMs (e.g. calls to an outside system with long
+   * timeouts): while a handler runs, its delivery is kept (the lease renewed, JetStream told it is
+   * in progress) every third of ackWaitMs, until about this long after the delivery. A process that
+   * dies then loses its deliveries to another within ackWaitMs, not within the longest a handler
+   * may take; a handler that hangs past this loses its delivery then, as any other.
+   * Unset (or not above ackWaitMs): nothing is renewed.
+   */
+  maxHandlingMs?: number;
+  /**
    * Deliveries before a message is parked. Default 100. A handler that fails (throws or asks for a
    * retry) on the last allowed delivery, or does not settle within ackWaitMs on it, gets the message
    * parked: it is no longer delivered, `listParked` shows it, and `replayParked` delivers it again.

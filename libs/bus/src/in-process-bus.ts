@@ -20,7 +20,7 @@ import {
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
 import { failureReason, parkedQuery, RETRY_ON_LAST_DELIVERY } from './parking';
-import { backoffAfterFailureMs } from './redelivery';
+import { backoffAfterFailureMs, keepWhileHandling } from './redelivery';
 import { ClaimedDelivery, SqliteBusStore } from './sqlite-bus-store';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject, subjectMatches } from './subjects';
 
@@ -158,6 +158,7 @@ export class InProcessBus implements Bus {
         durable: options.durable,
         filter: options.subject,
         ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+        maxHandlingMs: options.maxHandlingMs,
         maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
         pollIntervalMs: this.pollIntervalMs,
       },
@@ -258,6 +259,7 @@ interface InProcessConsumerSettings {
   durable: string;
   filter: string;
   ackWaitMs: number;
+  maxHandlingMs: number | undefined;
   maxDeliver: number;
   pollIntervalMs: number;
 }
@@ -335,8 +337,9 @@ class InProcessConsumer implements Consumer {
   }
 
   private async handle(delivery: ClaimedDelivery): Promise<void> {
-    const { durable } = this.settings;
+    const { durable, ackWaitMs, maxHandlingMs } = this.settings;
     let outcome: HandlerOutcome;
+    const stopKeeping = keepWhileHandling(ackWaitMs, maxHandlingMs, () => this.renewLease(delivery));
     try {
       outcome = await this.handler({
         subject: delivery.subject,
@@ -345,6 +348,7 @@ class InProcessConsumer implements Consumer {
         deliveryCount: delivery.deliveryCount,
       });
     } catch (error) {
+      stopKeeping();
       if (delivery.deliveryCount >= this.settings.maxDeliver) {
         this.park(delivery, failureReason(error));
         return;
@@ -356,9 +360,19 @@ class InProcessConsumer implements Consumer {
       this.store.retryAt(durable, delivery, Date.now() + delayMs);
       return;
     }
+    stopKeeping();
     if (!outcome) this.store.ack(durable, delivery.seq);
     else if (delivery.deliveryCount >= this.settings.maxDeliver) this.park(delivery, RETRY_ON_LAST_DELIVERY);
     else this.store.retryAt(durable, delivery, Date.now() + outcome.retryInMs);
+  }
+
+  private renewLease(delivery: ClaimedDelivery): void {
+    try {
+      this.store.renewLease(this.settings.durable, delivery, Date.now() + this.settings.ackWaitMs);
+    } catch (error) {
+      // SQLITE_BUSY past the busy timeout: the next renewal tries again, a third of the ack wait later.
+      this.logger.warn(`consumer ${this.settings.durable}: could not renew the lease of #${delivery.seq} (${errorMessage(error)})`);
+    }
   }
 
   /** The last allowed delivery failed: park it, where listParked shows it and replayParked can deliver it again. */

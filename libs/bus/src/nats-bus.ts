@@ -46,7 +46,7 @@ import {
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
 import { failureReason, NOT_ACKED_ON_LAST_DELIVERY, parkedQuery, RETRY_ON_LAST_DELIVERY } from './parking';
-import { backoffAfterFailureMs } from './redelivery';
+import { backoffAfterFailureMs, keepWhileHandling } from './redelivery';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject } from './subjects';
 
 export interface NatsBusOptions {
@@ -284,12 +284,14 @@ export class NatsBus implements Bus {
       ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
       maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
     };
+    const maxHandlingMs = options.maxHandlingMs;
     const durableInfo = await ensureDurableConsumer(this.jsm, this.streamName, settings, this.logger);
     await this.watchMaxDeliveries(settings.durable);
     const jsConsumer = await this.js.consumers.get(this.streamName, settings.durable);
     const consumer = new NatsConsumer(
       jsConsumer,
       settings,
+      maxHandlingMs,
       durableInfo.config.max_deliver ?? settings.maxDeliver,
       handler as MessageHandler,
       (message) => this.park(message),
@@ -541,6 +543,8 @@ class NatsConsumer implements Consumer {
   constructor(
     private readonly jsConsumer: JetStreamConsumer,
     private readonly settings: ConsumerSettings,
+    /** Not a setting of the durable (JetStream knows nothing of it): this instance keeps its deliveries this long at most. */
+    private readonly maxHandlingMs: number | undefined,
     durableMaxDeliver: number,
     private readonly handler: MessageHandler,
     private readonly park: Parker,
@@ -598,6 +602,8 @@ class NatsConsumer implements Consumer {
       return;
     }
     let outcome: HandlerOutcome;
+    // `+WPI`: JetStream restarts the delivery's ack wait, so only a process that died loses it within ackWait.
+    const stopKeeping = keepWhileHandling(this.settings.ackWaitMs, this.maxHandlingMs, () => msg.working());
     try {
       outcome = await this.handler({
         subject: msg.subject,
@@ -606,6 +612,7 @@ class NatsConsumer implements Consumer {
         deliveryCount,
       });
     } catch (error) {
+      stopKeeping();
       if (deliveryCount >= (await this.currentMaxDeliver())) {
         await this.parkInstead(msg, deliveryCount, failureReason(error));
         return;
@@ -617,6 +624,7 @@ class NatsConsumer implements Consumer {
       msg.nak(delayMs);
       return;
     }
+    stopKeeping();
     if (!outcome) await this.ack(msg);
     else if (deliveryCount >= (await this.currentMaxDeliver())) await this.parkInstead(msg, deliveryCount, RETRY_ON_LAST_DELIVERY);
     else msg.nak(outcome.retryInMs);

@@ -184,6 +184,11 @@ export class SqliteBusStore {
     this.statements.remove.run(durable, seq);
   }
 
+  /** Its handler still runs: the lease ends at `dueAt` now. Ignored if the delivery was settled or claimed again meanwhile. */
+  renewLease(durable: string, delivery: ClaimedDelivery, dueAt: number): void {
+    this.statements.renewLease.run(dueAt, durable, delivery.seq, delivery.deliveryCount);
+  }
+
   /** Redeliver at `dueAt`; ignored if the delivery was claimed again meanwhile (its lease had run out). */
   retryAt(durable: string, delivery: ClaimedDelivery, dueAt: number): void {
     this.statements.reschedule.run(dueAt, durable, delivery.seq, delivery.deliveryCount);
@@ -375,6 +380,7 @@ function prepareStatements(db: Database.Database) {
     reschedule: db.prepare<[number, string, number, number]>(
       'UPDATE bus_deliveries SET due_at = ?, leased = 0 WHERE durable = ? AND seq = ? AND delivery_count = ?',
     ),
+    renewLease: db.prepare<[number, string, number, number]>('UPDATE bus_deliveries SET due_at = ? WHERE durable = ? AND seq = ? AND delivery_count = ? AND leased = 1 AND parked = 0'),
     releaseLeases: db.prepare<[]>('UPDATE bus_deliveries SET due_at = 0, leased = 0 WHERE leased = 1 AND parked = 0'),
     park: db.prepare<[number, string, string, number, number]>(
       'UPDATE bus_deliveries SET parked = 1, leased = 0, parked_at = ?, reason = ? WHERE durable = ? AND seq = ? AND delivery_count = ? AND parked = 0',

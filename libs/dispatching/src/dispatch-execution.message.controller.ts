@@ -10,10 +10,12 @@ import { CONNECTION_REQUEST_TIMEOUT_MS } from './live-launches';
  * network is still being called, or a second try could create the campaign twice. A try is a
  * token request and a forced refresh (each at most CONNECTION_REQUEST_TIMEOUT_MS, holding a refresh of at
  * most one call) around two rounds of up to four calls (X: funding instruments, campaign, line
- * item, clean-up). After a crash, NATS hands the message to another replica once this runs out;
- * standalone releases it at the next start.
+ * item, clean-up), and a lookup before them. The message is kept that long while its try runs
+ * (renewed every third of EXECUTOR_LEASE_MS); after a crash another replica takes it once the
+ * lease (EXECUTOR_LEASE_MS) runs out, and standalone releases it at the next start. Either way the
+ * next try finds the try that was started and looks for its campaign before creating one.
  */
-export const liveTryMaxMs = (channelTimeoutMs: number): number => 3 * CONNECTION_REQUEST_TIMEOUT_MS + 8 * channelTimeoutMs + 60_000;
+export const liveTryMaxMs = (channelTimeoutMs: number): number => 3 * CONNECTION_REQUEST_TIMEOUT_MS + 10 * channelTimeoutMs + 60_000;
 
 /** Runs accepted dispatches: one durable consumer, several lanes, so a slow provider call holds up no other. */
 @MessageController()
@@ -22,7 +24,8 @@ export class DispatchExecutionMessageController {
 
   @EventPattern(DISPATCH_EVENT_SUBJECTS, {
     durable: 'dispatch-executor',
-    ackWaitMs: (config) => liveTryMaxMs(config.channelTimeoutMs),
+    ackWaitMs: (config) => config.executorLeaseMs,
+    maxHandlingMs: (config) => liveTryMaxMs(config.channelTimeoutMs),
     lanes: (config) => config.executorConcurrency,
   } satisfies DurableConsumerOptions<ServiceConfig>)
   execute(@Payload() event: RelayedEvent) {

@@ -79,16 +79,17 @@ describe('loadConfig', () => {
   describe('operational settings', () => {
     it('has the documented defaults', () => {
       const config = load({});
-      expect(config).toMatchObject({ shutdownGraceMs: 25_000, executorConcurrency: 16, channelRetryMaxWaitMs: 900_000, channelTimeoutMs: 30_000, webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16, endpointConcurrency: 4 }) });
+      expect(config).toMatchObject({ shutdownGraceMs: 25_000, executorConcurrency: 16, executorLeaseMs: 60_000, channelRetryMaxWaitMs: 900_000, channelTimeoutMs: 30_000, webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16, endpointConcurrency: 4 }) });
     });
 
     it('reads each from its variable', () => {
-      const config = load({ SHUTDOWN_GRACE_MS: '500', EXECUTOR_CONCURRENCY: '2', CHANNEL_RETRY_MAX_WAIT: '90s', CHANNEL_TIMEOUT_MS: '45000', WEBHOOK_TIMEOUT_MS: '800', WEBHOOK_CONCURRENCY: '3', WEBHOOK_ENDPOINT_CONCURRENCY: '2' });
-      expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, channelRetryMaxWaitMs: 90_000, channelTimeoutMs: 45_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3, endpointConcurrency: 2 }) });
+      const config = load({ SHUTDOWN_GRACE_MS: '500', EXECUTOR_CONCURRENCY: '2', EXECUTOR_LEASE_MS: '5000', CHANNEL_RETRY_MAX_WAIT: '90s', CHANNEL_TIMEOUT_MS: '45000', WEBHOOK_TIMEOUT_MS: '800', WEBHOOK_CONCURRENCY: '3', WEBHOOK_ENDPOINT_CONCURRENCY: '2' });
+      expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, executorLeaseMs: 5_000, channelRetryMaxWaitMs: 90_000, channelTimeoutMs: 45_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3, endpointConcurrency: 2 }) });
     });
 
     it.each([
       ['EXECUTOR_CONCURRENCY', '0'],
+      ['EXECUTOR_LEASE_MS', '999'],
       ['WEBHOOK_CONCURRENCY', '0'],
       ['WEBHOOK_ENDPOINT_CONCURRENCY', '0'],
       ['WEBHOOK_ENDPOINT_CONCURRENCY', '4.5'],

@@ -44,6 +44,11 @@ export interface ServiceConfig {
    */
   webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; endpointConcurrency: number; disableAfterMs: number };
   executorConcurrency: number;
+  /**
+   * How soon a launch whose process died is taken over by another replica (EXECUTOR_LEASE_MS):
+   * while a try runs its message is kept, renewed every third of this.
+   */
+  executorLeaseMs: number;
   /** The longest a dispatch waits between tries, whatever delay a network names (LinkedIn's is "until midnight UTC"). */
   channelRetryMaxWaitMs: number;
   /** One call to an ad network (CHANNEL_TIMEOUT_MS, also read by the networks' settings): what a live try may take follows from it. */
@@ -268,6 +273,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
       disableAfterMs: duration(env, 'WEBHOOK_DISABLE_AFTER', '5d'),
     },
     executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),
+    executorLeaseMs: integer(env, 'EXECUTOR_LEASE_MS', 60_000, 1_000, 3_600_000),
     channelRetryMaxWaitMs: duration(env, 'CHANNEL_RETRY_MAX_WAIT', '15m'),
     channelTimeoutMs: integer(env, 'CHANNEL_TIMEOUT_MS', 30_000, 1, 600_000),
     requestTimeoutMs,

@@ -297,6 +297,44 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         expect(seen[1].at - seen[0].at).toBeGreaterThanOrEqual(450);
       });
 
+      it('keeps a delivery past ackWaitMs while its handler runs, up to maxHandlingMs (a long call is not handed to another instance)', async () => {
+        const { subject, options } = durableSetup({ ackWaitMs: 500, maxHandlingMs: 10_000 });
+        const seen: Seen[] = [];
+        const release = deferred();
+        const slow = await bus.consume(options, record(seen, () => release.promise, 'slow'));
+        await bus.publish(subject, { id: 'long' });
+        await waitFor(() => seen.length >= 1, 'the first delivery');
+        const other = await bus.consume(options, record(seen, undefined, 'other'));
+        // Three ack waits: without renewal the other instance would have had it after the first.
+        await new Promise((resolve) => setTimeout(resolve, 1_600));
+        release.resolve();
+        await settled(bus, options.durable);
+        await Promise.all([slow.stop(), other.stop()]);
+        expect(seen.map((message) => [message.instance, message.deliveryCount])).toEqual([['slow', 1]]);
+      });
+
+      it('stops keeping a delivery once maxHandlingMs has passed: a handler that hangs loses it ackWaitMs later', async () => {
+        const { subject, options } = durableSetup({ ackWaitMs: 400, maxHandlingMs: 800 });
+        const seen: Seen[] = [];
+        const release = deferred();
+        const stuck = await bus.consume(options, record(seen, () => release.promise, 'stuck'));
+        await bus.publish(subject, { id: 'hung' });
+        await waitFor(() => seen.length >= 1, 'the first delivery');
+        const healthy = await bus.consume(options, record(seen, undefined, 'healthy'));
+        try {
+          await waitFor(() => seen.length >= 2, 'the redelivery after maxHandlingMs', 6000);
+        } finally {
+          release.resolve();
+          await Promise.all([stuck.stop(), healthy.stop()]);
+        }
+        expect(seen.map((message) => [message.instance, message.deliveryCount])).toEqual([
+          ['stuck', 1],
+          ['healthy', 2],
+        ]);
+        // Renewed past the first ack wait (400 ms), given up on around maxHandlingMs (800 ms).
+        expect(seen[1].at - seen[0].at).toBeGreaterThanOrEqual(550);
+      });
+
       it('stops delivering a message after maxDeliver deliveries, and goes on with the next', async () => {
         const { subject, options } = durableSetup({ maxDeliver: 2 });
         const seen: Seen[] = [];
