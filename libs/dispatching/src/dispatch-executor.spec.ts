@@ -227,6 +227,15 @@ describe('the dispatch executor', () => {
       expect(network.of(run.id)).toHaveLength(1);
     });
 
+    it('looks before repeating a try whose token was refused: a network that made part of it (X: the campaign, not its line item) keeps one campaign', async () => {
+      const network = new ScriptedNetwork([{ lost: new ProviderError('auth', 'Invalid or expired token', '89', 401), id: '120210000000084' }, 'second-campaign']);
+      const run = await execute(network);
+      expect(run.dispatch).toMatchObject({ status: 'completed', providerResourceId: '120210000000084', attempts: 1 });
+      expect(network.calls.map((c) => c.accessToken)).toEqual(['token-1']);
+      expect(network.lookups).toEqual([run.id]);
+      expect(network.of(run.id)).toHaveLength(1);
+    });
+
     it('leaves the try to the delivery that started it first: a second one calls nothing', async () => {
       const network = new ScriptedNetwork(['120210000000083']);
       network.hangAfterCreate = true;

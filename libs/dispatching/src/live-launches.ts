@@ -75,7 +75,10 @@ export class LiveLaunches {
     } catch (error) {
       if (!refusesTheToken(error)) return classify(error, this.logger, doubt.unresolved);
     }
-    // The network refused the token: refresh it once (unless it was replaced meanwhile) and repeat the try.
+    // The network refused the token: refresh it once (unless it was replaced meanwhile) and repeat
+    // the try, looking first: a network whose try makes several objects (X: a campaign, then its
+    // line item) may have made one before it refused the token.
+    doubt.unresolved = true;
     const refreshed = await this.access(dispatch, true, first.value.tokenVersion);
     if (!refreshed.ok) return this.accessRefused(refreshed.error, true, doubt.unresolved);
     try {
