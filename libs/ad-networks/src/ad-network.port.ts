@@ -51,8 +51,46 @@ export interface AdNetwork {
    * channel that answers a reason is refused with 422 `channel_live_unavailable`.
    */
   launchUnavailableReason?(): string | null;
-  /** Creates the campaign (one "try": may be several calls, e.g. Google's budget then campaign). */
-  createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }>;
+  /**
+   * Creates the campaign (one "try": may be several calls, e.g. Google's budget then campaign),
+   * carrying the dispatch's marker (campaign-marker.ts, or the network's own reference field) so
+   * that `findCampaigns` finds it again. `found: true` when the network said the campaign exists
+   * already and the adapter answered that one instead (Google's DUPLICATE_CAMPAIGN_NAME).
+   */
+  createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign>;
+  /**
+   * The campaigns that carry the dispatch's marker at the network, oldest first; empty when there
+   * is none. Asked before any try that follows an outcome the executor could not be sure of. A
+   * lookup the network refuses or does not answer throws, as any call does (`transient` is retried).
+   */
+  findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]>;
+  /**
+   * The dry run (API.md §3, `POST /v1/campaigns/validate`): the network's own validate-only call
+   * where it has one (`provider`; nothing is created), else every rule the adapter applies before
+   * a call (`rules`; no call at all). A refusal throws `validation` with the network's message and code.
+   */
+  validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck>;
+}
+
+/** What a live call needs: the token, the ad account id, and the account's currency and time zone. */
+export type LiveAccess = AccountAccess & { account: ProviderAccount };
+
+export interface CreatedCampaign {
+  providerResourceId: string;
+  /** The network answered that it had this campaign already (found by the marker while creating). */
+  found?: boolean;
+}
+
+export interface FoundCampaign {
+  providerResourceId: string;
+  /** As the network says it (ISO 8601 or its own form), when it does; for the log only. */
+  createdAt?: string | null;
+}
+
+export interface CampaignCheck {
+  checkedBy: 'provider' | 'rules';
+  /** The network's or the adapter's remarks that do not refuse the campaign (e.g. Meta's recommendations). */
+  warnings: string[];
 }
 
 export interface AccountAccess {

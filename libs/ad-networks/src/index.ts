@@ -7,3 +7,4 @@ export * from './account-time';
 export * from './oauth2';
 export * from './ad-networks.module';
 export * from './unified-campaign';
+export * from './campaign-marker';

@@ -12,6 +12,13 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  * 8601 times), the budget's decimals against the currency, and a minimum daily budget of 1 USD
  * or 100 JPY (Amazon's Sponsored Products minimums; other currencies: any positive amount).
  * The error codes are Amazon's v1 codes; HTTP-level errors are `{code, message}`.
+ *
+ * `POST /adsApi/v1/query/campaigns` (the same headers as the create) answers 200 `{campaigns,
+ * nextToken?}` for the profile's account, checked as Amazon's schema reads: `adProductFilter`
+ * required, the known filters only (`campaignIdFilter`, `nameFilter` {include: 1..100,
+ * queryTermMatchType BROAD_MATCH or EXACT_MATCH}, `stateFilter`, `portfolioIdFilter`,
+ * `marketplaceScopeFilter`), `maxResults` 1 to 5000, `nextToken` only one it gave. A broad match
+ * here is a case-insensitive "contains" (Amazon's exact semantics are unconfirmed).
  */
 const CAMPAIGN_FIELDS = ['adProduct', 'autoCreationSettings', 'budgets', 'countries', 'endDateTime', 'marketplaceScope', 'marketplaces', 'name', 'optimizations', 'portfolioId', 'siteRestrictions', 'startDateTime', 'state', 'tags'];
 /** The marketplace (Amazon's profile country code) and decimals of each currency a profile may bill in. */
@@ -33,12 +40,24 @@ const MARKETS: Record<string, { country: string; decimals: number; minimum?: num
   SGD: { country: 'SG', decimals: 2 },
 };
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+const QUERY_FIELDS = ['adProductFilter', 'campaignIdFilter', 'marketplaceScopeFilter', 'maxResults', 'nameFilter', 'nextToken', 'portfolioIdFilter', 'stateFilter'];
+const STATES = ['ENABLED', 'PAUSED', 'ARCHIVED'];
+
+interface StoredCampaign {
+  campaignId: string;
+  accountId: string;
+  body: Record<string, unknown>;
+  creationDateTime: string;
+}
 
 export class AmazonAdsFake extends FakeNetwork {
   readonly channel = 'amazon_ads' as const;
   protected readonly oauth: OAuthShape = { consentPath: '/ap/oa', tokenPath: '/auth/o2/token', accessTokenSeconds: 3600, issuesRefreshTokens: true };
   private readonly profileIds = new Map<string, number>();
   private nextProfileId = 3_184_910_512_876_540;
+  private readonly campaigns: StoredCampaign[] = [];
+  private readonly nextTokens = new Map<string, number>();
+  private readonly queryFaults: number[] = [];
 
   /** The profile id Amazon gives this advertiser account. */
   profileIdOf(accountId: string): number {
@@ -49,6 +68,7 @@ export class AmazonAdsFake extends FakeNetwork {
   protected route(req: RecordedRequest): FakeAnswer {
     if (req.path === '/v2/profiles' && req.method === 'GET') return this.profiles(req);
     if (req.path === '/adsApi/v1/create/campaigns' && req.method === 'POST') return this.createCampaigns(req);
+    if (req.path === '/adsApi/v1/query/campaigns' && req.method === 'POST') return this.queryCampaigns(req);
     return this.error(404, 'NOT_FOUND', `Could not find resource for full path: ${req.path}`);
   }
 
@@ -77,7 +97,8 @@ export class AmazonAdsFake extends FakeNetwork {
     return this.clientProblem(req) ?? { status: 200, json: this.visibleProfiles(this.bearer(req)) };
   }
 
-  private createCampaigns(req: RecordedRequest): FakeAnswer {
+  /** The profile of a profile-scoped call (`Amazon-Advertising-API-Scope`), or Amazon's refusal. */
+  private scopedProfile(req: RecordedRequest): FakeAnswer | { profile: Record<string, unknown>; accountId: string } {
     const problem = this.clientProblem(req);
     if (problem) return problem;
     const profile = this.visibleProfiles(this.bearer(req)).find((p) => String(p.profileId) === req.headers['amazon-advertising-api-scope']);
@@ -86,6 +107,14 @@ export class AmazonAdsFake extends FakeNetwork {
     const accountHeader = req.headers['amazon-ads-accountid'];
     if (accountHeader !== undefined && accountHeader !== accountInfo.id) return this.error(403, 'FORBIDDEN', 'Amazon-Ads-AccountId does not match the profile');
     if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return this.error(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+    return { profile, accountId: accountInfo.id };
+  }
+
+  private createCampaigns(req: RecordedRequest): FakeAnswer {
+    const scoped = this.scopedProfile(req);
+    if ('status' in scoped) return scoped;
+    const { profile } = scoped;
+    const accountInfo = { id: scoped.accountId };
     const body = req.body as { campaigns?: unknown } | undefined;
     if (!body || !Array.isArray(body.campaigns) || body.campaigns.length < 1 || body.campaigns.length > 1000 || Object.keys(body).length !== 1)
       return this.error(400, 'BAD_REQUEST', 'The body must be {"campaigns": [1..1000 campaigns]}');
@@ -94,11 +123,74 @@ export class AmazonAdsFake extends FakeNetwork {
     body.campaigns.forEach((campaign: Record<string, unknown>, index: number) => {
       const refusal = this.campaignProblem(campaign, profile);
       if (refusal) return error.push({ index, errors: [refusal] });
-      const campaignId = this.remember('campaign', accountInfo.id, campaign);
-      const now = new Date().toISOString();
-      success.push({ index, campaign: { ...campaign, campaignId, creationDateTime: now, lastUpdatedDateTime: now, status: { deliveryStatus: 'NOT_DELIVERING' } } });
+      const stored = { campaignId: this.remember('campaign', accountInfo.id, campaign), accountId: accountInfo.id, body: campaign, creationDateTime: new Date().toISOString() };
+      this.campaigns.push(stored);
+      success.push({ index, campaign: this.campaignView(stored) });
     });
     return { status: 207, json: { success, error } };
+  }
+
+  /** Campaigns made elsewhere (the console, another tool), as many as a test needs, without a call each. */
+  plantCampaigns(accountId: string, names: string[], state = 'ENABLED'): void {
+    for (const name of names)
+      this.campaigns.push({ campaignId: this.remember('planted_campaign', accountId, { name }), accountId, body: { adProduct: 'SPONSORED_PRODUCTS', name, state }, creationDateTime: new Date().toISOString() });
+  }
+
+  /** The next campaign query (only: the profile read before it is answered) fails with this status. */
+  failNextCampaignQuery(status: number): void {
+    this.queryFaults.push(status);
+  }
+
+  private queryCampaigns(req: RecordedRequest): FakeAnswer {
+    const fault = this.queryFaults.shift();
+    if (fault !== undefined) return this.serverErrorAnswer(req, fault);
+    const scoped = this.scopedProfile(req);
+    if ('status' in scoped) return scoped;
+    const body = req.body as Record<string, any> | undefined;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) return this.error(400, 'BAD_REQUEST', 'The body must be a query object');
+    const unknown = Object.keys(body).find((field) => !QUERY_FIELDS.includes(field));
+    if (unknown) return this.error(400, 'BAD_REQUEST', `Unrecognized field: ${unknown}`);
+    const include = (filter: unknown, max: number): string[] | null | undefined => {
+      if (filter === undefined) return undefined;
+      const values = (filter as { include?: unknown })?.include;
+      return Array.isArray(values) && values.length >= 1 && values.length <= max && values.every((v) => typeof v === 'string') ? (values as string[]) : null;
+    };
+    const products = include(body.adProductFilter, 1);
+    if (!products || products[0] !== 'SPONSORED_PRODUCTS') return this.error(400, 'BAD_REQUEST', 'adProductFilter.include must be [SPONSORED_PRODUCTS]');
+    const states = include(body.stateFilter, 3);
+    if (states === null || states?.some((state) => !STATES.includes(state))) return this.error(400, 'BAD_REQUEST', `stateFilter.include must hold ${STATES.join(', ')}`);
+    const ids = include(body.campaignIdFilter, 1000);
+    if (ids === null) return this.error(400, 'BAD_REQUEST', 'campaignIdFilter.include must hold 1 to 1000 ids');
+    const names = include(body.nameFilter, 100);
+    const matchType = body.nameFilter?.queryTermMatchType;
+    if (names === null || (names && matchType !== 'BROAD_MATCH' && matchType !== 'EXACT_MATCH')) return this.error(400, 'BAD_REQUEST', 'nameFilter needs include (1 to 100 terms) and queryTermMatchType BROAD_MATCH or EXACT_MATCH');
+    const maxResults = body.maxResults ?? 5000;
+    if (!Number.isInteger(maxResults) || maxResults < 1 || maxResults > 5000) return this.error(400, 'BAD_REQUEST', 'maxResults must be between 1 and 5000');
+    let start = 0;
+    if (body.nextToken !== undefined) {
+      const known = this.nextTokens.get(String(body.nextToken));
+      if (known === undefined) return this.error(400, 'BAD_REQUEST', 'nextToken is not valid');
+      start = known;
+    }
+    const named = (name: string) => !names || names.some((term) => (matchType === 'EXACT_MATCH' ? name === term : name.toLowerCase().includes(term.toLowerCase())));
+    const matching = this.campaigns.filter(
+      (campaign) =>
+        campaign.accountId === scoped.accountId &&
+        (!states || states.includes(String(campaign.body.state))) &&
+        (!ids || ids.includes(campaign.campaignId)) &&
+        named(String(campaign.body.name)),
+    );
+    const page = matching.slice(start, start + maxResults);
+    const answer: { campaigns: unknown[]; nextToken?: string } = { campaigns: page.map((campaign) => this.campaignView(campaign)) };
+    if (start + page.length < matching.length) {
+      answer.nextToken = Buffer.from(`${start + page.length}:${Math.random()}`).toString('base64url');
+      this.nextTokens.set(answer.nextToken, start + page.length);
+    }
+    return { status: 200, json: answer };
+  }
+
+  private campaignView(campaign: StoredCampaign): Record<string, unknown> {
+    return { ...campaign.body, campaignId: campaign.campaignId, creationDateTime: campaign.creationDateTime, lastUpdatedDateTime: campaign.creationDateTime, status: { deliveryStatus: 'NOT_DELIVERING' } };
   }
 
   private campaignProblem(campaign: Record<string, unknown>, profile: Record<string, unknown>): { code: string; message: string; fieldLocation?: string } | null {

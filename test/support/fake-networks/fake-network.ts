@@ -78,6 +78,18 @@ export interface OAuthShape {
 
 type Fault = { kind: 'rate_limited'; retryAfterSeconds: number } | { kind: 'fail'; status: number } | { kind: 'stall' };
 
+/**
+ * What a network does after it has carried out a create (the object exists at the network) and
+ * before its caller learns of it: the ways a real network leaves a caller unsure.
+ * - `stall`: never answers (the caller's timeout fires);
+ * - `fail`: answers a server error (its own shape) with this status;
+ * - `drop`: closes the connection without an answer;
+ * - `hold`: answers nothing until `releaseHeld()` (for killing the caller meanwhile);
+ * - `twice`: carries the create out twice (two objects with the same marker, as after someone
+ *   else's retry), then answers 503: a later lookup finds two.
+ */
+export type CreateFault = { kind: 'stall' } | { kind: 'fail'; status: number } | { kind: 'drop' } | { kind: 'hold' } | { kind: 'twice' };
+
 let certificates: Promise<TestCertificates> | null = null;
 /** One CA and server certificate for every fake of this process (one NODE_EXTRA_CA_CERTS file). */
 export function fakeNetworkCertificates(): Promise<TestCertificates> {
@@ -118,7 +130,10 @@ export abstract class FakeNetwork {
   private readonly refreshTokens = new Set<string>();
   private readonly codes = new Map<string, { redirectUri: string; used: boolean }>();
   private readonly faults: Fault[] = [];
+  private readonly createFaults: Array<{ kind: string; fault: CreateFault }> = [];
   private readonly stalled: ServerResponse[] = [];
+  private readonly held: ServerResponse[] = [];
+  private heldWaiters: Array<() => void> = [];
   private refusingRefresh = false;
   private denyingConsent = false;
   private nextId = 120_000_000_000;
@@ -152,7 +167,7 @@ export abstract class FakeNetwork {
     const server = this.server;
     this.server = null;
     if (!server) return;
-    for (const res of this.stalled.splice(0)) res.destroy();
+    for (const res of [...this.stalled.splice(0), ...this.held.splice(0)]) res.destroy();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
@@ -254,6 +269,29 @@ export abstract class FakeNetwork {
   /** The next n calls never answer (until `close`): for timeouts. */
   stallNext(n: number): void {
     for (let i = 0; i < n; i++) this.faults.push({ kind: 'stall' });
+  }
+
+  /** The next request that creates an object of `kind` (`campaign`, `budget`, …) is carried out, then misbehaves (see CreateFault). */
+  afterNextCreate(kind: string, fault: CreateFault): void {
+    this.createFaults.push({ kind, fault });
+  }
+
+  /** Resolves once a create answered with `hold` is being held. */
+  whenHolding(): Promise<void> {
+    return this.held.length > 0 ? Promise.resolve() : new Promise((resolve) => this.heldWaiters.push(resolve));
+  }
+
+  /** The held answers are never sent: their connections are closed (the caller is gone by then). */
+  releaseHeld(): void {
+    for (const res of this.held.splice(0)) res.destroy();
+  }
+
+  /**
+   * The campaigns the network holds for a dispatch, told by the dispatch id in what was created
+   * (wherever the adapter put it), independently of how the adapter looks them up.
+   */
+  campaignsFor(dispatchId: string): FakeNetwork['created'] {
+    return this.created.filter((entry) => entry.kind === 'campaign' && JSON.stringify(entry.body).includes(dispatchId));
   }
 
   /** Requests whose path matches. */
@@ -409,7 +447,31 @@ export abstract class FakeNetwork {
     if (fault?.kind === 'rate_limited') return this.rateLimitedAnswer(req, fault.retryAfterSeconds);
     if (fault?.kind === 'fail') return this.serverErrorAnswer(req, fault.status);
     if (req.path === this.oauth.tokenPath) return this.tokenEndpoint(req);
-    return this.route(req);
+    if (this.createFaults.length === 0) return this.route(req);
+    const before = this.created.length;
+    const answer = await this.route(req);
+    const made = this.created.slice(before).map((entry) => entry.kind);
+    const index = this.createFaults.findIndex((pending) => made.includes(pending.kind));
+    if (index < 0) return answer;
+    const [{ fault: after }] = this.createFaults.splice(index, 1);
+    switch (after.kind) {
+      case 'stall':
+        this.stalled.push(res);
+        return null;
+      case 'hold':
+        this.held.push(res);
+        for (const resolve of this.heldWaiters.splice(0)) resolve();
+        return null;
+      case 'drop':
+        res.socket?.destroy();
+        return null;
+      case 'fail':
+        return this.serverErrorAnswer(req, after.status);
+      case 'twice':
+        await this.route(req);
+        return this.serverErrorAnswer(req, 503);
+    }
+    return answer;
   }
 
   /** The consent page, as if the person had logged in and agreed: 302 back with a code and the state. */

@@ -10,6 +10,10 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  * name 3 to 500 characters, campaign budget optimization needing goal, bid and start time, a
  * lifetime goal needing an end time. The error codes in `{error: {code, message}}` are stand-ins in
  * that shape (unconfirmed); 401 is Reddit's classic `{"message": "Unauthorized", "error": 401}`.
+ *
+ * `GET /api/v3/ad_accounts/{id}/campaigns` lists the account's campaigns, oldest first:
+ * `{data: [...], pagination: {next_url}}` with `page.size` (1 to 1000) and `page.token` (only one
+ * it gave, carried in `next_url`); other parameters are refused (unconfirmed shape, see the adapter).
  */
 const OBJECTIVES = ['APP_INSTALLS', 'CATALOG_SALES', 'CLICKS', 'CONVERSIONS', 'IMPRESSIONS', 'LEAD_GENERATION', 'VIDEO_VIEWABLE_IMPRESSIONS'];
 const STATUSES = ['ACTIVE', 'PAUSED', 'ARCHIVED', 'DELETED'];
@@ -20,10 +24,20 @@ const FIELDS = [
   'start_time', 'end_time', 'funding_instrument_id', 'special_ad_categories', 'spend_cap', 'app_id', 'optimization_goal', 'conversion_pixel_id', 'schedule',
 ];
 const DEFAULT_AGENTS = /^(|undici|node|node-fetch|python-requests.*|curl.*)$/i;
+const LIST_PARAMS = ['page.size', 'page.token'];
+
+interface StoredCampaign {
+  id: string;
+  accountId: string;
+  body: Record<string, unknown>;
+  createdAt: string;
+}
 
 export class RedditAdsFake extends FakeNetwork {
   readonly channel = 'reddit_ads' as const;
   protected readonly oauth: OAuthShape = { consentPath: '/api/v1/authorize', tokenPath: '/api/v1/access_token', accessTokenSeconds: 86_400, issuesRefreshTokens: true };
+  private readonly campaigns: StoredCampaign[] = [];
+  private readonly pageTokens = new Map<string, number>();
 
   protected route(req: RecordedRequest): FakeAnswer {
     if (DEFAULT_AGENTS.test(req.headers['user-agent'] ?? '')) return { status: 429, json: { message: 'Too Many Requests', error: 429 } };
@@ -31,6 +45,7 @@ export class RedditAdsFake extends FakeNetwork {
     if (account && req.method === 'GET') return this.readAccount(req, decodeURIComponent(account[1]));
     const campaigns = /^\/api\/v3\/ad_accounts\/([^/]+)\/campaigns$/.exec(req.path);
     if (campaigns && req.method === 'POST') return this.createCampaign(req, decodeURIComponent(campaigns[1]));
+    if (campaigns && req.method === 'GET') return this.listCampaigns(req, decodeURIComponent(campaigns[1]));
     return this.error(404, 'NOT_FOUND', `no route for ${req.method} ${req.path}`);
   }
 
@@ -55,8 +70,43 @@ export class RedditAdsFake extends FakeNetwork {
     if (!body || typeof body.data !== 'object' || body.data === null || Object.keys(body).length !== 1) return this.error(400, 'INVALID_INPUT', 'The body must be {"data": {...}}');
     const problem = this.problem(body.data);
     if (problem) return this.error(400, 'INVALID_INPUT', problem);
-    const campaignId = this.remember('campaign', id, body.data);
-    return { status: 201, json: { data: { ...body.data, id: campaignId, ad_account_id: id, effective_status: 'PAUSED', created_at: new Date().toISOString() } } };
+    const stored = { id: this.remember('campaign', id, body.data), accountId: id, body: body.data, createdAt: new Date().toISOString() };
+    this.campaigns.push(stored);
+    return { status: 201, json: { data: this.campaignView(stored) } };
+  }
+
+  /** Campaigns made elsewhere (Ads Manager, another tool), as many as a test needs, without a call each. */
+  plantCampaigns(accountId: string, names: string[]): void {
+    for (const name of names)
+      this.campaigns.push({ id: this.remember('planted_campaign', accountId, { name }), accountId, body: { name, objective: 'CLICKS', configured_status: 'ACTIVE' }, createdAt: new Date().toISOString() });
+  }
+
+  private listCampaigns(req: RecordedRequest, id: string): FakeAnswer {
+    const account = this.gate(req, id);
+    if ('status' in account) return account;
+    const unknown = Object.keys(req.query).find((name) => !LIST_PARAMS.includes(name));
+    if (unknown) return this.error(400, 'INVALID_INPUT', `${unknown}: Extra inputs are not permitted`);
+    const size = req.query['page.size'] === undefined ? 100 : Number(req.query['page.size']);
+    if (!Number.isInteger(size) || size < 1 || size > 1000) return this.error(400, 'INVALID_INPUT', 'page.size: Input should be between 1 and 1000');
+    let start = 0;
+    if (req.query['page.token'] !== undefined) {
+      const known = this.pageTokens.get(req.query['page.token']);
+      if (known === undefined) return this.error(400, 'INVALID_INPUT', 'page.token: invalid page token');
+      start = known;
+    }
+    const all = this.campaigns.filter((campaign) => campaign.accountId === id);
+    const page = all.slice(start, start + size);
+    let nextUrl: string | null = null;
+    if (start + page.length < all.length) {
+      const token = Buffer.from(`${start + page.length}:${Math.random()}`).toString('base64url');
+      this.pageTokens.set(token, start + page.length);
+      nextUrl = `${this.url}/api/v3/ad_accounts/${id}/campaigns?page.size=${size}&page.token=${token}`;
+    }
+    return { status: 200, json: { data: page.map((campaign) => this.campaignView(campaign)), pagination: { next_url: nextUrl } } };
+  }
+
+  private campaignView(campaign: StoredCampaign): Record<string, unknown> {
+    return { ...campaign.body, id: campaign.id, ad_account_id: campaign.accountId, effective_status: campaign.body.configured_status, created_at: campaign.createdAt, modified_at: campaign.createdAt };
   }
 
   private problem(data: Record<string, unknown>): string | null {

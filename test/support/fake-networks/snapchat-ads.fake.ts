@@ -9,6 +9,11 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  * ISO 8601 times with an offset, and the 20 USD campaign minimum (other currencies: any positive).
  * E1008 (invalid input) and E3003 (not found) are codes Snap answers; the others here are
  * stand-ins in Snap's format (the adapter classifies by HTTP status, not by these codes).
+ *
+ * `GET /v1/adaccounts/{id}/campaigns` lists the account's campaigns as Snap does: newest first,
+ * each `{sub_request_status, campaign: {..., id, name, created_at}}`; `limit` (50 to 1000, else
+ * E1008) pages them, with `paging.next_link` carrying an opaque `cursor` (a cursor Snap did not
+ * give is refused). Without `limit`, every campaign in one answer.
  */
 const OBJECTIVE_V2_TYPES = ['AWARENESS_AND_ENGAGEMENT', 'SALES', 'TRAFFIC', 'APP_PROMOTION', 'LEADS'];
 const CAMPAIGN_FIELDS = ['ad_account_id', 'name', 'status', 'start_time', 'end_time', 'daily_budget_micro', 'lifetime_spend_cap_micro', 'objective_v2_properties', 'objective', 'buy_model', 'measurement_spec', 'regulations'];
@@ -16,6 +21,13 @@ const CAMPAIGN_FIELDS = ['ad_account_id', 'name', 'status', 'start_time', 'end_t
 const SNAP_CURRENCIES = ['AUD', 'DKK', 'CAD', 'EUR', 'GBP', 'NOK', 'SEK', 'USD'];
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?([+-]\d{2}:?\d{2}|Z)$/;
 const USD_MINIMUM_MICROS = 20_000_000;
+
+interface StoredCampaign {
+  id: string;
+  accountId: string;
+  body: Record<string, unknown>;
+  createdAt: string;
+}
 
 export class SnapchatAdsFake extends FakeNetwork {
   readonly channel = 'snapchat_ads' as const;
@@ -25,12 +37,16 @@ export class SnapchatAdsFake extends FakeNetwork {
     accessTokenSeconds: 3600,
     issuesRefreshTokens: true,
   };
+  private readonly campaigns: StoredCampaign[] = [];
+  private readonly cursors = new Map<string, number>();
+  private lastCreatedAt = 0;
 
   protected route(req: RecordedRequest): FakeAnswer {
     const account = /^\/v1\/adaccounts\/([^/]+)$/.exec(req.path);
     if (account && req.method === 'GET') return this.readAccount(req, decodeURIComponent(account[1]));
     const campaigns = /^\/v1\/adaccounts\/([^/]+)\/campaigns$/.exec(req.path);
     if (campaigns && req.method === 'POST') return this.createCampaigns(req, decodeURIComponent(campaigns[1]));
+    if (campaigns && req.method === 'GET') return this.listCampaigns(req, decodeURIComponent(campaigns[1]));
     return this.error(404, 'E3003', 'Resource can not be found', `no route for ${req.method} ${req.path}`);
   }
 
@@ -67,7 +83,8 @@ export class SnapchatAdsFake extends FakeNetwork {
     const results = body.campaigns.map((campaign) => {
       const problem = this.campaignProblem(campaign as Record<string, unknown>, id, account.currency);
       if (problem) return { sub_request_status: 'ERROR', sub_request_error_reason: problem };
-      const created = { ...(campaign as object), id: randomUUID(), created_at: new Date().toISOString(), updated_at: new Date().toISOString() };
+      const stored = this.store(id, campaign as Record<string, unknown>);
+      const created = this.campaignView(stored);
       this.created.push({ id: created.id, accountId: id, kind: 'campaign', body: campaign });
       return { sub_request_status: 'SUCCESS', campaign: created };
     });
@@ -75,6 +92,52 @@ export class SnapchatAdsFake extends FakeNetwork {
     if (failed.length === results.length)
       return { status: 400, json: { request_status: 'ERROR', request_id: randomUUID(), debug_message: failed[0].sub_request_error_reason, display_message: 'We are unable to process your request', error_code: 'E1008', campaigns: results } };
     return { status: 200, json: { request_status: failed.length ? 'PARTIAL' : 'SUCCESS', request_id: randomUUID(), campaigns: results } };
+  }
+
+  /** Campaigns made elsewhere (Ads Manager, another tool), as many as a test needs, without a call each. */
+  plantCampaigns(accountId: string, names: string[]): void {
+    for (const name of names) this.store(accountId, { ad_account_id: accountId, name, status: 'ACTIVE', start_time: '2026-01-01T00:00:00Z' });
+  }
+
+  /** Snap's list of the account's campaigns, newest first, paged by `limit` and `cursor`. */
+  private listCampaigns(req: RecordedRequest, id: string): FakeAnswer {
+    const refused = this.checkToken(req, this.bearer(req));
+    if (refused) return refused;
+    if (!this.accounts.has(id)) return this.error(404, 'E3003', 'Resource can not be found', `Ad account ${id} not found`);
+    if (!this.reachableAccount(id, this.bearer(req))) return this.error(403, 'E3002', 'You do not have permission to access this resource', `User is not a member of ad account ${id}`);
+    const all = this.campaigns.filter((campaign) => campaign.accountId === id).reverse();
+    let start = 0;
+    if (req.query.cursor !== undefined) {
+      const known = this.cursors.get(req.query.cursor);
+      if (known === undefined) return this.invalid('cursor is not valid');
+      start = known;
+    }
+    const limit = req.query.limit === undefined ? undefined : Number(req.query.limit);
+    if (limit !== undefined && (!Number.isInteger(limit) || limit < 50 || limit > 1000)) return this.invalid('limit must be between 50 and 1000');
+    const page = limit === undefined ? all.slice(start) : all.slice(start, start + limit);
+    const end = start + page.length;
+    let paging: { next_link?: string } = {};
+    if (limit !== undefined && end < all.length) {
+      const cursor = randomUUID().replace(/-/g, '');
+      this.cursors.set(cursor, end);
+      paging = { next_link: `${this.url}/v1/adaccounts/${id}/campaigns?cursor=${cursor}&limit=${limit}` };
+    }
+    return {
+      status: 200,
+      json: { request_status: 'SUCCESS', request_id: randomUUID(), paging, campaigns: page.map((campaign) => ({ sub_request_status: 'SUCCESS', campaign: this.campaignView(campaign) })) },
+    };
+  }
+
+  /** Keeps a created campaign; creation times strictly increase, as a network's do between two creates. */
+  private store(accountId: string, body: Record<string, unknown>): StoredCampaign {
+    this.lastCreatedAt = Math.max(Date.now(), this.lastCreatedAt + 1);
+    const stored = { id: randomUUID(), accountId, body, createdAt: new Date(this.lastCreatedAt).toISOString() };
+    this.campaigns.push(stored);
+    return stored;
+  }
+
+  private campaignView(campaign: StoredCampaign): Record<string, unknown> & { id: string } {
+    return { ...campaign.body, id: campaign.id, created_at: campaign.createdAt, updated_at: campaign.createdAt };
   }
 
   /** What Snap would refuse in this campaign, or null. */

@@ -20,12 +20,30 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  *   account's currency), `POST .../campaigns` and `POST .../line_items` (parameters in the query
  *   string, checked as X does), `DELETE .../campaigns/{id}`. Errors `{errors: [{code, message,
  *   parameter?}], request}`; 429 with `x-account-rate-limit-reset` (epoch seconds).
+ * - `GET .../campaigns` and `GET .../line_items`: X's collection parameters (`count` 1 to 1000,
+ *   `cursor` only one it gave, `sort_by` `<attribute>-asc|desc` among X's sortable ones,
+ *   `with_deleted`, `with_draft`, `with_total_count` exclusive with `cursor`, the `*_ids` filters
+ *   of up to 200 comma-separated ids, `q` a case-insensitive prefix of the name); deleted entities
+ *   only `with_deleted=true`; `{data, next_cursor, request}`. Unsorted, a list is in id order.
  */
 const OBJECTIVES = ['APP_ENGAGEMENTS', 'APP_INSTALLS', 'ENGAGEMENTS', 'FOLLOWERS', 'LEAD_GENERATION', 'PREROLL_VIEWS', 'REACH', 'VIDEO_VIEWS', 'WEBSITE_CLICKS', 'WEBSITE_CONVERSIONS'];
 const ENTITY_STATUSES = ['ACTIVE', 'PAUSED', 'DRAFT'];
 const CAMPAIGN_PARAMS = ['name', 'funding_instrument_id', 'entity_status', 'budget_optimization', 'daily_budget_amount_local_micro', 'total_budget_amount_local_micro', 'standard_delivery', 'frequency_cap', 'duration_in_days', 'purchase_order_number'];
 const LINE_ITEM_PARAMS = ['campaign_id', 'name', 'objective', 'product_type', 'placements', 'bid_strategy', 'bid_amount_local_micro', 'entity_status', 'start_time', 'end_time', 'goal', 'pay_by', 'ios_app_store_identifier', 'android_app_store_identifier', 'primary_web_event_tag', 'advertiser_domain', 'categories', 'audience_expansion', 'total_budget_amount_local_micro'];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+const COLLECTION_PARAMS = ['count', 'cursor', 'q', 'sort_by', 'with_deleted', 'with_draft', 'with_total_count', 'funding_instrument_ids'];
+const SORTABLE: Record<string, string[]> = {
+  campaigns: ['created_at', 'updated_at', 'deleted', 'name', 'start_time', 'end_time', 'daily_budget_amount_local_micro', 'total_budget_amount_local_micro', 'standard_delivery'],
+  line_items: ['created_at', 'updated_at', 'deleted', 'bid_amount_local_micro'],
+};
+
+interface StoredEntity {
+  id: string;
+  accountId: string;
+  deleted: boolean;
+  createdAt: string;
+  params: Record<string, string>;
+}
 
 function encode(value: string): string {
   return encodeURIComponent(value).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
@@ -39,7 +57,12 @@ export class XAdsFake extends FakeNetwork {
   private readonly tokenSecrets = new Map<string, string>();
   private readonly requestTokens = new Map<string, { secret: string; callback: string; verifier?: string; used: boolean }>();
   private readonly seenNonces = new Set<string>();
-  private readonly campaigns = new Map<string, { accountId: string; deleted: boolean }>();
+  /** Requests already verified: the base carries a `twice` create out by routing the same request again, which is no replay by the caller. */
+  private readonly verified = new WeakMap<RecordedRequest, { token?: string; oauth: Record<string, string> }>();
+  private readonly campaigns = new Map<string, StoredEntity>();
+  private readonly lineItems = new Map<string, StoredEntity>();
+  private readonly cursors = new Map<string, number>();
+  private lastCreatedAt = 0;
   private readonly queued: FakeAnswer[] = [];
   private refusingNextConsent = false;
   private idCounter = 0x5a000;
@@ -97,6 +120,8 @@ export class XAdsFake extends FakeNetwork {
       return this.ok(req, { id: accountId, name: `Ads ${accountId}`, timezone: account.timezone, timezone_switch_at: '2016-07-21T07:00:00Z', approval_status: 'ACCEPTED', deleted: false, salt: randomBytes(16).toString('hex') });
     if (collection === '/funding_instruments' && req.method === 'GET' && !entityId) return this.ok(req, [this.fundingInstrument(accountId, account.currency)]);
     if (collection === '/campaigns' && req.method === 'POST' && !entityId) return this.createCampaign(req, accountId, account.currency);
+    if (collection === '/campaigns' && req.method === 'GET' && !entityId) return this.list(req, accountId, 'campaigns');
+    if (collection === '/line_items' && req.method === 'GET' && !entityId) return this.list(req, accountId, 'line_items');
     if (collection === '/campaigns' && req.method === 'DELETE' && entityId) return this.deleteCampaign(req, accountId, decodeURIComponent(entityId));
     if (collection === '/line_items' && req.method === 'POST' && !entityId) return this.createLineItem(req, accountId);
     return this.error(404, 'ROUTE_NOT_FOUND', `No route ${req.method} ${req.path}`, req);
@@ -122,10 +147,9 @@ export class XAdsFake extends FakeNetwork {
     for (const [name, value] of [['daily_budget_amount_local_micro', daily], ['total_budget_amount_local_micro', total]] as const)
       if (value !== undefined && (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value)))) return this.error(400, 'INVALID_PARAMETER', `${name} must be a positive whole number of micros`, req, name);
     if (daily !== undefined && total !== undefined && Number(daily) > Number(total)) return this.error(400, 'INVALID_PARAMETER', 'daily budget cannot exceed the total budget', req, 'daily_budget_amount_local_micro');
-    const id = (this.idCounter++).toString(36);
-    this.campaigns.set(id, { accountId, deleted: false });
-    this.created.push({ id, accountId, kind: 'campaign', body: { ...params } });
-    return this.ok(req, { id, ...params, currency, account_id: accountId, servable: false, deleted: false, created_at: new Date().toISOString() });
+    const stored = this.store(this.campaigns, accountId, params);
+    this.created.push({ id: stored.id, accountId, kind: 'campaign', body: { ...params } });
+    return this.ok(req, { ...this.campaignView(stored), currency });
   }
 
   private createLineItem(req: RecordedRequest, accountId: string): FakeAnswer {
@@ -143,9 +167,94 @@ export class XAdsFake extends FakeNetwork {
     if (params.start_time && params.end_time && Date.parse(params.end_time) <= Date.parse(params.start_time)) return this.error(400, 'INVALID_PARAMETER', 'end_time must be after start_time', req, 'end_time');
     if (params.objective === 'APP_INSTALLS' && !params.ios_app_store_identifier && !params.android_app_store_identifier)
       return this.error(400, 'MISSING_PARAMETER', 'An app store identifier is required for the APP_INSTALLS objective', req, 'android_app_store_identifier');
-    const id = (this.idCounter++).toString(36);
-    this.created.push({ id, accountId, kind: 'line_item', body: { ...params } });
-    return this.ok(req, { id, ...params, account_id: accountId, deleted: false, created_at: new Date().toISOString() });
+    const stored = this.store(this.lineItems, accountId, params);
+    this.created.push({ id: stored.id, accountId, kind: 'line_item', body: { ...params } });
+    return this.ok(req, this.lineItemView(stored));
+  }
+
+  /** Campaigns made elsewhere (X's interface, another tool), as many as a test needs, without a call each. */
+  plantCampaigns(accountId: string, names: string[]): void {
+    for (const name of names) this.store(this.campaigns, accountId, { name, entity_status: 'ACTIVE' });
+  }
+
+  /** Keeps an entity; ids and creation times strictly increase, as X's do between two creates. */
+  private store(into: Map<string, StoredEntity>, accountId: string, params: Record<string, string>): StoredEntity {
+    this.lastCreatedAt = Math.max(Date.now(), this.lastCreatedAt + 1);
+    const stored = { id: (this.idCounter++).toString(36), accountId, deleted: false, createdAt: new Date(this.lastCreatedAt).toISOString().replace(/\.\d{3}Z$/, 'Z'), params: { ...params } };
+    into.set(stored.id, stored);
+    return stored;
+  }
+
+  private campaignView(campaign: StoredEntity): Record<string, unknown> {
+    const { daily_budget_amount_local_micro: daily, total_budget_amount_local_micro: total, ...rest } = campaign.params;
+    return {
+      ...rest,
+      id: campaign.id,
+      account_id: campaign.accountId,
+      daily_budget_amount_local_micro: daily === undefined ? null : Number(daily),
+      total_budget_amount_local_micro: total === undefined ? null : Number(total),
+      servable: false,
+      deleted: campaign.deleted,
+      created_at: campaign.createdAt,
+      updated_at: campaign.createdAt,
+    };
+  }
+
+  private lineItemView(lineItem: StoredEntity): Record<string, unknown> {
+    return { ...lineItem.params, id: lineItem.id, account_id: lineItem.accountId, deleted: lineItem.deleted, created_at: lineItem.createdAt, updated_at: lineItem.createdAt };
+  }
+
+  /** `GET .../campaigns` or `.../line_items`, with X's collection parameters. */
+  private list(req: RecordedRequest, accountId: string, collection: 'campaigns' | 'line_items'): FakeAnswer {
+    const params = req.query;
+    const ids = collection === 'campaigns' ? ['campaign_ids'] : ['line_item_ids', 'campaign_ids'];
+    const unknown = Object.keys(params).find((name) => !COLLECTION_PARAMS.includes(name) && !ids.includes(name));
+    if (unknown) return this.error(400, 'INVALID_PARAMETER', `${unknown} is not a parameter of this endpoint`, req, unknown);
+    const count = params.count === undefined ? 200 : Number(params.count);
+    if (!Number.isInteger(count) || count < 1 || count > 1000) return this.error(400, 'INVALID_PARAMETER', 'count must be between 1 and 1000', req, 'count');
+    for (const flag of ['with_deleted', 'with_draft', 'with_total_count'])
+      if (params[flag] !== undefined && params[flag] !== 'true' && params[flag] !== 'false') return this.error(400, 'INVALID_PARAMETER', `${flag} must be true or false`, req, flag);
+    if (params.with_total_count === 'true' && params.cursor !== undefined) return this.error(400, 'INVALID_PARAMETER', 'with_total_count and cursor are exclusive', req, 'with_total_count');
+    const sort = params.sort_by === undefined ? null : /^([a-z_]+)-(asc|desc)$/.exec(params.sort_by);
+    if (params.sort_by !== undefined && (!sort || !SORTABLE[collection].includes(sort[1]))) return this.error(400, 'INVALID_PARAMETER', `sort_by must be one of ${SORTABLE[collection].join(', ')} with -asc or -desc`, req, 'sort_by');
+    const filters: Record<string, string[]> = {};
+    for (const name of [...ids, 'funding_instrument_ids']) {
+      if (params[name] === undefined) continue;
+      filters[name] = params[name].split(',');
+      if (filters[name].length > 200 || filters[name].some((id) => !id)) return this.error(400, 'INVALID_PARAMETER', `${name} takes 1 to 200 comma-separated ids`, req, name);
+    }
+    let start = 0;
+    if (params.cursor !== undefined) {
+      const known = this.cursors.get(params.cursor);
+      if (known === undefined) return this.error(400, 'INVALID_PARAMETER', 'cursor is not valid', req, 'cursor');
+      start = known;
+    }
+    const entities = [...(collection === 'campaigns' ? this.campaigns : this.lineItems).values()].filter(
+      (entity) =>
+        entity.accountId === accountId &&
+        (params.with_deleted === 'true' || !entity.deleted) &&
+        (!filters.campaign_ids || filters.campaign_ids.includes(collection === 'campaigns' ? entity.id : entity.params.campaign_id)) &&
+        (!filters.line_item_ids || filters.line_item_ids.includes(entity.id)) &&
+        (!filters.funding_instrument_ids || filters.funding_instrument_ids.includes(entity.params.funding_instrument_id)) &&
+        (params.q === undefined || (entity.params.name ?? '').toLowerCase().startsWith(params.q.toLowerCase())),
+    );
+    const views = entities.map((entity) => (collection === 'campaigns' ? this.campaignView(entity) : this.lineItemView(entity)));
+    if (sort) {
+      const [, attribute, direction] = sort;
+      const value = (view: Record<string, unknown>) => view[attribute] as string | number | boolean | null;
+      views.sort((a, b) => {
+        const [x, y] = [value(a), value(b)];
+        const order = x === y ? 0 : x === null ? 1 : y === null ? -1 : x < y ? -1 : 1;
+        return direction === 'asc' ? order : -order;
+      });
+    }
+    const page = views.slice(start, start + count);
+    let nextCursor: string | null = null;
+    if (start + page.length < views.length) {
+      nextCursor = randomBytes(6).toString('hex');
+      this.cursors.set(nextCursor, start + page.length);
+    }
+    return { status: 200, json: { request: { params: req.query }, data: page, next_cursor: nextCursor, ...(params.with_total_count === 'true' ? { total_count: views.length } : {}) } };
   }
 
   private deleteCampaign(req: RecordedRequest, accountId: string, id: string): FakeAnswer {
@@ -202,6 +311,8 @@ export class XAdsFake extends FakeNetwork {
 
   /** RFC 5849 §3.2: the header's parameters, the consumer, the timestamp, the nonce and the HMAC-SHA1 signature. */
   private verifySignature(req: RecordedRequest): FakeAnswer | { token?: string; oauth: Record<string, string> } {
+    const known = this.verified.get(req);
+    if (known) return known;
     const header = req.headers.authorization ?? '';
     if (!header.startsWith('OAuth ')) return this.error(401, 'UNAUTHORIZED_ACCESS', 'This request is not properly authenticated', req);
     const oauth: Record<string, string> = {};
@@ -228,6 +339,7 @@ export class XAdsFake extends FakeNetwork {
     const expected = createHmac('sha1', `${encode(this.clientSecret)}&${encode(tokenSecret)}`).update(base).digest('base64');
     if (expected !== oauth.oauth_signature) return this.error(401, '32', 'Could not authenticate you.', req);
     this.seenNonces.add(oauth.oauth_nonce);
+    this.verified.set(req, { token, oauth });
     return { token, oauth };
   }
 

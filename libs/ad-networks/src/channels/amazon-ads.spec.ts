@@ -36,8 +36,10 @@ describe('AmazonAds against its fake', () => {
     await closeFakeNetworkDispatcher();
   });
 
-  const create = (spec: CampaignSpec, accountId = US_ACCOUNT, account = usd) =>
-    amazon.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
+  const create = (spec: CampaignSpec, accountId = US_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
+    amazon.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = US_ACCOUNT) => amazon.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => amazon.validateCampaign({ accessToken: token, providerAccountId: US_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentCampaign = () => (fake.lastRequest('/adsApi/v1/create/campaigns').body as { campaigns: Array<Record<string, any>> }).campaigns[0];
 
   it('can launch only with its client id (else channel_live_unavailable)', async () => {
@@ -123,7 +125,7 @@ describe('AmazonAds against its fake', () => {
         campaigns: [
           {
             adProduct: 'SPONSORED_PRODUCTS',
-            name: 'Prime day push',
+            name: 'Prime day push · dsp_1',
             state: 'PAUSED',
             marketplaceScope: 'SINGLE_MARKETPLACE',
             marketplaces: ['US'],
@@ -187,6 +189,87 @@ describe('AmazonAds against its fake', () => {
       const down = new AmazonAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('amazon_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
       const unreachable = await rejection(down.readAccount({ accessToken: token, providerAccountId: US_ACCOUNT }));
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
+    });
+  });
+
+  describe("the dispatch's marker, and finding a campaign again", () => {
+    it("names the campaign with the marker, after the partner's name, within 128 characters", async () => {
+      await create(campaign({ name: 'Deal days' }), US_ACCOUNT, usd, 'dsp_01JMARKER');
+      expect(sentCampaign().name).toBe('Deal days · dsp_01JMARKER');
+      await create(campaign({ name: 'L'.repeat(255) }), US_ACCOUNT, usd, 'dsp_01JMARKER');
+      expect(sentCampaign().name).toBe(`${'L'.repeat(128 - ' · dsp_01JMARKER'.length)} · dsp_01JMARKER`);
+    });
+
+    it('finds nothing when no campaign carries the marker: a query by name for the profile, live campaigns only', async () => {
+      expect(await find('dsp_nothing')).toEqual([]);
+      const sent = fake.lastRequest('/adsApi/v1/query/campaigns');
+      expect(sent.method).toBe('POST');
+      expect(sent.headers).toMatchObject({
+        authorization: `Bearer ${token}`,
+        'amazon-advertising-api-clientid': fake.clientId,
+        'amazon-advertising-api-scope': String(fake.profileIdOf(US_ACCOUNT)),
+        'amazon-ads-accountid': US_ACCOUNT,
+      });
+      expect(sent.body).toEqual({
+        adProductFilter: { include: ['SPONSORED_PRODUCTS'] },
+        nameFilter: { include: ['dsp_nothing'], queryTermMatchType: 'BROAD_MATCH' },
+        stateFilter: { include: ['ENABLED', 'PAUSED'] },
+        maxResults: 5000,
+      });
+    });
+
+    it('finds the one campaign a create made, by the id the create answered', async () => {
+      const created = await create(campaign(), US_ACCOUNT, usd, 'dsp_found_one');
+      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+    });
+
+    it('finds two, oldest first, when Amazon made the campaign twice (and answered 503)', async () => {
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      expect((await rejection(create(campaign(), US_ACCOUNT, usd, 'dsp_twice'))).kind).toBe('transient');
+      const [older, newer] = fake.campaignsFor('dsp_twice');
+      expect((await find('dsp_twice')).map((c) => c.providerResourceId)).toEqual([older.id, newer.id]);
+    });
+
+    it("ignores a name that only carries a longer id (which a broad match answers), an archived campaign, and other accounts' campaigns", async () => {
+      await create(campaign(), US_ACCOUNT, usd, 'dsp_short0');
+      fake.plantCampaigns(US_ACCOUNT, ['Archived · dsp_short'], 'ARCHIVED');
+      await create(campaign({ budget: { amount_micros: 7_050_000, currency: 'GBP', type: 'daily' } }), UK_ACCOUNT, gbp, 'dsp_short');
+      expect(await find('dsp_short')).toEqual([]);
+    });
+
+    it('follows nextToken', async () => {
+      fake.plantCampaigns(US_ACCOUNT, Array.from({ length: 5_000 }, (_, i) => `Other · dsp_paged${i}`));
+      const created = await create(campaign(), US_ACCOUNT, usd, 'dsp_paged');
+      const before = fake.requests.length;
+      expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
+      const queries = fake.requests.slice(before).filter((r) => r.path === '/adsApi/v1/query/campaigns');
+      expect(queries.map((r) => (r.body as { nextToken?: string }).nextToken)).toEqual([undefined, expect.any(String)]);
+    });
+
+    it('a query answered 5xx is transient; 401 auth', async () => {
+      fake.failNextCampaignQuery(503);
+      const failed = await rejection(find('dsp_1'));
+      expect([failed.kind, failed.providerCode, failed.httpStatus]).toEqual(['transient', 'INTERNAL_ERROR', 503]);
+      fake.expireToken(token);
+      expect((await rejection(find('dsp_1'))).kind).toBe('auth');
+    });
+  });
+
+  describe('the dry run (Amazon has no validate-only call: the rules of a create, no call)', () => {
+    it('answers checked by rules, without a request to Amazon', async () => {
+      const before = [fake.requests.length, fake.created.length];
+      expect(await validate(campaign())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect([fake.requests.length, fake.created.length]).toEqual(before);
+    });
+
+    it('a campaign a create would refuse before calling is validation, still without a request', async () => {
+      const before = fake.requests.length;
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 100_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-01-04T09:00:00Z', timezone: 'UTC', end_at: '2027-02-04T09:00:00Z' } })))).toMatchObject({
+        kind: 'validation',
+        providerCode: 'budget_type_unsupported',
+      });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 12_345_678, currency: 'USD', type: 'daily' } })))).toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      expect(fake.requests.length).toBe(before);
     });
   });
 });

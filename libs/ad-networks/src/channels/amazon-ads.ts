@@ -1,7 +1,7 @@
-import { CampaignSpec } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
@@ -34,6 +34,20 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   [{code, message, fieldLocation}]}]}`; an error entry is Amazon's refusal of that campaign
  *   (by its code: TOO_MANY_REQUESTS slow down, UNAUTHORIZED re-authenticate, INTERNAL_ERROR and
  *   CONFLICT transient, FORBIDDEN unreachable, the rest validation).
+ * - The dispatch's marker: the campaign's name carries it (`markedName`), shortened to 128
+ *   characters (unconfirmed: Amazon's unified reference gives a campaign name no maximum; 128 is
+ *   the Sponsored Products limit of its earlier API). Campaign `tags` cannot be queried, so the
+ *   name is where a lookup can find it; no tag is set.
+ * - Finding a campaign again: the profile, then `POST /adsApi/v1/query/campaigns` (same headers
+ *   as the create) with `adProductFilter` SPONSORED_PRODUCTS, `nameFilter` {include: [dispatch
+ *   id], queryTermMatchType: BROAD_MATCH} (unconfirmed that a broad match finds a term at the
+ *   end of a name: the names it answers are checked for the marker anyway), `stateFilter`
+ *   ENABLED and PAUSED (ARCHIVED is Amazon's delete, terminal), `maxResults` 5000, and
+ *   `nextToken` for at most 10 pages. Answers `{campaigns, nextToken}`; oldest first by
+ *   `creationDateTime`, then by `campaignId`. (Shapes from Amazon's unified API spec.)
+ * - Dry run: Amazon has no validate-only call, so `validateCampaign` applies every rule the
+ *   create applies before its first call, building the same campaign (the marketplace, which only
+ *   the profile read gives, left out), and calls nothing: `checkedBy: 'rules'`.
  * - Re-authenticate: HTTP 401; a refused refresh. Slow down: 429 after its `Retry-After`.
  *   5xx transient. 403 / 404, or no profile for the account: unreachable. Other 4xx: validation
  *   with Amazon's `code` and `message` (`details` in older answers).
@@ -41,6 +55,12 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 const SCOPES = ['advertising::campaign_management'] as const;
 /** Amazon's profiles use UK where the marketplace enum has GB. */
 const MARKETPLACE_OF_COUNTRY: Readonly<Record<string, string>> = { UK: 'GB' };
+/** Unconfirmed (see the header). */
+const NAME_MAX_LENGTH = 128;
+/** `maxResults` of a campaign query: at most 5000. */
+const LOOKUP_PAGE_SIZE = 5_000;
+/** Bounds the lookup (the name filter leaves few campaigns to page through anyway). */
+const LOOKUP_MAX_PAGES = 10;
 
 interface Profile {
   profileId?: unknown;
@@ -88,19 +108,14 @@ export class AmazonAds implements AdNetwork {
     return { currency: profile.currency, timezone: profile.timezone };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const spec = request.campaign;
-    objectiveOf(spec); // checked; Amazon has no objective field
-    if (spec.budget.type !== 'daily')
-      throw new ProviderError('validation', 'amazon_ads: Sponsored Products campaigns take only a daily budget (recurrenceTimePeriod DAILY)', 'budget_type_unsupported');
-    const dailyBudget = toMajorUnitNumber(spec.budget.amount_micros, spec.budget.currency); // whole minor units, checked before any call
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const campaignIn = this.campaignRequest(request); // every rule, before any call
     const profile = await this.profile(access);
-    const body = { campaigns: [this.campaignBody(spec, profile.marketplace, dailyBudget)] };
     const answer = await this.http.call({
       method: 'POST',
       url: `${this.settings.apiUrl}/adsApi/v1/create/campaigns`,
-      headers: { ...this.headers(access), 'amazon-advertising-api-scope': profile.profileId, 'amazon-ads-accountid': profile.accountId },
-      json: body,
+      headers: this.profileHeaders(access, profile),
+      json: { campaigns: [campaignIn(profile.marketplace)] },
     });
     if (answer.status !== 207 && answer.status !== 200) throw this.refusal(answer, 'campaign create');
     const result = (answer.json ?? {}) as { success?: Array<{ index?: number; campaign?: { campaignId?: unknown } }>; error?: Array<{ index?: number; errors?: AmazonError[] }> };
@@ -111,12 +126,56 @@ export class AmazonAds implements AdNetwork {
     return { providerResourceId: campaignId };
   }
 
-  /** The campaign as the unified v1 API takes it (one element of `campaigns`). */
-  campaignBody(spec: CampaignSpec, marketplace: string, dailyBudget: number): Record<string, unknown> {
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const profile = await this.profile(access);
+    const found: FoundCampaign[] = [];
+    let nextToken: string | undefined;
+    for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
+      const answer = await this.http.call({
+        method: 'POST',
+        url: `${this.settings.apiUrl}/adsApi/v1/query/campaigns`,
+        headers: this.profileHeaders(access, profile),
+        json: {
+          adProductFilter: { include: ['SPONSORED_PRODUCTS'] },
+          nameFilter: { include: [request.dispatchId], queryTermMatchType: 'BROAD_MATCH' },
+          stateFilter: { include: ['ENABLED', 'PAUSED'] },
+          maxResults: LOOKUP_PAGE_SIZE,
+          ...(nextToken ? { nextToken } : {}),
+        },
+      });
+      if (answer.status !== 200) throw this.refusal(answer, 'campaign lookup');
+      const body = (Array.isArray(answer.json) ? {} : (answer.json ?? {})) as { campaigns?: unknown; nextToken?: unknown };
+      if (!Array.isArray(body.campaigns)) throw new ProviderError('transient', 'amazon_ads answered the campaign query without campaigns', null, answer.status);
+      for (const campaign of body.campaigns as Array<{ campaignId?: unknown; name?: unknown; creationDateTime?: unknown }>)
+        if (typeof campaign?.campaignId === 'string' && carriesMarker(campaign.name, request.dispatchId))
+          found.push({ providerResourceId: campaign.campaignId, createdAt: typeof campaign.creationDateTime === 'string' ? campaign.creationDateTime : null });
+      nextToken = typeof body.nextToken === 'string' && body.nextToken ? body.nextToken : undefined;
+      if (!nextToken) break;
+    }
+    return oldestFirst(found);
+  }
+
+  async validateCampaign(_access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    this.campaignRequest(request);
+    return { checkedBy: 'rules', warnings: [] };
+  }
+
+  /**
+   * The campaign as the unified v1 API takes it (one element of `campaigns`), named with the
+   * dispatch's marker: every rule is applied here, and the campaign is completed with the
+   * profile's marketplace once the create has read it. What a create sends, and all a dry run checks.
+   */
+  private campaignRequest(request: LiveCampaignRequest): (marketplace: string) => Record<string, unknown> {
+    const spec = request.campaign;
+    objectiveOf(spec); // checked; Amazon has no objective field
+    if (spec.budget.type !== 'daily')
+      throw new ProviderError('validation', 'amazon_ads: Sponsored Products campaigns take only a daily budget (recurrenceTimePeriod DAILY)', 'budget_type_unsupported');
+    const dailyBudget = toMajorUnitNumber(spec.budget.amount_micros, spec.budget.currency); // whole minor units
     const end = lifetimeEnd(this.channel, spec);
-    return {
+    const name = markedName(spec.name, request.dispatchId, NAME_MAX_LENGTH);
+    return (marketplace) => ({
       adProduct: 'SPONSORED_PRODUCTS',
-      name: spec.name,
+      name,
       state: 'PAUSED',
       marketplaceScope: 'SINGLE_MARKETPLACE',
       marketplaces: [marketplace],
@@ -130,7 +189,12 @@ export class AmazonAds implements AdNetwork {
       ],
       startDateTime: utcSeconds(spec.schedule.start_at),
       ...(end ? { endDateTime: utcSeconds(end) } : {}),
-    };
+    });
+  }
+
+  /** The headers of a call scoped to the advertiser's profile. */
+  private profileHeaders(access: AccountAccess, profile: { profileId: string; accountId: string }): Record<string, string> {
+    return { ...this.headers(access), 'amazon-advertising-api-scope': profile.profileId, 'amazon-ads-accountid': profile.accountId };
   }
 
   /** The profile of the connection's advertiser account, from `GET /v2/profiles`. */
@@ -181,4 +245,10 @@ export class AmazonAds implements AdNetwork {
 /** ISO 8601 UTC with `Z`, to the second: `2027-01-04T09:00:00Z`. */
 function utcSeconds(instant: string): string {
   return new Date(instant).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** Oldest first by `creationDateTime`, then by `campaignId` (digits) so the order is the same on every lookup. */
+function oldestFirst(found: FoundCampaign[]): FoundCampaign[] {
+  const at = (campaign: FoundCampaign) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
+  return [...found].sort((a, b) => at(a) - at(b) || a.providerResourceId.length - b.providerResourceId.length || (a.providerResourceId < b.providerResourceId ? -1 : a.providerResourceId > b.providerResourceId ? 1 : 0));
 }

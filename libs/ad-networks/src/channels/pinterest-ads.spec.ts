@@ -35,8 +35,10 @@ describe('PinterestAds against its fake', () => {
     await closeFakeNetworkDispatcher();
   });
 
-  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd) =>
-    pinterest.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
+  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
+    pinterest.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = USD_ACCOUNT) => pinterest.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => pinterest.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentCampaign = () => (fake.lastRequest(/\/campaigns$/).body as Array<Record<string, unknown>>)[0];
 
   describe('OAuth', () => {
@@ -118,7 +120,7 @@ describe('PinterestAds against its fake', () => {
       const sent = fake.lastRequest(/\/campaigns$/);
       expect([sent.method, sent.path, sent.headers.authorization]).toEqual(['POST', `/v5/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`]);
       expect(sent.body).toEqual([
-        { ad_account_id: USD_ACCOUNT, name: 'Autumn boards', status: 'PAUSED', objective_type: 'WEB_CONVERSION', daily_spend_cap: 25_000_000, start_time: 1_803_888_000, end_time: 1_806_480_000 },
+        { ad_account_id: USD_ACCOUNT, name: 'Autumn boards · dsp_1', status: 'PAUSED', objective_type: 'WEB_CONVERSION', daily_spend_cap: 25_000_000, start_time: 1_803_888_000, end_time: 1_806_480_000 },
       ]);
       expect(created.providerResourceId).toBe(fake.created[fake.created.length - 1].id);
       expect(created.providerResourceId).toMatch(/^\d+$/);
@@ -182,6 +184,69 @@ describe('PinterestAds against its fake', () => {
       const down = new PinterestAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('pinterest_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
       const unreachable = await rejection(down.readAccount({ accessToken: token, providerAccountId: USD_ACCOUNT }));
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
+    });
+  });
+
+  describe("the dispatch's marker, and finding a campaign again", () => {
+    it("names the campaign with the marker, after the partner's name", async () => {
+      await create(campaign({ name: 'Cosy corners' }), USD_ACCOUNT, usd, 'dsp_01JMARKER');
+      expect(sentCampaign().name).toBe('Cosy corners · dsp_01JMARKER');
+    });
+
+    it('finds nothing when no campaign carries the marker, asking for the largest pages, newest first', async () => {
+      expect(await find('dsp_nothing')).toEqual([]);
+      const sent = fake.lastRequest(/\/campaigns$/);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual(['GET', `/v5/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, { page_size: '250', order: 'DESCENDING' }]);
+    });
+
+    it('finds the one campaign a create made, by the id the create answered', async () => {
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_found_one');
+      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+    });
+
+    it('finds two, oldest first, when Pinterest made the campaign twice (and answered 503)', async () => {
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      expect((await rejection(create(campaign(), USD_ACCOUNT, usd, 'dsp_twice'))).kind).toBe('transient');
+      const [older, newer] = fake.campaignsFor('dsp_twice');
+      expect((await find('dsp_twice')).map((c) => c.providerResourceId)).toEqual([older.id, newer.id]);
+    });
+
+    it('ignores a campaign whose name only carries a longer id, and campaigns of other ad accounts', async () => {
+      await create(campaign(), USD_ACCOUNT, usd, 'dsp_short0');
+      await create(campaign({ budget: { amount_micros: 3_000_000_000, currency: 'JPY', type: 'daily' } }), JPY_ACCOUNT, jpy, 'dsp_short');
+      expect(await find('dsp_short')).toEqual([]);
+    });
+
+    it('follows the bookmark to an older campaign', async () => {
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
+      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 300 }, (_, i) => `Someone else's campaign ${i}`));
+      const before = fake.requests.length;
+      expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
+      const pages = fake.requests.slice(before);
+      expect(pages.map((r) => r.query.bookmark === undefined)).toEqual([true, false]);
+    });
+
+    it('a lookup answered 5xx is transient; 401 auth', async () => {
+      fake.failNext(1, 503);
+      const failed = await rejection(find('dsp_1'));
+      expect([failed.kind, failed.httpStatus]).toEqual(['transient', 503]);
+      fake.expireToken(token);
+      expect((await rejection(find('dsp_1'))).kind).toBe('auth');
+    });
+  });
+
+  describe('the dry run (Pinterest has no validate-only call: the rules of a create, no call)', () => {
+    it('answers checked by rules, without a request to Pinterest', async () => {
+      const before = [fake.requests.length, fake.created.length];
+      expect(await validate(campaign())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect([fake.requests.length, fake.created.length]).toEqual(before);
+    });
+
+    it('a campaign a create would refuse before calling is validation, still without a request', async () => {
+      const before = fake.requests.length;
+      expect(await rejection(validate(campaign({ objective: 'app_installs' })))).toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 400_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      expect(fake.requests.length).toBe(before);
     });
   });
 });

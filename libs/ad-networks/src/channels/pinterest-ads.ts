@@ -1,6 +1,7 @@
-import { CampaignSpec, Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { Objective } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { toMicros } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, grantRefusal, requireClient, tokenSetFrom } from '../oauth2';
 import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
@@ -31,12 +32,30 @@ import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campa
  *   simplification deprecates it for SALES), CONSIDERATION for traffic and engagement (Pin and
  *   outbound clicks), AWARENESS, LEADS (introduced by the same simplification). Pinterest has no
  *   app-install objective in v5: `app_installs` is refused before any call.
+ * - The dispatch's marker: a v5 campaign has no field for the caller's own reference that can be
+ *   searched, so its name carries it (`markedName`), shortened to 255 characters (unconfirmed:
+ *   Pinterest's reference states no maximum for a campaign name).
+ * - Finding a campaign again: `GET /v5/ad_accounts/{id}/campaigns?page_size=250&order=DESCENDING`
+ *   (250 is the largest page; there is no name filter; DESCENDING by id puts the newest first),
+ *   following `bookmark` for at most 10 pages. No `entity_statuses`: Pinterest's default, ACTIVE
+ *   and PAUSED, holds what we create (PAUSED) and what a partner may have started; an ARCHIVED
+ *   campaign is not found again, as Google's REMOVED ones are not. Kept: the names that carry the
+ *   marker, oldest first by `created_time` (Unix seconds), then by id.
+ * - Dry run: Pinterest has no validate-only call for campaigns, so `validateCampaign` builds the
+ *   very body `createCampaign` would send (every rule above applies) and calls nothing:
+ *   `checkedBy: 'rules'`.
  * - Re-authenticate: HTTP 401; a refused refresh. Slow down: 429, after `Retry-After` or, failing
  *   that, `X-RateLimit-Reset` seconds (unconfirmed header). 5xx transient. 403 / 404 on the ad
  *   account: unreachable. Other 4xx: validation with Pinterest's `message` and `code`.
  */
 const API_VERSION = 'v5';
 const SCOPES = ['ads:read', 'ads:write'] as const;
+/** Unconfirmed: Pinterest's v5 reference gives a campaign name no maximum length. */
+const NAME_MAX_LENGTH = 255;
+/** `page_size` of the campaign list: at most 250. */
+const LOOKUP_PAGE_SIZE = 250;
+/** Bounds the lookup: 10 pages, newest first, reach far past any campaign a retry looks for. */
+const LOOKUP_MAX_PAGES = 10;
 
 export const PINTEREST_OBJECTIVES: Readonly<Record<Exclude<Objective, 'app_installs'>, string>> = {
   conversion: 'WEB_CONVERSION',
@@ -89,8 +108,8 @@ export class PinterestAds implements AdNetwork {
     return { currency: account.currency, timezone: timezone ?? 'UTC' };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const campaign = this.campaignBody(access.providerAccountId, request.campaign);
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const campaign = this.campaignBody(access, request);
     const answer = await this.http.call({ method: 'POST', url: `${this.accountUrl(access.providerAccountId)}/campaigns`, headers: this.auth(access), json: [campaign] });
     if (answer.status !== 200) throw this.refusal(answer, 'campaign create');
     const items = ((answer.json ?? {}) as { items?: unknown }).items;
@@ -102,15 +121,47 @@ export class PinterestAds implements AdNetwork {
     return { providerResourceId: id };
   }
 
-  /** The campaign as Pinterest takes it (one element of the array body). */
-  campaignBody(adAccountId: string, spec: CampaignSpec): Record<string, unknown> {
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const found: Array<FoundCampaign & { seconds: number | null }> = [];
+    let bookmark: string | undefined;
+    for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
+      const answer = await this.http.call({
+        method: 'GET',
+        url: `${this.accountUrl(access.providerAccountId)}/campaigns`,
+        headers: this.auth(access),
+        query: { page_size: LOOKUP_PAGE_SIZE, order: 'DESCENDING', bookmark },
+      });
+      if (answer.status !== 200) throw this.refusal(answer, 'campaign lookup');
+      const body = (answer.json ?? {}) as { items?: unknown; bookmark?: unknown };
+      if (!Array.isArray(body.items)) throw new ProviderError('transient', 'pinterest_ads answered the campaign lookup without items', null, answer.status);
+      for (const campaign of body.items as Array<{ id?: unknown; name?: unknown; created_time?: unknown }>) {
+        if (typeof campaign?.id !== 'string' || !carriesMarker(campaign.name, request.dispatchId)) continue;
+        const seconds = typeof campaign.created_time === 'number' ? campaign.created_time : null;
+        found.push({ providerResourceId: campaign.id, createdAt: seconds === null ? null : new Date(seconds * 1000).toISOString(), seconds });
+      }
+      bookmark = typeof body.bookmark === 'string' && body.bookmark ? body.bookmark : undefined;
+      if (!bookmark) break;
+    }
+    // Oldest first: by creation second, then by id (digits; a higher id is a later campaign).
+    found.sort((a, b) => (a.seconds ?? Infinity) - (b.seconds ?? Infinity) || byDigits(a.providerResourceId, b.providerResourceId));
+    return found.map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
+  }
+
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    this.campaignBody(access, request);
+    return { checkedBy: 'rules', warnings: [] };
+  }
+
+  /** The campaign as Pinterest takes it (one element of the array body), named with the dispatch's marker: what a create sends, and all a dry run checks. */
+  private campaignBody(access: LiveAccess, request: LiveCampaignRequest): Record<string, unknown> {
+    const spec = request.campaign;
     const wanted = objectiveOf(spec);
     if (wanted === 'app_installs') throw unsupportedObjective(this.channel, wanted, 'Pinterest API v5 has no app-install objective');
     const end = lifetimeEnd(this.channel, spec);
     const micros = toMicros(spec.budget.amount_micros);
     return {
-      ad_account_id: adAccountId,
-      name: spec.name,
+      ad_account_id: access.providerAccountId,
+      name: markedName(spec.name, request.dispatchId, NAME_MAX_LENGTH),
       status: 'PAUSED',
       objective_type: PINTEREST_OBJECTIVES[wanted],
       ...(spec.budget.type === 'daily' ? { daily_spend_cap: micros } : { lifetime_spend_cap: micros }),
@@ -165,4 +216,9 @@ export class PinterestAds implements AdNetwork {
 /** An ISO 8601 instant as Pinterest's Unix seconds. */
 function unixSeconds(instant: string): number {
   return Math.floor(Date.parse(instant) / 1000);
+}
+
+/** Two ids of digits in numeric order (they may pass 2^53). */
+function byDigits(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }

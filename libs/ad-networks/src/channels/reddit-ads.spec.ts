@@ -35,8 +35,10 @@ describe('RedditAds against its fake', () => {
     await closeFakeNetworkDispatcher();
   });
 
-  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd) =>
-    reddit.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
+  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
+    reddit.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = USD_ACCOUNT) => reddit.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => reddit.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentData = () => (fake.lastRequest(/\/campaigns$/).body as { data: Record<string, unknown> }).data;
 
   describe('OAuth', () => {
@@ -119,7 +121,7 @@ describe('RedditAds against its fake', () => {
       expect([sent.method, sent.path, sent.headers.authorization, sent.headers['content-type']]).toEqual(['POST', `/api/v3/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, 'application/json']);
       expect(sent.body).toEqual({
         data: {
-          name: 'Launch week',
+          name: 'Launch week · dsp_1',
           objective: 'CONVERSIONS',
           configured_status: 'PAUSED',
           is_campaign_budget_optimization: true,
@@ -160,8 +162,8 @@ describe('RedditAds against its fake', () => {
     });
 
     it('Reddit\'s 400 is validation with its message and code', async () => {
-      const refused = await rejection(create(campaign({ name: 'Go' })));
-      expect([refused.kind, refused.providerCode, refused.httpStatus, refused.message]).toEqual(['validation', 'INVALID_INPUT', 400, 'name: String should have between 3 and 500 characters']);
+      const refused = await rejection(create(campaign({ schedule: { start_at: '2027-05-01T16:00:00Z', timezone: 'UTC', end_at: '2027-04-01T16:00:00Z' } })));
+      expect([refused.kind, refused.providerCode, refused.httpStatus, refused.message]).toEqual(['validation', 'INVALID_INPUT', 400, 'end_time: must be after start_time']);
     });
 
     it('401 is auth, 403 account_unreachable', async () => {
@@ -182,6 +184,70 @@ describe('RedditAds against its fake', () => {
       const down = new RedditAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('reddit_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
       const unreachable = await rejection(down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }));
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
+    });
+  });
+
+  describe("the dispatch's marker, and finding a campaign again", () => {
+    it("names the campaign with the marker, after the partner's name", async () => {
+      await create(campaign({ name: 'Go' }), USD_ACCOUNT, usd, 'dsp_01JMARKER');
+      expect(sentData().name).toBe('Go · dsp_01JMARKER');
+    });
+
+    it('finds nothing when no campaign carries the marker, asking for pages of 1000 with our User-Agent', async () => {
+      expect(await find('dsp_nothing')).toEqual([]);
+      const sent = fake.lastRequest(/\/campaigns$/);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual(['GET', `/api/v3/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, { 'page.size': '1000' }]);
+      expect(sent.headers['user-agent']).toMatch(/^campaign-ops\//);
+    });
+
+    it('finds the one campaign a create made, by the id the create answered', async () => {
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_found_one');
+      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+    });
+
+    it('finds two, oldest first, when Reddit made the campaign twice (and answered 503)', async () => {
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      expect((await rejection(create(campaign(), USD_ACCOUNT, usd, 'dsp_twice'))).kind).toBe('transient');
+      const [older, newer] = fake.campaignsFor('dsp_twice');
+      expect((await find('dsp_twice')).map((c) => c.providerResourceId)).toEqual([older.id, newer.id]);
+    });
+
+    it('ignores a campaign whose name only carries a longer id, and campaigns of other ad accounts', async () => {
+      await create(campaign(), USD_ACCOUNT, usd, 'dsp_short0');
+      await create(campaign({ budget: { amount_micros: 40_000_000, currency: 'EUR', type: 'daily' } }), EUR_ACCOUNT, eur, 'dsp_short');
+      expect(await find('dsp_short')).toEqual([]);
+    });
+
+    it("follows pagination.next_url's page.token, on our own API URL", async () => {
+      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`));
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
+      const before = fake.requests.length;
+      expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
+      const pages = fake.requests.slice(before);
+      expect(pages.map((r) => r.query)).toEqual([{ 'page.size': '1000' }, { 'page.size': '1000', 'page.token': expect.any(String) }]);
+    });
+
+    it('a lookup answered 5xx is transient; 401 auth', async () => {
+      fake.failNext(1, 503);
+      const failed = await rejection(find('dsp_1'));
+      expect([failed.kind, failed.httpStatus]).toEqual(['transient', 503]);
+      fake.expireToken(token);
+      expect((await rejection(find('dsp_1'))).kind).toBe('auth');
+    });
+  });
+
+  describe('the dry run (Reddit has no validate-only call: the rules of a create, no call)', () => {
+    it('answers checked by rules, without a request to Reddit', async () => {
+      const before = [fake.requests.length, fake.created.length];
+      expect(await validate(campaign())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect([fake.requests.length, fake.created.length]).toEqual(before);
+    });
+
+    it('a campaign a create would refuse before calling is validation, still without a request', async () => {
+      const before = fake.requests.length;
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 900_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 0.5, currency: 'USD', type: 'daily' } })))).toMatchObject({ kind: 'validation', providerCode: 'budget_invalid' });
+      expect(fake.requests.length).toBe(before);
     });
   });
 });

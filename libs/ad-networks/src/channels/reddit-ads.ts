@@ -1,7 +1,8 @@
-import { CampaignSpec, Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { Objective } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMicros } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, grantRefusal, requireClient, tokenSetFrom } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
@@ -31,6 +32,17 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   passed on as validation if so). Times ISO 8601 UTC. The id is `data.id`.
  * - Objectives: CONVERSIONS, CLICKS (traffic and engagement), IMPRESSIONS (awareness),
  *   LEAD_GENERATION, APP_INSTALLS.
+ * - The dispatch's marker: a campaign has no field for the caller's own reference, so its name
+ *   carries it (`markedName`), shortened to 500 characters (unconfirmed: a third-party reading of
+ *   Reddit's spec says names take 3 to 500).
+ * - Finding a campaign again: `GET /api/v3/ad_accounts/{id}/campaigns?page.size=1000` (no name
+ *   filter; 1000 per page, unconfirmed as the maximum), following `pagination.next_url` for at most
+ *   10 pages: its `page.token` is sent to our own API URL again, never the token to wherever the
+ *   link points. Answers `{data: [...], pagination: {next_url}}` (unconfirmed; so is the order
+ *   Reddit lists in, which decides what 10 pages reach in an account of more than 10000
+ *   campaigns). Kept: the names that carry the marker, oldest first by `created_at`, then by id.
+ * - Dry run: Reddit documents no validate-only call, so `validateCampaign` builds the very body
+ *   `createCampaign` would send (every rule above applies) and calls nothing: `checkedBy: 'rules'`.
  * - Re-authenticate: HTTP 401; a refused refresh. Slow down: 429, after `Retry-After`, else the
  *   `reset` of the IETF `RateLimit` header or `X-Ratelimit-Reset` seconds (unconfirmed). 5xx
  *   transient. 403 / 404 on the ad account: unreachable. Other 4xx: validation.
@@ -38,6 +50,12 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 const API_VERSION = 'v3';
 const SCOPES = ['adsread', 'adsedit'] as const;
 const USER_AGENT = 'campaign-ops/0.1 (live ad-network adapter)';
+/** Unconfirmed (see the header). */
+const NAME_MAX_LENGTH = 500;
+/** `page.size` of the campaign list (unconfirmed as Reddit's maximum). */
+const LOOKUP_PAGE_SIZE = 1_000;
+/** Bounds the lookup: 10 pages of 1000 reach far past any campaign a retry looks for. */
+const LOOKUP_MAX_PAGES = 10;
 
 export const REDDIT_OBJECTIVES: Readonly<Record<Objective, { objective: string; bidType: string }>> = {
   conversion: { objective: 'CONVERSIONS', bidType: 'CPC' },
@@ -92,8 +110,8 @@ export class RedditAds implements AdNetwork {
     return { currency: data.currency, timezone: data.time_zone_id };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const data = this.campaignBody(request.campaign);
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const data = this.campaignBody(request);
     const answer = await this.http.call({ method: 'POST', url: `${this.accountUrl(access.providerAccountId)}/campaigns`, headers: this.headers(access), json: { data } });
     if (answer.status !== 200 && answer.status !== 201) throw this.refusal(answer, 'campaign create');
     const id = ((answer.json ?? {}) as { data?: { id?: unknown } }).data?.id;
@@ -101,12 +119,40 @@ export class RedditAds implements AdNetwork {
     return { providerResourceId: id };
   }
 
-  /** The campaign as Reddit takes it (the `data` of the body). */
-  campaignBody(spec: CampaignSpec): Record<string, unknown> {
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const found: FoundCampaign[] = [];
+    let pageToken: string | undefined;
+    for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
+      const answer = await this.http.call({
+        method: 'GET',
+        url: `${this.accountUrl(access.providerAccountId)}/campaigns`,
+        headers: this.headers(access),
+        query: { 'page.size': LOOKUP_PAGE_SIZE, 'page.token': pageToken },
+      });
+      if (answer.status !== 200) throw this.refusal(answer, 'campaign lookup');
+      const body = (answer.json ?? {}) as { data?: unknown; pagination?: { next_url?: unknown } };
+      if (!Array.isArray(body.data)) throw new ProviderError('transient', 'reddit_ads answered the campaign lookup without data', null, answer.status);
+      for (const campaign of body.data as Array<{ id?: unknown; name?: unknown; created_at?: unknown }>)
+        if (typeof campaign?.id === 'string' && carriesMarker(campaign.name, request.dispatchId))
+          found.push({ providerResourceId: campaign.id, createdAt: typeof campaign.created_at === 'string' ? campaign.created_at : null });
+      pageToken = nextPageToken(body.pagination?.next_url);
+      if (!pageToken) break;
+    }
+    return oldestFirst(found);
+  }
+
+  async validateCampaign(_access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    this.campaignBody(request);
+    return { checkedBy: 'rules', warnings: [] };
+  }
+
+  /** The campaign as Reddit takes it (the `data` of the body), named with the dispatch's marker: what a create sends, and all a dry run checks. */
+  private campaignBody(request: LiveCampaignRequest): Record<string, unknown> {
+    const spec = request.campaign;
     const objective = REDDIT_OBJECTIVES[objectiveOf(spec)];
     const end = lifetimeEnd(this.channel, spec);
     return {
-      name: spec.name,
+      name: markedName(spec.name, request.dispatchId, NAME_MAX_LENGTH),
       objective: objective.objective,
       configured_status: 'PAUSED',
       is_campaign_budget_optimization: true,
@@ -170,4 +216,20 @@ function rateLimitReset(answer: NetworkAnswer): number | null {
 /** ISO 8601 UTC to the second: `2027-05-01T16:00:00Z`. */
 function isoSeconds(instant: string): string {
   return new Date(instant).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** The `page.token` of Reddit's `pagination.next_url`; undefined on the last page. */
+function nextPageToken(nextUrl: unknown): string | undefined {
+  if (typeof nextUrl !== 'string' || !nextUrl) return undefined;
+  try {
+    return new URL(nextUrl).searchParams.get('page.token') ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Oldest first by `created_at`; the id breaks a tie so the order is the same on every lookup. */
+function oldestFirst(found: FoundCampaign[]): FoundCampaign[] {
+  const at = (campaign: FoundCampaign) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
+  return [...found].sort((a, b) => at(a) - at(b) || a.providerResourceId.length - b.providerResourceId.length || (a.providerResourceId < b.providerResourceId ? -1 : a.providerResourceId > b.providerResourceId ? 1 : 0));
 }

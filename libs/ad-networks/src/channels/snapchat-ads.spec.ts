@@ -40,8 +40,10 @@ describe('SnapchatAds against its fake', () => {
     await closeFakeNetworkDispatcher();
   });
 
-  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd) =>
-    snap.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
+  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
+    snap.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = USD_ACCOUNT) => snap.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => snap.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentCampaign = () => (fake.lastRequest(/\/campaigns$/).body as { campaigns: Array<Record<string, unknown>> }).campaigns[0];
 
   describe('OAuth', () => {
@@ -132,7 +134,7 @@ describe('SnapchatAds against its fake', () => {
       expect([sent.method, sent.path, sent.headers.authorization, sent.headers['content-type']]).toEqual(['POST', `/v1/adaccounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, 'application/json']);
       expect(sentCampaign()).toEqual({
         ad_account_id: USD_ACCOUNT,
-        name: 'Spring launch',
+        name: 'Spring launch · dsp_1',
         status: 'PAUSED',
         objective_v2_properties: { objective_v2_type: 'SALES' },
         start_time: '2027-01-04T09:00:00-08:00',
@@ -207,6 +209,74 @@ describe('SnapchatAds against its fake', () => {
       const down = new SnapchatAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('snapchat_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
       const unreachable = await rejection(down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }));
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
+    });
+  });
+
+  describe("the dispatch's marker, and finding a campaign again", () => {
+    it('names the campaign with the marker, after the partner\'s name', async () => {
+      await create(campaign({ name: 'Summer drop' }), USD_ACCOUNT, usd, 'dsp_01JMARKER');
+      expect(sentCampaign().name).toBe('Summer drop · dsp_01JMARKER');
+    });
+
+    it('finds nothing when no campaign carries the marker, asking Snap for its largest pages', async () => {
+      expect(await find('dsp_nothing')).toEqual([]);
+      const sent = fake.lastRequest(/\/campaigns$/);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual(['GET', `/v1/adaccounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, { limit: '1000' }]);
+    });
+
+    it('finds the one campaign a create made, by the id the create answered', async () => {
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_found_one');
+      const found = await find('dsp_found_one');
+      expect(found).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+    });
+
+    it('finds two, oldest first, when Snap made the campaign twice (and answered 503)', async () => {
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      const failed = await rejection(create(campaign(), USD_ACCOUNT, usd, 'dsp_twice'));
+      expect(failed.kind).toBe('transient');
+      const [older, newer] = fake.campaignsFor('dsp_twice');
+      expect((await find('dsp_twice')).map((c) => c.providerResourceId)).toEqual([older.id, newer.id]);
+    });
+
+    it('ignores a campaign whose name only carries a longer id, and campaigns of other ad accounts', async () => {
+      await create(campaign(), USD_ACCOUNT, usd, 'dsp_short0');
+      await create(campaign({ budget: { amount_micros: 30_000_000, currency: 'EUR', type: 'daily' } }), EUR_ACCOUNT, { currency: 'EUR', timezone: 'Europe/Paris' }, 'dsp_short');
+      expect(await find('dsp_short')).toEqual([]);
+    });
+
+    it("follows Snap's pages (newest first) to an older campaign, sending the cursor to our own API URL", async () => {
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
+      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`));
+      const before = fake.requests.length;
+      expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
+      const pages = fake.requests.slice(before);
+      expect(pages).toHaveLength(2);
+      expect(pages[1].query).toEqual({ limit: '1000', cursor: expect.any(String) });
+      expect(pages[1].headers.authorization).toBe(`Bearer ${token}`);
+    });
+
+    it('a lookup answered 5xx is transient; 401 auth', async () => {
+      fake.failNext(1, 503);
+      const failed = await rejection(find('dsp_1'));
+      expect([failed.kind, failed.httpStatus]).toEqual(['transient', 503]);
+      fake.expireToken(token);
+      expect((await rejection(find('dsp_1'))).kind).toBe('auth');
+    });
+  });
+
+  describe('the dry run (Snap has no validate-only call: the rules of a create, no call)', () => {
+    it('answers checked by rules, without a request to Snap', async () => {
+      const before = [fake.requests.length, fake.created.length];
+      expect(await validate(campaign())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect([fake.requests.length, fake.created.length]).toEqual(before);
+    });
+
+    it('a campaign a create would refuse before calling is validation, still without a request', async () => {
+      const before = fake.requests.length;
+      const refused = await rejection(validate(campaign({ budget: { amount_micros: 300_000_000, currency: 'USD', type: 'lifetime' } })));
+      expect([refused.kind, refused.providerCode]).toEqual(['validation', 'lifetime_budget_needs_end']);
+      expect((await rejection(validate(campaign({ objective: 'reach' })))).providerCode).toBe('objective_unsupported');
+      expect(fake.requests.length).toBe(before);
     });
   });
 });

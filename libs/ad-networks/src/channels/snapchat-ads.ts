@@ -1,7 +1,8 @@
-import { CampaignSpec, Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { Objective } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone, isoWithOffset } from '../account-time';
 import { toMicros } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
@@ -29,6 +30,16 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   SALES, TRAFFIC, APP_PROMOTION, LEADS), which replaces the deprecated `objective` field.
  *   CHANNELS.md's `WEB_CONVERSION` is that deprecated field's name for SALES (unconfirmed that
  *   Snap still accepts it; the deprecated enum has no traffic value at all).
+ * - The dispatch's marker: Snap has no field for the caller's own reference, so the campaign's
+ *   name carries it (`markedName`), shortened to Snap's documented maximum of 375 characters.
+ * - Finding a campaign again: `GET /v1/adaccounts/{id}/campaigns?limit=1000` (Snap's pages hold
+ *   50 to 1000; it has no name filter), at most 10 pages, following `paging.next_link`, whose
+ *   `cursor` we send to our own API URL again rather than sending the token wherever the link
+ *   points. Deleted campaigns are not listed (no `read_deleted_entities`). Kept: the names that
+ *   carry the marker, oldest first by `created_at`, then by id (Snap's paging example lists
+ *   newest first, so the 10 pages reach the recent campaigns a retry looks for; we sort anyway).
+ * - Dry run: Snap documents no validate-only call, so `validateCampaign` builds the very body
+ *   `createCampaign` would send (every rule above applies) and calls nothing: `checkedBy: 'rules'`.
  * - Re-authenticate: HTTP 401; a refused refresh. Slow down: HTTP 429 (20 requests/s per app,
  *   10 per token); Snap documents no Retry-After, so without one we wait one rate window (1 s).
  *   5xx: transient. 403 / 404 on the ad account: the token cannot reach it. Other 4xx: validation,
@@ -38,6 +49,12 @@ const API_VERSION = 'v1';
 const SCOPES = ['snapchat-marketing-api'] as const;
 /** One rate window of Snap's per-second limits, when a 429 names no delay. */
 const RATE_WINDOW_MS = 1_000;
+/** Snap's campaign `name`: "max length: 375 characters" (its campaign reference). */
+const NAME_MAX_LENGTH = 375;
+/** The largest page Snap serves (its pages hold 50 to 1000 entities). */
+const LOOKUP_PAGE_SIZE = 1_000;
+/** Bounds the lookup: 10 pages of 1000 reach far past any campaign a retry looks for. */
+const LOOKUP_MAX_PAGES = 10;
 
 /** Our objectives as Snap's objective_v2_type. */
 export const SNAPCHAT_OBJECTIVES: Readonly<Record<Objective, string>> = {
@@ -99,14 +116,9 @@ export class SnapchatAds implements AdNetwork {
     return { currency, timezone };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const campaign = this.campaignBody(access.providerAccountId, access.account, request.campaign);
-    const answer = await this.http.call({
-      method: 'POST',
-      url: this.url(`/adaccounts/${encodeURIComponent(access.providerAccountId)}/campaigns`),
-      headers: this.auth(access),
-      json: { campaigns: [campaign] },
-    });
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const campaign = this.campaignBody(access, request);
+    const answer = await this.http.call({ method: 'POST', url: this.campaignsUrl(access.providerAccountId), headers: this.auth(access), json: { campaigns: [campaign] } });
     if (answer.status !== 200) throw this.refusal(answer, 'campaign create');
     const created = this.firstItem(answer, 'campaigns').campaign as { id?: unknown } | undefined;
     if (typeof created?.id !== 'string' || !created.id)
@@ -114,20 +126,50 @@ export class SnapchatAds implements AdNetwork {
     return { providerResourceId: created.id };
   }
 
-  /** The campaign as Snap takes it (one element of `campaigns`). */
-  campaignBody(adAccountId: string, account: ProviderAccount, spec: CampaignSpec): Record<string, unknown> {
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const found: FoundCampaign[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
+      const answer = await this.http.call({ method: 'GET', url: this.campaignsUrl(access.providerAccountId), headers: this.auth(access), query: { limit: LOOKUP_PAGE_SIZE, cursor } });
+      if (answer.status !== 200) throw this.refusal(answer, 'campaign lookup');
+      const body = (answer.json ?? {}) as SnapError & { paging?: { next_link?: unknown }; campaigns?: unknown };
+      if (body.request_status !== 'SUCCESS' || !Array.isArray(body.campaigns))
+        throw new ProviderError('transient', 'snapchat_ads answered the campaign lookup without campaigns', body.error_code ?? null, answer.status);
+      for (const item of body.campaigns as SnapItem[]) {
+        const campaign = item?.campaign as { id?: unknown; name?: unknown; created_at?: unknown } | undefined;
+        if (typeof campaign?.id === 'string' && carriesMarker(campaign.name, request.dispatchId))
+          found.push({ providerResourceId: campaign.id, createdAt: typeof campaign.created_at === 'string' ? campaign.created_at : null });
+      }
+      cursor = nextCursor(body.paging?.next_link);
+      if (!cursor) break;
+    }
+    return oldestFirst(found);
+  }
+
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    this.campaignBody(access, request);
+    return { checkedBy: 'rules', warnings: [] };
+  }
+
+  /** The campaign as Snap takes it (one element of `campaigns`), named with the dispatch's marker: what a create sends, and all a dry run checks. */
+  private campaignBody(access: LiveAccess, request: LiveCampaignRequest): Record<string, unknown> {
+    const spec = request.campaign;
     const objective = SNAPCHAT_OBJECTIVES[objectiveOf(spec)];
     const end = lifetimeEnd(this.channel, spec);
     const micros = toMicros(spec.budget.amount_micros);
     return {
-      ad_account_id: adAccountId,
-      name: spec.name,
+      ad_account_id: access.providerAccountId,
+      name: markedName(spec.name, request.dispatchId, NAME_MAX_LENGTH),
       status: 'PAUSED',
       objective_v2_properties: { objective_v2_type: objective },
-      start_time: isoWithOffset(spec.schedule.start_at, account.timezone),
-      ...(end ? { end_time: isoWithOffset(end, account.timezone) } : {}),
+      start_time: isoWithOffset(spec.schedule.start_at, access.account.timezone),
+      ...(end ? { end_time: isoWithOffset(end, access.account.timezone) } : {}),
       ...(spec.budget.type === 'daily' ? { daily_budget_micro: micros } : { lifetime_spend_cap_micro: micros }),
     };
+  }
+
+  private campaignsUrl(adAccountId: string): string {
+    return this.url(`/adaccounts/${encodeURIComponent(adAccountId)}/campaigns`);
   }
 
   private url(path: string): string {
@@ -165,4 +207,20 @@ export class SnapchatAds implements AdNetwork {
     const reason = failed?.[0]?.sub_request_error_reason;
     return new ProviderError('validation', reason ?? message, code ?? `http_${answer.status}`, answer.status);
   }
+}
+
+/** The `cursor` of Snap's `paging.next_link`; undefined on the last page. */
+function nextCursor(nextLink: unknown): string | undefined {
+  if (typeof nextLink !== 'string' || !nextLink) return undefined;
+  try {
+    return new URL(nextLink).searchParams.get('cursor') ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Oldest first by Snap's `created_at`; the id breaks a tie so the order is the same on every lookup. */
+function oldestFirst(found: FoundCampaign[]): FoundCampaign[] {
+  const at = (campaign: FoundCampaign) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
+  return [...found].sort((a, b) => at(a) - at(b) || (a.providerResourceId < b.providerResourceId ? -1 : a.providerResourceId > b.providerResourceId ? 1 : 0));
 }

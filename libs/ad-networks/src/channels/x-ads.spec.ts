@@ -70,8 +70,11 @@ describe('XAds against its fake', () => {
     await closeFakeNetworkDispatcher();
   });
 
-  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd) =>
-    x.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId: 'dsp_1', campaign: spec });
+  const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
+    x.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, spec = campaign(), accountId = USD_ACCOUNT) => x.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: spec });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => x.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
+  const lineItemsOf = (campaignId: string) => fake.created.filter((c) => c.kind === 'line_item' && (c.body as Record<string, string>).campaign_id === campaignId);
   const lastOf = (kind: string) => [...fake.created].reverse().find((c) => c.kind === kind)!.body as Record<string, string>;
 
   describe('OAuth 1.0a consent and tokens', () => {
@@ -178,7 +181,7 @@ describe('XAds against its fake', () => {
       ]);
       expect(calls.every((c) => c.headers.authorization.startsWith('OAuth '))).toBe(true);
       expect(calls[1].query).toEqual({
-        name: 'Holiday promo',
+        name: 'Holiday promo · dsp_1',
         funding_instrument_id: `fi${USD_ACCOUNT.slice(0, 4)}`,
         entity_status: 'PAUSED',
         budget_optimization: 'CAMPAIGN',
@@ -267,6 +270,126 @@ describe('XAds against its fake', () => {
       const down = new XAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
       const unreachable = await rejection(down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }));
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
+    });
+  });
+
+  describe("the dispatch's marker, and finding a campaign again", () => {
+    it("names the campaign with the marker, after the partner's name; the line item keeps the partner's name", async () => {
+      await create(campaign({ name: 'New year' }), USD_ACCOUNT, usd, 'dsp_01JMARKER');
+      expect(lastOf('campaign').name).toBe('New year · dsp_01JMARKER');
+      expect(lastOf('line_item').name).toBe('New year');
+    });
+
+    it('finds nothing when no campaign carries the marker: every campaign, newest first, in pages of 1000, signed', async () => {
+      const before = fake.requests.length;
+      expect(await find('dsp_nothing')).toEqual([]);
+      const sent = fake.requests.slice(before);
+      expect(sent.map((r) => `${r.method} ${r.path}`)).toEqual([`GET /12/accounts/${USD_ACCOUNT}/campaigns`]);
+      expect(sent[0].query).toEqual({ count: '1000', sort_by: 'created_at-desc' });
+      expect(sent[0].headers.authorization).toContain(`oauth_token="${token.split(':')[0]}"`);
+    });
+
+    it('finds the one campaign a create made; its line item is there, so nothing is made', async () => {
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_found_one');
+      const before = fake.created.length;
+      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+      expect(fake.lastRequest().path).toBe(`/12/accounts/${USD_ACCOUNT}/line_items`);
+      expect(fake.lastRequest().query).toEqual({ campaign_ids: created.providerResourceId });
+      expect(fake.created.length).toBe(before);
+    });
+
+    it("completes a found campaign whose line item is missing (the campaign create's answer was lost) with the line item the create would have made", async () => {
+      fake.afterNextCreate('campaign', { kind: 'fail', status: 503 });
+      expect((await rejection(create(campaign(), USD_ACCOUNT, usd, 'dsp_no_line_item'))).kind).toBe('transient');
+      const [made] = fake.campaignsFor('dsp_no_line_item');
+      expect(lineItemsOf(made.id)).toEqual([]);
+      expect((await find('dsp_no_line_item')).map((c) => c.providerResourceId)).toEqual([made.id]);
+      expect(lineItemsOf(made.id).map((c) => c.body)).toEqual([
+        {
+          campaign_id: made.id,
+          name: 'Holiday promo',
+          objective: 'WEBSITE_CONVERSIONS',
+          product_type: 'PROMOTED_TWEETS',
+          placements: 'ALL_ON_TWITTER',
+          bid_strategy: 'AUTO',
+          entity_status: 'PAUSED',
+          start_time: '2027-01-04T09:00:00-08:00',
+        },
+      ]);
+      // Complete now: a second lookup makes nothing more.
+      await find('dsp_no_line_item');
+      expect(lineItemsOf(made.id)).toHaveLength(1);
+    });
+
+    it('a line item create that fails transiently keeps the campaign (the line item may exist): the lookup then finds it complete', async () => {
+      fake.afterNextCreate('line_item', { kind: 'fail', status: 503 });
+      const before = fake.requests.length;
+      expect((await rejection(create(campaign(), USD_ACCOUNT, usd, 'dsp_line_item_lost'))).kind).toBe('transient');
+      expect(fake.requests.slice(before).some((r) => r.method === 'DELETE')).toBe(false);
+      const [made] = fake.campaignsFor('dsp_line_item_lost');
+      expect((await find('dsp_line_item_lost')).map((c) => c.providerResourceId)).toEqual([made.id]);
+      expect(lineItemsOf(made.id)).toHaveLength(1);
+    });
+
+    it('a completion X refuses is handled as in a create: the campaign deleted, the refusal thrown; then nothing is found', async () => {
+      const spec = campaign({ objective: 'app_installs' });
+      fake.afterNextCreate('campaign', { kind: 'fail', status: 503 });
+      await rejection(create(spec, USD_ACCOUNT, usd, 'dsp_refused_completion'));
+      const [made] = fake.campaignsFor('dsp_refused_completion');
+      const refused = await rejection(find('dsp_refused_completion', spec));
+      expect([refused.kind, refused.providerCode]).toEqual(['validation', 'MISSING_PARAMETER']);
+      expect(fake.lastRequest().method).toBe('DELETE');
+      expect(fake.created.some((c) => c.kind === 'campaign_deleted' && c.id === made.id)).toBe(true);
+      expect(await find('dsp_refused_completion', spec)).toEqual([]);
+    });
+
+    it('finds two, oldest first, when X made the campaign twice (and answered 503): the oldest, which the dispatch adopts, is completed', async () => {
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      expect((await rejection(create(campaign(), USD_ACCOUNT, usd, 'dsp_twice'))).kind).toBe('transient');
+      const [older, newer] = fake.campaignsFor('dsp_twice');
+      expect((await find('dsp_twice')).map((c) => c.providerResourceId)).toEqual([older.id, newer.id]);
+      expect([lineItemsOf(older.id).length, lineItemsOf(newer.id).length]).toEqual([1, 0]);
+    });
+
+    it('ignores a campaign whose name only carries a longer id, and campaigns of other ad accounts', async () => {
+      await create(campaign(), USD_ACCOUNT, usd, 'dsp_short0');
+      await create(campaign({ budget: { amount_micros: 5_000_000_000, currency: 'JPY', type: 'daily' } }), JPY_ACCOUNT, jpy, 'dsp_short');
+      expect(await find('dsp_short')).toEqual([]);
+    });
+
+    it('follows next_cursor to an older campaign', async () => {
+      const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
+      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`));
+      const before = fake.requests.length;
+      expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
+      const pages = fake.requests.slice(before).filter((r) => r.path.endsWith('/campaigns'));
+      expect(pages.map((r) => r.query)).toEqual([
+        { count: '1000', sort_by: 'created_at-desc' },
+        { count: '1000', sort_by: 'created_at-desc', cursor: expect.any(String) },
+      ]);
+    });
+
+    it('a lookup answered 5xx is transient; 401 auth', async () => {
+      fake.failNext(1, 503);
+      const failed = await rejection(find('dsp_1'));
+      expect([failed.kind, failed.httpStatus]).toEqual(['transient', 503]);
+      fake.expireToken(token);
+      expect((await rejection(find('dsp_1'))).kind).toBe('auth');
+    });
+  });
+
+  describe('the dry run (X has no validate-only call: the rules of a create, no call)', () => {
+    it('answers checked by rules, without a request to X', async () => {
+      const before = [fake.requests.length, fake.created.length];
+      expect(await validate(campaign())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect([fake.requests.length, fake.created.length]).toEqual(before);
+    });
+
+    it('a campaign a create would refuse before calling is validation, still without a request', async () => {
+      const before = fake.requests.length;
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 500_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      expect(await rejection(validate(campaign({ objective: 'sales' })))).toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
+      expect(fake.requests.length).toBe(before);
     });
   });
 });

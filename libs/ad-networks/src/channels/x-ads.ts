@@ -1,8 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { CampaignSpec, Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import { Objective } from '@campaign-ops/channels';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone, isoWithOffset } from '../account-time';
 import { toMicros } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { HttpMethod, NetworkAnswer, NetworkHttp } from '../network-http';
 import { clientRefused } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
@@ -42,8 +43,29 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   `POST /12/accounts/{id}/line_items`: since v11 the objective and the schedule live on line
  *   items (`objective`, `product_type=PROMOTED_TWEETS`, `placements=ALL_ON_TWITTER`,
  *   `bid_strategy=AUTO`, `entity_status=PAUSED`, `start_time` / `end_time` ISO 8601 written in
- *   the account's time zone). If the line item is refused, the campaign is deleted again (best
- *   effort) so a retry does not leave a second one. The provider resource id is the campaign id.
+ *   the account's time zone). The provider resource id is the campaign id. If the line item is
+ *   refused (anything but a transient failure), the campaign is deleted again (best effort), so
+ *   that the next try, which looks nothing up, does not leave a second one. After a transient
+ *   failure the line item may exist: the campaign stays, and the lookup that precedes the next try
+ *   finds it (and completes it, below).
+ * - The dispatch's marker: X campaigns have no field for the caller's own reference, so the
+ *   campaign's name carries it (`markedName`), shortened to 255 characters (the longest name X's
+ *   `q` filter takes; unconfirmed as the campaign name's own maximum). The line item keeps the
+ *   partner's name.
+ * - Finding a campaign again: `GET /12/accounts/{id}/campaigns?count=1000&sort_by=created_at-desc`,
+ *   following `next_cursor` for at most 10 pages. X's `q` filter is a prefix match on the name,
+ *   which cannot find a suffix, so every campaign is read, newest first; deleted campaigns are
+ *   not listed (no `with_deleted`: the campaigns a refused line item made us delete are not found).
+ *   Kept: the names that carry the marker, oldest first by `created_at`, then by id (base 36).
+ * - A found campaign without its line item (a try that ended between the two creates: a lost
+ *   answer, a crash) is completed, not merely accepted: the lookup asks
+ *   `GET .../line_items?campaign_ids=<oldest>` and, when there is none, creates the line item the
+ *   create would have made (a refusal is handled as in a create: the campaign deleted, the
+ *   refusal thrown). A campaign without a line item has no objective and no schedule, which is not
+ *   what the partner asked for; the oldest is the one the dispatch adopts, so only it is completed.
+ * - Dry run: X has no validate-only call, so `validateCampaign` builds the campaign and line item
+ *   a create would send (every rule above; the funding instrument, which only a call gives, left
+ *   out) and calls nothing: `checkedBy: 'rules'`.
  * - Objectives (line item): WEBSITE_CONVERSIONS, WEBSITE_CLICKS (traffic), REACH (awareness),
  *   ENGAGEMENTS, LEAD_GENERATION (unconfirmed that v12 still takes it), APP_INSTALLS (X refuses it
  *   without app store identifiers, which a unified campaign does not carry: X's refusal is passed on).
@@ -55,6 +77,12 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  */
 const API_VERSION = '12';
 const SCOPES: readonly string[] = []; // OAuth 1.0a has no scopes: the app's access level decides.
+/** X's `q` takes names of 1 to 255 characters (unconfirmed as the campaign name's own maximum). */
+const NAME_MAX_LENGTH = 255;
+/** `count` of a list: at most 1000. */
+const LOOKUP_PAGE_SIZE = '1000';
+/** Bounds the lookup: 10 pages of 1000, newest first, reach far past any campaign a retry looks for. */
+const LOOKUP_MAX_PAGES = 10;
 
 export const X_OBJECTIVES: Readonly<Record<Objective, string>> = {
   conversion: 'WEBSITE_CONVERSIONS',
@@ -84,6 +112,12 @@ interface Credentials {
   consumerSecret: string;
   token?: string;
   tokenSecret?: string;
+}
+
+/** What one try sends: the campaign (once the funding instrument is known) and its line item (once the campaign id is). */
+interface TryPlan {
+  campaign(fundingInstrumentId: string): Record<string, string>;
+  lineItem(campaignId: string): Record<string, string>;
 }
 
 interface XError {
@@ -157,50 +191,96 @@ export class XAds implements AdNetwork {
     return { currency: instrument.currency, timezone };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const spec = request.campaign;
-    const objective = X_OBJECTIVES[objectiveOf(spec)];
-    const end = lifetimeEnd(this.channel, spec);
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const plan = this.tryPlan(access, request); // every rule, before any call
     const credentials = this.user(access.accessToken);
-    const instrument = (await this.fundingInstruments(credentials, access.providerAccountId)).find((fi) => fi.currency === spec.budget.currency);
-    if (!instrument) throw new ProviderError('validation', `x_ads: the ad account has no active funding instrument in ${spec.budget.currency}`, 'FUNDING_INSTRUMENT_NOT_FOUND');
+    const currency = request.campaign.budget.currency;
+    const instrument = (await this.fundingInstruments(credentials, access.providerAccountId)).find((fi) => fi.currency === currency);
+    if (!instrument) throw new ProviderError('validation', `x_ads: the ad account has no active funding instrument in ${currency}`, 'FUNDING_INSTRUMENT_NOT_FOUND');
 
-    const campaignPath = `${this.accountPath(access.providerAccountId)}/campaigns`;
-    const created = await this.api(credentials, 'POST', campaignPath, this.campaignParams(spec, instrument.id), 'campaign create');
+    const created = await this.api(credentials, 'POST', this.campaignsPath(access.providerAccountId), plan.campaign(instrument.id), 'campaign create');
     const campaignId = (created as { data?: { id?: unknown } }).data?.id;
     if (typeof campaignId !== 'string' || !campaignId) throw new ProviderError('transient', 'x_ads answered the campaign create without a campaign id', null);
-
-    const lineItem = {
-      campaign_id: campaignId,
-      name: spec.name,
-      objective,
-      product_type: 'PROMOTED_TWEETS',
-      placements: 'ALL_ON_TWITTER',
-      bid_strategy: 'AUTO',
-      entity_status: 'PAUSED',
-      start_time: isoWithOffset(spec.schedule.start_at, access.account.timezone),
-      ...(end ? { end_time: isoWithOffset(end, access.account.timezone) } : {}),
-    };
-    try {
-      await this.api(credentials, 'POST', `${this.accountPath(access.providerAccountId)}/line_items`, lineItem, 'line item create');
-    } catch (error) {
-      await this.api(credentials, 'DELETE', `${campaignPath}/${encodeURIComponent(campaignId)}`, {}, 'campaign delete').catch(() => undefined);
-      throw error;
-    }
+    await this.createLineItem(credentials, access.providerAccountId, campaignId, plan);
     return { providerResourceId: campaignId };
   }
 
-  /** The campaign's parameters (query string of the POST). */
-  campaignParams(spec: CampaignSpec, fundingInstrumentId: string): Record<string, string> {
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const credentials = this.user(access.accessToken);
+    const found: FoundCampaign[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
+      const params: Record<string, string> = { count: LOOKUP_PAGE_SIZE, sort_by: 'created_at-desc', ...(cursor ? { cursor } : {}) };
+      const answer = (await this.api(credentials, 'GET', this.campaignsPath(access.providerAccountId), params, 'campaign lookup')) as { data?: unknown; next_cursor?: unknown };
+      if (!Array.isArray(answer.data)) throw new ProviderError('transient', 'x_ads answered the campaign lookup without data', null);
+      for (const campaign of answer.data as Array<{ id?: unknown; name?: unknown; created_at?: unknown; deleted?: unknown }>)
+        if (typeof campaign?.id === 'string' && campaign.deleted !== true && carriesMarker(campaign.name, request.dispatchId))
+          found.push({ providerResourceId: campaign.id, createdAt: typeof campaign.created_at === 'string' ? campaign.created_at : null });
+      cursor = typeof answer.next_cursor === 'string' && answer.next_cursor ? answer.next_cursor : undefined;
+      if (!cursor) break;
+    }
+    const sorted = oldestFirst(found);
+    if (sorted.length > 0) await this.completeIfNeeded(credentials, access, request, sorted[0].providerResourceId);
+    return sorted;
+  }
+
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    this.tryPlan(access, request);
+    return { checkedBy: 'rules', warnings: [] };
+  }
+
+  /**
+   * The campaign (query string of its POST), named with the dispatch's marker, and its line item:
+   * what a create sends, and all a dry run checks (every rule is applied here, before any call).
+   */
+  private tryPlan(access: LiveAccess, request: LiveCampaignRequest): TryPlan {
+    const spec = request.campaign;
+    const objective = X_OBJECTIVES[objectiveOf(spec)];
+    const end = lifetimeEnd(this.channel, spec);
     const micros = String(toMicros(spec.budget.amount_micros));
+    const name = markedName(spec.name, request.dispatchId, NAME_MAX_LENGTH);
+    const startTime = isoWithOffset(spec.schedule.start_at, access.account.timezone);
+    const endTime = end ? isoWithOffset(end, access.account.timezone) : undefined;
     return {
-      name: spec.name,
-      funding_instrument_id: fundingInstrumentId,
-      entity_status: 'PAUSED',
-      budget_optimization: 'CAMPAIGN',
-      daily_budget_amount_local_micro: micros,
-      ...(spec.budget.type === 'lifetime' ? { total_budget_amount_local_micro: micros } : {}),
+      campaign: (fundingInstrumentId) => ({
+        name,
+        funding_instrument_id: fundingInstrumentId,
+        entity_status: 'PAUSED',
+        budget_optimization: 'CAMPAIGN',
+        daily_budget_amount_local_micro: micros,
+        ...(spec.budget.type === 'lifetime' ? { total_budget_amount_local_micro: micros } : {}),
+      }),
+      lineItem: (campaignId) => ({
+        campaign_id: campaignId,
+        name: spec.name,
+        objective,
+        product_type: 'PROMOTED_TWEETS',
+        placements: 'ALL_ON_TWITTER',
+        bid_strategy: 'AUTO',
+        entity_status: 'PAUSED',
+        start_time: startTime,
+        ...(endTime ? { end_time: endTime } : {}),
+      }),
     };
+  }
+
+  /** The line item of a campaign; refused for good (not a transient failure, after which it may exist), the campaign is deleted again, best effort. */
+  private async createLineItem(credentials: Credentials, accountId: string, campaignId: string, plan: TryPlan): Promise<void> {
+    try {
+      await this.api(credentials, 'POST', `${this.accountPath(accountId)}/line_items`, plan.lineItem(campaignId), 'line item create');
+    } catch (error) {
+      if (!(error instanceof ProviderError) || error.kind !== 'transient')
+        await this.api(credentials, 'DELETE', `${this.campaignsPath(accountId)}/${encodeURIComponent(campaignId)}`, {}, 'campaign delete').catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** A found campaign that an earlier try left without its line item gets the one that try would have made. */
+  private async completeIfNeeded(credentials: Credentials, access: LiveAccess, request: LiveCampaignRequest, campaignId: string): Promise<void> {
+    const answer = (await this.api(credentials, 'GET', `${this.accountPath(access.providerAccountId)}/line_items`, { campaign_ids: campaignId }, 'line item lookup')) as { data?: unknown };
+    if (!Array.isArray(answer.data)) throw new ProviderError('transient', 'x_ads answered the line item lookup without data', null);
+    if (answer.data.some((item: { campaign_id?: unknown; deleted?: unknown }) => item?.campaign_id === campaignId && item.deleted !== true)) return;
+    await this.createLineItem(credentials, access.providerAccountId, campaignId, this.tryPlan(access, request));
   }
 
   private async fundingInstruments(credentials: Credentials, accountId: string): Promise<Array<{ id: string; currency: string }>> {
@@ -225,6 +305,10 @@ export class XAds implements AdNetwork {
 
   private accountPath(accountId: string): string {
     return `/accounts/${encodeURIComponent(accountId)}`;
+  }
+
+  private campaignsPath(accountId: string): string {
+    return `${this.accountPath(accountId)}/campaigns`;
   }
 
   private consumer(): Credentials {
@@ -254,6 +338,12 @@ export class XAds implements AdNetwork {
     const parameter = typeof first?.parameter === 'string' ? ` (${first.parameter})` : '';
     return new ProviderError('validation', `${message}${parameter}`, code ?? `http_${answer.status}`, answer.status);
   }
+}
+
+/** Oldest first by `created_at`, then by id (base 36, so a longer id is a later one) so the order is the same on every lookup. */
+function oldestFirst(found: FoundCampaign[]): FoundCampaign[] {
+  const at = (campaign: FoundCampaign) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
+  return [...found].sort((a, b) => at(a) - at(b) || a.providerResourceId.length - b.providerResourceId.length || (a.providerResourceId < b.providerResourceId ? -1 : a.providerResourceId > b.providerResourceId ? 1 : 0));
 }
 
 /** X's rate-limit reset (epoch seconds) as a wait from now. */

@@ -1,0 +1,25 @@
+/**
+ * The marker of its dispatch that every campaign this service creates carries, so that a try
+ * whose outcome was lost (a timeout, a dropped connection, a 5xx after the network created it, a
+ * crash before the outcome was recorded) can find the campaign again instead of creating another
+ * (API.md §3, "At most one campaign per dispatch"; CHANNELS.md, "Finding a campaign again").
+ *
+ * Where a network has no field made for the caller's own reference that can be searched, the
+ * marker is a suffix of the campaign's name: `Spring sale · dsp_01JD…`. Partners see it in the
+ * network's interface; the README says so.
+ */
+export const MARKER_SEPARATOR = ' · ';
+
+/** The campaign name with the dispatch's marker, the partner's part shortened (never the marker) to fit `maxLength` characters. */
+export function markedName(name: string, dispatchId: string, maxLength: number): string {
+  const suffix = `${MARKER_SEPARATOR}${dispatchId}`;
+  const room = Math.max(0, maxLength - suffix.length);
+  const chars = Array.from(name);
+  const kept = chars.length > room ? chars.slice(0, room).join('').trimEnd() : name;
+  return `${kept}${suffix}`;
+}
+
+/** Whether a campaign name carries this dispatch's marker (and not merely a longer id that starts with it). */
+export function carriesMarker(name: unknown, dispatchId: string): boolean {
+  return typeof name === 'string' && name.endsWith(`${MARKER_SEPARATOR}${dispatchId}`);
+}
