@@ -5,10 +5,15 @@ const VERSION = 'v24.0';
 const OBJECTIVES = ['OUTCOME_SALES', 'OUTCOME_TRAFFIC', 'OUTCOME_AWARENESS', 'OUTCOME_LEADS', 'OUTCOME_ENGAGEMENT', 'OUTCOME_APP_PROMOTION'];
 const LONG_LIVED_SECONDS = 5_183_944; // about 60 days
 
+/** Meta's smallest daily campaign budget, in the offset of a two-decimal currency (1.00): below it, 1885272 "budget too low". */
+const MIN_DAILY_BUDGET = 100;
+
 /**
- * The Graph API as the Meta adapter meets it: `GET act_{id}`, `POST act_{id}/campaigns`, the code
- * exchange and the long-lived token exchange, all refusing with Meta's `{"error": {...}}` (HTTP 400
- * for nearly everything, the `code` says what).
+ * The Graph API as the Meta adapter meets it: `GET act_{id}`, `POST act_{id}/campaigns` (with
+ * `execution_options: ["validate_only"]`: checked, answered `{"success": true}`, nothing made),
+ * `GET act_{id}/campaigns` (with `filtering`, `fields`, `limit`, cursor paging), the code exchange
+ * and the long-lived token exchange, all refusing with Meta's `{"error": {...}}` (HTTP 400 for
+ * nearly everything, the `code` says what).
  */
 export class MetaAdsFake extends FakeNetwork {
   readonly channel = 'meta_ads' as const;
@@ -40,6 +45,7 @@ export class MetaAdsFake extends FakeNetwork {
       const all: Record<string, unknown> = { account_status: this.accountStatus.get(id) ?? 1, currency: account.currency, timezone_name: account.timezone };
       return { status: 200, json: { ...Object.fromEntries(fields.filter((f) => f in all).map((f) => [f, all[f]])), id: `act_${id}` } };
     }
+    if (campaigns && req.method === 'GET') return this.listCampaigns(req, id);
     if (!campaigns || req.method !== 'POST') return graphError(400, 'Unsupported request method', 'GraphMethodException', 100);
 
     const body = (req.body ?? {}) as Record<string, unknown>;
@@ -52,8 +58,52 @@ export class MetaAdsFake extends FakeNetwork {
     const amount = body[budgets[0]];
     if (!(Number.isSafeInteger(amount) || (typeof amount === 'string' && /^\d+$/.test(amount))) || Number(amount) <= 0)
       return invalidParameter(`Param ${budgets[0]} must be a positive integer in the currency's offset units`, 'Invalid budget', 1885272);
+    if (budgets[0] === 'daily_budget' && account.currency === 'USD' && Number(amount) < MIN_DAILY_BUDGET)
+      return invalidParameter('Your budget is too low. The minimum budget for this campaign is $1.00.', 'Budget Too Low', 1885272);
+    const options = body.execution_options;
+    if (options !== undefined) {
+      if (!Array.isArray(options) || options.some((option) => !['validate_only', 'include_recommendations'].includes(String(option))))
+        return invalidParameter('Param execution_options must be an array of {validate_only, include_recommendations}', 'Invalid execution options');
+      if (options.includes('validate_only')) return { status: 200, json: { success: true } };
+    }
     const campaignId = this.remember('campaign', id, body);
     return { status: 200, json: { id: campaignId } };
+  }
+
+  /** `GET act_{id}/campaigns`: the account's campaigns, newest first, `filtering` on name (CONTAIN), the `fields` asked for, `limit` and an `after` cursor. */
+  private listCampaigns(req: RecordedRequest, accountId: string): FakeAnswer {
+    let filters: Array<{ field?: string; operator?: string; value?: unknown }> = [];
+    if (req.query.filtering !== undefined) {
+      try {
+        filters = JSON.parse(req.query.filtering);
+      } catch {
+        return graphError(400, '(#100) param filtering must be a JSON array', 'OAuthException', 100);
+      }
+      if (!Array.isArray(filters) || filters.some((f) => typeof f?.field !== 'string' || !['CONTAIN', 'EQUAL', 'IN'].includes(String(f.operator))))
+        return graphError(400, '(#100) Filtering field and operator are required', 'OAuthException', 100);
+    }
+    const limit = Number(req.query.limit ?? 25);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 500) return graphError(400, '(#100) param limit must be a positive integer', 'OAuthException', 100);
+    const fields = (req.query.fields ?? 'id').split(',');
+    const matching = this.created
+      .filter((entry) => entry.kind === 'campaign' && entry.accountId === accountId)
+      .filter((entry) => filters.every((f) => f.field !== 'name' || (f.operator === 'CONTAIN' ? String((entry.body as { name?: string }).name).includes(String(f.value)) : (entry.body as { name?: string }).name === f.value)))
+      .reverse();
+    const start = req.query.after ? Number(Buffer.from(req.query.after, 'base64url').toString()) : 0;
+    const page = matching.slice(start, start + limit);
+    const data = page.map((entry) => {
+      const all: Record<string, unknown> = { id: entry.id, name: (entry.body as { name?: string }).name, created_time: this.createdTime(entry.id) };
+      return Object.fromEntries(fields.filter((f) => f in all).map((f) => [f, all[f]]));
+    });
+    const more = start + limit < matching.length;
+    const cursor = (at: number) => Buffer.from(String(at)).toString('base64url');
+    return { status: 200, json: { data, paging: { cursors: { before: cursor(start), after: cursor(start + page.length) }, ...(more ? { next: `${this.url}/${VERSION}/act_${accountId}/campaigns?after=${cursor(start + page.length)}` } : {}) } } };
+  }
+
+  /** Meta's `created_time` (ISO 8601 with offset), from the order things were made in. */
+  private createdTime(id: string): string {
+    const index = this.created.findIndex((entry) => entry.id === id);
+    return new Date(Date.UTC(2026, 10, 1) + index * 1000).toISOString().replace('.000Z', '+0000');
   }
 
   /** GET: the code exchange (`code`, `redirect_uri`) or the long-lived exchange (`grant_type=fb_exchange_token`). */

@@ -124,7 +124,7 @@ describe('MetaAds against its fake, over HTTPS', () => {
       expect(call.path).toBe(`/v24.0/act_${USD}/campaigns`);
       expect(call.headers.authorization).toBe(`Bearer ${token}`);
       expect(call.headers['content-type']).toBe('application/json');
-      expect(sent()).toEqual({ name: campaign.name, objective: 'OUTCOME_SALES', status: 'PAUSED', special_ad_categories: [], daily_budget: 1234 });
+      expect(sent()).toEqual({ name: `${campaign.name} · dsp_m1`, objective: 'OUTCOME_SALES', status: 'PAUSED', special_ad_categories: [], daily_budget: 1234 });
       expect(providerResourceId).toBe(fake.created.at(-1)!.id);
     });
 
@@ -169,6 +169,73 @@ describe('MetaAds against its fake, over HTTPS', () => {
     });
   });
 
+  describe('finding the campaigns of a dispatch again (its marker in the name)', () => {
+    const find = (dispatchId: string) => meta.findCampaigns({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId, campaign: unifiedCampaign() });
+    const launch = (dispatchId: string) =>
+      meta.createCampaign({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId, campaign: unifiedCampaign() });
+
+    it("asks Meta for the account's campaigns whose name contains the dispatch id, with their creation time", async () => {
+      expect(await find('dsp_none1')).toEqual([]);
+      const call = fake.lastRequest();
+      expect([call.method, call.path, call.headers.authorization]).toEqual(['GET', `/v24.0/act_${USD}/campaigns`, `Bearer ${token}`]);
+      expect(JSON.parse(call.query.filtering)).toEqual([{ field: 'name', operator: 'CONTAIN', value: 'dsp_none1' }]);
+      expect(call.query.fields.split(',')).toEqual(expect.arrayContaining(['id', 'name', 'created_time']));
+    });
+
+    it('finds the one it made', async () => {
+      const { providerResourceId } = await launch('dsp_found1');
+      expect(await find('dsp_found1')).toEqual([{ providerResourceId, createdAt: expect.any(String) }]);
+    });
+
+    it('finds two oldest first (Meta made it twice, then answered 503)', async () => {
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      await expect(launch('dsp_twice1')).rejects.toMatchObject({ kind: 'transient' });
+      const made = fake.campaignsFor('dsp_twice1').map((c) => c.id);
+      expect(made).toHaveLength(2);
+      expect((await find('dsp_twice1')).map((c) => c.providerResourceId)).toEqual(made);
+    });
+
+    it('ignores a campaign whose name only contains the id, or carries a longer one', async () => {
+      await launch('dsp_long1X');
+      await meta.createCampaign({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId: 'dsp_other', campaign: unifiedCampaign({ name: 'about dsp_long1 ' }) });
+      expect(await find('dsp_long1')).toEqual([]);
+    });
+
+    it('follows the pages', async () => {
+      for (let i = 0; i < 130; i++) fake.created.push({ id: String(990_000_000 + i), accountId: USD, kind: 'campaign', body: { name: `Bulk · dsp_bulk1` } });
+      expect(await find('dsp_bulk1')).toHaveLength(130);
+      expect(fake.requestsTo(`/v24.0/act_${USD}/campaigns`).filter((r) => r.method === 'GET' && r.query.after)).not.toHaveLength(0);
+    });
+
+    it('is transient when Meta fails the lookup', async () => {
+      fake.failNext(1, 500);
+      await expect(find('dsp_none2')).rejects.toMatchObject({ kind: 'transient' });
+    });
+  });
+
+  describe('the dry run (validate_only)', () => {
+    const check = (campaign: CampaignSpec) => meta.validateCampaign({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId: 'dsp_dry1', campaign });
+
+    it('posts the create with execution_options validate_only; Meta checks it and makes nothing', async () => {
+      const made = fake.created.length;
+      const campaign = unifiedCampaign();
+      expect(await check(campaign)).toEqual({ checkedBy: 'provider', warnings: [] });
+      const call = fake.lastRequest();
+      expect([call.method, call.path]).toEqual(['POST', `/v24.0/act_${USD}/campaigns`]);
+      expect(call.body).toEqual({ name: `${campaign.name} · dsp_dry1`, objective: 'OUTCOME_SALES', status: 'PAUSED', special_ad_categories: [], daily_budget: 1234, execution_options: ['validate_only'] });
+      expect(fake.created.length).toBe(made);
+    });
+
+    it("answers Meta's refusal as the create would get it", async () =>
+      expect(await rejection(check(unifiedCampaign({ budget: { amount_micros: 500_000 } })))).toMatchObject({ kind: 'validation', providerCode: '100/1885272' }));
+
+    it('refuses before any call what the adapter knows Meta refuses', async () => {
+      const calls = fake.requests.length;
+      await expect(check(unifiedCampaign({ budget: { amount_micros: 12_345_000 } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      expect(fake.requests.length).toBe(calls);
+    });
+  });
+
   describe('errors (classified by code, the status being 400)', () => {
     it('makes code 190 auth', async () => {
       fake.expireToken(token);
@@ -193,8 +260,8 @@ describe('MetaAds against its fake, over HTTPS', () => {
     });
 
     it("keeps Meta's user message and code/subcode for a refused campaign", async () => {
-      const error = await rejection(create({ ...unifiedCampaign(), name: '' }));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: '100', message: 'meta_ads: The name parameter is required.' });
+      const error = await rejection(create(unifiedCampaign({ budget: { amount_micros: 500_000 } })));
+      expect(error).toMatchObject({ kind: 'validation', providerCode: '100/1885272', message: 'meta_ads: Your budget is too low. The minimum budget for this campaign is $1.00.' });
     });
 
     it('is transient without a provider code when nothing listens, or nothing answers in time', async () => {

@@ -1,5 +1,6 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { toMinorUnits } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { clientRefused, consentUrl, requireClient, tokenSetFrom } from '../oauth2';
@@ -23,9 +24,21 @@ import { objectiveOf } from '../unified-campaign';
  *   and is created PAUSED. The schedule lives on ad sets, so none is sent here.
  * - Errors come as `{"error": {message, type, code, error_subcode, fbtrace_id}}`, usually HTTP 400
  *   whatever the cause: classified by `code`, never by status.
+ * - The dispatch's marker is a suffix of the campaign name (campaign-marker.ts); names are kept to
+ *   400 characters (unconfirmed: Meta documents no campaign name limit; 400 is the Ads Manager's).
+ *   A campaign is found again with `GET act_{id}/campaigns?filtering=[{"field":"name",
+ *   "operator":"CONTAIN","value":"<dispatch id>"}]&fields=id,name,created_time`, following
+ *   `paging.cursors.after`; Meta lists campaigns that are not deleted (archived ones included).
+ * - The dry run is the campaign create with `execution_options: ["validate_only"]`: Meta checks it
+ *   as if it were made, answers `{"success": true}` or the same error the create would, and makes
+ *   nothing.
  */
 export const META_GRAPH_VERSION = 'v24.0';
 const SCOPES = ['ads_management', 'ads_read', 'business_management'];
+/** (unconfirmed) the longest campaign name Meta takes. */
+const MAX_NAME_LENGTH = 400;
+/** Pages of a lookup at most (100 campaigns each): the name filter leaves one or two. */
+const MAX_LOOKUP_PAGES = 10;
 
 const OBJECTIVES: Record<Objective, string> = {
   conversion: 'OUTCOME_SALES',
@@ -95,26 +108,42 @@ export class MetaAds implements AdNetwork {
     return { currency: account.currency, timezone: account.timezone_name };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const { campaign } = request;
-    const objective = OBJECTIVES[objectiveOf(campaign)];
-    const decimals = META_CURRENCY_DECIMALS[campaign.budget.currency];
-    if (decimals === undefined)
-      throw new ProviderError('validation', `meta_ads ad accounts do not bill in ${campaign.budget.currency}`, 'currency_unsupported');
-    const amount = toMinorUnits(campaign.budget.amount_micros, campaign.budget.currency, decimals);
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
     const id = adAccountId(access.providerAccountId);
-    const answer = await this.graph(access, 'POST', `act_${id}/campaigns`, {
-      json: {
-        name: campaign.name,
-        objective,
-        status: 'PAUSED',
-        special_ad_categories: [],
-        [campaign.budget.type === 'daily' ? 'daily_budget' : 'lifetime_budget']: amount,
-      },
-    });
+    const answer = await this.graph(access, 'POST', `act_${id}/campaigns`, { json: campaignBody(request) });
     const created = (answer as { id?: unknown }).id;
     if (typeof created !== 'string' || !created) throw new ProviderError('transient', 'meta_ads answered no campaign id', null);
     return { providerResourceId: created };
+  }
+
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const id = adAccountId(access.providerAccountId);
+    const filtering = JSON.stringify([{ field: 'name', operator: 'CONTAIN', value: request.dispatchId }]);
+    const found: Array<FoundCampaign & { name: unknown }> = [];
+    let after: string | undefined;
+    for (let page = 0; page < MAX_LOOKUP_PAGES; page++) {
+      const query: Record<string, string> = { fields: 'id,name,created_time', filtering, limit: '100', ...(after ? { after } : {}) };
+      const answer = (await this.graph(access, 'GET', `act_${id}/campaigns`, { query })) as {
+        data?: Array<{ id?: unknown; name?: unknown; created_time?: unknown }>;
+        paging?: { cursors?: { after?: string }; next?: string };
+      };
+      for (const campaign of answer.data ?? [])
+        if (typeof campaign.id === 'string') found.push({ providerResourceId: campaign.id, name: campaign.name, createdAt: typeof campaign.created_time === 'string' ? campaign.created_time : null });
+      after = answer.paging?.next ? answer.paging.cursors?.after : undefined;
+      if (!after) break;
+    }
+    return found
+      .filter((campaign) => carriesMarker(campaign.name, request.dispatchId))
+      .sort((a, b) => createdOrder(a, b))
+      .map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
+  }
+
+  /** The create itself, with `execution_options: ["validate_only"]`: checked by Meta, nothing made. */
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    const id = adAccountId(access.providerAccountId);
+    const answer = (await this.graph(access, 'POST', `act_${id}/campaigns`, { json: { ...campaignBody(request), execution_options: ['validate_only'] } })) as { success?: unknown };
+    if (answer.success !== true) throw new ProviderError('transient', 'meta_ads answered a validate-only call without success', null);
+    return { checkedBy: 'provider', warnings: [] };
   }
 
   private async token(query: Record<string, string>): Promise<TokenSet> {
@@ -140,6 +169,31 @@ export class MetaAds implements AdNetwork {
     if (answer.status >= 200 && answer.status < 300) return answer.json ?? {};
     throw metaError(answer);
   }
+}
+
+/** The campaign as Meta takes it; every rule Meta would refuse before any call throws here (the dry run's too). */
+function campaignBody(request: LiveCampaignRequest): Record<string, unknown> {
+  const { campaign } = request;
+  const objective = OBJECTIVES[objectiveOf(campaign)];
+  const decimals = META_CURRENCY_DECIMALS[campaign.budget.currency];
+  if (decimals === undefined) throw new ProviderError('validation', `meta_ads ad accounts do not bill in ${campaign.budget.currency}`, 'currency_unsupported');
+  const amount = toMinorUnits(campaign.budget.amount_micros, campaign.budget.currency, decimals);
+  return {
+    name: markedName(campaign.name, request.dispatchId, MAX_NAME_LENGTH),
+    objective,
+    status: 'PAUSED',
+    special_ad_categories: [],
+    [campaign.budget.type === 'daily' ? 'daily_budget' : 'lifetime_budget']: amount,
+  };
+}
+
+/** Oldest first by Meta's `created_time` (ISO 8601 with offset), then by id (Meta's ids grow). */
+function createdOrder(a: FoundCampaign, b: FoundCampaign): number {
+  const at = (campaign: FoundCampaign) => (campaign.createdAt ? Date.parse(campaign.createdAt) : NaN);
+  const [ta, tb] = [at(a), at(b)];
+  if (!Number.isNaN(ta) && !Number.isNaN(tb) && ta !== tb) return ta - tb;
+  const [ia, ib] = [a.providerResourceId, b.providerResourceId];
+  return ia.length - ib.length || (ia < ib ? -1 : ia > ib ? 1 : 0);
 }
 
 /** `act_123` or `123` → `123`. */
