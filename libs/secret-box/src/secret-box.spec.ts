@@ -17,6 +17,16 @@ describe('secret box', () => {
     expect(() => SecretBox.fromHexKey(SecretBox.generateHexKey()).open(sealed)).toThrow();
   });
 
+  it('refuses a shortened tag (GCM would check its first bytes only) and a nonce of another length', () => {
+    const box = SecretBox.fromHexKey(SecretBox.generateHexKey());
+    const [version, iv, tag, body] = box.seal('a provider token').split('.');
+    const shortTag = Buffer.from(tag, 'base64url').subarray(0, 4).toString('base64url');
+    expect(() => box.open([version, iv, shortTag, body].join('.'))).toThrow();
+    const longIv = Buffer.concat([Buffer.from(iv, 'base64url'), Buffer.alloc(4)]).toString('base64url');
+    expect(() => box.open([version, longIv, tag, body].join('.'))).toThrow('not a sealed secret');
+    expect(box.open([version, iv, tag, body].join('.'))).toBe('a provider token');
+  });
+
   it('wants a 32-byte hex key, and nothing around it', () => {
     expect(() => SecretBox.fromHexKey('abc')).toThrow(/64 hexadecimal/);
     expect(() => SecretBox.fromHexKey('x' + 'a'.repeat(64))).toThrow(/64 hexadecimal/);
