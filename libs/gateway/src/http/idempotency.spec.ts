@@ -13,6 +13,7 @@ import {
   idempotencyOptionsProvider,
   isReplayableStatus,
   requestFingerprint,
+  keyedFingerprint,
   Reservation,
   StoredAnswer,
 } from './idempotency';
@@ -107,6 +108,27 @@ describe('IdempotencyStore', () => {
     expect(await store.begin('acct_1:test', 'key-1', 'fp-2')).toEqual({ kind: 'reused' });
     await store.complete(reservation, answer());
     expect(await store.begin('acct_1:test', 'key-1', 'fp-2')).toEqual({ kind: 'reused' });
+  });
+
+  it("keeps the request's fingerprint keyed with the secret, never the bare digest of a body that may hold a token", async () => {
+    const keyedStore = new IdempotencyStore(reads, { leaseMs: LEASE, now: () => now, sweepIntervalMs: 0, secret: 'deployment-secret' });
+    const digest = requestFingerprint('POST', '/v1/connections', body('{"credentials":{"access_token":"EAAB-secret"}}'));
+    const begun = await keyedStore.begin('acct_1:live', 'key-k', digest);
+    if (begun.kind !== 'run') throw new Error(begun.kind);
+    const [record] = (await reads.collection<{ fingerprint: string }>('idempotency_keys').find({}, { limit: 10 })).items;
+    expect(record.fingerprint).toBe(keyedFingerprint(digest, 'deployment-secret'));
+    expect(record.fingerprint).not.toContain(digest);
+    expect(keyedFingerprint(digest, 'another-secret')).not.toBe(record.fingerprint);
+    expect(await keyedStore.begin('acct_1:live', 'key-k', digest)).toEqual({ kind: 'in_use' });
+    expect(await keyedStore.begin('acct_1:live', 'key-k', requestFingerprint('POST', '/v1/connections', body('{}')))).toEqual({ kind: 'reused' });
+  });
+
+  it('still matches a record kept with the bare digest before fingerprints were keyed', async () => {
+    const reservation = await run('fp-old');
+    await reads.collection<{ id: string; fingerprint: string }>('idempotency_keys').update(reservation.id, { fingerprint: 'fp-old' });
+    await store.complete(reservation, answer());
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-old')).toEqual({ kind: 'replay', answer: answer() });
+    expect(await store.begin('acct_1:test', 'key-1', 'fp-new')).toEqual({ kind: 'reused' });
   });
 
   it('keeps keys apart by scope', async () => {

@@ -57,6 +57,15 @@ export function requestFingerprint(method: string, path: string, rawBody: Buffer
     .digest('hex');
 }
 
+/**
+ * The fingerprint as the store keeps it: keyed with the deployment's secret, since bodies hold
+ * tokens (a token import) and an unkeyed digest of a guessed body could be checked against the
+ * store. `k1:` tells it from the unkeyed digests kept before (for the 24 h such a record lives).
+ */
+export function keyedFingerprint(fingerprint: string, secret: string): string {
+  return `k1:${createHmac('sha256', secret).update(`request-fingerprint\n${fingerprint}`).digest('hex')}`;
+}
+
 /** The record id of a key in a scope (`<account>:<mode>` for partners, `admin` for operators). */
 export function idempotencyRecordId(scope: string, key: string, secret: string): string {
   // Length-prefixed so that no (scope, key) pair can collide with another.
@@ -145,10 +154,11 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   async begin(scope: string, key: string, fingerprint: string): Promise<Begun> {
     const id = idempotencyRecordId(scope, key, this.secret);
     const answerKey = answerSealingKey(scope, key, this.secret);
+    const keyed = keyedFingerprint(fingerprint, this.secret);
     // A few rounds: between our failed insert and our read, the record may be released or deleted.
     for (let round = 0; round < 5; round++) {
       const now = this.now();
-      const fresh = this.reservation(id, fingerprint, now);
+      const fresh = this.reservation(id, keyed, now);
       if (await this.records.insert(fresh)) return { kind: 'run', reservation: { id, token: fresh.token, answerKey } };
       const existing = await this.records.get(id);
       if (!existing) continue;
@@ -162,7 +172,8 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
         if (taken) return taken;
         continue;
       }
-      if (existing.fingerprint !== fingerprint) return { kind: 'reused' };
+      // A record kept before fingerprints were keyed holds the bare digest: it still answers its request for the 24 h it lives.
+      if (existing.fingerprint !== keyed && existing.fingerprint !== fingerprint) return { kind: 'reused' };
       if (existing.state === 'done' && existing.sealed_answer) {
         return { kind: 'replay', answer: JSON.parse(SecretBox.fromHexKey(answerKey).open(existing.sealed_answer)) as StoredAnswer };
       }
