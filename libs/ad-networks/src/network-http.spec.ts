@@ -8,6 +8,8 @@ class EchoFake extends FakeNetwork {
   protected readonly oauth = { consentPath: '/consent', tokenPath: '/token' };
   protected route(req: RecordedRequest): FakeAnswer {
     if (req.path === '/html') return { status: 502, text: '<html>bad gateway</html>', contentType: 'text/html' };
+    if (req.path === '/huge') return { status: 200, text: `{"data":"${'x'.repeat(10 * 1024 * 1024)}"}`, contentType: 'application/json' };
+    if (req.path === '/huge-stream') return { status: 200, stream: { chunks: 160, chunkBytes: 64 * 1024 } };
     return { status: 200, json: { echoed: req.body ?? null } };
   }
   protected tokenRefusedAnswer(): FakeAnswer {
@@ -63,6 +65,20 @@ describe('NetworkHttp', () => {
     const answer = await http.call({ method: 'GET', url: `${fake.url}/echo` });
     expect(answer.status).toBe(429);
     expect(answer.retryAfterMs).toBe(7_000);
+  });
+
+  it.each([
+    ['says its length', '/huge'],
+    ['streams it without a length', '/huge-stream'],
+  ])('gives up on an answer over 4 MiB that %s: transient, read no further', async (_, path) => {
+    const error = await http.call({ method: 'GET', url: `${fake.url}${path}` }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(ProviderError);
+    expect(error).toMatchObject({ kind: 'transient', providerCode: null, message: expect.stringMatching(/more than 4 MiB/) });
+    // The connection is usable again after it.
+    expect((await http.call({ method: 'POST', url: `${fake.url}/echo`, json: { after: true } })).json).toEqual({ echoed: { after: true } });
   });
 
   it('turns a call that outlives the timeout into transient, without a provider code', async () => {

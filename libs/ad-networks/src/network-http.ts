@@ -62,7 +62,7 @@ export class NetworkHttp {
     const where = `${call.method} ${new URL(url).pathname}`;
     try {
       const answer = await request(url, { method: call.method, headers, body, signal, dispatcher: this.dispatcher });
-      const text = await answer.body.text();
+      const text = await readCapped(answer.body, answer.headers['content-length'], `${this.label} answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB for ${where}`);
       const flat = flattenHeaders(answer.headers);
       return { status: answer.statusCode, headers: flat, text, json: parseJson(text), retryAfterMs: parseRetryAfter(flat['retry-after']) };
     } catch (error) {
@@ -79,6 +79,28 @@ export function statusFault(channel: string, answer: NetworkAnswer, providerCode
   if (answer.status === 429) return new ProviderError('rate_limited', `${channel} asks to slow down (HTTP 429)`, providerCode, 429, answer.retryAfterMs);
   if (answer.status >= 500) return new ProviderError('transient', `${channel} failed with HTTP ${answer.status}`, providerCode, answer.status, answer.retryAfterMs);
   return null;
+}
+
+/** No network's answer to one of our calls comes near this; past it the answer is a fault, not read further (memory). */
+export const MAX_ANSWER_BYTES = 4 * 1024 * 1024;
+
+/** The body as text, or a transient ProviderError once it says or proves to be over MAX_ANSWER_BYTES (the rest is not read). */
+async function readCapped(body: Dispatcher.ResponseData['body'], contentLength: string | string[] | undefined, tooLarge: string): Promise<string> {
+  if (contentLength !== undefined && Number(contentLength) > MAX_ANSWER_BYTES) {
+    body.destroy();
+    throw new ProviderError('transient', tooLarge, null);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_ANSWER_BYTES) {
+      body.destroy();
+      throw new ProviderError('transient', tooLarge, null);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 let shared: Agent | null = null;

@@ -42,6 +42,8 @@ export interface FakeAnswer {
   /** Sent as is with `contentType` (default text/plain). */
   text?: string;
   contentType?: string;
+  /** Sent chunked (no Content-Length): this many chunks of this many bytes, as a network streaming a huge answer would. */
+  stream?: { chunks: number; chunkBytes: number };
 }
 
 export interface FakeAccount {
@@ -85,8 +87,8 @@ type Fault = { kind: 'rate_limited'; retryAfterSeconds: number } | { kind: 'fail
  * - `fail`: answers a server error (its own shape) with this status;
  * - `drop`: closes the connection without an answer;
  * - `hold`: answers nothing until `releaseHeld()` (for killing the caller meanwhile);
- * - `twice`: carries the create out twice (two objects with the same marker, as after someone
- *   else's retry), then answers 503: a later lookup finds two.
+ * - `twice`: the object is made twice (two with the same marker, as after a retry of the
+ *   network's own or a race it lost track of), then 503 is answered: a later lookup finds two.
  */
 export type CreateFault = { kind: 'stall' } | { kind: 'fail'; status: number } | { kind: 'drop' } | { kind: 'hold' } | { kind: 'twice' };
 
@@ -402,6 +404,15 @@ export abstract class FakeNetwork {
     return /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
   }
 
+  /**
+   * The `twice` fault: the create of `req`, which made `made`, is carried out again (a retry of the
+   * network's own, or a race it lost track of). By default the request is routed once more; a fake
+   * whose network would refuse the second by name (Google) makes it past that check.
+   */
+  protected async makeAgain(req: RecordedRequest, _made: FakeNetwork['created'][number]): Promise<void> {
+    await this.route(req);
+  }
+
   /** Records a created object and returns its new id (digits, as the networks' ids are). */
   protected remember(kind: string, accountId: string, body: unknown): string {
     const id = String(this.nextId++);
@@ -453,7 +464,7 @@ export abstract class FakeNetwork {
     const made = this.created.slice(before).map((entry) => entry.kind);
     const index = this.createFaults.findIndex((pending) => made.includes(pending.kind));
     if (index < 0) return answer;
-    const [{ fault: after }] = this.createFaults.splice(index, 1);
+    const [{ kind: madeKind, fault: after }] = this.createFaults.splice(index, 1);
     switch (after.kind) {
       case 'stall':
         this.stalled.push(res);
@@ -468,7 +479,7 @@ export abstract class FakeNetwork {
       case 'fail':
         return this.serverErrorAnswer(req, after.status);
       case 'twice':
-        await this.route(req);
+        await this.makeAgain(req, this.created.filter((entry) => entry.kind === madeKind).at(-1)!);
         return this.serverErrorAnswer(req, 503);
     }
     return answer;
@@ -509,6 +520,21 @@ function parseBody(contentType: string, raw: string): unknown {
 
 function send(res: ServerResponse, answer: FakeAnswer): void {
   const headers: Record<string, string> = { ...(answer.headers ?? {}) };
+  if (answer.stream) {
+    res.writeHead(answer.status, { 'content-type': 'application/json', ...headers });
+    const chunk = Buffer.alloc(answer.stream.chunkBytes, 0x20);
+    let left = answer.stream.chunks;
+    const more = (): void => {
+      // The reader may hang up once it has read enough.
+      while (left > 0 && !res.destroyed) {
+        left--;
+        if (!res.write(chunk)) return void res.once('drain', more);
+      }
+      if (!res.destroyed) res.end();
+    };
+    more();
+    return;
+  }
   let body = '';
   if (answer.json !== undefined) {
     body = JSON.stringify(answer.json);
