@@ -115,7 +115,7 @@ describe('IdempotencyStore', () => {
     const digest = requestFingerprint('POST', '/v1/connections', body('{"credentials":{"access_token":"EAAB-secret"}}'));
     const begun = await keyedStore.begin('acct_1:live', 'key-k', digest);
     if (begun.kind !== 'run') throw new Error(begun.kind);
-    const [record] = (await reads.collection<{ fingerprint: string }>('idempotency_keys').find({}, { limit: 10 })).items;
+    const [record] = (await reads.collection<{ id: string; fingerprint: string }>('idempotency_keys').find({}, { limit: 10 })).items;
     expect(record.fingerprint).toBe(keyedFingerprint(digest, 'deployment-secret'));
     expect(record.fingerprint).not.toContain(digest);
     expect(keyedFingerprint(digest, 'another-secret')).not.toBe(record.fingerprint);
