@@ -6,11 +6,19 @@ const OBJECTIVES = ['BRAND_AWARENESS', 'ENGAGEMENT', 'JOB_APPLICANT', 'LEAD_GENE
 const STATUSES = ['ACTIVE', 'PAUSED', 'DRAFT', 'ARCHIVED'];
 /** LinkedIn's minimum daily campaign budget (10 USD), checked for USD accounts only. */
 const MIN_DAILY_USD = 10;
+/** (unconfirmed) a campaign or group name holds at most 255 bytes of UTF-8. */
+const NAME_MAX_BYTES = 255;
 
 /**
  * LinkedIn's versioned REST API as the adapter meets it: `Linkedin-Version` and
  * `X-Restli-Protocol-Version` on every call, `adAccounts/{id}`, `adCampaignGroups` and `adCampaigns`
- * (201 with the id in `x-restli-id`), and LinkedIn's error bodies.
+ * (201 with the id in `x-restli-id`; GET `?q=search&search=(name:(values:List(…)))` with cursor
+ * pages: `pageSize` up to 1000, `pageToken`, `metadata.nextPageToken`), and LinkedIn's error bodies.
+ * The name criterion is taken as an exact match here, the stricter of its possible readings
+ * (unconfirmed): an adapter that searched a part of the name would find nothing.
+ *
+ * Not checked, for the fake sees the query decoded (RecordedRequest has no raw query): that the
+ * Rest.li structure arrives unescaped and a space as %20 rather than "+".
  */
 export class LinkedinAdsFake extends FakeNetwork {
   readonly channel = 'linkedin_ads' as const;
@@ -18,6 +26,15 @@ export class LinkedinAdsFake extends FakeNetwork {
   /** `status` per ad account id (ACTIVE unless set). */
   readonly accountStatus = new Map<string, string>();
   private readonly groups = new Map<string, string>(); // group id → account id
+  /** `changeAuditStamps.created.time` (epoch ms) and `status` of what was made or planted, by id. */
+  private readonly stamps = new Map<string, { created: number; status: string }>();
+
+  /** A campaign put in the account by other means (Campaign Manager, an older try), created at `createdMs`. */
+  plantCampaign(accountId: string, name: string, createdMs: number, status = 'ACTIVE'): string {
+    const id = this.remember('campaign', accountId, { account: `urn:li:sponsoredAccount:${accountId}`, name, status });
+    this.stamps.set(id, { created: createdMs, status });
+    return id;
+  }
 
   protected route(req: RecordedRequest): FakeAnswer {
     if (!req.headers['linkedin-version'])
@@ -37,6 +54,7 @@ export class LinkedinAdsFake extends FakeNetwork {
 
     if (!collection && req.method === 'GET')
       return { status: 200, json: { id: Number(id), name: `Account ${id}`, currency: account.currency, status: this.accountStatus.get(id) ?? 'ACTIVE', type: 'BUSINESS', test: false, servingStatuses: ['RUNNABLE'] } };
+    if (collection && req.method === 'GET') return this.search(req, id, collection === 'adCampaigns' ? 'campaign' : 'campaign_group');
     if (!collection || req.method !== 'POST') return error(405, 'Method not allowed', 'METHOD_NOT_ALLOWED');
     const body = (req.body ?? {}) as Record<string, any>;
     const inputErrors: Array<{ code: string; description: string; fieldPath: string }> = [];
@@ -44,6 +62,7 @@ export class LinkedinAdsFake extends FakeNetwork {
 
     if (body.account !== `urn:li:sponsoredAccount:${id}`) invalid('account', 'INVALID_VALUE', 'account must be the URN of the ad account in the path');
     if (typeof body.name !== 'string' || !body.name) invalid('name', 'FIELD_REQUIRED', 'name is required');
+    else if (Buffer.byteLength(body.name, 'utf8') > NAME_MAX_BYTES) invalid('name', 'INVALID_VALUE', `name must be at most ${NAME_MAX_BYTES} bytes`);
     if (!STATUSES.includes(body.status)) invalid('status', 'INVALID_VALUE', `status must be one of ${STATUSES.join(', ')}`);
     if (typeof body.runSchedule?.start !== 'number' || body.runSchedule.start < 1e12) invalid('runSchedule.start', 'INVALID_VALUE', 'runSchedule.start must be epoch milliseconds');
     if (body.runSchedule?.end !== undefined && !(body.runSchedule.end > body.runSchedule.start)) invalid('runSchedule.end', 'INVALID_VALUE', 'runSchedule.end must be after runSchedule.start');
@@ -78,8 +97,35 @@ export class LinkedinAdsFake extends FakeNetwork {
         },
       };
     const created = this.remember(collection === 'adCampaigns' ? 'campaign' : 'campaign_group', id, body);
+    this.stamps.set(created, { created: Date.now(), status: body.status });
     if (collection === 'adCampaignGroups') this.groups.set(created, id);
     return { status: 201, headers: { 'x-restli-id': created, 'x-linkedin-id': created } };
+  }
+
+  /** The `search` finder of a collection: `q=search`, an optional `(name:(values:List(<name>)))`, cursor pages. */
+  private search(req: RecordedRequest, accountId: string, kind: 'campaign' | 'campaign_group'): FakeAnswer {
+    if (req.query.q !== 'search') return error(400, `Query parameter q is required and must name a finder of this resource, not ${req.query.q ?? '(none)'}`, 'ILLEGAL_ARGUMENT');
+    let name: string | undefined;
+    if (req.query.search !== undefined) {
+      const criterion = /^\(name:\(values:List\((.+)\)\)\)$/s.exec(req.query.search);
+      if (!criterion) return paramInvalid('search');
+      name = criterion[1];
+    }
+    const pageSize = Number(req.query.pageSize ?? 10);
+    if (!Number.isInteger(pageSize) || pageSize < 1) return paramInvalid('pageSize');
+    if (pageSize > 1000) return error(400, 'Specified count is larger than 1000', 'ILLEGAL_ARGUMENT');
+    const start = req.query.pageToken === undefined ? 0 : Number(Buffer.from(req.query.pageToken, 'base64url').toString());
+    if (!Number.isInteger(start) || start < 0) return paramInvalid('pageToken');
+    const urn = kind === 'campaign' ? 'sponsoredCampaign' : 'sponsoredCampaignGroup';
+    const elements = this.created
+      .filter((entry) => entry.kind === kind && entry.accountId === accountId && (name === undefined || (entry.body as { name?: string }).name === name))
+      .map((entry) => {
+        const stamp = this.stamps.get(entry.id) ?? { created: 0, status: 'ACTIVE' };
+        const body = entry.body as Record<string, unknown>;
+        return { ...body, id: Number(entry.id), status: stamp.status, changeAuditStamps: { created: { time: stamp.created, actor: 'urn:li:unknown:0' }, lastModified: { time: stamp.created } }, test: false, $URN: `urn:li:${urn}:${entry.id}` };
+      });
+    const end = start + pageSize;
+    return { status: 200, json: { elements: elements.slice(start, end), metadata: end < elements.length ? { nextPageToken: Buffer.from(String(end)).toString('base64url') } : {} } };
   }
 
   protected tokenRefusedAnswer(_req: RecordedRequest, why: 'expired' | 'invalid'): FakeAnswer {
@@ -96,6 +142,19 @@ export class LinkedinAdsFake extends FakeNetwork {
   protected serverErrorAnswer(_req: RecordedRequest, status: number): FakeAnswer {
     return { status, json: { message: status === 503 ? 'Service Unavailable' : 'Internal Server Error', status } };
   }
+}
+
+/** LinkedIn's answer to a query parameter it cannot read. */
+function paramInvalid(fieldPath: string): FakeAnswer {
+  return {
+    status: 400,
+    json: {
+      errorDetailType: 'com.linkedin.common.error.BadRequest',
+      message: 'Invalid param. Please see errorDetails for more information.',
+      errorDetails: { inputErrors: [{ description: 'Invalid value for param; wrong type or other syntax error', input: { inputPath: { fieldPath } }, code: 'PARAM_INVALID' }] },
+      status: 400,
+    },
+  };
 }
 
 function error(status: number, message: string, code: string): FakeAnswer {

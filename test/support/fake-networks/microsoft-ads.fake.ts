@@ -27,11 +27,16 @@ const TIME_ZONES: Record<string, string> = {
 };
 const TIME_ZONE_NAMES = new Set([...Object.values(TIME_ZONES), 'AucklandWellington', 'Seoul', 'CanberraMelbourneSydney']);
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/;
+/** Campaign.Name: at most 128 characters (Entity Limits). */
+const NAME_MAX = 128;
 
 /**
  * Microsoft Advertising's SOAP services as the adapter meets them: Customer Management `GetAccount`
- * and Campaign Management `AddCampaigns` on one origin, SOAPAction and namespaces checked, header
- * credentials checked, the Campaign's elements in WSDL order, and Bing's SOAP faults (HTTP 500).
+ * and Campaign Management `AddCampaigns` and `GetCampaignsByAccountId` on one origin, SOAPAction and
+ * namespaces checked, header credentials checked, the Campaign's elements in WSDL order, campaign
+ * names unique in an account (1115 CampaignServiceCannotCreateDuplicateCampaign: unconfirmed code)
+ * and at most 128 characters, and Bing's SOAP faults (HTTP 500). GetCampaignsByAccountId answers
+ * the campaigns of the `CampaignType`s asked (Search alone when none is: unconfirmed), unpaged.
  */
 export class MicrosoftAdsFake extends FakeNetwork {
   readonly channel = 'microsoft_ads' as const;
@@ -46,6 +51,11 @@ export class MicrosoftAdsFake extends FakeNetwork {
     return super.settings({ developerToken: this.developerToken, ...overrides });
   }
 
+  /** A campaign put in the account by other means (the web UI, an older try). */
+  plantCampaign(accountId: string, name: string, campaignType = 'Search'): string {
+    return this.remember('campaign', accountId, { biddingScheme: 'MaxClicks', BudgetType: 'DailyBudgetStandard', DailyBudget: '10.00', Name: name, Status: 'Paused', TimeZone: 'EasternTimeUSCanada', CampaignType: campaignType });
+  }
+
   /** The manager customer of an account (Account.ParentCustomerId). */
   parentCustomerOf(accountId: string): string {
     return `1${accountId}`;
@@ -58,8 +68,8 @@ export class MicrosoftAdsFake extends FakeNetwork {
     const xml = String(req.rawBody);
     const action = (req.headers.soapaction ?? '').replace(/"/g, '');
     const ns = service === 'customer' ? CUSTOMER_NS : CAMPAIGN_NS;
-    const expected = service === 'customer' ? 'GetAccount' : 'AddCampaigns';
-    if (action !== expected || !new RegExp(`<${expected}Request xmlns="${ns}">`).test(xml))
+    const actions = service === 'customer' ? ['GetAccount'] : ['AddCampaigns', 'GetCampaignsByAccountId'];
+    if (!actions.includes(action) || !new RegExp(`<${action}Request xmlns="${ns}">`).test(xml))
       return fault('a:ActionNotSupported', `The message with Action '${action}' cannot be processed at the receiver.`);
     const header = (name: string) => value(xml.slice(0, xml.indexOf('<s:Body>')), name);
 
@@ -84,6 +94,7 @@ export class MicrosoftAdsFake extends FakeNetwork {
 
     if (header('CustomerAccountId') !== accountId) return adApiFault('116', 'RequestMissingHeaders', 'The CustomerAccountId header element must be the AccountId of the request.');
     if (header('CustomerId') !== this.parentCustomerOf(account.id)) return adApiFault('106', 'UserIsNotAuthorized', 'The user is not authorized for the customer in the CustomerId header.');
+    if (action === 'GetCampaignsByAccountId') return this.campaignsOf(account.id, xml);
     const campaign = /<Campaigns><Campaign>([\s\S]*)<\/Campaign><\/Campaigns>/.exec(xml)?.[1];
     if (!campaign) return operationFault('1100', 'CampaignServiceNullCampaign', 'The campaign cannot be null or empty.');
     const members = [...campaign.matchAll(/<(\w+)[\s>/]/g)].map((m) => m[1]).filter((name) => CAMPAIGN_ORDER.includes(name));
@@ -95,6 +106,7 @@ export class MicrosoftAdsFake extends FakeNetwork {
     const scheme = /<BiddingScheme i:type="(\w+)BiddingScheme"/.exec(campaign)?.[1];
     if (!scheme || !BIDDING_SCHEMES.includes(scheme)) return batchError('1260', 'CampaignServiceInvalidBiddingScheme', 'The bidding scheme is not valid for the campaign type.');
     if (!field('Name')) return batchError('1116', 'CampaignServiceMissingCampaignName', 'The campaign name is missing.');
+    if (Array.from(field('Name')!).length > NAME_MAX) return batchError('1101', 'CampaignServiceInvalidCampaignName', 'The campaign name is not valid.');
     if (!['DailyBudgetStandard', 'LifetimeBudgetStandard'].includes(field('BudgetType') ?? '')) return batchError('1152', 'CampaignServiceInvalidBudgetType', 'The budget type is not valid.');
     const budget = field('DailyBudget') ?? '';
     if (!/^\d+(\.\d+)?$/.test(budget) || Number(budget) <= 0) return batchError('1118', 'CampaignServiceMissingBudget', 'The campaign budget is missing or not valid.');
@@ -105,12 +117,37 @@ export class MicrosoftAdsFake extends FakeNetwork {
     for (const date of ['StartDate', 'EndDate']) if (field(date) !== undefined && !DATE_TIME.test(field(date)!)) return batchError('113', 'InvalidDateObject', 'The date specified in the request is not valid.');
     if (field('BudgetType') === 'LifetimeBudgetStandard' && (!field('StartDate') || !field('EndDate')))
       return batchError('1165', 'CampaignServiceLifetimeBudgetRequiresDates', 'A lifetime budget needs the campaign start and end dates.'); // (unconfirmed) code
+    if (this.created.some((c) => c.kind === 'campaign' && c.accountId === account.id && (c.body as { Name?: string }).Name === field('Name')))
+      return batchError('1115', 'CampaignServiceCannotCreateDuplicateCampaign', 'An attempt was made to create a duplicate of a campaign that already exists.');
     const id = this.remember('campaign', account.id, {
       biddingScheme: scheme,
       ...Object.fromEntries(['BudgetType', 'DailyBudget', 'EndDate', 'Name', 'StartDate', 'Status', 'TimeZone', 'UseCampaignLevelDates', 'CampaignType'].filter((n) => field(n) !== undefined).map((n) => [n, field(n)])),
     });
     return soap(
       `<AddCampaignsResponse xmlns="${CAMPAIGN_NS}"><CampaignIds xmlns:a="http://schemas.datacontract.org/2004/07/System" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><a:long>${id}</a:long></CampaignIds><PartialErrors xmlns:i="http://www.w3.org/2001/XMLSchema-instance"/></AddCampaignsResponse>`,
+    );
+  }
+
+  /** `GetCampaignsByAccountId`: AccountId, then an optional CampaignType list (space-separated flags), in that order. */
+  private campaignsOf(accountId: string, xml: string): FakeAnswer {
+    const request = /<GetCampaignsByAccountIdRequest xmlns="[^"]+">([\s\S]*)<\/GetCampaignsByAccountIdRequest>/.exec(xml)?.[1] ?? '';
+    const members = [...request.matchAll(/<(\w+)[\s>/]/g)].map((m) => m[1]);
+    const order = ['AccountId', 'CampaignType', 'ReturnAdditionalFields'];
+    if (members.some((name, i) => !order.includes(name) || (i > 0 && order.indexOf(name) <= order.indexOf(members[i - 1]))))
+      return fault('a:DeserializationFailed', `The formatter threw an exception while trying to deserialize the message: element order ${members.join(', ')} is not GetCampaignsByAccountIdRequest's.`);
+    const types = (value(request, 'CampaignType') ?? 'Search').split(/\s+/).filter(Boolean);
+    if (types.some((type) => !CAMPAIGN_TYPES.includes(type))) return fault('a:DeserializationFailed', `The formatter threw an exception while trying to deserialize the message: ${types.join(' ')} is not a CampaignType.`);
+    const campaigns = this.created
+      .filter((c) => c.kind === 'campaign' && c.accountId === accountId && types.includes((c.body as { CampaignType?: string }).CampaignType ?? 'Search'))
+      .map((c) => {
+        const body = c.body as Record<string, string>;
+        return (
+          `<Campaign><BiddingScheme i:type="${body.biddingScheme}BiddingScheme"><Type>${body.biddingScheme}</Type></BiddingScheme><BudgetType>${body.BudgetType}</BudgetType><DailyBudget>${body.DailyBudget}</DailyBudget>` +
+          `<Id>${c.id}</Id><Name>${escape(body.Name)}</Name><Status>${body.Status}</Status><TimeZone>${body.TimeZone}</TimeZone><CampaignType>${body.CampaignType ?? 'Search'}</CampaignType></Campaign>`
+        );
+      });
+    return soap(
+      `<GetCampaignsByAccountIdResponse xmlns="${CAMPAIGN_NS}"><Campaigns xmlns:i="http://www.w3.org/2001/XMLSchema-instance">${campaigns.join('')}</Campaigns><PartialErrors xmlns:i="http://www.w3.org/2001/XMLSchema-instance" i:nil="true"/></GetCampaignsByAccountIdResponse>`,
     );
   }
 
@@ -143,6 +180,10 @@ export class MicrosoftAdsFake extends FakeNetwork {
 function value(xml: string, name: string): string | undefined {
   const raw = new RegExp(`<(?:\\w+:)?${name}(?:\\s[^>]*)?>([^<]*)</(?:\\w+:)?${name}>`).exec(xml)?.[1];
   return raw?.replace(/&(lt|gt|quot|apos|amp);/g, (_, entity: string) => ({ lt: '<', gt: '>', quot: '"', apos: "'", amp: '&' })[entity]!);
+}
+
+function escape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 function soap(body: string): FakeAnswer {

@@ -36,8 +36,14 @@ describe('GoogleAds against its fake, over HTTPS', () => {
     await closeFakeNetworkDispatcher();
   });
 
-  const create = (campaign: CampaignSpec, accountId = USD) =>
-    google.createCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId as keyof typeof accounts] }, { dispatchId: 'dsp_g1', campaign });
+  /** Every launch of the spec is a dispatch of its own (its budget and campaign names carry its id). */
+  let launches = 0;
+  let dispatchId = '';
+  const access = (accountId = USD) => ({ accessToken: token, providerAccountId: accountId, account: accounts[accountId as keyof typeof accounts] });
+  const create = (campaign: CampaignSpec, accountId = USD, id = `dsp_g${++launches}`) => {
+    dispatchId = id;
+    return google.createCampaign(access(accountId), { dispatchId: id, campaign });
+  };
   const sent = (kind: 'campaignBudgets' | 'campaigns') => (fake.lastRequest(new RegExp(`/${kind}:mutate$`)).body as { operations: Array<{ create: Record<string, unknown> }> }).operations[0].create;
 
   it('can launch only with its developer token (else channel_live_unavailable)', async () => {
@@ -151,12 +157,12 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const campaign = unifiedCampaign();
       const { providerResourceId } = await create(campaign);
       const budget = sent('campaignBudgets');
-      expect(budget).toEqual({ name: expect.stringContaining(campaign.name), period: 'DAILY', amountMicros: '12340000', deliveryMethod: 'STANDARD', explicitlyShared: false });
+      expect(budget).toEqual({ name: `${campaign.name} budget · ${dispatchId}`, period: 'DAILY', amountMicros: '12340000', deliveryMethod: 'STANDARD', explicitlyShared: false });
       const budgetResource = fake.created.find((c) => c.kind === 'campaign_budget' && c.body === budget);
       expect(budgetResource).toBeDefined();
       const created = sent('campaigns');
       expect(created).toEqual({
-        name: campaign.name,
+        name: `${campaign.name} · ${dispatchId}`,
         status: 'PAUSED',
         advertisingChannelType: 'SEARCH',
         campaignBudget: `customers/${USD}/campaignBudgets/${budgetResource!.id}`,
@@ -220,6 +226,102 @@ describe('GoogleAds against its fake, over HTTPS', () => {
     });
   });
 
+  describe('at most one campaign per dispatch', () => {
+    const find = (id: string) => google.findCampaigns(access(), { dispatchId: id, campaign: unifiedCampaign() });
+
+    it("finds the dispatch's campaign with GAQL on the campaign name, not removed", async () => {
+      const { providerResourceId } = await create(unifiedCampaign());
+      expect(await find(dispatchId)).toEqual([{ providerResourceId, createdAt: null }]);
+      const call = fake.lastRequest(/googleAds:search$/);
+      expect(call.body).toEqual({ query: `SELECT campaign.id, campaign.name FROM campaign WHERE campaign.name LIKE '%${dispatchId}%' AND campaign.status != 'REMOVED'` });
+      expect(await find('dsp_gnone')).toEqual([]);
+    });
+
+    it('finds two oldest first (by id: Google hands them out rising), and ignores a longer id', async () => {
+      await create(unifiedCampaign(), USD, 'dsp_gtwiceX');
+      // Two with the marker (as two racing creates could leave them), planted out of order.
+      fake.created.push({ id: '1', accountId: USD, kind: 'campaign', body: { name: 'Old · dsp_gtwice' } }, { id: '999999999999', accountId: USD, kind: 'campaign', body: { name: 'New · dsp_gtwice' } });
+      expect((await find('dsp_gtwice')).map((c) => c.providerResourceId)).toEqual(['1', '999999999999']);
+    });
+
+    it('follows the pages of a search', async () => {
+      for (let i = 0; i < 120; i++) fake.created.push({ id: String(5_000_000 + i), accountId: USD, kind: 'campaign', body: { name: `Bulk ${i} · dsp_gbulk` } });
+      expect(await find('dsp_gbulk')).toHaveLength(120);
+      expect(fake.requestsTo(/googleAds:search$/).filter((r) => (r.body as { pageToken?: string }).pageToken)).not.toHaveLength(0);
+    });
+
+    it('reuses the budget an earlier try made (DUPLICATE_NAME): one budget, one campaign', async () => {
+      const campaign = unifiedCampaign();
+      fake.afterNextCreate('campaign_budget', { kind: 'fail', status: 503 });
+      await expect(create(campaign, USD, 'dsp_gbudget')).rejects.toMatchObject({ kind: 'transient' });
+      const { providerResourceId } = await create(campaign, USD, 'dsp_gbudget');
+      const budgets = fake.created.filter((c) => c.kind === 'campaign_budget' && JSON.stringify(c.body).includes('dsp_gbudget'));
+      expect(budgets).toHaveLength(1);
+      expect(sent('campaigns').campaignBudget).toBe(`customers/${USD}/campaignBudgets/${budgets[0].id}`);
+      expect(fake.campaignsFor('dsp_gbudget').map((c) => c.id)).toEqual([providerResourceId]);
+    });
+
+    it('answers the campaign that exists when Google refuses a second one of the name (DUPLICATE_CAMPAIGN_NAME): found, not made', async () => {
+      const campaign = unifiedCampaign();
+      const first = await create(campaign, USD, 'dsp_gdup');
+      const again = await create(campaign, USD, 'dsp_gdup');
+      expect(again).toEqual({ providerResourceId: first.providerResourceId, found: true });
+      expect(fake.campaignsFor('dsp_gdup')).toHaveLength(1);
+    });
+
+    it('is transient when the lookup fails', async () => {
+      fake.failNext(1, 503);
+      await expect(find('dsp_gnone')).rejects.toMatchObject({ kind: 'transient' });
+    });
+  });
+
+  describe('the dry run (validateOnly)', () => {
+    const check = (campaign: CampaignSpec, accountId = USD) => google.validateCampaign(access(accountId), { dispatchId: 'dsp_gdry', campaign });
+
+    it('sends one googleAds:mutate with validateOnly: the budget under a temporary name and the campaign referring to it; nothing is made', async () => {
+      const made = fake.created.length;
+      const campaign = unifiedCampaign();
+      expect(await check(campaign)).toEqual({ checkedBy: 'provider', warnings: [] });
+      const call = fake.lastRequest(/googleAds:mutate$/);
+      expect(call.path).toBe(`/v23/customers/${USD}/googleAds:mutate`);
+      expect(call.headers['developer-token']).toBe(fake.developerToken);
+      const temporary = `customers/${USD}/campaignBudgets/-1`;
+      expect(call.body).toEqual({
+        mutateOperations: [
+          { campaignBudgetOperation: { create: { resourceName: temporary, name: `${campaign.name} budget · dsp_gdry`, period: 'DAILY', amountMicros: '12340000', deliveryMethod: 'STANDARD', explicitlyShared: false } } },
+          {
+            campaignOperation: {
+              create: {
+                name: `${campaign.name} · dsp_gdry`,
+                status: 'PAUSED',
+                advertisingChannelType: 'SEARCH',
+                campaignBudget: temporary,
+                maximizeConversions: {},
+                networkSettings: { targetGoogleSearch: true, targetSearchNetwork: true, targetContentNetwork: false },
+                startDateTime: '2027-01-04 04:00:00',
+                containsEuPoliticalAdvertising: 'DOES_NOT_CONTAIN_EU_POLITICAL_ADVERTISING',
+              },
+            },
+          },
+        ],
+        validateOnly: true,
+      });
+      expect(fake.created.length).toBe(made);
+    });
+
+    it("answers Google's refusal as the create would get it", async () =>
+      expect(await rejection(check(unifiedCampaign({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY))).toMatchObject({
+        kind: 'validation',
+        providerCode: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT',
+      }));
+
+    it('refuses before any call what the adapter knows Google refuses', async () => {
+      const calls = fake.requests.length;
+      await expect(check(unifiedCampaign({ objective: 'app_installs' }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
+      expect(fake.requests.length).toBe(calls);
+    });
+  });
+
   describe('errors', () => {
     it('makes an expired token auth (OAUTH_TOKEN_EXPIRED)', async () => {
       fake.expireToken(token);
@@ -240,10 +342,8 @@ describe('GoogleAds against its fake, over HTTPS', () => {
     });
 
     it("keeps Google's message and code for a refused campaign (validation)", async () => {
-      const campaign = unifiedCampaign();
-      await create(campaign);
-      const error = await rejection(create(campaign));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: 'DUPLICATE_CAMPAIGN_NAME', httpStatus: 400, message: 'google_ads: Campaign name already used.' });
+      const error = await rejection(create(unifiedCampaign({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY));
+      expect(error).toMatchObject({ kind: 'validation', providerCode: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT', httpStatus: 400, message: 'google_ads: The budget amount must be a multiple of the minimum currency unit.' });
     });
 
     it("makes a developer token Google refuses validation, not auth: the partner's grant is fine", async () => {

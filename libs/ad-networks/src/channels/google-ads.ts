@@ -1,5 +1,6 @@
 import { CampaignSpec, Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { localDateTime } from '../account-time';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
@@ -22,9 +23,27 @@ import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campa
  * - `containsEuPoliticalAdvertising` must be declared on create (required since 2025).
  * - (unconfirmed) Search campaigns may accept only a whole-day start (00:00:00); Google answers
  *   DATE_RANGE_ERROR_START_TIME_MUST_BE_THE_START_OF_A_DAY, passed back as a validation error.
+ * - The dispatch's marker is a suffix of the campaign's name (campaign-marker.ts), within 255
+ *   characters (unconfirmed: the limit Google's UI enforces). Google refuses a second campaign of
+ *   the same name in an account that is not removed (DUPLICATE_CAMPAIGN_NAME), so the marker also
+ *   makes a second create fail rather than succeed. A campaign is found again with GAQL through
+ *   `googleAds:search`: `SELECT campaign.id, campaign.name FROM campaign WHERE campaign.name LIKE
+ *   '%<dispatch id>%' AND campaign.status != 'REMOVED'` (Google keeps no creation time on a
+ *   campaign: oldest first is by id, which Google hands out rising).
+ * - The budget is made first and its name carries the marker too (`<name> budget · <dispatch id>`,
+ *   the same every try). A later try whose budget create answers DUPLICATE_NAME reuses that budget,
+ *   found by `SELECT campaign_budget.resource_name FROM campaign_budget WHERE campaign_budget.name
+ *   = '<name>'`; a campaign create answered DUPLICATE_CAMPAIGN_NAME answers the campaign found.
+ * - The dry run is one `googleAds:mutate` with `validateOnly: true`: the budget with the temporary
+ *   resource name `customers/{id}/campaignBudgets/-1` and the campaign that refers to it, checked
+ *   as if they were made; nothing is made.
  */
 export const GOOGLE_ADS_API_VERSION = 'v23';
 const SCOPES = ['https://www.googleapis.com/auth/adwords'];
+/** (unconfirmed) the longest campaign or budget name Google takes. */
+const MAX_NAME_LENGTH = 255;
+/** Pages of a lookup at most (Google's pages hold 10,000 rows). */
+const MAX_LOOKUP_PAGES = 10;
 
 type Bidding = Record<string, Record<string, never>>;
 const OBJECTIVES: Record<Exclude<Objective, 'app_installs'>, { channelType: 'SEARCH' | 'DISPLAY'; bidding: Bidding }> = {
@@ -86,37 +105,70 @@ export class GoogleAds implements AdNetwork {
     return { currency: customer.currencyCode, timezone: customer.timeZone };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const { campaign } = request;
-    const objective = objectiveOf(campaign);
-    if (objective === 'app_installs') throw unsupportedObjective(this.channel, objective, 'an app campaign needs an app id and store, which a unified campaign does not carry');
-    const end = lifetimeEnd(this.channel, campaign);
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
     const ids = customerIds(access.providerAccountId);
+    const { budget, campaign } = campaignOf(access, request);
+    const budgetResource = await this.budget(access, ids, budget);
+    try {
+      const created = await this.call(access, ids, 'campaigns:mutate', { operations: [{ create: { ...campaign, campaignBudget: budgetResource } }] });
+      // customers/{customer_id}/campaigns/{campaign_id}
+      return { providerResourceId: resourceNameOf(created, 'campaign').split('/').pop()! };
+    } catch (error) {
+      // The campaign exists already (an earlier try's, whose answer was lost): that one is the dispatch's.
+      if (!(error instanceof ProviderError && error.providerCode === 'DUPLICATE_CAMPAIGN_NAME')) throw error;
+      const [found] = await this.findCampaigns(access, request);
+      if (!found) throw error;
+      return { providerResourceId: found.providerResourceId, found: true };
+    }
+  }
 
-    const budget = await this.call(access, ids, 'campaignBudgets:mutate', { operations: [{ create: budgetOf(campaign, request.dispatchId) }] });
-    const budgetResource = resourceNameOf(budget, 'campaign budget');
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const ids = customerIds(access.providerAccountId);
+    const query = `SELECT campaign.id, campaign.name FROM campaign WHERE campaign.name LIKE ${gaqlString(`%${request.dispatchId}%`)} AND campaign.status != 'REMOVED'`;
+    const rows = (await this.search(access, ids, query)) as Array<{ campaign?: { id?: string | number; name?: unknown } }>;
+    return rows
+      .filter((row) => row.campaign?.id !== undefined && carriesMarker(row.campaign.name, request.dispatchId))
+      .map((row) => String(row.campaign!.id))
+      .sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0))
+      .map((providerResourceId) => ({ providerResourceId, createdAt: null }));
+  }
 
-    const mapped = OBJECTIVES[objective];
-    const created = await this.call(access, ids, 'campaigns:mutate', {
-      operations: [
-        {
-          create: {
-            name: campaign.name,
-            status: 'PAUSED',
-            advertisingChannelType: mapped.channelType,
-            campaignBudget: budgetResource,
-            ...mapped.bidding,
-            ...(mapped.channelType === 'SEARCH' ? { networkSettings: { targetGoogleSearch: true, targetSearchNetwork: true, targetContentNetwork: false } } : {}),
-            startDateTime: localDateTime(campaign.schedule.start_at, access.account.timezone),
-            ...(end ? { endDateTime: localDateTime(end, access.account.timezone) } : {}),
-            containsEuPoliticalAdvertising: 'DOES_NOT_CONTAIN_EU_POLITICAL_ADVERTISING',
-          },
-        },
-      ],
+  /** One googleAds:mutate with validateOnly: the budget (a temporary resource name) and its campaign, checked by Google, nothing made. */
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    const ids = customerIds(access.providerAccountId);
+    const { budget, campaign } = campaignOf(access, request);
+    const temporary = `customers/${ids.customerId}/campaignBudgets/-1`;
+    await this.call(access, ids, 'googleAds:mutate', {
+      mutateOperations: [{ campaignBudgetOperation: { create: { ...budget, resourceName: temporary } } }, { campaignOperation: { create: { ...campaign, campaignBudget: temporary } } }],
+      validateOnly: true,
     });
-    // customers/{customer_id}/campaigns/{campaign_id}
-    const campaignId = resourceNameOf(created, 'campaign').split('/').pop()!;
-    return { providerResourceId: campaignId };
+    return { checkedBy: 'provider', warnings: [] };
+  }
+
+  /** The dispatch's budget: made, or (made by an earlier try: DUPLICATE_NAME) found by its name. */
+  private async budget(access: LiveAccess, ids: CustomerIds, budget: Record<string, unknown>): Promise<string> {
+    try {
+      return resourceNameOf(await this.call(access, ids, 'campaignBudgets:mutate', { operations: [{ create: budget }] }), 'campaign budget');
+    } catch (error) {
+      if (!(error instanceof ProviderError && error.providerCode === 'DUPLICATE_NAME')) throw error;
+      const query = `SELECT campaign_budget.resource_name, campaign_budget.name FROM campaign_budget WHERE campaign_budget.name = ${gaqlString(String(budget.name))} AND campaign_budget.status != 'REMOVED'`;
+      const [row] = (await this.search(access, ids, query)) as Array<{ campaignBudget?: { resourceName?: string } }>;
+      if (!row?.campaignBudget?.resourceName) throw error;
+      return row.campaignBudget.resourceName;
+    }
+  }
+
+  /** googleAds:search, every page (bounded): the rows. */
+  private async search(access: AccountAccess, ids: CustomerIds, query: string): Promise<unknown[]> {
+    const rows: unknown[] = [];
+    let pageToken: string | undefined;
+    for (let page = 0; page < MAX_LOOKUP_PAGES; page++) {
+      const answer = (await this.call(access, ids, 'googleAds:search', { query, ...(pageToken ? { pageToken } : {}) })) as { results?: unknown[]; nextPageToken?: string };
+      rows.push(...(answer?.results ?? []));
+      pageToken = answer?.nextPageToken;
+      if (!pageToken) break;
+    }
+    return rows;
   }
 
   private async call(access: AccountAccess, ids: CustomerIds, method: string, body: unknown): Promise<unknown> {
@@ -147,12 +199,42 @@ function customerIds(providerAccountId: string): CustomerIds {
   return parts.length === 2 ? { loginCustomerId: parts[0], customerId: parts[1] } : { customerId: parts[0] };
 }
 
+/**
+ * The budget and the campaign as Google takes them (the campaign without its budget's resource
+ * name); every rule Google would refuse before a call throws here (the dry run's too).
+ */
+function campaignOf(access: LiveAccess, request: LiveCampaignRequest): { budget: Record<string, unknown>; campaign: Record<string, unknown> } {
+  const { campaign } = request;
+  const objective = objectiveOf(campaign);
+  if (objective === 'app_installs') throw unsupportedObjective('google_ads', objective, 'an app campaign needs an app id and store, which a unified campaign does not carry');
+  const end = lifetimeEnd('google_ads', campaign);
+  const mapped = OBJECTIVES[objective];
+  return {
+    budget: budgetOf(campaign, request.dispatchId),
+    campaign: {
+      name: markedName(campaign.name, request.dispatchId, MAX_NAME_LENGTH),
+      status: 'PAUSED',
+      advertisingChannelType: mapped.channelType,
+      ...mapped.bidding,
+      ...(mapped.channelType === 'SEARCH' ? { networkSettings: { targetGoogleSearch: true, targetSearchNetwork: true, targetContentNetwork: false } } : {}),
+      startDateTime: localDateTime(campaign.schedule.start_at, access.account.timezone),
+      ...(end ? { endDateTime: localDateTime(end, access.account.timezone) } : {}),
+      containsEuPoliticalAdvertising: 'DOES_NOT_CONTAIN_EU_POLITICAL_ADVERTISING',
+    },
+  };
+}
+
 function budgetOf(campaign: CampaignSpec, dispatchId: string): Record<string, unknown> {
   const micros = String(toMicros(campaign.budget.amount_micros)); // int64 travels as a string in proto3 JSON
-  // Budget names are unique per account; a retried try must not collide with the budget of an earlier one.
-  const name = `${campaign.name} (${dispatchId} ${Date.now().toString(36)})`;
+  // Budget names are unique per account: the dispatch's marker makes it the dispatch's, the same on every try (a later try finds it).
+  const name = markedName(`${campaign.name} budget`, dispatchId, MAX_NAME_LENGTH);
   const common = { name, deliveryMethod: 'STANDARD', explicitlyShared: false };
   return campaign.budget.type === 'daily' ? { ...common, period: 'DAILY', amountMicros: micros } : { ...common, period: 'CUSTOM_PERIOD', totalAmountMicros: micros };
+}
+
+/** A GAQL string literal: single-quoted, backslashes and quotes escaped. */
+function gaqlString(value: string): string {
+  return `'${value.replace(/[\\']/g, (c) => `\\${c}`)}'`;
 }
 
 function resourceNameOf(answer: unknown, what: string): string {

@@ -2,7 +2,7 @@ import { CampaignSpec } from '@campaign-ops/channels';
 import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
 import { LinkedinAdsFake } from '../../../../test/support/fake-networks/linkedin-ads.fake';
 import { NetworkHttp } from '../network-http';
-import { LinkedinAds, untilMidnightUtc } from './linkedin-ads';
+import { LinkedinAds, restliNameSearch, untilMidnightUtc } from './linkedin-ads';
 
 const USD = '508000001';
 const JPY = '508000002';
@@ -102,17 +102,23 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
   });
 
   describe('creating a campaign', () => {
-    it('creates a campaign group, then a DRAFT campaign in it with a daily budget in major units and a schedule in epoch ms', async () => {
+    it("looks for the dispatch's campaign group, creates it, then a DRAFT campaign in it with a daily budget in major units and a schedule in epoch ms", async () => {
       const campaign = unifiedCampaign({ schedule: { end_at: '2027-02-01T00:00:00Z' } });
+      const calls = fake.requests.length;
       const { providerResourceId } = await create(campaign);
+      expect(fake.requests.slice(calls).map((r) => `${r.method} ${r.path}`)).toEqual([
+        `GET /rest/adAccounts/${USD}/adCampaignGroups`,
+        `POST /rest/adAccounts/${USD}/adCampaignGroups`,
+        `POST /rest/adAccounts/${USD}/adCampaigns`,
+      ]);
+      expect(fake.requests[calls].query).toEqual({ q: 'search', search: `(name:(values:List(${campaign.name} · dsp_l1)))`, pageSize: '1000' });
       const group = fake.lastRequest(/\/adCampaignGroups$/);
-      expect(group.path).toBe(`/rest/adAccounts/${USD}/adCampaignGroups`);
       const groupId = fake.created.find((c) => c.kind === 'campaign_group' && c.body === group.body)!.id;
-      expect(group.body).toEqual({ account: `urn:li:sponsoredAccount:${USD}`, name: campaign.name, status: 'ACTIVE', runSchedule: { start: Date.UTC(2027, 0, 4, 9), end: Date.UTC(2027, 1, 1) } });
+      expect(group.body).toEqual({ account: `urn:li:sponsoredAccount:${USD}`, name: `${campaign.name} · dsp_l1`, status: 'ACTIVE', runSchedule: { start: Date.UTC(2027, 0, 4, 9), end: Date.UTC(2027, 1, 1) } });
       expect(sent()).toEqual({
         account: `urn:li:sponsoredAccount:${USD}`,
         campaignGroup: `urn:li:sponsoredCampaignGroup:${groupId}`,
-        name: campaign.name,
+        name: `${campaign.name} · dsp_l1`,
         type: 'SPONSORED_UPDATES',
         objectiveType: 'WEBSITE_CONVERSION',
         optimizationTargetType: 'MAX_CONVERSION',
@@ -163,6 +169,102 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
     it("keeps LinkedIn's input error code and description (validation)", async () => {
       const error = await rejection(create(unifiedCampaign({ budget: { amount_micros: 5_000_000 } })));
       expect(error).toMatchObject({ kind: 'validation', providerCode: 'FIELD_VALUE_TOO_LOW', httpStatus: 422, message: 'linkedin_ads: Daily budget must be at least 10 USD (dailyBudget.amount)' });
+    });
+  });
+
+  describe("the dispatch's marker, and finding its campaign (and group) again", () => {
+    const access = (accountId = USD) => ({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] });
+    const launch = (dispatchId: string, campaign: CampaignSpec) => linkedin.createCampaign(access(), { dispatchId, campaign });
+    const find = (dispatchId: string, campaign: CampaignSpec) => linkedin.findCampaigns(access(), { dispatchId, campaign });
+    const campaignSearches = () => fake.requestsTo(`/rest/adAccounts/${USD}/adCampaigns`).filter((r) => r.method === 'GET');
+
+    it("shortens the partner's part, never the marker, to 255 bytes of UTF-8", async () => {
+      await launch('dsp_llong1', unifiedCampaign({ name: 'x'.repeat(300) }));
+      expect(sent().name).toBe(`${'x'.repeat(241)} · dsp_llong1`);
+      expect(Buffer.byteLength(sent().name)).toBe(255);
+    });
+
+    it('writes the search criterion the Rest.li way: the structure as is, the name encoded once (%20 for a space, its reserved characters escaped)', () => {
+      expect(restliNameSearch("Q1 (EU), 50%: it's · dsp_1")).toBe('(name:(values:List(Q1%20%28EU%29%2C%2050%25%3A%20it%27s%20%C2%B7%20dsp_1)))');
+    });
+
+    it("searches the account's campaigns by the whole marked name, a page of 1000: none", async () => {
+      const campaign = unifiedCampaign();
+      expect(await find('dsp_lnone1', campaign)).toEqual([]);
+      const call = campaignSearches().at(-1)!;
+      expect([call.headers.authorization, call.headers['linkedin-version'], call.headers['x-restli-protocol-version']]).toEqual([`Bearer ${token}`, '202605', '2.0.0']);
+      expect(call.query).toEqual({ q: 'search', search: `(name:(values:List(${campaign.name} · dsp_lnone1)))`, pageSize: '1000' });
+    });
+
+    it('finds the one it made, with its creation time', async () => {
+      const campaign = unifiedCampaign();
+      const { providerResourceId } = await launch('dsp_lfound1', campaign);
+      expect(await find('dsp_lfound1', campaign)).toEqual([{ providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+    });
+
+    it('finds two oldest first (LinkedIn made it twice, then answered 503)', async () => {
+      const campaign = unifiedCampaign();
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      await expect(launch('dsp_ltwice1', campaign)).rejects.toMatchObject({ kind: 'transient' });
+      const made = fake.campaignsFor('dsp_ltwice1').map((c) => c.id);
+      expect(made).toHaveLength(2);
+      expect((await find('dsp_ltwice1', campaign)).map((c) => c.providerResourceId)).toEqual(made);
+    });
+
+    it('orders by creation time before id, and leaves a deleted campaign out', async () => {
+      const name = 'Planted · dsp_lorder1';
+      const later = fake.plantCampaign(USD, name, Date.UTC(2026, 5, 2));
+      const earlier = fake.plantCampaign(USD, name, Date.UTC(2026, 5, 1));
+      fake.plantCampaign(USD, name, Date.UTC(2026, 4, 1), 'REMOVED');
+      expect(await find('dsp_lorder1', unifiedCampaign({ name: 'Planted' }))).toEqual([
+        { providerResourceId: earlier, createdAt: '2026-06-01T00:00:00.000Z' },
+        { providerResourceId: later, createdAt: '2026-06-02T00:00:00.000Z' },
+      ]);
+    });
+
+    it('ignores a campaign whose name carries a longer id', async () => {
+      const campaign = unifiedCampaign();
+      await launch('dsp_lnear1X', campaign);
+      expect(await find('dsp_lnear1', campaign)).toEqual([]);
+    });
+
+    it('follows metadata.nextPageToken', async () => {
+      for (let i = 0; i < 1005; i++) fake.plantCampaign(USD, 'Bulk · dsp_lbulk1', Date.UTC(2026, 5, 1) + i);
+      expect(await find('dsp_lbulk1', unifiedCampaign({ name: 'Bulk' }))).toHaveLength(1005);
+      expect(campaignSearches().at(-1)!.query.pageToken).toEqual(expect.any(String));
+    });
+
+    it('is transient when LinkedIn fails the lookup (5xx)', async () => {
+      fake.failNext(1, 503);
+      await expect(find('dsp_lnone2', unifiedCampaign())).rejects.toMatchObject({ kind: 'transient', httpStatus: 503 });
+    });
+
+    it('reuses the campaign group an earlier try of the dispatch left: one group, its campaign in it', async () => {
+      const campaign = unifiedCampaign();
+      fake.afterNextCreate('campaign_group', { kind: 'fail', status: 503 }); // made, then 503: the try does not know
+      await expect(launch('dsp_lgroup1', campaign)).rejects.toMatchObject({ kind: 'transient' });
+      const { providerResourceId } = await launch('dsp_lgroup1', campaign);
+      const groups = fake.created.filter((c) => c.kind === 'campaign_group' && JSON.stringify(c.body).includes('dsp_lgroup1'));
+      expect(groups).toHaveLength(1);
+      expect(sent().campaignGroup).toBe(`urn:li:sponsoredCampaignGroup:${groups[0].id}`);
+      expect(fake.campaignsFor('dsp_lgroup1').map((c) => c.id)).toEqual([providerResourceId]);
+    });
+  });
+
+  describe('the dry run (no validate-only call at LinkedIn: the rules)', () => {
+    const check = (campaign: CampaignSpec, accountId = USD) => linkedin.validateCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] }, { dispatchId: 'dsp_ldry1', campaign });
+
+    it('checks the bodies a create would send without any call', async () => {
+      const calls = fake.requests.length;
+      expect(await check(unifiedCampaign())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect(fake.requests.length).toBe(calls);
+    });
+
+    it('refuses what a create would refuse before its calls, as validation', async () => {
+      const calls = fake.requests.length;
+      await expect(check(unifiedCampaign({ objective: 'app_installs' }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
+      await expect(check(unifiedCampaign({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      expect(fake.requests.length).toBe(calls);
     });
   });
 

@@ -1,6 +1,7 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
 import { toMajorUnitString } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
 import { objectiveOf, unsupportedObjective } from '../unified-campaign';
@@ -25,12 +26,39 @@ import { objectiveOf, unsupportedObjective } from '../unified-campaign';
  *   Objectives: `WEBSITE_CONVERSION` (unconfirmed), `WEBSITE_VISIT`, `BRAND_AWARENESS`,
  *   `LEAD_GENERATION`, `ENGAGEMENT`; LinkedIn has none for app installs.
  *   The new id comes in the `x-restli-id` header (`x-linkedin-id` also seen).
+ * - The dispatch's marker: LinkedIn campaigns have no field for the caller's own reference, so
+ *   the campaign's name carries it (`markedName`), and so does its campaign group's (the same
+ *   name). Names are kept to 255 bytes of UTF-8 (unconfirmed: the limit third parties report;
+ *   the marker's " · " is 4 bytes), the partner's part shortened, never the marker.
+ * - Finding a campaign again: `GET /rest/adAccounts/{id}/adCampaigns?q=search&search=(name:(values:
+ *   List(<marked name>)))&pageSize=1000`, following `metadata.nextPageToken` for at most 10
+ *   pages. The whole marked name is searched, not the dispatch id alone: whether LinkedIn's name
+ *   criterion matches exactly or by part is unconfirmed, and the whole name is found either way.
+ *   The Rest.li structure travels unescaped and the name inside it percent-encoded once (spaces
+ *   as %20, never "+", and `(),:'` escaped too): LinkedIn refuses an escaped structure
+ *   (PARAM_INVALID) and reads "+" as a plus (unconfirmed, reported by integrators). Kept: the
+ *   names that carry the marker, not REMOVED or PENDING_DELETION (a deleted campaign is not the
+ *   dispatch's any more), oldest first by `changeAuditStamps.created.time`, then by id.
+ * - A try makes two objects, the group then the campaign. A later try reuses the group an earlier
+ *   one left: it looks the group up the same way (`adCampaignGroups?q=search&search=(name:…)`,
+ *   the oldest marked one not removed) before creating one.
+ * - Dry run: LinkedIn has no validate-only call for campaigns, so `validateCampaign` builds the
+ *   very group and campaign bodies `createCampaign` sends (every rule above applies) and calls
+ *   nothing: `checkedBy: 'rules'`.
  * - Errors: 401 re-authenticate; 403/404 the token cannot reach the account; 429 slow down, with
  *   no Retry-After: the daily quota resets at midnight UTC, which is the delay given; 5xx transient;
  *   400/422 validation with `errorDetails.inputErrors[].code` or `code`.
  */
 export const LINKEDIN_VERSION = '202605';
 const SCOPES = ['r_ads', 'rw_ads'];
+/** (unconfirmed) the longest campaign or campaign group name, in UTF-8 bytes. */
+const NAME_MAX_BYTES = 255;
+/** `pageSize` of a search: at most 1000. */
+const LOOKUP_PAGE_SIZE = 1000;
+/** Bounds a lookup; the name criterion leaves one or two elements, so one page is the rule. */
+const LOOKUP_MAX_PAGES = 10;
+/** Statuses of a campaign or group that was deleted: not found again. */
+const DELETED_STATUSES = ['REMOVED', 'PENDING_DELETION'];
 
 const OBJECTIVES: Record<Exclude<Objective, 'app_installs'>, { objectiveType: string; optimizationTargetType: string }> = {
   conversion: { objectiveType: 'WEBSITE_CONVERSION', optimizationTargetType: 'MAX_CONVERSION' },
@@ -82,32 +110,49 @@ export class LinkedinAds implements AdNetwork {
     return { currency: account.currency, timezone: 'UTC' };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const { campaign } = request;
-    const objective = objectiveOf(campaign);
-    if (objective === 'app_installs') throw unsupportedObjective(this.channel, objective, 'LinkedIn has no app install objective');
-    const id = accountId(access.providerAccountId);
-    const account = `urn:li:sponsoredAccount:${id}`;
-    const runSchedule = { start: Date.parse(campaign.schedule.start_at), ...(campaign.schedule.end_at ? { end: Date.parse(campaign.schedule.end_at) } : {}) };
-    const money = { amount: toMajorUnitString(campaign.budget.amount_micros, campaign.budget.currency), currencyCode: campaign.budget.currency };
-
-    const group = await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaignGroups`, { account, name: campaign.name, status: 'ACTIVE', runSchedule });
-    const groupId = createdId(group, 'campaign group');
-    const created = await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaigns`, {
-      account,
-      campaignGroup: `urn:li:sponsoredCampaignGroup:${groupId}`,
-      name: campaign.name,
-      type: 'SPONSORED_UPDATES',
-      ...OBJECTIVES[objective],
-      costType: 'CPM',
-      [campaign.budget.type === 'daily' ? 'dailyBudget' : 'totalBudget']: money,
-      runSchedule,
-      status: 'DRAFT',
-      locale: { country: 'US', language: 'en' },
-      offsiteDeliveryEnabled: false,
-      politicalIntent: 'NOT_POLITICAL',
-    });
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const { id, group, campaign } = campaignBodies(access, request);
+    // The group an earlier try of this dispatch made, if any: one group per dispatch.
+    const [earlier] = await this.search(access, `/rest/adAccounts/${id}/adCampaignGroups`, group.name, request.dispatchId);
+    const groupId = earlier?.providerResourceId ?? createdId(await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaignGroups`, group), 'campaign group');
+    const created = await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaigns`, { ...campaign, campaignGroup: `urn:li:sponsoredCampaignGroup:${groupId}` });
     return { providerResourceId: createdId(created, 'campaign') };
+  }
+
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const id = accountId(access.providerAccountId);
+    return this.search(access, `/rest/adAccounts/${id}/adCampaigns`, campaignName(request), request.dispatchId);
+  }
+
+  /** No validate-only call at LinkedIn: the bodies a create would send are built (their rules applied), nothing is called. */
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    campaignBodies(access, request);
+    return { checkedBy: 'rules', warnings: [] };
+  }
+
+  /** The campaigns or groups (by `path`) named `name` that carry the dispatch's marker and are not deleted, oldest first. */
+  private async search(access: AccountAccess, path: string, name: string, dispatchId: string): Promise<FoundCampaign[]> {
+    const found: Array<FoundCampaign & { at: number }> = [];
+    let pageToken: string | undefined;
+    for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
+      // Built by hand: the Rest.li structure must not be percent-encoded (see the header).
+      const query = `q=search&search=${restliNameSearch(name)}&pageSize=${LOOKUP_PAGE_SIZE}${pageToken ? `&pageToken=${encodeURIComponent(pageToken)}` : ''}`;
+      const answer = await this.call(access, 'GET', `${path}?${query}`);
+      const body = (answer.json ?? {}) as { elements?: unknown; metadata?: { nextPageToken?: unknown } };
+      if (!Array.isArray(body.elements)) throw new ProviderError('transient', 'linkedin_ads answered a search without elements', null, answer.status);
+      for (const element of body.elements as Array<{ id?: unknown; name?: unknown; status?: unknown; changeAuditStamps?: { created?: { time?: unknown } } }>) {
+        if ((typeof element.id !== 'number' && typeof element.id !== 'string') || !carriesMarker(element.name, dispatchId)) continue;
+        if (DELETED_STATUSES.includes(String(element.status))) continue;
+        const at = element.changeAuditStamps?.created?.time;
+        found.push({ providerResourceId: String(element.id), createdAt: typeof at === 'number' ? new Date(at).toISOString() : null, at: typeof at === 'number' ? at : NaN });
+      }
+      const next = body.metadata?.nextPageToken;
+      pageToken = typeof next === 'string' && next ? next : undefined;
+      if (!pageToken) break;
+    }
+    // Oldest first: by creation time, then by id (digits; a later object has a higher id).
+    found.sort((a, b) => (Number.isNaN(a.at) || Number.isNaN(b.at) ? 0 : a.at - b.at) || byDigits(a.providerResourceId, b.providerResourceId));
+    return found.map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
   }
 
   private async call(access: AccountAccess, method: 'GET' | 'POST', path: string, json?: unknown): Promise<NetworkAnswer> {
@@ -120,6 +165,61 @@ export class LinkedinAds implements AdNetwork {
     if (answer.status >= 200 && answer.status < 300) return answer;
     throw linkedinError(answer, this.now());
   }
+}
+
+/**
+ * The campaign group and the campaign (without its group) as LinkedIn takes them, both named with
+ * the dispatch's marker: what a create sends, and all a dry run checks.
+ */
+function campaignBodies(access: LiveAccess, request: LiveCampaignRequest): { id: string; group: Record<string, unknown> & { name: string }; campaign: Record<string, unknown> } {
+  const { campaign } = request;
+  const objective = objectiveOf(campaign);
+  if (objective === 'app_installs') throw unsupportedObjective('linkedin_ads', objective, 'LinkedIn has no app install objective');
+  const id = accountId(access.providerAccountId);
+  const account = `urn:li:sponsoredAccount:${id}`;
+  const name = campaignName(request);
+  const runSchedule = { start: Date.parse(campaign.schedule.start_at), ...(campaign.schedule.end_at ? { end: Date.parse(campaign.schedule.end_at) } : {}) };
+  const money = { amount: toMajorUnitString(campaign.budget.amount_micros, campaign.budget.currency), currencyCode: campaign.budget.currency };
+  return {
+    id,
+    group: { account, name, status: 'ACTIVE', runSchedule },
+    campaign: {
+      account,
+      name,
+      type: 'SPONSORED_UPDATES',
+      ...OBJECTIVES[objective],
+      costType: 'CPM',
+      [campaign.budget.type === 'daily' ? 'dailyBudget' : 'totalBudget']: money,
+      runSchedule,
+      status: 'DRAFT',
+      locale: { country: 'US', language: 'en' },
+      offsiteDeliveryEnabled: false,
+      politicalIntent: 'NOT_POLITICAL',
+    },
+  };
+}
+
+/** The marked name, the partner's part shortened (never the marker) until it fits LinkedIn's bytes. */
+function campaignName(request: LiveCampaignRequest): string {
+  for (let max = NAME_MAX_BYTES; max > 0; max--) {
+    const marked = markedName(request.campaign.name, request.dispatchId, max);
+    if (Buffer.byteLength(marked, 'utf8') <= NAME_MAX_BYTES) return marked;
+  }
+  return markedName(request.campaign.name, request.dispatchId, 0);
+}
+
+/**
+ * `(name:(values:List(<name>)))`, ready for the query string: the structure as is, the name
+ * percent-encoded once with Rest.li's reserved `(),:'` (and `!*`) escaped too, spaces as %20.
+ */
+export function restliNameSearch(name: string): string {
+  const value = encodeURIComponent(name).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `(name:(values:List(${value})))`;
+}
+
+/** Two ids of digits in numeric order. */
+function byDigits(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 function accountId(providerAccountId: string): string {

@@ -140,7 +140,7 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
       const campaign = unifiedCampaign({ name: 'Spring & <sale>' });
       const { providerResourceId } = await create(campaign);
       const [read, add] = fake.requests.slice(-2);
-      expect(add.rawBody).toContain('<Name>Spring &amp; &lt;sale&gt;</Name>');
+      expect(add.rawBody).toContain('<Name>Spring &amp; &lt;sale&gt; · dsp_b1</Name>');
       expect(read.headers.soapaction).toBe('GetAccount');
       expect(add.path).toBe(CAMPAIGN_PATH);
       expect(add.headers.soapaction).toBe('AddCampaigns');
@@ -152,7 +152,7 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
         biddingScheme: 'MaxConversions',
         BudgetType: 'DailyBudgetStandard',
         DailyBudget: '12.34',
-        Name: 'Spring & <sale>', // sent escaped, read back by the fake as XML
+        Name: 'Spring & <sale> · dsp_b1', // sent escaped, read back by the fake as XML
         StartDate: '2027-01-04T04:00:00', // 09:00 UTC in New York
         Status: 'Paused',
         TimeZone: 'EasternTimeUSCanada',
@@ -197,9 +197,91 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
       expect(sent().DailyBudget).toBe('7.01');
     });
 
-    it("keeps Microsoft's partial error code and message (validation)", async () => {
-      const error = await rejection(create({ ...unifiedCampaign(), name: '' }));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: 'CampaignServiceMissingCampaignName', message: 'microsoft_ads: The campaign name is missing.' });
+    it("keeps Microsoft's partial error code and message (validation): a campaign of another type holds the name, so none of the dispatch's is found", async () => {
+      const campaign = unifiedCampaign();
+      fake.plantCampaign(USD, `${campaign.name} · dsp_bshop1`, 'Shopping');
+      const error = await rejection(microsoft.createCampaign({ accessToken: token, providerAccountId: USD, account: accounts[USD] }, { dispatchId: 'dsp_bshop1', campaign }));
+      expect(error).toMatchObject({ kind: 'validation', providerCode: 'CampaignServiceCannotCreateDuplicateCampaign', message: 'microsoft_ads: An attempt was made to create a duplicate of a campaign that already exists.' });
+      expect(fake.requests.at(-1)!.headers.soapaction).toBe('GetCampaignsByAccountId');
+    });
+  });
+
+  describe("the dispatch's marker, and finding its campaign again", () => {
+    const access = (accountId = USD) => ({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] });
+    const launch = (dispatchId: string, campaign = unifiedCampaign()) => microsoft.createCampaign(access(), { dispatchId, campaign });
+    const find = (dispatchId: string) => microsoft.findCampaigns(access(), { dispatchId, campaign: unifiedCampaign() });
+    const plantWithId = (id: string, name: string) => fake.created.push({ id, accountId: USD, kind: 'campaign', body: { biddingScheme: 'MaxClicks', BudgetType: 'DailyBudgetStandard', DailyBudget: '10.00', Name: name, Status: 'Paused', TimeZone: 'EasternTimeUSCanada', CampaignType: 'Search' } });
+
+    it("shortens the partner's part, never the marker, to 128 characters", async () => {
+      await launch('dsp_blong1', unifiedCampaign({ name: 'x'.repeat(200) }));
+      expect(sent().Name).toBe(`${'x'.repeat(128 - ' · dsp_blong1'.length)} · dsp_blong1`);
+    });
+
+    it("lists the account's Search and Audience campaigns with GetCampaignsByAccountId, its customer read first: none", async () => {
+      const calls = fake.requests.length;
+      expect(await find('dsp_bnone1')).toEqual([]);
+      const [read, list] = fake.requests.slice(calls);
+      expect(fake.requests.length - calls).toBe(2);
+      expect(read.headers.soapaction).toBe('GetAccount');
+      expect([list.path, list.headers.soapaction]).toEqual([CAMPAIGN_PATH, 'GetCampaignsByAccountId']);
+      expect([soapHeader(list.rawBody, 'AuthenticationToken'), soapHeader(list.rawBody, 'DeveloperToken'), soapHeader(list.rawBody, 'CustomerAccountId'), soapHeader(list.rawBody, 'CustomerId')]).toEqual([
+        token,
+        fake.developerToken,
+        USD,
+        fake.parentCustomerOf(USD),
+      ]);
+      expect(list.rawBody).toContain(`<GetCampaignsByAccountIdRequest xmlns="https://bingads.microsoft.com/CampaignManagement/v13"><AccountId>${USD}</AccountId><CampaignType>Search Audience</CampaignType></GetCampaignsByAccountIdRequest>`);
+    });
+
+    it('finds the one it made, of either type it makes', async () => {
+      const search = await launch('dsp_bfound1');
+      expect(await find('dsp_bfound1')).toEqual([{ providerResourceId: search.providerResourceId, createdAt: null }]);
+      const audience = await launch('dsp_bfound2', unifiedCampaign({ objective: 'awareness' }));
+      expect(await find('dsp_bfound2')).toEqual([{ providerResourceId: audience.providerResourceId, createdAt: null }]);
+    });
+
+    it('finds two oldest first, by id as a number (Microsoft keeps no creation time)', async () => {
+      const { providerResourceId } = await launch('dsp_btwo1');
+      plantWithId('99000001', 'Renamed by the partner · dsp_btwo1'); // fewer digits: older, though after in text order
+      expect((await find('dsp_btwo1')).map((c) => c.providerResourceId)).toEqual(['99000001', providerResourceId]);
+    });
+
+    it('ignores a campaign whose name carries a longer id, or has the id elsewhere than its end', async () => {
+      await launch('dsp_bnear1X');
+      fake.plantCampaign(USD, 'About dsp_bnear1 and more');
+      expect(await find('dsp_bnear1')).toEqual([]);
+    });
+
+    it('is transient when Microsoft fails the lookup (5xx)', async () => {
+      fake.failNext(1, 503);
+      await expect(find('dsp_bnone2')).rejects.toMatchObject({ kind: 'transient', httpStatus: 503 });
+    });
+
+    it('answers the campaign an earlier try made (the name in use) with found: true, making nothing more', async () => {
+      const campaign = unifiedCampaign();
+      fake.afterNextCreate('campaign', { kind: 'twice' }); // made; the repeat is refused by name; then 503
+      await expect(launch('dsp_bagain1', campaign)).rejects.toMatchObject({ kind: 'transient' });
+      const [made] = fake.campaignsFor('dsp_bagain1');
+      expect(await launch('dsp_bagain1', campaign)).toEqual({ providerResourceId: made.id, found: true });
+      expect(fake.campaignsFor('dsp_bagain1')).toHaveLength(1);
+    });
+  });
+
+  describe('the dry run (no validate-only call in Campaign Management: the rules)', () => {
+    const check = (campaign: CampaignSpec, account = accounts[USD]) => microsoft.validateCampaign({ accessToken: token, providerAccountId: USD, account }, { dispatchId: 'dsp_bdry1', campaign });
+
+    it('checks the Campaign a create would send without any call', async () => {
+      const calls = fake.requests.length;
+      expect(await check(unifiedCampaign())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect(fake.requests.length).toBe(calls);
+    });
+
+    it('refuses what a create would refuse before its calls, as validation', async () => {
+      const calls = fake.requests.length;
+      await expect(check(unifiedCampaign({ objective: 'app_installs' }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
+      await expect(check(unifiedCampaign({ budget: { type: 'lifetime' } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      await expect(check(unifiedCampaign(), { currency: 'USD', timezone: 'Europe/Lisbon' })).rejects.toMatchObject({ kind: 'validation', providerCode: 'timezone_unsupported' });
+      expect(fake.requests.length).toBe(calls);
     });
   });
 

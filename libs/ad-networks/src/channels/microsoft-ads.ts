@@ -1,7 +1,8 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
 import { zonedTime } from '../account-time';
 import { ISO_4217_EXPONENTS, toMajorUnitString } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
 import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
@@ -26,6 +27,22 @@ import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campa
  *   with the amount in the same element (unconfirmed) and campaign-level `StartDate`/`EndDate`
  *   (unconfirmed: local date-times of the campaign's time zone, with `UseCampaignLevelDates`);
  *   `TimeZone` (the account's, as the enum) required; created `Paused` (also Microsoft's default).
+ * - The dispatch's marker: the campaign's `Name` carries it (`markedName`), within the 128
+ *   characters Microsoft allows (its Entity Limits page), the partner's part shortened, never the
+ *   marker. (Microsoft has labels, but they take calls of their own; the name is what every
+ *   channel uses.) A campaign name must be unique among the account's campaigns that are not
+ *   deleted, so a second create of the dispatch is refused: a refusal with 1115
+ *   CampaignServiceCannotCreateDuplicateCampaign or 1129 CampaignServiceCampaignAlreadyExists
+ *   (unconfirmed: which of the two a name in use gets) is answered with the campaign found by
+ *   the lookup below (`found: true`); when none is found the refusal stands.
+ * - Finding a campaign again: Campaign Management has no name filter and no creation time, so
+ *   `GetCampaignsByAccountId` (AccountId, `CampaignType` "Search Audience": the two types this
+ *   adapter creates; the call is not paged and does not return deleted campaigns) lists the
+ *   account's campaigns, the same GetAccount first for the `CustomerId` header; kept: the names
+ *   that carry the marker, oldest first by id (Microsoft's ids rise).
+ * - Dry run: Campaign Management has no validate-only call, so `validateCampaign` builds the very
+ *   Campaign element `createCampaign` sends (every rule above applies) and calls nothing:
+ *   `checkedBy: 'rules'`.
  * - Errors: SOAP faults with HTTP 500: `Code` 105 InvalidCredentials and 109 AuthenticationTokenExpired
  *   re-authenticate; 117 CallRateExceeded: wait 60 s; 106 UserIsNotAuthorized and 1102 (unconfirmed:
  *   invalid account id) unreachable; 0 InternalError transient; others validation. A fault whose
@@ -36,6 +53,12 @@ const CAMPAIGN_NS = 'https://bingads.microsoft.com/CampaignManagement/v13';
 const CUSTOMER_PATH = '/Api/CustomerManagement/v13/CustomerManagementService.svc';
 const CAMPAIGN_PATH = '/Api/Advertiser/CampaignManagement/v13/CampaignManagementService.svc';
 const SCOPES = ['https://ads.microsoft.com/msads.manage', 'offline_access'];
+/** Campaign.Name: at most 128 characters (Entity Limits). */
+const NAME_MAX_LENGTH = 128;
+/** The campaign types this adapter creates, so the ones a lookup lists. */
+const CAMPAIGN_TYPES = 'Search Audience';
+/** The answers to an AddCampaigns whose name is in use (unconfirmed which). */
+const NAME_IN_USE_CODES = ['1115', '1129'];
 /** CallRateExceeded: Microsoft's documented wait. */
 const CALL_RATE_WAIT_MS = 60_000;
 
@@ -174,45 +197,66 @@ export class MicrosoftAds implements AdNetwork {
     return { currency: account.currency, timezone: account.timezone };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const { campaign } = request;
-    const objective = objectiveOf(campaign);
-    if (objective === 'app_installs') throw unsupportedObjective(this.channel, objective, 'an app campaign needs an app the unified campaign does not carry');
-    const end = lifetimeEnd(this.channel, campaign);
-    const timeZone = TIME_ZONE_BY_IANA[access.account.timezone];
-    if (!timeZone) throw new ProviderError('validation', `microsoft_ads has no time zone for ${access.account.timezone}`, 'timezone_unsupported');
-    const amount = toMajorUnitString(campaign.budget.amount_micros, campaign.budget.currency);
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const campaignXml = campaignElement(access, request);
     const accountId = accountIdOf(access.providerAccountId);
     const { parentCustomerId } = await this.getAccount(access);
-    const mapped = OBJECTIVES[objective];
-    const tz = access.account.timezone;
-
-    // Children in the WSDL's order: BiddingScheme, BudgetType, DailyBudget, EndDate, Name, StartDate, Status, TimeZone, UseCampaignLevelDates, CampaignType, Languages.
-    const campaignXml = [
-      `<BiddingScheme i:type="${mapped.bidding}BiddingScheme" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><Type>${mapped.bidding}</Type></BiddingScheme>`,
-      `<BudgetType>${campaign.budget.type === 'daily' ? 'DailyBudgetStandard' : 'LifetimeBudgetStandard'}</BudgetType>`,
-      `<DailyBudget>${amount}</DailyBudget>`,
-      end ? `<EndDate>${localDateTimeT(end, tz)}</EndDate>` : '',
-      `<Name>${xmlEscape(campaign.name)}</Name>`,
-      `<StartDate>${localDateTimeT(campaign.schedule.start_at, tz)}</StartDate>`,
-      '<Status>Paused</Status>',
-      `<TimeZone>${timeZone}</TimeZone>`,
-      '<UseCampaignLevelDates>true</UseCampaignLevelDates>',
-      `<CampaignType>${mapped.campaignType}</CampaignType>`,
-      '<Languages xmlns:a1="http://schemas.microsoft.com/2003/10/Serialization/Arrays"><a1:string>All</a1:string></Languages>',
-    ].join('');
-    const answer = await this.soap(
+    const answer = await this.campaignCall(
+      access,
+      parentCustomerId,
       'AddCampaigns',
-      `${this.settings.apiUrl}${CAMPAIGN_PATH}`,
-      CAMPAIGN_NS,
-      { AuthenticationToken: access.accessToken, CustomerAccountId: accountId, CustomerId: parentCustomerId, DeveloperToken: this.developerToken() },
       `<AddCampaignsRequest xmlns="${CAMPAIGN_NS}"><AccountId>${accountId}</AccountId><Campaigns><Campaign>${campaignXml}</Campaign></Campaigns></AddCampaignsRequest>`,
     );
     const id = xmlValues(answer, 'long')[0];
     if (id) return { providerResourceId: id };
     const partial = soapErrors(answer)[0];
-    if (partial) throw new ProviderError('validation', `microsoft_ads: ${partial.message}`, partial.errorCode ?? partial.code, 200);
-    throw new ProviderError('transient', 'microsoft_ads answered no campaign id', null);
+    if (!partial) throw new ProviderError('transient', 'microsoft_ads answered no campaign id', null);
+    const refusal = new ProviderError('validation', `microsoft_ads: ${partial.message}`, partial.errorCode ?? partial.code, 200);
+    // The name is in use: an earlier try of this dispatch made the campaign (its answer was lost).
+    if (!NAME_IN_USE_CODES.includes(partial.code)) throw refusal;
+    const [found] = await this.listMarked(access, parentCustomerId, request.dispatchId);
+    if (!found) throw refusal;
+    return { providerResourceId: found.providerResourceId, found: true };
+  }
+
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const { parentCustomerId } = await this.getAccount(access);
+    return this.listMarked(access, parentCustomerId, request.dispatchId);
+  }
+
+  /** No validate-only call in Campaign Management: the Campaign element a create would send is built (its rules applied), nothing is called. */
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    campaignElement(access, request);
+    return { checkedBy: 'rules', warnings: [] };
+  }
+
+  /** The account's campaigns (of the types this adapter makes) that carry the dispatch's marker, oldest first. */
+  private async listMarked(access: AccountAccess, parentCustomerId: string, dispatchId: string): Promise<FoundCampaign[]> {
+    const accountId = accountIdOf(access.providerAccountId);
+    const answer = await this.campaignCall(
+      access,
+      parentCustomerId,
+      'GetCampaignsByAccountId',
+      `<GetCampaignsByAccountIdRequest xmlns="${CAMPAIGN_NS}"><AccountId>${accountId}</AccountId><CampaignType>${CAMPAIGN_TYPES}</CampaignType></GetCampaignsByAccountIdRequest>`,
+    );
+    const found = [...answer.matchAll(/<(?:\w+:)?Campaign(?:\s[^>]*)?>([\s\S]*?)<\/(?:\w+:)?Campaign>/g)]
+      .map((block) => ({ id: xmlValues(block[1], 'Id')[0], name: xmlValues(block[1], 'Name')[0] }))
+      .filter((campaign) => /^\d+$/.test(campaign.id ?? '') && carriesMarker(campaign.name, dispatchId))
+      .map((campaign) => campaign.id!);
+    // Oldest first by id: Campaign Management keeps no creation time; its ids rise.
+    found.sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+    return found.map((providerResourceId) => ({ providerResourceId, createdAt: null }));
+  }
+
+  private campaignCall(access: AccountAccess, parentCustomerId: string, action: string, body: string): Promise<string> {
+    const accountId = accountIdOf(access.providerAccountId);
+    return this.soap(
+      action,
+      `${this.settings.apiUrl}${CAMPAIGN_PATH}`,
+      CAMPAIGN_NS,
+      { AuthenticationToken: access.accessToken, CustomerAccountId: accountId, CustomerId: parentCustomerId, DeveloperToken: this.developerToken() },
+      body,
+    );
   }
 
   private async getAccount(access: AccountAccess): Promise<ProviderAccount & { parentCustomerId: string }> {
@@ -251,6 +295,37 @@ export class MicrosoftAds implements AdNetwork {
     if (answer.status >= 200 && answer.status < 300 && !/<(?:\w+:)?Fault>/.test(answer.text)) return answer.text;
     throw microsoftError(answer);
   }
+}
+
+/**
+ * The Campaign element's children as Microsoft takes them, named with the dispatch's marker: what
+ * a create sends, and all a dry run checks.
+ */
+function campaignElement(access: LiveAccess, request: LiveCampaignRequest): string {
+  const { campaign } = request;
+  const objective = objectiveOf(campaign);
+  if (objective === 'app_installs') throw unsupportedObjective('microsoft_ads', objective, 'an app campaign needs an app the unified campaign does not carry');
+  const end = lifetimeEnd('microsoft_ads', campaign);
+  const tz = access.account.timezone;
+  const timeZone = TIME_ZONE_BY_IANA[tz];
+  if (!timeZone) throw new ProviderError('validation', `microsoft_ads has no time zone for ${tz}`, 'timezone_unsupported');
+  const amount = toMajorUnitString(campaign.budget.amount_micros, campaign.budget.currency);
+  accountIdOf(access.providerAccountId);
+  const mapped = OBJECTIVES[objective];
+  // Children in the WSDL's order: BiddingScheme, BudgetType, DailyBudget, EndDate, Name, StartDate, Status, TimeZone, UseCampaignLevelDates, CampaignType, Languages.
+  return [
+    `<BiddingScheme i:type="${mapped.bidding}BiddingScheme" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><Type>${mapped.bidding}</Type></BiddingScheme>`,
+    `<BudgetType>${campaign.budget.type === 'daily' ? 'DailyBudgetStandard' : 'LifetimeBudgetStandard'}</BudgetType>`,
+    `<DailyBudget>${amount}</DailyBudget>`,
+    end ? `<EndDate>${localDateTimeT(end, tz)}</EndDate>` : '',
+    `<Name>${xmlEscape(markedName(campaign.name, request.dispatchId, NAME_MAX_LENGTH))}</Name>`,
+    `<StartDate>${localDateTimeT(campaign.schedule.start_at, tz)}</StartDate>`,
+    '<Status>Paused</Status>',
+    `<TimeZone>${timeZone}</TimeZone>`,
+    '<UseCampaignLevelDates>true</UseCampaignLevelDates>',
+    `<CampaignType>${mapped.campaignType}</CampaignType>`,
+    '<Languages xmlns:a1="http://schemas.microsoft.com/2003/10/Serialization/Arrays"><a1:string>All</a1:string></Languages>',
+  ].join('');
 }
 
 function accountIdOf(providerAccountId: string): string {

@@ -104,7 +104,7 @@ describe('TiktokAds against its fake, over HTTPS', () => {
     it('posts advertiser, name, objective and a daily budget in major units; the id is TikTok\'s campaign_id', async () => {
       const campaign = usd50();
       const { providerResourceId } = await create(campaign);
-      expect(sent()).toEqual({ advertiser_id: USD, campaign_name: campaign.name, objective_type: 'WEB_CONVERSIONS', budget_mode: 'BUDGET_MODE_DAY', budget: 50 });
+      expect(sent()).toEqual({ advertiser_id: USD, campaign_name: `${campaign.name} · dsp_t1`, objective_type: 'WEB_CONVERSIONS', budget_mode: 'BUDGET_MODE_DAY', budget: 50 });
       expect(fake.lastRequest().headers['access-token']).toBe(token);
       expect(providerResourceId).toBe(fake.created.at(-1)!.id);
     });
@@ -146,6 +146,91 @@ describe('TiktokAds against its fake, over HTTPS', () => {
     it("keeps TikTok's message and code for a refused campaign (below the daily minimum)", async () => {
       const error = await rejection(create(unifiedCampaign()));
       expect(error).toMatchObject({ kind: 'validation', providerCode: '40002', httpStatus: 200, message: 'tiktok_ads: The daily budget of the campaign must be at least 20.00 USD.' });
+    });
+  });
+
+  describe("the dispatch's marker, and finding its campaigns again", () => {
+    const access = (accountId = USD) => ({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] });
+    const launch = (dispatchId: string, campaign = usd50()) => tiktok.createCampaign(access(), { dispatchId, campaign });
+    const find = (dispatchId: string) => tiktok.findCampaigns(access(), { dispatchId, campaign: usd50() });
+    const lookups = () => fake.requestsTo('/open_api/v1.3/campaign/get/');
+
+    it("shortens the partner's part, never the marker, to TikTok's 512 characters (a CJK character counting two)", async () => {
+      await launch('dsp_tlong1', usd50({ name: 'x'.repeat(600) }));
+      expect(sent().campaign_name).toBe(`${'x'.repeat(512 - ' · dsp_tlong1'.length)} · dsp_tlong1`);
+      await launch('dsp_tlong2', usd50({ name: '春'.repeat(300) }));
+      expect(sent().campaign_name).toBe(`${'春'.repeat((512 - ' · dsp_tlong2'.length) >> 1)} · dsp_tlong2`);
+    });
+
+    it("asks campaign/get for the advertiser's campaigns whose name contains the dispatch id, a page of 1000: none", async () => {
+      expect(await find('dsp_tnone1')).toEqual([]);
+      const call = lookups().at(-1)!;
+      expect([call.method, call.headers['access-token'], call.headers.authorization]).toEqual(['GET', token, undefined]);
+      expect(call.query.advertiser_id).toBe(USD);
+      expect(JSON.parse(call.query.filtering)).toEqual({ campaign_name: 'dsp_tnone1' });
+      expect(JSON.parse(call.query.fields)).toEqual(expect.arrayContaining(['campaign_id', 'campaign_name', 'create_time']));
+      expect([call.query.page, call.query.page_size]).toEqual(['1', '1000']);
+    });
+
+    it('finds the one it made, with its create_time', async () => {
+      const { providerResourceId } = await launch('dsp_tfound1');
+      expect(await find('dsp_tfound1')).toEqual([{ providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/) }]);
+    });
+
+    it('finds two oldest first (TikTok made it twice, then answered 5xx): same second, so by id', async () => {
+      fake.afterNextCreate('campaign', { kind: 'twice' });
+      await expect(launch('dsp_ttwice1')).rejects.toMatchObject({ kind: 'transient' });
+      const made = fake.campaignsFor('dsp_ttwice1').map((c) => c.id);
+      expect(made).toHaveLength(2);
+      expect((await find('dsp_ttwice1')).map((c) => c.providerResourceId)).toEqual(made);
+    });
+
+    it('orders by create_time before id', async () => {
+      const later = fake.plantCampaign(USD, 'Made later · dsp_torder1', '2026-06-02 10:00:00');
+      const earlier = fake.plantCampaign(USD, 'Made earlier · dsp_torder1', '2026-06-01 10:00:00');
+      expect(await find('dsp_torder1')).toEqual([
+        { providerResourceId: earlier, createdAt: '2026-06-01 10:00:00' },
+        { providerResourceId: later, createdAt: '2026-06-02 10:00:00' },
+      ]);
+    });
+
+    it('ignores a campaign whose name carries a longer id, or has the id elsewhere than its end', async () => {
+      await launch('dsp_tnear1X');
+      fake.plantCampaign(USD, 'About dsp_tnear1 and more', '2026-06-01 10:00:00');
+      expect(await find('dsp_tnear1')).toEqual([]);
+    });
+
+    it('follows page_info.total_page', async () => {
+      for (let i = 0; i < 1005; i++) fake.plantCampaign(USD, `Bulk ${i} · dsp_tbulk1`, '2026-06-01 10:00:00');
+      expect(await find('dsp_tbulk1')).toHaveLength(1005);
+      expect(lookups().slice(-2).map((call) => call.query.page)).toEqual(['1', '2']);
+    });
+
+    it('is transient when TikTok fails the lookup (5xx)', async () => {
+      fake.failNext(1, 503);
+      await expect(find('dsp_tnone2')).rejects.toMatchObject({ kind: 'transient', httpStatus: 503 });
+    });
+
+    it('is auth when the token is refused on the lookup, as on any call', async () => {
+      fake.expireToken(token);
+      await expect(find('dsp_tnone3')).rejects.toMatchObject({ kind: 'auth', providerCode: '40102' });
+    });
+  });
+
+  describe('the dry run (no validate-only call at TikTok: the rules)', () => {
+    const check = (campaign: CampaignSpec, accountId = USD) => tiktok.validateCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] }, { dispatchId: 'dsp_tdry1', campaign });
+
+    it('checks the body a create would send without any call', async () => {
+      const calls = fake.requests.length;
+      expect(await check(usd50())).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect(await check(usd50({ objective: 'app_installs', budget: { type: 'lifetime' } }))).toEqual({ checkedBy: 'rules', warnings: [] });
+      expect(fake.requests.length).toBe(calls);
+    });
+
+    it('refuses what a create would refuse before its call, as validation', async () => {
+      const calls = fake.requests.length;
+      await expect(check(usd50({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      expect(fake.requests.length).toBe(calls);
     });
   });
 

@@ -1,7 +1,8 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
+import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { clientRefused, consentUrl, requireClient } from '../oauth2';
 import { objectiveOf } from '../unified-campaign';
@@ -22,6 +23,19 @@ import { objectiveOf } from '../unified-campaign';
  * - Campaign: `POST /open_api/v1.3/campaign/create/`, `budget_mode` BUDGET_MODE_DAY or
  *   BUDGET_MODE_TOTAL and `budget` in major units (a number). The schedule lives on ad groups, so
  *   none is sent. Created with TikTok's default status (the CHANNELS.md table asks no pause).
+ * - The dispatch's marker: a TikTok campaign has no field for the caller's own reference, so its
+ *   `campaign_name` carries it (`markedName`). TikTok takes up to 512 characters, counting each
+ *   Chinese or Japanese character as two (and no emoji): the partner's part is shortened until
+ *   the marked name fits that count (Korean counted as two too, to be safe: unconfirmed).
+ * - Finding a campaign again: `GET /open_api/v1.3/campaign/get/?advertiser_id=…&filtering=
+ *   {"campaign_name":"<dispatch id>"}&fields=["campaign_id","campaign_name","create_time"]&page=N
+ *   &page_size=1000` (the name filter is a fuzzy match; 1000 is the largest page), following
+ *   `data.page_info.total_page` for at most 10 pages. TikTok's default status filter
+ *   (STATUS_NOT_DELETE, unconfirmed) leaves deleted campaigns out. Kept: the names that carry the
+ *   marker, oldest first by `create_time` ("YYYY-MM-DD HH:MM:SS", UTC), then by id.
+ * - Dry run: TikTok has no validate-only call for a campaign create, so `validateCampaign` builds
+ *   the very body `createCampaign` would send (every rule above applies) and calls nothing:
+ *   `checkedBy: 'rules'`.
  * - Error codes: 40102 expired, 40104/40105 invalid, 40106 token/advertiser mismatch: auth;
  *   40100 (QPS), 40016, 40133: slow down, TikTok names no delay; 5xxxx: TikTok's own failure
  *   (transient); 40001 (unconfirmed) no permission on the advertiser: unreachable; at the token call
@@ -38,6 +52,13 @@ const OBJECTIVES: Record<Objective, string> = {
   engagement: 'ENGAGEMENT',
   app_installs: 'APP_PROMOTION',
 };
+
+/** `campaign_name`'s limit, in TikTok's count (a CJK character is two). */
+const NAME_MAX_CHARS = 512;
+/** `page_size` of campaign/get: at most 1000. */
+const LOOKUP_PAGE_SIZE = 1000;
+/** Bounds the lookup; the name filter leaves one or two campaigns, so one page is the rule. */
+const LOOKUP_MAX_PAGES = 10;
 
 const AUTH_CODES = [40102, 40104, 40105, 40106];
 const RATE_CODES = [40100, 40016, 40133];
@@ -93,28 +114,93 @@ export class TiktokAds implements AdNetwork {
     return { currency: advertiser.currency, timezone };
   }
 
-  async createCampaign(access: AccountAccess & { account: ProviderAccount }, request: LiveCampaignRequest): Promise<{ providerResourceId: string }> {
-    const { campaign } = request;
-    const objective = objectiveOf(campaign);
-    const data = await this.call(access, 'POST', '/campaign/create/', {
-      json: {
-        advertiser_id: access.providerAccountId,
-        campaign_name: campaign.name,
-        objective_type: OBJECTIVES[objective],
-        ...(objective === 'app_installs' ? { app_promotion_type: 'APP_INSTALL' } : {}),
-        budget_mode: campaign.budget.type === 'daily' ? 'BUDGET_MODE_DAY' : 'BUDGET_MODE_TOTAL',
-        budget: toMajorUnitNumber(campaign.budget.amount_micros, campaign.budget.currency),
-      },
-    });
+  async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
+    const data = await this.call(access, 'POST', '/campaign/create/', { json: campaignBody(access, request) });
     const id = (data as { campaign_id?: unknown }).campaign_id;
     if ((typeof id !== 'string' && typeof id !== 'number') || id === '') throw new ProviderError('transient', 'tiktok_ads answered no campaign_id', null);
     return { providerResourceId: String(id) };
+  }
+
+  async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
+    const found: Array<FoundCampaign & { at: number }> = [];
+    for (let page = 1; page <= LOOKUP_MAX_PAGES; page++) {
+      const data = (await this.call(access, 'GET', '/campaign/get/', {
+        query: {
+          advertiser_id: access.providerAccountId,
+          filtering: JSON.stringify({ campaign_name: request.dispatchId }),
+          fields: JSON.stringify(['campaign_id', 'campaign_name', 'create_time']),
+          page: String(page),
+          page_size: String(LOOKUP_PAGE_SIZE),
+        },
+      })) as { list?: Array<{ campaign_id?: unknown; campaign_name?: unknown; create_time?: unknown }>; page_info?: { total_page?: unknown } };
+      for (const campaign of data.list ?? []) {
+        const id = typeof campaign.campaign_id === 'number' ? String(campaign.campaign_id) : campaign.campaign_id;
+        if (typeof id !== 'string' || !id || !carriesMarker(campaign.campaign_name, request.dispatchId)) continue;
+        const createdAt = typeof campaign.create_time === 'string' ? campaign.create_time : null;
+        found.push({ providerResourceId: id, createdAt, at: createdAt ? utcTime(createdAt) : NaN });
+      }
+      const totalPages = Number(data.page_info?.total_page ?? 1);
+      if (!(page < totalPages)) break;
+    }
+    // Oldest first: by creation second, then by id (digits; a later campaign has a higher id).
+    found.sort((a, b) => (Number.isNaN(a.at) || Number.isNaN(b.at) ? 0 : a.at - b.at) || byDigits(a.providerResourceId, b.providerResourceId));
+    return found.map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
+  }
+
+  /** No validate-only call at TikTok: the body a create would send is built (its rules applied), nothing is called. */
+  async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
+    campaignBody(access, request);
+    return { checkedBy: 'rules', warnings: [] };
   }
 
   private async call(access: AccountAccess, method: 'GET' | 'POST', path: string, body: { query?: Record<string, string>; json?: unknown }): Promise<unknown> {
     const answer = await this.http.call({ method, url: `${this.settings.apiUrl}${TIKTOK_API_PATH}${path}`, headers: { 'access-token': access.accessToken }, query: body.query, json: body.json });
     return tiktokData(answer);
   }
+}
+
+/** The campaign/create/ body, named with the dispatch's marker: what a create sends, and all a dry run checks. */
+function campaignBody(access: LiveAccess, request: LiveCampaignRequest): Record<string, unknown> {
+  const { campaign } = request;
+  const objective = objectiveOf(campaign);
+  return {
+    advertiser_id: access.providerAccountId,
+    campaign_name: campaignName(campaign.name, request.dispatchId),
+    objective_type: OBJECTIVES[objective],
+    ...(objective === 'app_installs' ? { app_promotion_type: 'APP_INSTALL' } : {}),
+    budget_mode: campaign.budget.type === 'daily' ? 'BUDGET_MODE_DAY' : 'BUDGET_MODE_TOTAL',
+    budget: toMajorUnitNumber(campaign.budget.amount_micros, campaign.budget.currency),
+  };
+}
+
+/** Chinese, Japanese (and, unconfirmed, Korean) characters, which TikTok counts as two. */
+const WIDE = /[\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA960-\uA97F\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60\uFFE0-\uFFE6]|[\u{20000}-\u{3FFFD}]/u;
+
+/** A name's length as TikTok counts it. */
+function tiktokNameLength(name: string): number {
+  let length = 0;
+  for (const char of name) length += WIDE.test(char) ? 2 : 1;
+  return length;
+}
+
+/** The marked name, the partner's part shortened (never the marker) until TikTok's count fits. */
+function campaignName(name: string, dispatchId: string): string {
+  for (let max = NAME_MAX_CHARS; max > 0; max--) {
+    const marked = markedName(name, dispatchId, max);
+    if (tiktokNameLength(marked) <= NAME_MAX_CHARS) return marked;
+  }
+  return markedName(name, dispatchId, 0);
+}
+
+/** TikTok's "YYYY-MM-DD HH:MM:SS" (UTC) in ms; NaN for anything else. */
+function utcTime(text: string): number {
+  const match = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})$/.exec(text);
+  return match ? Date.parse(`${match[1]}T${match[2]}Z`) : NaN;
+}
+
+/** Two ids of digits in numeric order (they pass 2^53). */
+function byDigits(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 /** `data` of a TikTok answer whose `code` is 0; anything else as the ProviderError it means. */
