@@ -17,6 +17,7 @@ const adminRoutes = (accountId: string, keyId: string) => [
   ['POST', '/admin/v1/accounts', { name: 'Intruder' }],
   ['POST', `/admin/v1/accounts/${accountId}/keys`, { mode: 'test' }],
   ['POST', `/admin/v1/accounts/${accountId}/credits`, { mode: 'test', amount: 500 }],
+  ['PATCH', `/admin/v1/accounts/${accountId}`, { oauth_redirect_uris: ['https://intruder.example/back'] }],
   ['DELETE', `/admin/v1/keys/${keyId}`, undefined],
 ] as const;
 
@@ -96,9 +97,42 @@ describe('the Admin API', () => {
     const admin = new PartnerClient(service.url, ADMIN_TOKEN);
     const answers = [];
     for (const [method, path, body] of adminRoutes(existing.accountId, existing.keyId)) answers.push(await admin.call(method, path, body));
-    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
     expect(answers[2].body.data.credits).toMatchObject({ test: 1500 });
-    expect(answers[3].body.data).toEqual({ id: existing.keyId, revoked: true });
+    expect(answers[3].body.data).toMatchObject({ id: existing.accountId, oauth_redirect_uris: ['https://intruder.example/back'] });
+    expect(answers[4].body.data).toEqual({ id: existing.keyId, revoked: true });
     expect(await stored()).toEqual({ accounts: 2, keys: 2, revoked: 1 });
+  });
+
+  it("keeps an account's OAuth redirect URIs: set when opened, replaced by PATCH, shown to its keys; bad ones refused naming the item", async () => {
+    const admin = new PartnerClient(service.url, ADMIN_TOKEN);
+    const opened = await admin.post('/admin/v1/accounts', { name: 'Redirects', oauth_redirect_uris: ['https://partner.example/connected', 'http://localhost:3000/back'] });
+    expect(opened.body.data).toEqual({
+      id: expect.stringMatching(/^acct_/),
+      name: 'Redirects',
+      credits: { live: 1000, test: 1000 },
+      oauth_redirect_uris: ['https://partner.example/connected', 'http://localhost:3000/back'],
+      created_at: expect.any(String),
+    });
+    const id = opened.body.data.id;
+    const key = (await admin.post(`/admin/v1/accounts/${id}/keys`, { mode: 'live' })).body.data.key;
+    const changed = await admin.patch(`/admin/v1/accounts/${id}`, { name: 'Redirects EU', oauth_redirect_uris: ['https://partner.example/eu'] });
+    expect(changed.body.data).toMatchObject({ id, name: 'Redirects EU', oauth_redirect_uris: ['https://partner.example/eu'], credits: { live: 1000, test: 1000 } });
+    expect((await new PartnerClient(service.url, key).get('/v1/account')).body.data).toMatchObject({ name: 'Redirects EU', oauth_redirect_uris: ['https://partner.example/eu'] });
+
+    for (const [uris, param] of [
+      [['https://partner.example/back?tenant=7'], 'oauth_redirect_uris.0'],
+      [['https://partner.example/ok', 'http://partner.example/back'], 'oauth_redirect_uris.1'],
+      [['https://partner.example/back#top'], 'oauth_redirect_uris.0'],
+      [['not a url'], 'oauth_redirect_uris.0'],
+      [[42], 'oauth_redirect_uris.0'],
+      [Array.from({ length: 21 }, (_, i) => `https://partner.example/${i}`), 'oauth_redirect_uris'],
+      ['https://partner.example/back', 'oauth_redirect_uris'],
+    ] as const) {
+      const refused = await admin.patch(`/admin/v1/accounts/${id}`, { oauth_redirect_uris: uris });
+      expect({ status: refused.status, error: refused.body.error }).toMatchObject({ status: 400, error: { code: 'parameter_invalid', param } });
+    }
+    expect((await admin.patch('/admin/v1/accounts/acct_00000000000000000000000000', { name: 'x' })).body.error).toMatchObject({ code: 'resource_missing' });
+    expect((await new PartnerClient(service.url, key).get('/v1/account')).body.data.oauth_redirect_uris).toEqual(['https://partner.example/eu']);
   });
 });

@@ -187,6 +187,15 @@ describe('connections, end to end', () => {
       expectError(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'back' }), 400, 'url_invalid', 'redirect_uri');
       expect(ok(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'http://localhost:8080/back' })).status).toBe('pending');
     });
+
+    it("sends people back only where the account registered (no open redirect): another site or path is 400 redirect_uri_not_registered, and nothing is made", async () => {
+      const before = (await live.get('/v1/connections')).body.data.length;
+      for (const redirectUri of ['https://evil.example/connected', 'https://partner.example/elsewhere', 'http://localhost:8080/back'])
+        expectError(await live.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_9', redirect_uri: redirectUri }), 400, 'redirect_uri_not_registered', 'redirect_uri');
+      // A test key may use any http://localhost URL, and nothing else unregistered either.
+      expectError(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'https://evil.example/connected' }), 400, 'redirect_uri_not_registered', 'redirect_uri');
+      expect((await live.get('/v1/connections')).body.data.length).toBe(before);
+    });
   });
 
   describe('live connections (a loopback fake of Meta)', () => {

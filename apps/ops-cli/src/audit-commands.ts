@@ -12,7 +12,7 @@ export interface Outcome {
   code: number;
 }
 
-type Values = Record<string, string | boolean | undefined>;
+type Values = Record<string, string | boolean | string[] | undefined>;
 type Stores = { eventStore: EventStore; readStore: ReadStore };
 
 export class AuditUsageError extends Error {}

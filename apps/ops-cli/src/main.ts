@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { KeyMode } from '@campaign-ops/account-domain';
 import { unwrap } from '@campaign-ops/api-errors';
+import { isRegistrableRedirectUri } from '@campaign-ops/api-contract';
 import { Bus, InProcessBus, NatsBus } from '@campaign-ops/bus';
 import { connectWithRetry, loadConfig, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
 import { AUDIT_COMMANDS, AuditUsageError, Outcome, runAudit } from './audit-commands';
@@ -11,7 +12,11 @@ import { PROCESSOR_USAGE, ProcessorUsageError, runProcessors } from './processor
 const USAGE = `campaign-ops operations (works on the stores of DATA_DIR, default ./data, and on the bus:
 NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
 
-  accounts create --name NAME [--credits N]        open an account (N credits in each mode, default 1000)
+  accounts create --name NAME [--credits N] [--redirect-uri URL]...
+                                                   open an account (N credits in each mode, default 1000)
+                                                   with the OAuth redirect URIs its rounds may send people to
+  accounts update ACCT_ID [--name NAME] [--redirect-uri URL]... [--no-redirect-uris]
+                                                   rename it, or replace its OAuth redirect URIs
   keys create --account ACCT_ID --mode live|test   issue an API key (shown once)
   keys revoke KEY_ID                               revoke a key at once
   credits grant --account ACCT_ID --mode live|test --amount N
@@ -41,9 +46,12 @@ goes to stderr). Example: npm run ops -- accounts create --name "Acme"`;
 
 class UsageError extends Error {}
 
-function option(values: Record<string, string | boolean | undefined>, name: string): string {
+/** The command line's options: a string, a flag, or (options given more than once) a list. */
+type Values = Record<string, string | boolean | string[] | undefined>;
+
+function option(values: Values, name: string): string {
   const value = values[name];
-  if (typeof value === 'boolean') throw new UsageError(`--${name} takes a value`);
+  if (typeof value === 'boolean' || Array.isArray(value)) throw new UsageError(`--${name} takes one value`);
   if (!value) throw new UsageError(`--${name} is required`);
   return value;
 }
@@ -51,6 +59,16 @@ function option(values: Record<string, string | boolean | undefined>, name: stri
 function mode(value: string): KeyMode {
   if (value !== 'live' && value !== 'test') throw new UsageError('--mode must be live or test');
   return value;
+}
+
+/** The --redirect-uri values, each as the Admin API takes them (API.md §2); undefined when none was given. */
+function redirectUris(values: Values[string]): string[] | undefined {
+  if (values === undefined) return undefined;
+  const uris = [values].flat().map((value) => (typeof value === 'string' ? value : ''));
+  if (uris.length > 20) throw new UsageError('--redirect-uri: at most 20');
+  for (const uri of uris)
+    if (!isRegistrableRedirectUri(uri)) throw new UsageError(`--redirect-uri ${uri}: must be an absolute https URL (http only for localhost) without query or fragment`);
+  return uris;
 }
 
 function count(value: string, name: string): number {
@@ -71,7 +89,7 @@ async function openBus(config: ServiceConfig): Promise<Bus> {
   return InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite') });
 }
 
-async function runBus(config: ServiceConfig, action: string | undefined, id: string | undefined, values: Record<string, string | boolean | undefined>): Promise<unknown> {
+async function runBus(config: ServiceConfig, action: string | undefined, id: string | undefined, values: Values): Promise<unknown> {
   if (action !== 'parked' && action !== 'replay') throw new UsageError(`unknown command: bus ${action ?? ''}`);
   if (action === 'replay' && !id) throw new UsageError('bus replay needs the id of a parked message (see bus parked)');
   const limit = values.limit === undefined ? undefined : count(option(values, 'limit'), 'limit');
@@ -96,6 +114,8 @@ function parse(argv: string[]) {
       options: {
         name: { type: 'string' },
         credits: { type: 'string' },
+        'redirect-uri': { type: 'string', multiple: true },
+        'no-redirect-uris': { type: 'boolean' },
         account: { type: 'string' },
         mode: { type: 'string' },
         amount: { type: 'string' },
@@ -158,8 +178,16 @@ async function run(argv: string[]): Promise<unknown> {
     switch (`${resource} ${action}`) {
       case 'accounts create': {
         // The running service applies the starting credits when it sees the account's event.
-        const { account } = await directory.openAccount(option(values, 'name'), values.credits === undefined ? undefined : count(values.credits, 'credits'));
-        return { id: account.id, name: account.name, credits_granted: account.credits, created_at: account.created_at };
+        const credits = values.credits === undefined ? undefined : count(option(values, 'credits'), 'credits');
+        const { account } = await directory.openAccount(option(values, 'name'), credits, redirectUris(values['redirect-uri']) ?? []);
+        return { id: account.id, name: account.name, credits_granted: account.credits, oauth_redirect_uris: account.oauth_redirect_uris, created_at: account.created_at };
+      }
+      case 'accounts update': {
+        if (!id) throw new UsageError('accounts update needs the account id');
+        const uris = values['no-redirect-uris'] ? [] : redirectUris(values['redirect-uri']);
+        const name = values.name === undefined ? undefined : option(values, 'name');
+        if (name === undefined && uris === undefined) throw new UsageError('accounts update needs --name, --redirect-uri or --no-redirect-uris');
+        return unwrap(await directory.changeSettings(id, { name, oauthRedirectUris: uris }));
       }
       case 'keys create':
         return unwrap(await directory.issueKey(option(values, 'account'), mode(option(values, 'mode'))));

@@ -28,7 +28,37 @@ describe('account decider', () => {
     given(opened).when({ type: 'GrantCredits', mode: 'live', amount: 50, now: T }).then([{ type: 'CreditsGranted', version: 1, data: { mode: 'live', amount: 50, grantedAt: T } }]));
   it('grants nothing to an account that does not exist', () => given().when({ type: 'GrantCredits', mode: 'live', amount: 50, now: T }).thenThrows(AccountNotFound));
   it('keeps its keys, revoked or not, and its creation time', () =>
-    expect(given(opened, issued, revoked).state()).toEqual({ status: 'open', id: 'acct_1', name: 'Acme', credits: { live: 1000, test: 1000 }, keys: { key_1: { mode: 'test', revoked: true } }, createdAt: T }));
+    expect(given(opened, issued, revoked).state()).toEqual({ status: 'open', id: 'acct_1', name: 'Acme', credits: { live: 1000, test: 1000 }, oauthRedirectUris: [], keys: { key_1: { mode: 'test', revoked: true } }, createdAt: T }));
+
+  describe("the account's OAuth redirect URIs and name (operators' settings)", () => {
+    const BACK = 'https://partner.example/connected';
+    const DEV = 'http://localhost:8080/back';
+    const open = (oauthRedirectUris?: string[]) => given().when({ type: 'OpenAccount', accountId: 'acct_1', name: 'Acme', credits: 1000, oauthRedirectUris, now: T }).events();
+
+    it('opens an account with its redirect URIs, each once; none written when none are given', () => {
+      expect(open([BACK, DEV, BACK])[0].data).toMatchObject({ oauthRedirectUris: [BACK, DEV] });
+      expect(open([])[0].data).not.toHaveProperty('oauthRedirectUris');
+      expect(open()[0].data).not.toHaveProperty('oauthRedirectUris');
+      expect(given(...open([BACK])).state()).toMatchObject({ oauthRedirectUris: [BACK] });
+    });
+
+    it('reads an account opened before they existed as having none', () => expect(given(opened).state()).toMatchObject({ oauthRedirectUris: [] }));
+
+    it('changes them, and the name, recording only what changed', () => {
+      given(opened).when({ type: 'ChangeAccountSettings', oauthRedirectUris: [BACK], now: T }).then([{ type: 'AccountSettingsChanged', version: 1, data: { oauthRedirectUris: [BACK], changedAt: T } }]);
+      given(opened).when({ type: 'ChangeAccountSettings', name: 'Acme EU', oauthRedirectUris: [], now: T }).then([{ type: 'AccountSettingsChanged', version: 1, data: { name: 'Acme EU', changedAt: T } }]);
+      const changed = { type: 'AccountSettingsChanged', version: 1, data: { name: 'Acme EU', oauthRedirectUris: [DEV], changedAt: T } } as AccountEvent;
+      expect(given(opened, changed).state()).toMatchObject({ name: 'Acme EU', oauthRedirectUris: [DEV] });
+      expect(given(opened, changed, { ...changed, data: { changedAt: T, name: 'Acme' } } as AccountEvent).state()).toMatchObject({ name: 'Acme', oauthRedirectUris: [DEV] });
+    });
+
+    it('records nothing when nothing changes (the same values, or none given)', () => {
+      given(...open([BACK])).when({ type: 'ChangeAccountSettings', name: 'Acme', oauthRedirectUris: [BACK, BACK], now: T }).then([]);
+      given(opened).when({ type: 'ChangeAccountSettings', now: T }).then([]);
+    });
+
+    it('changes nothing of an account that does not exist', () => given().when({ type: 'ChangeAccountSettings', name: 'x', now: T }).thenThrows(AccountNotFound));
+  });
   it('lives in the stream account-<id>, in two modes', () => {
     expect(accountStreamId('acct_1')).toBe('account-acct_1');
     expect(KEY_MODES).toEqual(['live', 'test']);

@@ -4,15 +4,23 @@ export type KeyMode = 'live' | 'test';
 export const KEY_MODES: readonly KeyMode[] = ['live', 'test'];
 export const DEFAULT_STARTING_CREDITS = 1000;
 
-export type AccountOpened = DomainEvent<'AccountOpened', { accountId: string; name: string; credits: Record<KeyMode, number>; openedAt: string }>;
+/** `oauthRedirectUris`: absent on accounts opened before they could be registered (none then). */
+export type AccountOpened = DomainEvent<'AccountOpened', { accountId: string; name: string; credits: Record<KeyMode, number>; oauthRedirectUris?: string[]; openedAt: string }>;
+/** What an operator changed of the account; only the fields that changed are present. */
+export type AccountSettingsChanged = DomainEvent<'AccountSettingsChanged', { name?: string; oauthRedirectUris?: string[]; changedAt: string }>;
 export type ApiKeyIssued = DomainEvent<'ApiKeyIssued', { keyId: string; mode: KeyMode; keyHash: string; issuedAt: string }>;
 export type ApiKeyRevoked = DomainEvent<'ApiKeyRevoked', { keyId: string; revokedAt: string }>;
 export type CreditsGranted = DomainEvent<'CreditsGranted', { mode: KeyMode; amount: number; grantedAt: string }>;
-export type AccountEvent = AccountOpened | ApiKeyIssued | ApiKeyRevoked | CreditsGranted;
+export type AccountEvent = AccountOpened | AccountSettingsChanged | ApiKeyIssued | ApiKeyRevoked | CreditsGranted;
 
-/** Each type's upcasters from its older versions, oldest first (README, "Event versioning"); all are still at version 1. */
+/**
+ * Each type's upcasters from its older versions, oldest first (README, "Event versioning"); all are
+ * still at version 1: AccountOpened gained its optional `oauthRedirectUris` without a new version,
+ * since an older event reads as an account with none registered.
+ */
 export const ACCOUNT_EVENTS = eventVersions<AccountEvent>('account', {
   AccountOpened: [],
+  AccountSettingsChanged: [],
   ApiKeyIssued: [],
   ApiKeyRevoked: [],
   CreditsGranted: [],
@@ -23,13 +31,16 @@ export interface Account {
   id: string;
   name: string;
   credits: Record<KeyMode, number>;
+  /** Where the account's OAuth rounds may send a person back (API.md §2, §4): matched on origin and path. */
+  oauthRedirectUris: string[];
   keys: Record<string, { mode: KeyMode; revoked: boolean }>;
   createdAt: string;
 }
 export type AccountState = { status: 'none' } | ({ status: 'open' } & Account);
 
 export type AccountCommand =
-  | { type: 'OpenAccount'; accountId: string; name: string; credits: number; now: string }
+  | { type: 'OpenAccount'; accountId: string; name: string; credits: number; oauthRedirectUris?: string[]; now: string }
+  | { type: 'ChangeAccountSettings'; name?: string; oauthRedirectUris?: string[]; now: string }
   | { type: 'IssueApiKey'; keyId: string; mode: KeyMode; keyHash: string; now: string }
   | { type: 'RevokeApiKey'; keyId: string; now: string }
   | { type: 'GrantCredits'; mode: KeyMode; amount: number; now: string };
@@ -49,12 +60,27 @@ export const accountStreamId = (accountId: string) => `account-${accountId}`;
 export function decide(command: AccountCommand, state: AccountState): AccountEvent[] {
   if (command.type === 'OpenAccount') {
     if (state.status === 'open') throw new AccountAlreadyOpen(`account ${command.accountId} exists`);
+    const uris = command.oauthRedirectUris ?? [];
     return [
-      event('AccountOpened', { accountId: command.accountId, name: command.name, credits: { live: command.credits, test: command.credits }, openedAt: command.now }),
+      event('AccountOpened', {
+        accountId: command.accountId,
+        name: command.name,
+        credits: { live: command.credits, test: command.credits },
+        ...(uris.length > 0 ? { oauthRedirectUris: [...new Set(uris)] } : {}),
+        openedAt: command.now,
+      }),
     ];
   }
   if (state.status === 'none') throw new AccountNotFound('no such account');
   switch (command.type) {
+    case 'ChangeAccountSettings': {
+      const uris = command.oauthRedirectUris === undefined ? undefined : [...new Set(command.oauthRedirectUris)];
+      const name = command.name !== undefined && command.name !== state.name ? { name: command.name } : {};
+      const changedUris = uris !== undefined && !sameList(uris, state.oauthRedirectUris) ? { oauthRedirectUris: uris } : {};
+      // Setting what is already set changes nothing, and records nothing.
+      if (!('name' in name) && !('oauthRedirectUris' in changedUris)) return [];
+      return [event('AccountSettingsChanged', { ...name, ...changedUris, changedAt: command.now })];
+    }
     case 'IssueApiKey':
       return [event('ApiKeyIssued', { keyId: command.keyId, mode: command.mode, keyHash: command.keyHash, issuedAt: command.now })];
     case 'RevokeApiKey': {
@@ -73,10 +99,13 @@ export function decide(command: AccountCommand, state: AccountState): AccountEve
 
 export function evolve(state: AccountState, event: AccountEvent): AccountState {
   if (event.type === 'AccountOpened') {
-    return { status: 'open', id: event.data.accountId, name: event.data.name, credits: { ...event.data.credits }, keys: {}, createdAt: event.data.openedAt };
+    const d = event.data;
+    return { status: 'open', id: d.accountId, name: d.name, credits: { ...d.credits }, oauthRedirectUris: d.oauthRedirectUris ?? [], keys: {}, createdAt: d.openedAt };
   }
   if (state.status === 'none') return state;
   switch (event.type) {
+    case 'AccountSettingsChanged':
+      return { ...state, name: event.data.name ?? state.name, oauthRedirectUris: event.data.oauthRedirectUris ?? state.oauthRedirectUris };
     case 'ApiKeyIssued':
       return { ...state, keys: { ...state.keys, [event.data.keyId]: { mode: event.data.mode, revoked: false } } };
     case 'ApiKeyRevoked':
@@ -87,6 +116,8 @@ export function evolve(state: AccountState, event: AccountEvent): AccountState {
       return assertNever(event);
   }
 }
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((item, i) => item === b[i]);
 
 export const accountDecider: Decider<AccountCommand, AccountEvent, AccountState> = { initialState: { status: 'none' }, decide, evolve };
 

@@ -28,11 +28,21 @@ describe('account directory', () => {
 
   it('opens an account with its starting credits in each mode, as grants for the ledgers', async () => {
     const { account, grants } = await directory.openAccount('Acme', 250);
-    expect(account).toEqual({ id: expect.stringMatching(/^acct_/), name: 'Acme', credits: { live: 250, test: 250 }, created_at: expect.any(String) });
+    expect(account).toEqual({ id: expect.stringMatching(/^acct_/), name: 'Acme', credits: { live: 250, test: 250 }, oauth_redirect_uris: [], created_at: expect.any(String) });
     expect(grants.map(({ mode, amount }) => [mode, amount])).toEqual([['live', 250], ['test', 250]]);
     expect(await directory.account(account.id)).toEqual(account);
     const [opened] = await events.readStream(`account-${account.id}`);
     expect(opened.metadata).toMatchObject({ accountId: account.id });
+  });
+
+  it("keeps the account's OAuth redirect URIs, and changes them and its name; an account that does not exist is resource_missing", async () => {
+    const { account } = await directory.openAccount('Acme', 0, ['https://partner.example/connected']);
+    expect(account.oauth_redirect_uris).toEqual(['https://partner.example/connected']);
+    const changed = await directory.changeSettings(account.id, { name: 'Acme EU', oauthRedirectUris: ['https://partner.example/eu', 'http://localhost:3000/back'] });
+    expect(changed).toEqual({ ok: true, value: { ...account, name: 'Acme EU', oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] } });
+    expect(await directory.account(account.id)).toMatchObject({ name: 'Acme EU', oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] });
+    expect(await directory.changeSettings(account.id, { name: 'Acme EU' })).toMatchObject({ ok: true, value: { oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] } });
+    expect(await directory.changeSettings('acct_missing', { name: 'x' })).toEqual({ ok: false, error: { code: 'resource_missing', message: 'No such account: acct_missing', param: 'id' } });
   });
 
   it('authenticates each key as its own account and mode, and nothing else', async () => {

@@ -28,6 +28,7 @@ export interface AccountView {
   id: string;
   name: string;
   credits: Record<KeyMode, number>;
+  oauth_redirect_uris: string[];
   created_at: string;
   [key: string]: unknown;
 }
@@ -42,7 +43,7 @@ export interface ApiKeyView {
   [key: string]: unknown;
 }
 
-export type AccountResource = Pick<AccountView, 'id' | 'name' | 'credits' | 'created_at'>;
+export type AccountResource = Pick<AccountView, 'id' | 'name' | 'credits' | 'oauth_redirect_uris' | 'created_at'>;
 export interface IssuedKey {
   id: string;
   key: string;
@@ -56,12 +57,13 @@ export type Authentication = { ok: true; accountId: string; mode: KeyMode; keyId
 /** The `accounts` and `api_keys` documents of an open account (also what a rebuild writes), its keys in the order issued. */
 export function toAccountViews(state: Account, issued: ReadonlyArray<ApiKeyIssued['data']>): { account: AccountView; keys: ApiKeyView[] } {
   return {
-    account: { id: state.id, name: state.name, credits: state.credits, created_at: state.createdAt },
+    account: { id: state.id, name: state.name, credits: state.credits, oauth_redirect_uris: state.oauthRedirectUris, created_at: state.createdAt },
     keys: issued.map(({ keyId, mode, keyHash, issuedAt }) => ({ id: keyId, account_id: state.id, mode, key_hash: keyHash, revoked: state.keys[keyId].revoked, created_at: issuedAt })),
   };
 }
 
-const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.name, credits: v.credits, created_at: v.created_at });
+// A view written before redirect URIs existed has none.
+const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.name, credits: v.credits, oauth_redirect_uris: v.oauth_redirect_uris ?? [], created_at: v.created_at });
 
 /**
  * Accounts and their API keys: opened, issued and revoked through the Admin API and the ops
@@ -80,10 +82,21 @@ export class AccountDirectory {
   }
 
   /** Opens an account; its starting credits are grants that dispatch-service's ledgers apply. */
-  async openAccount(name: string, credits = DEFAULT_STARTING_CREDITS): Promise<{ account: AccountResource; grants: CreditGrant[] }> {
+  async openAccount(name: string, credits = DEFAULT_STARTING_CREDITS, oauthRedirectUris: string[] = []): Promise<{ account: AccountResource; grants: CreditGrant[] }> {
     const accountId = newId('acct');
-    const grants = await this.run(accountId, { type: 'OpenAccount', accountId, name, credits, now: new Date().toISOString() });
+    const grants = await this.run(accountId, { type: 'OpenAccount', accountId, name, credits, oauthRedirectUris, now: new Date().toISOString() });
     return { account: toResource((await this.accounts.get(accountId))!), grants };
+  }
+
+  /** An operator's change of the account's name or OAuth redirect URIs (what is given replaces what it has). */
+  async changeSettings(accountId: string, settings: { name?: string; oauthRedirectUris?: string[] }): Promise<Outcome<AccountResource>> {
+    try {
+      await this.run(accountId, { type: 'ChangeAccountSettings', ...settings, now: new Date().toISOString() });
+    } catch (error) {
+      if (error instanceof AccountNotFound) return failure('resource_missing', `No such account: ${accountId}`, 'id');
+      throw error;
+    }
+    return success(toResource((await this.accounts.get(accountId))!));
   }
 
   async issueKey(accountId: string, mode: KeyMode): Promise<Outcome<IssuedKey>> {

@@ -52,6 +52,30 @@ export function isTimeZone(value: unknown): boolean {
   return valid;
 }
 
+const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * A URL an account registers for its OAuth rounds to send a person back to (API.md §2): absolute,
+ * https (http only for localhost), without query, fragment or credentials, at most 2048 characters.
+ */
+export function isRegistrableRedirectUri(value: unknown): boolean {
+  if (typeof value !== 'string' || value.length > 2048) return false;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  const scheme = url.protocol === 'https:' || (url.protocol === 'http:' && LOCAL_HOSTS.has(url.hostname));
+  return scheme && !url.search && !url.hash && !value.includes('?') && !value.includes('#') && !url.username && !url.password;
+}
+
+export const IsRegistrableRedirectUri = (options?: ValidationOptions) =>
+  ValidateBy(
+    { name: 'isRegistrableRedirectUri', validator: { validate: isRegistrableRedirectUri, defaultMessage: () => 'must be an absolute https URL (http only for localhost) without query or fragment' } },
+    options,
+  );
+
 export const IsUtcTimestamp = (options?: ValidationOptions) =>
   ValidateBy({ name: 'isUtcTimestamp', validator: { validate: isUtcTimestamp, defaultMessage: () => 'must be an ISO 8601 UTC timestamp ending in Z, such as 2026-12-01T09:00:00Z' } }, options);
 

@@ -13,7 +13,7 @@ describe('api errors', () => {
     expect(new ApiError('channel_not_configured', 'x').status).toBe(422);
     expect(new ApiError('state_invalid', 'x').status).toBe(400);
     expect([new ApiError('provider_unavailable', 'x').status, new ApiError('provider_unavailable', 'x').type]).toEqual([502, 'api_error']);
-    expect(Object.keys(ERROR_CATALOG)).toHaveLength(33);
+    expect(Object.keys(ERROR_CATALOG)).toHaveLength(34);
   });
 
   it('travel as values and come back as the same error', () => {

@@ -14,6 +14,7 @@ export const ERROR_CATALOG = {
   credentials_invalid: { status: 400, type: 'invalid_request_error' },
   provider_account_unreachable: { status: 400, type: 'invalid_request_error' },
   state_invalid: { status: 400, type: 'invalid_request_error' },
+  redirect_uri_not_registered: { status: 400, type: 'invalid_request_error' },
   api_key_missing: { status: 401, type: 'authentication_error' },
   api_key_invalid: { status: 401, type: 'authentication_error' },
   api_key_revoked: { status: 401, type: 'authentication_error' },

@@ -58,11 +58,12 @@ export class ConnectionCommands {
     const sandboxAccount = { ...SANDBOX_ACCOUNT, ...sandbox };
 
     if (redirectUri !== undefined) {
-      const prepared = this.rounds.prepare(caller.mode, channel, redirectUri);
+      const registered = request.oauthRedirectUris ?? [];
+      const prepared = this.rounds.prepare(caller.mode, channel, redirectUri, registered);
       if (!prepared.ok) return prepared;
       const taken = await this.slots.check(claim);
       if (taken) return taken;
-      return this.rounds.start({ ...claim, channel, redirectUri, sandbox: sandboxAccount }, false, metadata);
+      return this.rounds.start({ ...claim, channel, redirectUri, registeredRedirectUris: registered, sandbox: sandboxAccount }, false, metadata);
     }
 
     const taken = await this.slots.check(claim);
@@ -91,7 +92,8 @@ export class ConnectionCommands {
     const sandboxAccount = { currency: connection.currency ?? SANDBOX_ACCOUNT.currency, timezone: connection.timezone ?? SANDBOX_ACCOUNT.timezone };
 
     try {
-      if (redirectUri !== undefined) return await this.rounds.start({ ...claim, channel: connection.channel as Channel, redirectUri, sandbox: sandboxAccount }, true, metadata);
+      if (redirectUri !== undefined)
+        return await this.rounds.start({ ...claim, channel: connection.channel as Channel, redirectUri, registeredRedirectUris: request.oauthRedirectUris ?? [], sandbox: sandboxAccount }, true, metadata);
       const verified = await this.verify(caller.mode, connection.channel as Channel, connection.providerAccountId, credentials, sandboxAccount);
       if (!verified.ok) return verified;
       const { account, tokens, expiresAt } = verified.value;

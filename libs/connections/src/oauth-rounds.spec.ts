@@ -37,8 +37,16 @@ describe('connections: OAuth rounds', () => {
     if (!outcome.ok) throw new Error(`expected success, got ${JSON.stringify(outcome.error)}`);
     return outcome.value;
   };
-  const start = async (overrides: { redirectUri?: string; channel?: 'meta_ads' | 'google_ads' | 'tiktok_ads'; providerAccountId?: string } = {}) =>
-    h.commands.create({ caller: live, channel: overrides.channel ?? 'meta_ads', providerAccountId: overrides.providerAccountId ?? 'act_42', redirectUri: overrides.redirectUri ?? BACK });
+  /** What the account registered (the gateway sends it along with every round). */
+  const REGISTERED = ['https://partner.example/connected', 'http://localhost:8080/back'];
+  const start = async (overrides: { redirectUri?: string; channel?: 'meta_ads' | 'google_ads' | 'tiktok_ads'; providerAccountId?: string; registered?: string[] } = {}) =>
+    h.commands.create({
+      caller: live,
+      channel: overrides.channel ?? 'meta_ads',
+      providerAccountId: overrides.providerAccountId ?? 'act_42',
+      redirectUri: overrides.redirectUri ?? BACK,
+      oauthRedirectUris: overrides.registered ?? REGISTERED,
+    });
   const started = async (providerAccountId = 'act_42') => {
     const connection = value(await start({ providerAccountId })) as { id: string; authorization_url: string };
     return { ...connection, state: new URL(connection.authorization_url).searchParams.get('state')! };
@@ -83,6 +91,13 @@ describe('connections: OAuth rounds', () => {
       ['http://partner.example/back', 'url_not_https'],
       ['not a url', 'url_invalid'],
     ])('refuses the redirect_uri %s with %s', async (redirectUri, code) => expect(await start({ redirectUri })).toMatchObject({ ok: false, error: { code, param: 'redirect_uri' } }));
+
+    it("answers 400 redirect_uri_not_registered for a redirect_uri the account did not register, and writes nothing", async () => {
+      for (const registered of [[], ['https://partner.example/elsewhere'], ['https://other.example/connected']])
+        expect(await start({ registered })).toMatchObject({ ok: false, error: { code: 'redirect_uri_not_registered', param: 'redirect_uri' } });
+      expect((await h.store.views.find({}, {})).items).toEqual([]);
+      expect(network.calls.authorizationUrl).toBe(0);
+    });
 
     it('takes http on localhost, for partners developing', async () => expect(value(await start({ redirectUri: 'http://localhost:8080/back' }))).toMatchObject({ status: 'pending' }));
 
@@ -264,7 +279,7 @@ describe('connections: OAuth rounds', () => {
       const { id, state } = await started();
       value(await callback({ state, code: 'code-1' }));
       await h.access.reauthRequired({ accountId: 'acct_1', mode: 'live', connectionId: id, channel: 'meta_ads', reason: 'refresh_refused' });
-      const round = value(await h.commands.reauthorize({ caller: live, id, redirectUri: 'https://partner.example/again' })) as { status: string; authorization_url: string };
+      const round = value(await h.commands.reauthorize({ caller: live, id, redirectUri: 'https://partner.example/again', oauthRedirectUris: ['https://partner.example/again'] })) as { status: string; authorization_url: string };
       expect(round.status).toBe('reauth_required');
       network.code('code-3', { accessToken: 'second-access', refreshToken: 'second-refresh', expiresAt: null }, ['act_42']);
       const back = location(await callback({ state: new URL(round.authorization_url).searchParams.get('state')!, code: 'code-3' }));
@@ -286,7 +301,7 @@ describe('connections: OAuth rounds', () => {
     });
 
     it('asks the network for the consent page, and reads its own callback parameters into the code', async () => {
-      const round = value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK })) as { id: string; authorization_url: string };
+      const round = value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })) as { id: string; authorization_url: string };
       expect(round.authorization_url).toBe('https://consent.x.example/oauth/authorize?oauth_token=req-1');
       expect(x.started[0].redirectUri).toBe(CALLBACK);
       const state = x.started[0].state;
@@ -296,7 +311,7 @@ describe('connections: OAuth rounds', () => {
     });
 
     it('sends the browser back with access_denied when the network says the person refused', async () => {
-      value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK }));
+      value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED }));
       const state = x.started[0].state;
       expect(location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, denied: 'req-1' } })).searchParams.get('error')).toBe('access_denied');
       expect(x.calls.exchangeCode).toBe(0);
@@ -304,17 +319,17 @@ describe('connections: OAuth rounds', () => {
 
     it("answers channel_not_configured when the network refuses the service's client, provider_unavailable when it does not answer", async () => {
       x.refuseClient = true;
-      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK })).toMatchObject({ ok: false, error: { code: 'channel_not_configured' } });
+      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })).toMatchObject({ ok: false, error: { code: 'channel_not_configured' } });
       x.refuseClient = false;
       jest.spyOn(x, 'startConsent').mockRejectedValueOnce(new ProviderError('transient', 'over capacity', '130', 503));
-      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK })).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
+      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
       expect(await h.store.views.count({})).toBe(0);
     });
   });
 
   describe('with a test key', () => {
     it('simulates the consent: the authorization_url is the callback itself, which activates a sandbox connection', async () => {
-      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK, sandbox: { currency: 'EUR' } })) as { id: string; status: string; authorization_url: string };
+      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK, oauthRedirectUris: REGISTERED, sandbox: { currency: 'EUR' } })) as { id: string; status: string; authorization_url: string };
       expect(round.status).toBe('pending');
       const consent = new URL(round.authorization_url);
       expect(consent.origin + consent.pathname).toBe(CALLBACK);
@@ -325,7 +340,7 @@ describe('connections: OAuth rounds', () => {
     });
 
     it('answers two replicas taking the same state at once with one activation and one error=state_invalid, never a failure', async () => {
-      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK })) as { id: string; authorization_url: string };
+      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK, oauthRedirectUris: REGISTERED })) as { id: string; authorization_url: string };
       const consent = new URL(round.authorization_url);
       const query = { requestId: 'req_cb', state: consent.searchParams.get('state')!, code: consent.searchParams.get('code')! };
       const answers = await Promise.all([h.rounds.complete(query), h.replica().rounds.complete(query)]);

@@ -39,6 +39,8 @@ export interface RoundRequest {
   channel: Channel;
   providerAccountId: string;
   redirectUri: string;
+  /** The account's registered OAuth redirect URIs (API.md §2). */
+  registeredRedirectUris: readonly string[];
   /** The simulated ad account a test key's round ends with. */
   sandbox: { currency: string; timezone: string } | null;
 }
@@ -71,8 +73,8 @@ export class OAuthRounds {
   ) {}
 
   /** What a round on `channel` needs before anything is written: a usable redirect_uri and, live, an OAuth client. */
-  prepare(mode: 'live' | 'test', channel: Channel, redirectUri: string): Outcome<{ redirectUri: string; network: AdNetwork | null }> {
-    const checked = checkRedirectUri(redirectUri);
+  prepare(mode: 'live' | 'test', channel: Channel, redirectUri: string, registered: readonly string[]): Outcome<{ redirectUri: string; network: AdNetwork | null }> {
+    const checked = checkRedirectUri(redirectUri, { mode, registered });
     if (!checked.ok) return checked;
     if (mode === 'test') return success({ redirectUri: checked.value, network: null });
     const settings = this.networkSettings[channel];
@@ -86,7 +88,7 @@ export class OAuthRounds {
 
   /** Starts a round for a new connection (`existing: false`) or an existing one: the connection with its `authorization_url`. */
   async start(request: RoundRequest, existing: boolean, metadata: EventMetadata): Promise<Outcome<ConnectionResource & { authorization_url: string }>> {
-    const prepared = this.prepare(request.mode, request.channel, request.redirectUri);
+    const prepared = this.prepare(request.mode, request.channel, request.redirectUri, request.registeredRedirectUris);
     if (!prepared.ok) return prepared;
     const { network, redirectUri } = prepared.value;
     const state = randomBytes(32).toString('base64url');

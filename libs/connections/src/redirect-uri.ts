@@ -5,9 +5,12 @@ const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /**
  * The partner's `redirect_uri`, where the person's browser goes back after the consent: https,
  * or http on the person's own machine (localhost, for partners' development). No fragment (the
- * query is what we add to) and no credentials in it.
+ * query is what we add to) and no credentials in it. Its origin and path must be those of one of
+ * the account's registered `oauth_redirect_uris` (its query is the partner's own), so that our
+ * callback never sends a person to a site the account did not name: a test key may also use any
+ * http://localhost URL (API.md §4).
  */
-export function checkRedirectUri(raw: string): Outcome<string> {
+export function checkRedirectUri(raw: string, allowed: { mode: 'live' | 'test'; registered: readonly string[] }): Outcome<string> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -19,7 +22,24 @@ export function checkRedirectUri(raw: string): Outcome<string> {
   }
   if (url.hash) return failure('url_invalid', 'redirect_uri must not have a fragment', 'redirect_uri');
   if (url.username || url.password) return failure('url_invalid', 'redirect_uri must not carry credentials', 'redirect_uri');
+  const localDevelopment = allowed.mode === 'test' && url.protocol === 'http:' && LOCAL_HOSTS.has(url.hostname);
+  if (!localDevelopment && !allowed.registered.some((registered) => sameOriginAndPath(registered, url))) {
+    return failure(
+      'redirect_uri_not_registered',
+      "redirect_uri must have the origin and path of one of the account's oauth_redirect_uris (an operator registers them: PATCH /admin/v1/accounts/:id)",
+      'redirect_uri',
+    );
+  }
   return success(url.toString());
+}
+
+function sameOriginAndPath(registered: string, url: URL): boolean {
+  try {
+    const target = new URL(registered);
+    return target.origin === url.origin && target.pathname === url.pathname;
+  } catch {
+    return false;
+  }
 }
 
 /** The partner's `redirect_uri` with our parameters added to its query (its own are kept). */

@@ -115,6 +115,8 @@ export interface CreateConnectionRequest {
   providerAccountId: string;
   credentials?: ConnectionCredentials;
   redirectUri?: string;
+  /** With `redirectUri`: the account's registered OAuth redirect URIs, which it must match (the gateway reads them). */
+  oauthRedirectUris?: string[];
   /** Test keys only: the simulated ad account's currency and time zone. */
   sandbox?: { currency?: string; timezone?: string };
 }
@@ -136,6 +138,8 @@ export interface ReauthorizeConnectionRequest {
   id: string;
   credentials?: ConnectionCredentials;
   redirectUri?: string;
+  /** As for CreateConnectionRequest. */
+  oauthRedirectUris?: string[];
 }
 /** The browser's return from the consent page: no caller, the `state` says whose it is. */
 export interface OAuthCallbackRequest {

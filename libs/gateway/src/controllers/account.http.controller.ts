@@ -27,6 +27,12 @@ export class AccountController {
     const account = await this.directory.account(caller.accountId);
     if (!account) throw new ApiError('resource_missing', 'The account of this key no longer exists.');
     const balances = await this.services.call<CreditBalances>(SUBJECTS.creditsBalances, { caller, accountId: caller.accountId });
-    return { id: account.id, name: account.name, environment: caller.mode === 'live' ? 'live' : 'sandbox', credits_balance: balances[caller.mode] };
+    return {
+      id: account.id,
+      name: account.name,
+      environment: caller.mode === 'live' ? 'live' : 'sandbox',
+      credits_balance: balances[caller.mode],
+      oauth_redirect_uris: account.oauth_redirect_uris,
+    };
   }
 }

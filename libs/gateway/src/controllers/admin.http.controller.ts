@@ -1,6 +1,6 @@
-import { Body, Controller, Delete, HttpCode, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Delete, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { CreateAccountDto, CreateKeyDto, GrantCreditsDto, NoBody } from '@campaign-ops/api-contract';
+import { CreateAccountDto, CreateKeyDto, GrantCreditsDto, NoBody, UpdateAccountDto } from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { unwrap } from '@campaign-ops/api-errors';
 import { AccountDirectory, AccountResource } from '@campaign-ops/accounts';
@@ -24,11 +24,24 @@ export class AdminController {
 
   @Post('accounts')
   @HttpCode(200)
-  @ApiOperation({ operationId: 'createAccount', summary: 'Open an account', description: 'It starts with `credits` (default 1000) in each mode.' })
+  @ApiOperation({
+    operationId: 'createAccount',
+    summary: 'Open an account',
+    description: 'It starts with `credits` (default 1000) in each mode, and the `oauth_redirect_uris` its OAuth rounds may send people back to.',
+  })
   @ApiAnswer('AdminAccount')
-  async openAccount(@Body() { name, credits }: CreateAccountDto) {
-    const { account, grants } = await this.directory.openAccount(name, credits);
+  async openAccount(@Body() { name, credits, oauth_redirect_uris }: CreateAccountDto) {
+    const { account, grants } = await this.directory.openAccount(name, credits, oauth_redirect_uris);
     return this.withBalances(account, grants);
+  }
+
+  @Patch('accounts/:id')
+  @ApiOperation({ operationId: 'updateAccount', summary: "Change an account's name or OAuth redirect URIs", description: 'What is given replaces what the account has; answers the account.' })
+  @AccountId()
+  @ApiAnswer('AdminAccount')
+  async updateAccount(@Param('id') accountId: string, @Body() { name, oauth_redirect_uris }: UpdateAccountDto) {
+    const account = unwrap(await this.directory.changeSettings(accountId, { name, oauthRedirectUris: oauth_redirect_uris }));
+    return this.withBalances(account, []);
   }
 
   @Post('accounts/:id/keys')
@@ -57,7 +70,7 @@ export class AdminController {
    */
   private async withBalances(account: AccountResource, grants: CreditGrant[]) {
     const credits = await this.services.call<CreditBalances>(SUBJECTS.creditsGrant, { accountId: account.id, grants });
-    return { id: account.id, name: account.name, credits, created_at: account.created_at };
+    return { id: account.id, name: account.name, credits, oauth_redirect_uris: account.oauth_redirect_uris, created_at: account.created_at };
   }
 
   @Delete('keys/:id')

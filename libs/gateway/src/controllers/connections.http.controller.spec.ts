@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { AccountDirectory } from '@campaign-ops/accounts';
 import { ServiceConfig } from '@campaign-ops/service-runtime';
 import { SUBJECTS } from '@campaign-ops/service-messages';
 import { GatewayRequest } from '../http/request-context';
@@ -13,7 +14,8 @@ describe('ConnectionsController: how long each call waits for connection-service
       return subject === SUBJECTS.connectionOAuthCallback ? { location: 'https://partner.example/back?status=active' } : subject === SUBJECTS.connectionList ? { data: [], hasMore: false } : {};
     },
   } as unknown as ServiceClient;
-  const controller = new ConnectionsController(services, { requestTimeoutMs: 10_000, connectionRequestTimeoutMs: 120_000 } as ServiceConfig);
+  const directory = { account: async () => ({ oauth_redirect_uris: ['https://partner.example/back'] }) } as unknown as AccountDirectory;
+  const controller = new ConnectionsController(services, { requestTimeoutMs: 10_000, connectionRequestTimeoutMs: 120_000 } as ServiceConfig, directory);
   const request = { requestId: 'req_1', caller: { accountId: 'acct_1', mode: 'live', requestId: 'req_1', keyId: 'key_1' } } as unknown as GatewayRequest;
   const response = { setHeader: () => undefined, status: () => ({ json: () => undefined }) } as unknown as Response;
 

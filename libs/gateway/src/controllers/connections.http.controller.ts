@@ -2,6 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Re
 import { ApiOperation, ApiParam, ApiQuery, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { CreateConnectionDto, ListConnectionsQueryDto, NoBody, ReauthorizeConnectionDto } from '@campaign-ops/api-contract';
+import { AccountDirectory } from '@campaign-ops/accounts';
 import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { ListResult, OAuthCallbackResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
@@ -11,7 +12,7 @@ import { pageOf } from '../http/validation';
 
 const ConnectionId = () => ApiParam({ name: 'id', description: 'The connection id (`con_…`).' });
 /** What connecting can answer besides the usual: the redirect_uri's rules, the provider's verdict, the slot, the channel's settings. */
-const CONNECT_ERRORS = ['url_invalid', 'url_not_https', 'credentials_invalid', 'provider_account_unreachable', 'connection_exists', 'channel_live_unavailable', 'channel_not_configured', 'provider_unavailable'];
+const CONNECT_ERRORS = ['url_invalid', 'url_not_https', 'redirect_uri_not_registered', 'credentials_invalid', 'provider_account_unreachable', 'connection_exists', 'channel_live_unavailable', 'channel_not_configured', 'provider_unavailable'];
 /** A query value as the browser sent it (a repeated parameter counts as absent). */
 const single = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
@@ -28,8 +29,15 @@ export class ConnectionsController {
   constructor(
     private readonly services: ServiceClient,
     @Inject(CONFIG) config: ServiceConfig,
+    private readonly directory: AccountDirectory,
   ) {
     this.reachesNetwork = { timeoutMs: config.connectionRequestTimeoutMs };
+  }
+
+  /** An OAuth round's `redirect_uri` must be one the account registered (API.md §4): its list goes along with the round. */
+  private async registeredRedirectUris(request: GatewayRequest, redirectUri: string | undefined): Promise<{ oauthRedirectUris?: string[] }> {
+    if (redirectUri === undefined) return {};
+    return { oauthRedirectUris: (await this.directory.account(callerOf(request).accountId))?.oauth_redirect_uris ?? [] };
   }
 
   @Post()
@@ -46,13 +54,14 @@ export class ConnectionsController {
       'A new connection to the same provider account replaces the channel’s current one; another provider account answers 409 `connection_exists`.',
   })
   @ApiAnswer('ConnectionWithAuthorizationUrl', { errors: CONNECT_ERRORS })
-  create(@Req() request: GatewayRequest, @Body() body: CreateConnectionDto) {
+  async create(@Req() request: GatewayRequest, @Body() body: CreateConnectionDto) {
     return this.services.call(SUBJECTS.connectionCreate, {
       caller: callerOf(request),
       channel: body.channel,
       providerAccountId: body.provider_account_id,
       credentials: body.credentials && { ...body.credentials },
       redirectUri: body.redirect_uri,
+      ...(await this.registeredRedirectUris(request, body.redirect_uri)),
       sandbox: body.sandbox && { ...body.sandbox },
     }, this.reachesNetwork);
   }
@@ -136,12 +145,13 @@ export class ConnectionsController {
   })
   @ConnectionId()
   @ApiAnswer('ConnectionWithAuthorizationUrl', { errors: CONNECT_ERRORS.filter((code) => code !== 'connection_exists') })
-  reauthorize(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: ReauthorizeConnectionDto) {
+  async reauthorize(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: ReauthorizeConnectionDto) {
     return this.services.call(SUBJECTS.connectionReauthorize, {
       caller: callerOf(request),
       id,
       credentials: body.credentials && { ...body.credentials },
       redirectUri: body.redirect_uri,
+      ...(await this.registeredRedirectUris(request, body.redirect_uri)),
     }, this.reachesNetwork);
   }
 }

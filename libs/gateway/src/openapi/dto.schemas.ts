@@ -7,6 +7,7 @@ const RULE_SCHEMAS: Record<string, JsonSchema> = {
   isUtcTimestamp: { type: 'string', format: 'date-time' },
   isTimeZone: { type: 'string' },
   isCurrencyCode: { type: 'string', pattern: '^[A-Z]{3}$' },
+  isRegistrableRedirectUri: { type: 'string', format: 'uri' },
   isAfter: {},
   endsWithLifetimeBudget: {},
   notWith: {},

@@ -17,6 +17,7 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   credentials_invalid: 'The provider refused the access token (`param`: `credentials.access_token`).',
   provider_account_unreachable: 'The token works, but not for this ad account at the provider.',
   state_invalid: 'An OAuth `state` that was never issued or is past its 15 minutes.',
+  redirect_uri_not_registered: "The `redirect_uri` has not the origin and path of one of the account's `oauth_redirect_uris` (an operator registers them: PATCH /admin/v1/accounts/:id).",
   api_key_missing: 'No `Authorization: Bearer` header.',
   api_key_invalid: 'The key (or admin token) is not valid.',
   api_key_revoked: 'The key has been revoked.',

@@ -30,6 +30,12 @@ const channel = oneOf(CHANNELS, 'The ad network.');
 const environment = oneOf(['live', 'sandbox'], '`live` for a live key, `sandbox` for a test key.');
 const mode = oneOf(['live', 'test'], 'The key mode (Admin API).');
 const credits = integer('Credits.', { minimum: 0 });
+const redirectUris: JsonSchema = {
+  type: 'array',
+  items: { type: 'string', format: 'uri' },
+  description: "Where the account's OAuth rounds may send a person back: a `redirect_uri` must have the origin and path of one of them.",
+  examples: [['https://partner.example/connected']],
+};
 
 const dispatchError = object('Why a dispatch failed.', {
   code: oneOf(['provider_validation_failed', 'connection_reauth_required', 'provider_unavailable'], 'What went wrong.'),
@@ -183,11 +189,13 @@ export const RESOURCE_SCHEMAS = {
     name: text('Its name.'),
     environment,
     credits_balance: integer("Credits left in the key's mode."),
+    oauth_redirect_uris: redirectUris,
   }),
   AdminAccount: object('An account as operators see it.', {
     id: id('acct', 'The account id.'),
     name: text('Its name.'),
     credits: object('Credits in each mode.', { live: credits, test: credits }),
+    oauth_redirect_uris: redirectUris,
     created_at: timestamp('When it was opened.'),
   }),
   ApiKey: object('A newly issued API key: `key` is shown only here; only its hash is stored.', {
