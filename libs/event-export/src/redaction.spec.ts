@@ -23,6 +23,8 @@ const MAY_BE_EXPORTED: ReadonlyArray<{ type: string; path: string; why: string }
   { type: 'OAuthRoundStarted', path: 'oauth.stateHash', why: 'SHA-256 of a random 256-bit OAuth state that expires; not reversible' },
   { type: 'ConnectionActivated', path: 'stateHash', why: 'SHA-256 of the spent OAuth state; not reversible' },
   { type: 'ConnectionReauthorized', path: 'stateHash', why: 'SHA-256 of the spent OAuth state; not reversible' },
+  { type: 'AccountOpened', path: 'oauthRedirectUris', why: "the partner's own URLs its OAuth rounds may send people back to (no query, no credentials)" },
+  { type: 'AccountSettingsChanged', path: 'oauthRedirectUris', why: "the partner's own URLs its OAuth rounds may send people back to (no query, no credentials)" },
 ];
 
 const ROOT = resolve(__dirname, '../../..');

@@ -151,6 +151,11 @@ export class MicrosoftAdsFake extends FakeNetwork {
     );
   }
 
+  /** Microsoft would refuse a second campaign of the name (1115): the second of `twice` is made past that check, as two racing creates could leave them. */
+  protected override async makeAgain(_req: RecordedRequest, made: MicrosoftAdsFake['created'][number]): Promise<void> {
+    this.remember(made.kind, made.accountId, made.body);
+  }
+
   protected tokenRefusedAnswer(_req: RecordedRequest, why: 'expired' | 'invalid'): FakeAnswer {
     return why === 'expired'
       ? adApiFault('109', 'AuthenticationTokenExpired', 'Authentication token expired. Please renew it or obtain a new token.')

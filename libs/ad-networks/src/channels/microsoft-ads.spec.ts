@@ -259,7 +259,7 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
 
     it('answers the campaign an earlier try made (the name in use) with found: true, making nothing more', async () => {
       const campaign = unifiedCampaign();
-      fake.afterNextCreate('campaign', { kind: 'twice' }); // made; the repeat is refused by name; then 503
+      fake.afterNextCreate('campaign', { kind: 'fail', status: 503 }); // made, then 503: the answer is lost
       await expect(launch('dsp_bagain1', campaign)).rejects.toMatchObject({ kind: 'transient' });
       const [made] = fake.campaignsFor('dsp_bagain1');
       expect(await launch('dsp_bagain1', campaign)).toEqual({ providerResourceId: made.id, found: true });
