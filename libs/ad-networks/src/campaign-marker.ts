@@ -23,3 +23,15 @@ export function markedName(name: string, dispatchId: string, maxLength: number):
 export function carriesMarker(name: unknown, dispatchId: string): boolean {
   return typeof name === 'string' && name.endsWith(`${MARKER_SEPARATOR}${dispatchId}`);
 }
+
+/** Network ids in the order they were handed out: shorter first, then in code-unit order (digits, or base 36, that grow). */
+export const byIdOrder = (a: string, b: string): number => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The campaigns a lookup found, oldest first: by the network's creation time where it gives one
+ * (one without comes last), then by id, so that every lookup puts the same one first.
+ */
+export function oldestFirst<T extends { providerResourceId: string; createdAt?: string | null }>(found: readonly T[]): T[] {
+  const at = (campaign: T) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
+  return [...found].sort((a, b) => at(a) - at(b) || byIdOrder(a.providerResourceId, b.providerResourceId));
+}

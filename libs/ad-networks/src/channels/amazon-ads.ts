@@ -1,7 +1,7 @@
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
@@ -245,10 +245,4 @@ export class AmazonAds implements AdNetwork {
 /** ISO 8601 UTC with `Z`, to the second: `2027-01-04T09:00:00Z`. */
 function utcSeconds(instant: string): string {
   return new Date(instant).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/** Oldest first by `creationDateTime`, then by `campaignId` (digits) so the order is the same on every lookup. */
-function oldestFirst(found: FoundCampaign[]): FoundCampaign[] {
-  const at = (campaign: FoundCampaign) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
-  return [...found].sort((a, b) => at(a) - at(b) || a.providerResourceId.length - b.providerResourceId.length || (a.providerResourceId < b.providerResourceId ? -1 : a.providerResourceId > b.providerResourceId ? 1 : 0));
 }

@@ -1,6 +1,6 @@
 import { CampaignSpec, Objective, ProviderError } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { byIdOrder, carriesMarker, markedName } from '../campaign-marker';
 import { localDateTime } from '../account-time';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
@@ -129,7 +129,7 @@ export class GoogleAds implements AdNetwork {
     return rows
       .filter((row) => row.campaign?.id !== undefined && carriesMarker(row.campaign.name, request.dispatchId))
       .map((row) => String(row.campaign!.id))
-      .sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0))
+      .sort(byIdOrder)
       .map((providerResourceId) => ({ providerResourceId, createdAt: null }));
   }
 

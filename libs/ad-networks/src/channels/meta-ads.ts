@@ -1,6 +1,6 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { toMinorUnits } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { clientRefused, consentUrl, requireClient, tokenSetFrom } from '../oauth2';
@@ -132,10 +132,7 @@ export class MetaAds implements AdNetwork {
       after = answer.paging?.next ? answer.paging.cursors?.after : undefined;
       if (!after) break;
     }
-    return found
-      .filter((campaign) => carriesMarker(campaign.name, request.dispatchId))
-      .sort((a, b) => createdOrder(a, b))
-      .map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
+    return oldestFirst(found.filter((campaign) => carriesMarker(campaign.name, request.dispatchId))).map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
   }
 
   /** The create itself, with `execution_options: ["validate_only"]`: checked by Meta, nothing made. */
@@ -185,15 +182,6 @@ function campaignBody(request: LiveCampaignRequest): Record<string, unknown> {
     special_ad_categories: [],
     [campaign.budget.type === 'daily' ? 'daily_budget' : 'lifetime_budget']: amount,
   };
-}
-
-/** Oldest first by Meta's `created_time` (ISO 8601 with offset), then by id (Meta's ids grow). */
-function createdOrder(a: FoundCampaign, b: FoundCampaign): number {
-  const at = (campaign: FoundCampaign) => (campaign.createdAt ? Date.parse(campaign.createdAt) : NaN);
-  const [ta, tb] = [at(a), at(b)];
-  if (!Number.isNaN(ta) && !Number.isNaN(tb) && ta !== tb) return ta - tb;
-  const [ia, ib] = [a.providerResourceId, b.providerResourceId];
-  return ia.length - ib.length || (ia < ib ? -1 : ia > ib ? 1 : 0);
 }
 
 /** `act_123` or `123` → `123`. */

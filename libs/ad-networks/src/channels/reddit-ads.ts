@@ -2,7 +2,7 @@ import { Objective } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMicros } from '../budget-units';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, grantRefusal, requireClient, tokenSetFrom } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
@@ -226,10 +226,4 @@ function nextPageToken(nextUrl: unknown): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Oldest first by `created_at`; the id breaks a tie so the order is the same on every lookup. */
-function oldestFirst(found: FoundCampaign[]): FoundCampaign[] {
-  const at = (campaign: FoundCampaign) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
-  return [...found].sort((a, b) => at(a) - at(b) || a.providerResourceId.length - b.providerResourceId.length || (a.providerResourceId < b.providerResourceId ? -1 : a.providerResourceId > b.providerResourceId ? 1 : 0));
 }

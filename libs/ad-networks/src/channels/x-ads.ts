@@ -3,7 +3,7 @@ import { Objective } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone, isoWithOffset } from '../account-time';
 import { toMicros } from '../budget-units';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { HttpMethod, NetworkAnswer, NetworkHttp } from '../network-http';
 import { clientRefused } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
@@ -338,12 +338,6 @@ export class XAds implements AdNetwork {
     const parameter = typeof first?.parameter === 'string' ? ` (${first.parameter})` : '';
     return new ProviderError('validation', `${message}${parameter}`, code ?? `http_${answer.status}`, answer.status);
   }
-}
-
-/** Oldest first by `created_at`, then by id (base 36, so a longer id is a later one) so the order is the same on every lookup. */
-function oldestFirst(found: FoundCampaign[]): FoundCampaign[] {
-  const at = (campaign: FoundCampaign) => Date.parse(campaign.createdAt ?? '') || Number.MAX_SAFE_INTEGER;
-  return [...found].sort((a, b) => at(a) - at(b) || a.providerResourceId.length - b.providerResourceId.length || (a.providerResourceId < b.providerResourceId ? -1 : a.providerResourceId > b.providerResourceId ? 1 : 0));
 }
 
 /** X's rate-limit reset (epoch seconds) as a wait from now. */
