@@ -58,6 +58,41 @@ describe('every error code, in the envelope', () => {
     const launch = await partner.post('/v1/campaigns', sandboxCampaign());
     expectError(await partner.post(`/v1/dispatches/${launch.body.data.id}/retry`, { force: true }), 400, 'invalid_request_error', 'parameter_unknown', 'force');
   });
+  describe('bad input that reached a 500 or changed data before: refused in the envelope, changing nothing', () => {
+    /** `{"a": … "x" …}` this many levels deep, written as text (JSON.stringify itself would overflow). */
+    const deep = (levels: number) => `${'{"a":'.repeat(levels)}"x"${'}'.repeat(levels)}`;
+    const LEVELS = 8_000;
+
+    it.each([
+      ['a string field holding 8,000 levels of objects', '/v1/webhooks', `{"url":${deep(LEVELS)},"events":["dispatch.completed"]}`, 'url.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a'],
+      [
+        'a nested field holding 8,000 levels',
+        '/v1/campaigns',
+        `{"channel":"meta_ads","campaign":{"name":"n","objective":"conversion","budget":{"amount_micros":1,"type":"daily","currency":${deep(LEVELS)}},"schedule":{"start_at":"2026-12-01T09:00:00Z","timezone":"UTC"}}}`,
+        'campaign.budget.currency.a.a.a.a.a.a.a.a.a.a.a.a.a',
+      ],
+      ['an array 8,000 levels deep', '/v1/webhooks', `{"url":"https://93.184.216.34/h","events":${'['.repeat(LEVELS)}${']'.repeat(LEVELS)}}`, 'events.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0'],
+    ])('%s: 400 parameter_invalid', async (_, path, body, param) => expectError(await partner.call('POST', path, body), 400, 'invalid_request_error', 'parameter_invalid', param));
+
+    it.each(['valueOf', 'toString', 'constructor', 'hasOwnProperty', '__proto__', '__defineGetter__'])('a field named %s (an Object.prototype member): 400 parameter_unknown', async (name) => {
+      const body = `{"url":"https://example.com/h","events":["dispatch.completed"],${JSON.stringify(name)}:null}`;
+      expectError(await partner.call('POST', '/v1/webhooks', body), 400, 'invalid_request_error', 'parameter_unknown', name);
+      const nested = `{"channel":"meta_ads","campaign":{"name":"n","objective":"conversion","budget":{"amount_micros":1,"currency":"USD","type":"daily",${JSON.stringify(name)}:1},"schedule":{"start_at":"2026-12-01T09:00:00Z","timezone":"UTC"}}}`;
+      expectError(await partner.call('POST', '/v1/campaigns', nested), 400, 'invalid_request_error', 'parameter_unknown', `campaign.budget.${name}`);
+    });
+
+    it('a PATCH of a webhook endpoint refused for such a field changes nothing of it', async () => {
+      const created = await partner.post('/v1/webhooks', { url: 'https://93.184.216.34/before', events: ['dispatch.completed'] });
+      expect(created.status).toBe(200);
+      const endpoint = created.body.data;
+      for (const name of ['valueOf', 'constructor', '__proto__']) {
+        const body = `{"url":"https://93.184.216.34/after","events":["dispatch.failed"],"enabled":false,${JSON.stringify(name)}:{}}`;
+        expectError(await partner.call('PATCH', `/v1/webhooks/${endpoint.id}`, body), 400, 'invalid_request_error', 'parameter_unknown', name);
+      }
+      expect((await partner.get(`/v1/webhooks/${endpoint.id}`)).body.data).toMatchObject({ url: 'https://93.184.216.34/before', events: ['dispatch.completed'], enabled: true });
+    });
+  });
+
   it('url_invalid', async () => expectError(await partner.post('/v1/webhooks', { url: 'not a url', events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_invalid', 'url'));
   it('url_not_https', async () => expectError(await partner.post('/v1/webhooks', { url: 'http://example.com/h', events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_not_https', 'url'));
   it.each(['https://127.0.0.1/h', 'https://localhost/h', 'https://169.254.169.254/latest/meta-data', 'https://10.0.0.8/h', 'https://[::1]/h'])(

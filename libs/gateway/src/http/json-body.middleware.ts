@@ -42,11 +42,43 @@ export function jsonBodyMiddleware(request: GatewayRequest, _response: Response,
     }
     const type = request.headers['content-type'];
     if (!type || !JSON_TYPE.test(type.trim())) return next(new ApiError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.'));
+    let body: unknown;
     try {
-      request.body = JSON.parse(raw.toString('utf8'));
-      next();
+      body = JSON.parse(raw.toString('utf8'));
     } catch {
-      next(new ApiError('body_invalid_json', 'The body is not valid JSON.'));
+      return next(new ApiError('body_invalid_json', 'The body is not valid JSON.'));
     }
+    const refused = shapeRefusal(body);
+    if (refused) return next(refused);
+    request.body = body;
+    next();
   });
+}
+
+/** Deeper than any body of the API (a launch's deepest field is 3 levels down), and shallow enough for any validator's recursion. */
+export const MAX_BODY_DEPTH = 16;
+/** Names that objects have without owning them: never a field of ours, and a trap for code that asks `name in object`. */
+const PROTOTYPE_NAMES = new Set([...Object.getOwnPropertyNames(Object.prototype), '__proto__']);
+
+/**
+ * Before any validator sees it: a body nested deeper than MAX_BODY_DEPTH is 400 `parameter_invalid`
+ * (validators recurse, and 30,000 levels overflow their stack: a 500), and a field named like an
+ * Object.prototype member (`constructor`, `valueOf`, `__proto__`) is 400 `parameter_unknown`
+ * whatever its place: validators that look fields up through the prototype take those as known.
+ * Walked without recursion, so the check itself cannot overflow.
+ */
+export function shapeRefusal(body: unknown): ApiError | null {
+  const pending: Array<{ value: unknown; path: string[] }> = [{ value: body, path: [] }];
+  while (pending.length > 0) {
+    const { value, path } = pending.pop()!;
+    if (typeof value !== 'object' || value === null) continue;
+    const param = path.join('.') || 'body';
+    if (path.length >= MAX_BODY_DEPTH) return new ApiError('parameter_invalid', `${param} is nested deeper than ${MAX_BODY_DEPTH} levels; no field of this API is.`, param);
+    for (const [key, inner] of Object.entries(value)) {
+      const at = [...path, key];
+      if (!Array.isArray(value) && PROTOTYPE_NAMES.has(key)) return new ApiError('parameter_unknown', `${at.join('.')} is not a known parameter`, at.join('.'));
+      pending.push({ value: inner, path: at });
+    }
+  }
+  return null;
 }
