@@ -5,6 +5,7 @@
  * (idempotency.e2e), rate_limited (rate-limit.e2e), service_unavailable (distributed.e2e),
  * internal_error (libs/gateway api-exception.filter.spec).
  */
+import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -91,6 +92,26 @@ describe('every error code, in the envelope', () => {
       }
       expect((await partner.get(`/v1/webhooks/${endpoint.id}`)).body.data).toMatchObject({ url: 'https://93.184.216.34/before', events: ['dispatch.completed'], enabled: true });
     });
+  });
+
+  it.each([
+    ['a control character in a header value', 'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: a\u0001b\r\n\r\n'],
+    ['a malformed request line', 'GET /v1/account HTTP/1.1 extra\r\nHost: x\r\n\r\n'],
+    ['headers too large', `GET /v1/account HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`],
+  ])("answers a request Node's parser refuses (%s) in the envelope, with its request id", async (_, raw) => {
+    const { port } = new URL(service.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.end(raw));
+      let text = '';
+      socket.on('data', (chunk) => (text += chunk.toString('utf8')));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    const parsed = JSON.parse(body);
+    expect(parsed).toEqual({ success: false, error: { type: 'invalid_request_error', code: 'parameter_invalid', message: expect.any(String) }, request_id: expect.stringMatching(/^req_/) });
+    expect(head).toContain(`X-Request-Id: ${parsed.request_id}`);
   });
 
   it('url_invalid', async () => expectError(await partner.post('/v1/webhooks', { url: 'not a url', events: ['dispatch.completed'] }), 400, 'invalid_request_error', 'url_invalid', 'url'));

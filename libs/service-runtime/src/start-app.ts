@@ -7,6 +7,7 @@ import { MetricsServer, startMetricsServer } from './metrics.server';
 import { NestFactory } from '@nestjs/core';
 import { ServiceConfig } from './config';
 import { InfrastructureModule } from './infrastructure.module';
+import { answerMalformedRequestsInTheEnvelope } from './malformed-requests';
 
 /**
  * Starts one app: the infrastructure of its config, its feature modules, HTTP on PORT (health,
@@ -38,6 +39,7 @@ export async function startApp(
   const server = app.getHttpServer() as import('node:http').Server;
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  answerMalformedRequestsInTheEnvelope(server);
   const host = process.env.HOST || '0.0.0.0';
   metrics = await startMetricsServer(config.metricsPort, host);
   await app.listen(config.port, host);
