@@ -104,6 +104,20 @@ describe('the Admin API', () => {
     expect(await stored()).toEqual({ accounts: 2, keys: 2, revoked: 1 });
   });
 
+  it('takes a hundred concurrent key issues and fifty concurrent grants on one account: every one answered 200, none lost', async () => {
+    const admin = new PartnerClient(service.url, ADMIN_TOKEN);
+    const id = (await admin.post('/admin/v1/accounts', { name: 'Busy', credits: 0 })).body.data.id;
+    const keys = await Promise.all(Array.from({ length: 100 }, () => admin.post(`/admin/v1/accounts/${id}/keys`, { mode: 'test' })));
+    expect(keys.map((answer) => answer.status).filter((status) => status !== 200)).toEqual([]);
+    expect(new Set(keys.map((answer) => answer.body.data.id)).size).toBe(100);
+    const grants = await Promise.all(Array.from({ length: 50 }, () => admin.post(`/admin/v1/accounts/${id}/credits`, { mode: 'test', amount: 2 })));
+    expect(grants.map((answer) => answer.status).filter((status) => status !== 200)).toEqual([]);
+    const partner = new PartnerClient(service.url, keys[0].body.data.key);
+    await eventually(async () => (await partner.get('/v1/account')).body.data?.credits_balance === 100, 15_000, 'all fifty grants in the balance');
+    const renames = await Promise.all(Array.from({ length: 30 }, (_, i) => admin.patch(`/admin/v1/accounts/${id}`, { name: `Busy ${i}` })));
+    expect(renames.map((answer) => answer.status).filter((status) => status !== 200)).toEqual([]);
+  });
+
   it("keeps an account's OAuth redirect URIs: set when opened, replaced by PATCH, shown to its keys; bad ones refused naming the item", async () => {
     const admin = new PartnerClient(service.url, ADMIN_TOKEN);
     const opened = await admin.post('/admin/v1/accounts', { name: 'Redirects', oauth_redirect_uris: ['https://partner.example/connected', 'http://localhost:3000/back'] });

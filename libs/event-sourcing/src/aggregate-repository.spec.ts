@@ -1,5 +1,5 @@
 import { Decider, DomainEvent, eventVersions } from '@campaign-ops/decider';
-import { EventStoreDbEventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { EventStoreDbEventStore, RecordedEvent, SqliteEventStore, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { FakeEventStoreDb } from '@campaign-ops/testing/event-store';
 import { AggregateRepository, toDomainEvent, toStoredEvent } from './aggregate-repository';
 
@@ -64,5 +64,48 @@ describe('AggregateRepository over EventStoreDB, talking to a node that is no lo
 
     expect(decided.state).toBe(3);
     expect(leader.log.filter((event) => event.streamId === 'counter-1').map((event) => JSON.parse(Buffer.from(event.data).toString()).n)).toEqual([1, 2, 3]);
+  });
+});
+
+describe('commands racing on one stream', () => {
+  type Counted = DomainEvent<'Counted', { n: number }>;
+  const COUNTS = eventVersions<Counted>('race', { Counted: [] });
+  const counting: Decider<'count', Counted, number> = {
+    initialState: 0,
+    decide: (_command, n) => [COUNTS.event('Counted', { n: n + 1 })],
+    evolve: (_n, event) => event.data.n,
+  };
+
+  it('all succeed, one after another, when a hundred run at once in one process (two repositories included)', async () => {
+    const events = SqliteEventStore.open(':memory:');
+    try {
+      const first = new AggregateRepository(events, counting, COUNTS.upcast);
+      const second = new AggregateRepository(events, counting, COUNTS.upcast);
+      const outcomes = await Promise.allSettled(Array.from({ length: 100 }, (_, i) => (i % 2 ? first : second).execute('race-1', 'count', {})));
+      expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toEqual([]);
+      expect((await events.readStream('race-1')).map((event) => event.data.n)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    } finally {
+      await events.close();
+    }
+  });
+
+  it('decides again after another process appended first, and gives up only after several conflicts', async () => {
+    const events = SqliteEventStore.open(':memory:');
+    try {
+      const repository = new AggregateRepository(events, counting, COUNTS.upcast, 3);
+      const append = events.append.bind(events);
+      let foreign = 2;
+      // A writer elsewhere gets in first twice: the command is decided again on its events.
+      jest.spyOn(events, 'append').mockImplementation(async (...args: Parameters<typeof events.append>) => {
+        if (foreign-- > 0) await append(args[0], [{ ...args[1][0], id: crypto.randomUUID() }], { expectedRevision: 'any' });
+        return append(...args);
+      });
+      expect((await repository.execute('race-2', 'count', {})).state).toBe(3);
+      foreign = 10;
+      await expect(repository.execute('race-2', 'count', {})).rejects.toThrow(WrongExpectedRevisionError);
+    } finally {
+      jest.restoreAllMocks();
+      await events.close();
+    }
   });
 });

@@ -2,6 +2,7 @@ import { Decider, DomainEvent, fold, storedVersion } from '@campaign-ops/decider
 import { EventStore, EventToAppend, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { inCanonicalOrder, sortedKeys } from './canonical-order';
+import { KeyedMutex } from './keyed-mutex';
 
 export type Upcaster<Event extends DomainEvent> = (type: string, data: Record<string, unknown>, version: number) => Event;
 
@@ -33,16 +34,25 @@ export const toStoredEvent = (event: DomainEvent, metadata: EventMetadata): Even
 });
 
 /**
+ * Commands on one stream run one after another within this process, whichever repository runs
+ * them (a hundred concurrent key issues on one account would otherwise all read one revision, and
+ * all but one conflict, retry and conflict again).
+ */
+const streams = new KeyedMutex();
+
+/**
  * Runs commands against event-sourced aggregates: read the stream, fold, decide, append with the
- * revision read (optimistic concurrency). A concurrent writer makes the append fail; the command
- * is then decided again on the new state, a few times, before the conflict is reported.
+ * revision read (optimistic concurrency). In this process, commands on a stream wait their turn;
+ * a writer elsewhere (another replica, the ops command line) makes the append fail, and the command
+ * is then decided again on the new state after a short jittered pause, a few times, before the
+ * conflict is reported.
  */
 export class AggregateRepository<Command, Event extends DomainEvent, State> {
   constructor(
     private readonly store: EventStore,
     private readonly decider: Decider<Command, Event, State>,
     private readonly upcast: Upcaster<Event>,
-    private readonly maxConflictRetries = 5,
+    private readonly maxConflictRetries = 8,
   ) {}
 
   async load(streamId: string): Promise<{ history: Event[]; state: State; revision: number | null }> {
@@ -51,7 +61,11 @@ export class AggregateRepository<Command, Event extends DomainEvent, State> {
     return { history, state: fold(this.decider, history), revision: recorded.length ? recorded[recorded.length - 1].revision : null };
   }
 
-  async execute(streamId: string, command: Command, metadata: EventMetadata): Promise<Decided<Event, State>> {
+  execute(streamId: string, command: Command, metadata: EventMetadata): Promise<Decided<Event, State>> {
+    return streams.run(streamId, () => this.decideAndAppend(streamId, command, metadata));
+  }
+
+  private async decideAndAppend(streamId: string, command: Command, metadata: EventMetadata): Promise<Decided<Event, State>> {
     for (let attempt = 0; ; attempt++) {
       const { history, state, revision } = await this.load(streamId);
       const events = this.decider.decide(command, state).map(inCanonicalOrder);
@@ -74,6 +88,8 @@ export class AggregateRepository<Command, Event extends DomainEvent, State> {
         return { recorded, history: all, state: events.reduce(this.decider.evolve, state) };
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || attempt >= this.maxConflictRetries) throw error;
+        // Another process wrote first: let it finish its own round before reading again.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * (attempt + 1)));
       }
     }
   }
