@@ -3,7 +3,7 @@ import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refus
 import { MicrosoftAdsFake } from '../../../../test/support/fake-networks/microsoft-ads.fake';
 import { isIanaTimeZone } from '../account-time';
 import { NetworkHttp } from '../network-http';
-import { MICROSOFT_TIME_ZONES, MicrosoftAds, customerManagementUrl, xmlValues } from './microsoft-ads';
+import { MICROSOFT_TIME_ZONES, MicrosoftAds, customerManagementUrl, microsoftError, xmlBlocks, xmlValues } from './microsoft-ads';
 
 const USD = '180000001';
 const JPY = '180000002';
@@ -317,6 +317,25 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
       const impatient = new MicrosoftAds(fake.settings(), new NetworkHttp('microsoft_ads', 300, { dispatcher }));
       fake.stallNext(1);
       await expect(impatient.readAccount({ accessToken: token, providerAccountId: USD })).rejects.toMatchObject({ kind: 'transient', providerCode: null });
+    });
+  });
+
+  describe('reading SOAP answers in linear time', () => {
+    const answerOf = (text: string) => ({ status: 500, headers: {}, text, json: undefined, retryAfterMs: null });
+
+    it('reads each error element, nested in any prefix, with its code and message', () => {
+      const xml = '<s:Fault><detail><e:AdApiFaultDetail><e:Errors><e:AdApiError><e:Code>105</e:Code><e:ErrorCode>InvalidCredentials</e:ErrorCode><e:Message>Bad</e:Message></e:AdApiError></e:Errors></e:AdApiFaultDetail></detail></s:Fault>';
+      expect(xmlBlocks(xml, ['AdApiError', 'BatchError']).map((block) => block.name)).toEqual(['AdApiError']);
+      expect(microsoftError(answerOf(xml))).toMatchObject({ kind: 'auth', providerCode: 'InvalidCredentials' });
+    });
+
+    it('gets through a 4 MiB answer of open tags that never close at once (a lazy match with a back-reference took minutes)', () => {
+      const hostile = '<AdApiError>'.repeat(350_000) + '<BatchError a="' + 'x'.repeat(2_000) + '"' + '<OperationError>'.repeat(10_000);
+      const started = process.hrtime.bigint();
+      expect(microsoftError(answerOf(hostile))).toMatchObject({ kind: 'transient' });
+      expect(xmlValues(hostile, 'Code')).toEqual([]);
+      // Generous: linear is milliseconds here; the quadratic reading was minutes.
+      expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(2_000);
     });
   });
 });

@@ -53,6 +53,8 @@ const CAMPAIGN_NS = 'https://bingads.microsoft.com/CampaignManagement/v13';
 const CUSTOMER_PATH = '/Api/CustomerManagement/v13/CustomerManagementService.svc';
 const CAMPAIGN_PATH = '/Api/Advertiser/CampaignManagement/v13/CampaignManagementService.svc';
 const SCOPES = ['https://ads.microsoft.com/msads.manage', 'offline_access'];
+/** The longest attribute list an element of Microsoft's answers is read with (theirs are namespaces and i:nil, a few dozen characters). */
+const ATTRIBUTES_MAX = 1024;
 /** Campaign.Name: at most 128 characters (Entity Limits). */
 const NAME_MAX_LENGTH = 128;
 /** The campaign types this adapter creates, so the ones a lookup lists. */
@@ -239,8 +241,8 @@ export class MicrosoftAds implements AdNetwork {
       'GetCampaignsByAccountId',
       `<GetCampaignsByAccountIdRequest xmlns="${CAMPAIGN_NS}"><AccountId>${accountId}</AccountId><CampaignType>${CAMPAIGN_TYPES}</CampaignType></GetCampaignsByAccountIdRequest>`,
     );
-    const found = [...answer.matchAll(/<(?:\w+:)?Campaign(?:\s[^>]*)?>([\s\S]*?)<\/(?:\w+:)?Campaign>/g)]
-      .map((block) => ({ id: xmlValues(block[1], 'Id')[0], name: xmlValues(block[1], 'Name')[0] }))
+    const found = xmlBlocks(answer, ['Campaign'])
+      .map(({ inner }) => ({ id: xmlValues(inner, 'Id')[0], name: xmlValues(inner, 'Name')[0] }))
       .filter((campaign) => /^\d+$/.test(campaign.id ?? '') && carriesMarker(campaign.name, dispatchId))
       .map((campaign) => campaign.id!);
     // Oldest first by id: Campaign Management keeps no creation time; its ids rise.
@@ -354,7 +356,7 @@ interface SoapError {
 
 /** Every error element of a fault or of partial errors: AdApiError, OperationError, BatchError. */
 function soapErrors(xml: string): SoapError[] {
-  const blocks = [...xml.matchAll(/<(?:\w+:)?(AdApiError|OperationError|BatchError|EditorialError)\b[^>]*>([\s\S]*?)<\/(?:\w+:)?\1>/g)].map((m) => m[2]);
+  const blocks = xmlBlocks(xml, ['AdApiError', 'OperationError', 'BatchError', 'EditorialError']).map(({ inner }) => inner);
   return blocks.map((block) => ({ code: xmlValues(block, 'Code')[0] ?? '', errorCode: xmlValues(block, 'ErrorCode')[0], message: xmlValues(block, 'Message')[0] ?? 'error' }));
 }
 
@@ -383,9 +385,36 @@ function faultString(xml: string): string {
   return text ? `: ${text}` : '';
 }
 
+/**
+ * The content of every element with one of these local names (any prefix), in document order. In
+ * one pass, so the time stays linear in the answer whatever it holds (a lazy `([\s\S]*?)</\1>`
+ * is quadratic on an answer of many open tags that never close): each open tag's close is searched
+ * for once, from it, and a name whose close is missing is not searched for again (no later one can
+ * close). Attributes are read up to ATTRIBUTES_MAX characters.
+ */
+export function xmlBlocks(xml: string, names: readonly string[]): Array<{ name: string; inner: string }> {
+  const open = new RegExp(`<(?:\\w+:)?(${names.join('|')})(?:\\s[^>]{0,${ATTRIBUTES_MAX}})?>`, 'g');
+  const unclosed = new Set<string>();
+  const blocks: Array<{ name: string; inner: string }> = [];
+  for (let tag = open.exec(xml); tag && unclosed.size < names.length; tag = open.exec(xml)) {
+    const name = tag[1];
+    if (unclosed.has(name)) continue;
+    const close = new RegExp(`</(?:\\w+:)?${name}>`, 'g');
+    close.lastIndex = open.lastIndex;
+    const end = close.exec(xml);
+    if (!end) {
+      unclosed.add(name);
+      continue;
+    }
+    blocks.push({ name, inner: xml.slice(open.lastIndex, end.index) });
+    open.lastIndex = close.lastIndex;
+  }
+  return blocks;
+}
+
 /** Text of every element with this local name (any prefix), entities decoded; nil elements skipped. */
 export function xmlValues(xml: string, localName: string): string[] {
-  const pattern = new RegExp(`<(?:\\w+:)?${localName}(?:\\s[^>]*)?>([^<]*)</(?:\\w+:)?${localName}>`, 'g');
+  const pattern = new RegExp(`<(?:\\w+:)?${localName}(?:\\s[^>]{0,${ATTRIBUTES_MAX}})?>([^<]*)</(?:\\w+:)?${localName}>`, 'g');
   return [...xml.matchAll(pattern)].map((m) => xmlUnescape(m[1]));
 }
 
