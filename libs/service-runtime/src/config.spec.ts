@@ -205,6 +205,10 @@ describe('loadConfig', () => {
       expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'ftp://x' })).message).toMatch(/^PUBLIC_BASE_URL /);
       expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'not a url' })).message).toMatch(/^PUBLIC_BASE_URL /);
       expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'https://api.example.com/v1?x=1' })).message).toMatch(/^PUBLIC_BASE_URL /);
+      // Authorization codes come back on it: https, but for localhost or local development.
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://api.example.com' })).message).toMatch(/^PUBLIC_BASE_URL must use https/);
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://api.example.com', CHANNEL_ALLOW_HTTP: 'true' }).connections.publicBaseUrl).toBe('http://api.example.com');
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://127.0.0.1:3000' }).connections.publicBaseUrl).toBe('http://127.0.0.1:3000');
     });
 
     it('sweeps for tokens to refresh every minute unless told otherwise', () => {

@@ -201,6 +201,10 @@ function publicBaseUrl(env: Env, port: number): string {
     throw new ConfigError('PUBLIC_BASE_URL', `must be a URL such as https://api.example.com, not "${raw}"`);
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new ConfigError('PUBLIC_BASE_URL', `must use https:// (or http://), not "${parsed.protocol}"`);
+  // People's browsers come back to it from the networks' consent pages with an authorization code in the query.
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(parsed.hostname);
+  if (parsed.protocol === 'http:' && !loopback && env.CHANNEL_ALLOW_HTTP !== 'true')
+    throw new ConfigError('PUBLIC_BASE_URL', 'must use https:// (http:// only for localhost, or with CHANNEL_ALLOW_HTTP=true for local development): the OAuth callback carries authorization codes');
   if (parsed.search || parsed.hash || parsed.username || parsed.password) throw new ConfigError('PUBLIC_BASE_URL', 'must be an origin with an optional path, without query, fragment or credentials');
   return `${parsed.origin}${parsed.pathname}`.replace(/\/+$/, '');
 }
