@@ -181,9 +181,48 @@ describe('rate limits, against the standalone service', () => {
     expect(partner.status).toBe(200);
   });
 
+  it("believes no X-Forwarded-For without TRUST_PROXY: a client cannot pick the address it is limited as, and the OAuth callback keeps a budget of its own", async () => {
+    // This address's bucket is empty after the test above; another claimed address changes nothing.
+    const spoofed = await anonymous.get('/v1/account', { 'X-Forwarded-For': '203.0.113.77' });
+    expect([spoofed.status, spoofed.body.error?.code]).toEqual([429, 'rate_limited']);
+    // A person coming back from a consent page is not turned away by that: 400 state_invalid, not 429.
+    const back = await anonymous.get('/v1/connections/oauth/callback?state=never-issued&code=x');
+    expect([back.status, back.body.error?.code]).toEqual([400, 'state_invalid']);
+    expectRateLimitHeaders(back);
+  });
+
   it('carries the headers on Admin API answers', async () => {
     const answer = await admin.post('/admin/v1/accounts', { name: 'Counted' });
     expect(answer.status).toBe(200);
     expectRateLimitHeaders(answer);
+  });
+});
+
+describe('rate limits behind a proxy named in TRUST_PROXY', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-e2e-trust-proxy-'));
+    service = await ServiceProcess.start('standalone', { DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: String(PER_SECOND), RATE_LIMIT_BURST: String(BURST), TRUST_PROXY: '127.0.0.1/32,::1/128' });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("limits each client the proxy reports on its own: one client's flood leaves the others, and the callback, their budgets", async () => {
+    const anonymous = new PartnerClient(service.url);
+    const from = (client: string) => ({ 'X-Forwarded-For': client });
+    const { refused } = await sendUntilRefused(() => anonymous.get('/v1/account', from('198.51.100.1')));
+    expect(refused.body.error.code).toBe('rate_limited');
+    const other = await anonymous.get('/v1/account', from('198.51.100.2'));
+    expect([other.status, other.headers.get('ratelimit-remaining')]).toEqual([401, String(BURST - 1)]);
+    // The proxy's own header list: the client is the last address the trusted proxy appended.
+    const chained = await anonymous.get('/v1/account', { 'X-Forwarded-For': '203.0.113.9, 198.51.100.1' });
+    expect(chained.status).toBe(429);
+    const back = await anonymous.get('/v1/connections/oauth/callback?state=never-issued&code=x', from('198.51.100.1'));
+    expect([back.status, back.body.error?.code]).toEqual([400, 'state_invalid']);
   });
 });

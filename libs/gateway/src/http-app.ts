@@ -4,6 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { jsonBodyMiddleware } from './http/json-body.middleware';
 import { RateLimitMiddleware } from './http/rate-limit.middleware';
+import { trustedProxies } from './http/trusted-proxies';
 import { requestIdMiddleware } from './http/request-id.middleware';
 import { ApiDocument } from './openapi/api-document';
 import { buildOpenApiDocument } from './openapi/openapi.document';
@@ -23,6 +24,8 @@ export function configureHttp(app: INestApplication): void {
   app.use(jsonBodyMiddleware);
   const express = app.getHttpAdapter().getInstance();
   express.disable('x-powered-by');
+  // Whose X-Forwarded-For names the client (TRUST_PROXY): the address a request without a key is limited as.
+  express.set('trust proxy', trustedProxies(app.get<ServiceConfig>(CONFIG).trustProxy));
   express.set('etag', false);
   express.set('query parser', 'simple');
 

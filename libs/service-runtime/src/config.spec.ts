@@ -87,6 +87,13 @@ describe('loadConfig', () => {
       expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, executorLeaseMs: 5_000, channelRetryMaxWaitMs: 90_000, channelTimeoutMs: 45_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3, endpointConcurrency: 2 }) });
     });
 
+    it('reads TRUST_PROXY as CIDRs (a bare address its own /32 or /128), none by default, and refuses anything else naming it', () => {
+      expect(load({}).trustProxy).toEqual([]);
+      expect(load({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7 ,fd00::/8' }).trustProxy).toEqual(['10.0.0.0/8', '192.168.1.7/32', 'fd00::/8']);
+      for (const bad of ['10.0.0.0/33', 'proxy.internal', '10.0.0.0/8/1', 'fd00::/129', '10.0.0.0/x'])
+        expect((failure({ TRUST_PROXY: bad }) as Error).message).toMatch(/^TRUST_PROXY /);
+    });
+
     it.each([
       ['EXECUTOR_CONCURRENCY', '0'],
       ['EXECUTOR_LEASE_MS', '999'],

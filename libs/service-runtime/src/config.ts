@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -62,6 +63,12 @@ export interface ServiceConfig {
   connectionRequestTimeoutMs: number;
   /** Gateway token bucket per API key (and per client IP without one): refill rate and bucket size. */
   rateLimit: { perSecond: number; burst: number };
+  /**
+   * The proxies (load balancers, ingress) whose `X-Forwarded-For` the gateway believes (TRUST_PROXY,
+   * CIDRs): requests without a key are limited per client address, which behind them is the one
+   * they report. Empty (the default): nobody's header is believed, the socket's peer counts.
+   */
+  trustProxy: string[];
   logLevel: 'debug' | 'info' | 'warn' | 'error';
   version: string;
 }
@@ -190,6 +197,21 @@ function optionalSecretKey(env: Env, name: string): string | null {
   return raw.toLowerCase();
 }
 
+/** A comma-separated list of IPv4 or IPv6 CIDRs (a bare address is its own /32 or /128). */
+function cidrList(env: Env, name: string): string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((item) => {
+    const cidr = item.trim();
+    const [address, prefix, extra] = cidr.split('/');
+    const family = isIP(address);
+    const bits = prefix === undefined ? (family === 6 ? 128 : 32) : Number(prefix);
+    if (!family || extra !== undefined || !Number.isInteger(bits) || bits < 0 || bits > (family === 6 ? 128 : 32) || (prefix !== undefined && !/^\d+$/.test(prefix)))
+      throw new ConfigError(name, `must be a comma-separated list of CIDRs such as 10.0.0.0/8,fd00::/8, not "${cidr}"`);
+    return `${address}/${bits}`;
+  });
+}
+
 /** An http(s) origin with an optional path prefix, kept without its trailing slash. */
 function publicBaseUrl(env: Env, port: number): string {
   const raw = env.PUBLIC_BASE_URL;
@@ -286,6 +308,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
       perSecond: integer(env, 'RATE_LIMIT_PER_SECOND', 100, 1, 1_000_000),
       burst: integer(env, 'RATE_LIMIT_BURST', 200, 1, 1_000_000),
     },
+    trustProxy: cidrList(env, 'TRUST_PROXY'),
     logLevel,
     version: packageVersion(),
   };

@@ -9,6 +9,8 @@ import { ApiDocument } from '../openapi/api-document';
 
 /** Probes of orchestrators: never limited, so a flood cannot fail a readiness check. (Metrics are on METRICS_PORT.) */
 const UNLIMITED_PATHS = new Set(['/healthz', '/readyz']);
+/** People's browsers back from consent pages: a budget of their own per address, so no flood elsewhere turns them away. */
+const OAUTH_CALLBACK_PATH = '/v1/connections/oauth/callback';
 
 /**
  * The rate limit of every request (API.md §2), checked right after authentication and before the
@@ -18,7 +20,8 @@ const UNLIMITED_PATHS = new Set(['/healthz', '/readyz']);
  *
  * Who is counted: a valid API key on an existing route counts against that key, the admin token
  * against the operators' bucket; everything else (no key, a wrong or revoked key, unknown routes)
- * against the client's IP address (the socket's peer; behind a proxy that is the proxy's address).
+ * against the client's IP address (the socket's peer, or behind the proxies of TRUST_PROXY the
+ * address they report); the OAuth callback against a budget of its own per address.
  * The key lookup is shared with ApiKeyGuard, so it happens once per request.
  */
 @Injectable()
@@ -45,7 +48,10 @@ export class RateLimitMiddleware {
   };
 
   private async identify(request: GatewayRequest): Promise<RateLimitIdentity> {
-    const byIp: RateLimitIdentity = { kind: 'ip', ip: request.ip ?? request.socket.remoteAddress ?? 'unknown' };
+    // request.ip: the client as TRUST_PROXY's proxies report it, else the socket's peer.
+    const ip = request.ip ?? request.socket.remoteAddress ?? 'unknown';
+    if (request.path === OAUTH_CALLBACK_PATH) return { kind: 'callback', ip };
+    const byIp: RateLimitIdentity = { kind: 'ip', ip };
     const token = bearer(request);
     if (!token) return byIp;
     const method = request.method === 'HEAD' ? 'GET' : request.method;

@@ -132,17 +132,20 @@ export function rateLimitedError(decision: RateLimitDecision): ApiError {
 
 /**
  * The gateway's limiter: one bucket per API key (`key:<key id>`), one for the operators' admin
- * token, and one per client IP for everything without a valid credential (401s, unknown routes),
- * all with the configured rate and burst. Separate maps, so that IP buckets can never push key
- * buckets out.
+ * token, one per client IP for everything without a valid credential (401s, unknown routes), and
+ * one per client IP for the OAuth callback, all with the configured rate and burst. Separate maps,
+ * so that IP buckets can never push key buckets out, and traffic to any other path never spends
+ * the budget of people coming back from a consent page.
  */
 export class RateLimiter {
   private readonly byCredential: TokenBuckets;
   private readonly byClientIp: TokenBuckets;
+  private readonly byCallbackIp: TokenBuckets;
 
   constructor(options: RateLimitOptions, now?: () => number) {
     this.byCredential = new TokenBuckets(options, now);
     this.byClientIp = new TokenBuckets(options, now);
+    this.byCallbackIp = new TokenBuckets(options, now);
   }
 
   take(identity: RateLimitIdentity): RateLimitDecision {
@@ -153,8 +156,11 @@ export class RateLimiter {
         return this.byCredential.take('admin');
       case 'ip':
         return this.byClientIp.take(identity.ip);
+      case 'callback':
+        return this.byCallbackIp.take(identity.ip);
     }
   }
 }
 
-export type RateLimitIdentity = { kind: 'key'; keyId: string } | { kind: 'admin' } | { kind: 'ip'; ip: string };
+/** `callback`: a person's browser back from a consent page, with a budget of its own per address (API.md §2). */
+export type RateLimitIdentity = { kind: 'key'; keyId: string } | { kind: 'admin' } | { kind: 'ip'; ip: string } | { kind: 'callback'; ip: string };
