@@ -30,7 +30,13 @@ export interface AdNetwork {
    * `oauth_token`, `oauth_verifier`, or `denied`): the code for `exchangeCode`, or null when the
    * person refused. The callback's whole query is given (`state` included).
    */
-  callbackCode?(query: Record<string, string | undefined>): string | null;
+  callbackCode?(query: Record<string, string | undefined>, binding?: string | null): string | null;
+  /**
+   * For a network whose consent URL carries a value of this round alone (X: the request token):
+   * that value, kept with the round; the callback's `callbackCode` is given it and throws (`auth`)
+   * when the browser comes back with another round's, so one round's consent cannot complete another.
+   */
+  consentBinding?(authorizationUrl: string): string | null;
   /**
    * Trades an authorization code for tokens at the network's token URL. A refused code is `auth`;
    * this service's OAuth client refused (`invalid_client`) is `validation`, as for `refresh`.

@@ -36,6 +36,8 @@ export interface OAuthStateRecord {
   expires_at: string;
   /** Test keys: the simulated ad account the round ends with. */
   sandbox: { currency: string; timezone: string } | null;
+  /** What the network's callback must carry back for this round (X: the request token); absent for most networks. */
+  consent_binding?: string | null;
   created_at: string;
   [field: string]: unknown;
 }

@@ -19,8 +19,12 @@ class ConsentByCallNetwork extends InMemoryNetwork {
     this.started.push(request);
     return `https://consent.x.example/oauth/authorize?oauth_token=req-${this.started.length}`;
   }
-  callbackCode(query: Record<string, string | undefined>): string | null {
+  callbackCode(query: Record<string, string | undefined>, binding?: string | null): string | null {
+    if (binding && query.oauth_token !== binding && !query.denied) throw new ProviderError('auth', 'the request token of another round', 'request_token_mismatch');
     return query.denied || !query.oauth_verifier ? null : `${query.oauth_token}:${query.oauth_verifier}`;
+  }
+  consentBinding(authorizationUrl: string): string | null {
+    return new URL(authorizationUrl).searchParams.get('oauth_token');
   }
 }
 
@@ -308,6 +312,17 @@ describe('connections: OAuth rounds', () => {
       const back = location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, oauth_token: 'req-1', oauth_verifier: 'verifier-1' } }));
       expect(back.searchParams.get('status')).toBe('active');
       expect(await h.vault.read(round.id)).toMatchObject({ accessToken: 'x-token:x-secret' });
+    });
+
+    it("refuses another round's consent on this round's state (the request token is bound to its round): error=state_invalid, nothing exchanged", async () => {
+      x.code('req-2:verifier-2', { accessToken: 'x-other:x-secret', refreshToken: null, expiresAt: null }, ['18ce54']);
+      const mine = value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })) as { id: string };
+      const state = x.started[0].state;
+      // req-2 is a round started elsewhere (another account's consent link, say).
+      const back = location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, oauth_token: 'req-2', oauth_verifier: 'verifier-2' } }));
+      expect(back.searchParams.get('error')).toBe('state_invalid');
+      expect(x.calls.exchangeCode).toBe(0);
+      expect(value(await h.queries.get({ caller: live, id: mine.id }))).toMatchObject({ status: 'pending' });
     });
 
     it('sends the browser back with access_denied when the network says the person refused', async () => {

@@ -112,6 +112,7 @@ export class OAuthRounds {
       redirect_uri: redirectUri,
       expires_at: oauth.expiresAt,
       sandbox: request.mode === 'test' ? (request.sandbox ?? SANDBOX_ACCOUNT) : null,
+      consent_binding: network?.consentBinding?.(authorizationUrl) ?? null,
       created_at: now.toISOString(),
     });
     const { connectionId, accountId, mode, channel, providerAccountId } = request;
@@ -147,7 +148,14 @@ export class OAuthRounds {
       const current = connection as Connection;
       const network = current.mode === 'live' ? this.networks[current.channel as Channel] : undefined;
       // Most networks come back with `code` (or `error`); some with their own parameters, which their adapter reads.
-      const code = network?.callbackCode ? network.callbackCode({ ...request.query, state: request.state }) : request.error ? null : (request.code ?? null);
+      let code: string | null;
+      try {
+        code = network?.callbackCode ? network.callbackCode({ ...request.query, state: request.state }, record.consent_binding) : request.error ? null : (request.code ?? null);
+      } catch (error) {
+        // The browser brought another round's consent back on this round's state.
+        if (error instanceof ProviderError) return backWith('state_invalid');
+        throw error;
+      }
       if (!code) return backWith('access_denied');
       const metadata = { accountId: current.accountId, mode: current.mode, requestId: request.requestId };
 

@@ -93,6 +93,11 @@ describe('XAds against its fake', () => {
       const code = xAdsCallbackCode(back.query);
       expect(code).toBe(`${back.query.oauth_token}:${back.query.oauth_verifier}`);
       expect(x.callbackCode(back.query)).toBe(code);
+      // The request token is bound to its round: the round keeps it, and another round's is refused.
+      const binding = x.consentBinding(url.toString());
+      expect(binding).toBe(back.query.oauth_token);
+      expect(x.callbackCode(back.query, binding)).toBe(code);
+      expect(() => x.callbackCode(back.query, 'rq-of-another-round')).toThrow(expect.objectContaining({ kind: 'auth', providerCode: 'request_token_mismatch' }));
 
       const tokens = await x.exchangeCode({ code: code!, redirectUri: CALLBACK });
       expect(tokens.accessToken).toMatch(/^at-[0-9a-f]+:[0-9a-f]+$/);

@@ -159,9 +159,21 @@ export class XAds implements AdNetwork {
     return consent.toString();
   }
 
-  /** The `code` of the callback's query (`oauth_token`, `oauth_verifier`); null when the person refused (`denied`). */
-  callbackCode(query: { oauth_token?: string; oauth_verifier?: string; denied?: string }): string | null {
-    return xAdsCallbackCode(query);
+  /**
+   * The `code` of the callback's query (`oauth_token`, `oauth_verifier`); null when the person
+   * refused (`denied`). The request token must be the one this round's consent was started with
+   * (`binding`): a request token of another round (someone else's consent) is refused.
+   */
+  callbackCode(query: { oauth_token?: string; oauth_verifier?: string; denied?: string }, binding?: string | null): string | null {
+    const code = xAdsCallbackCode(query);
+    if (code !== null && binding !== undefined && binding !== null && query.oauth_token !== binding)
+      throw new ProviderError('auth', 'x_ads: the callback carried the request token of another round', 'request_token_mismatch');
+    return code;
+  }
+
+  /** The request token the consent URL carries: the callback must come back with it. */
+  consentBinding(authorizationUrl: string): string | null {
+    return new URL(authorizationUrl).searchParams.get('oauth_token');
   }
 
   /** Step 3: the request token and verifier (`xAdsCallbackCode`) for the user's token and secret. */
