@@ -18,8 +18,14 @@ export interface AdNetwork {
   /** The scopes asked for in the consent URL, as the network spells them. */
   readonly scopes: readonly string[];
 
+  /**
+   * Whether the network takes PKCE (RFC 7636, S256): the caller then gives `codeChallenge` to
+   * `authorizationUrl` and the matching `codeVerifier` to `exchangeCode`, so a code intercepted on
+   * its way back is worth nothing without the verifier.
+   */
+  readonly pkce?: boolean;
   /** The consent page to send a person's browser to. Needs the client id (`channel_not_configured` otherwise: checked by the caller with `oauthConfigured`). */
-  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string;
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string }): string;
   /**
    * For a network whose consent starts with a call (X's OAuth 1.0a request token): the consent
    * URL, made by that call. Callers use it when present, `authorizationUrl` otherwise.
@@ -41,7 +47,7 @@ export interface AdNetwork {
    * Trades an authorization code for tokens at the network's token URL. A refused code is `auth`;
    * this service's OAuth client refused (`invalid_client`) is `validation`, as for `refresh`.
    */
-  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet>;
+  exchangeCode(request: { code: string; redirectUri: string; codeVerifier?: string }): Promise<TokenSet>;
   /**
    * New tokens from a refresh token. The grant refused (`invalid_grant`) is `auth`: the person must
    * consent again. This service's OAuth client refused (`invalid_client`, `unauthorized_client`, a

@@ -19,16 +19,24 @@ export function requireClient(settings: NetworkSettings): { clientId: string; cl
   return { clientId: settings.clientId, clientSecret: settings.clientSecret };
 }
 
+/** RFC 7636's consent parameters for a challenge (S256), or none without one. */
+export const pkceChallenge = (codeChallenge: string | undefined): Record<string, string | undefined> =>
+  codeChallenge ? { code_challenge: codeChallenge, code_challenge_method: 'S256' } : {};
+
 export interface TokenRequestOptions {
   /** `basic`: client id and secret as HTTP Basic (LinkedIn accepts both, Pinterest and Reddit want Basic). */
   clientAuth?: 'body' | 'basic';
   /** Extra form fields every grant needs (e.g. Microsoft's `scope`). */
   extra?: Record<string, string>;
+  /** RFC 7636: the verifier of the challenge the consent was started with. */
+  codeVerifier?: string;
 }
 
 /** `grant_type=authorization_code`. */
 export function exchangeAuthorizationCode(http: NetworkHttp, settings: NetworkSettings, code: string, redirectUri: string, options: TokenRequestOptions = {}): Promise<TokenSet> {
-  return tokenGrant(http, settings, { grant_type: 'authorization_code', code, redirect_uri: redirectUri }, options);
+  const grant: Record<string, string> = { grant_type: 'authorization_code', code, redirect_uri: redirectUri };
+  if (options.codeVerifier) grant.code_verifier = options.codeVerifier;
+  return tokenGrant(http, settings, grant, options);
 }
 
 /** `grant_type=refresh_token`. */

@@ -4,7 +4,7 @@ import { ProviderError } from '@campaign-ops/channels';
 import { callerOf, connectionsHarness, ConnectionsHarness, InMemoryNetwork, settingsFor } from '@campaign-ops/testing/connections';
 import { indexedOnly } from '@campaign-ops/testing/read-store';
 import { ConnectionStore } from './connection-store';
-import { OAuthRounds, SPENT_STATE_WINDOW_MS } from './oauth-rounds';
+import { OAuthRounds, SPENT_STATE_WINDOW_MS, pkceFor } from './oauth-rounds';
 
 /** A network whose consent starts with a call and comes back without `code` (X's OAuth 1.0a). */
 class ConsentByCallNetwork extends InMemoryNetwork {
@@ -138,6 +138,27 @@ describe('connections: OAuth rounds', () => {
       expect(location(await callback({ state, code: 'code-short' })).searchParams.get('error')).toBe('credentials_invalid');
       expect(value(await h.queries.get({ caller: live, id }))).toMatchObject({ status: 'pending' });
       expect(await h.vault.read(id)).toBeNull();
+    });
+
+    it("uses PKCE where the network takes it: the consent gets the S256 challenge of a verifier derived from the state with the service's key, the exchange that verifier", async () => {
+      network.pkce = true;
+      const consent = jest.spyOn(network, 'authorizationUrl');
+      const exchange = jest.spyOn(network, 'exchangeCode');
+      const { state } = await started();
+      const challenge = consent.mock.calls[0][0].codeChallenge;
+      expect(challenge).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(location(await callback({ state, code: 'code-1' })).searchParams.get('status')).toBe('active');
+      const verifier = exchange.mock.calls[0][0].codeVerifier!;
+      expect(createHash('sha256').update(verifier).digest('base64url')).toBe(challenge);
+      // Not to be had from the state alone: another key gives another verifier.
+      expect(pkceFor(state, 'ab'.repeat(32)).verifier).not.toBe(verifier);
+      network.pkce = false;
+    });
+
+    it('sends no challenge to a network without PKCE', async () => {
+      const consent = jest.spyOn(network, 'authorizationUrl');
+      await started();
+      expect(consent.mock.calls[0][0].codeChallenge).toBeUndefined();
     });
 
     it('takes a state once: used again, the browser goes back with error=state_invalid', async () => {

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AD_NETWORKS, AdNetwork, AdNetworks, oauthConfigured, TokenSet } from '@campaign-ops/ad-networks';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
@@ -99,7 +99,8 @@ export class OAuthRounds {
     if (!network) {
       authorizationUrl = withQuery(callback, { code: 'sandbox', state });
     } else {
-      const consent = await this.consentUrl(network, { state, redirectUri: callback, providerAccountId: request.providerAccountId });
+      const codeChallenge = network.pkce ? pkceFor(state, this.settings.encryptionKey).challenge : undefined;
+      const consent = await this.consentUrl(network, { state, redirectUri: callback, providerAccountId: request.providerAccountId, codeChallenge });
       if (!consent.ok) return consent;
       authorizationUrl = consent.value;
     }
@@ -163,7 +164,7 @@ export class OAuthRounds {
       let account = record.sandbox ?? SANDBOX_ACCOUNT;
       if (current.mode === 'live') {
         if (!network) return backWith('provider_unavailable');
-        const exchanged = await this.exchange(network, code);
+        const exchanged = await this.exchange(network, code, network.pkce ? pkceFor(request.state!, this.settings.encryptionKey).verifier : undefined);
         if (!exchanged.ok) return backWith(exchanged.error);
         const warn = (message: string) => this.logger.warn(`the live check failed unexpectedly: ${message}`);
         // A network may hand out a token that lives less than our refresh margin (or a clock may disagree): refreshed before the check, as before any call.
@@ -225,7 +226,7 @@ export class OAuthRounds {
   }
 
   /** The consent page: built from the settings, or (X's OAuth 1.0a) made by a call to the network. */
-  private async consentUrl(network: AdNetwork, request: { state: string; redirectUri: string; providerAccountId: string }): Promise<Outcome<string>> {
+  private async consentUrl(network: AdNetwork, request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string }): Promise<Outcome<string>> {
     if (!network.startConsent) return success(network.authorizationUrl(request));
     try {
       return success(await network.startConsent(request));
@@ -238,13 +239,24 @@ export class OAuthRounds {
     }
   }
 
-  private async exchange(network: AdNetwork, code: string): Promise<{ ok: true; value: TokenSet } | { ok: false; error: BackError }> {
+  private async exchange(network: AdNetwork, code: string, codeVerifier: string | undefined): Promise<{ ok: true; value: TokenSet } | { ok: false; error: BackError }> {
     try {
-      return { ok: true, value: await network.exchangeCode({ code, redirectUri: oauthCallbackUrl(this.settings) }) };
+      return { ok: true, value: await network.exchangeCode({ code, redirectUri: oauthCallbackUrl(this.settings), ...(codeVerifier ? { codeVerifier } : {}) }) };
     } catch (error) {
       if (error instanceof ProviderError && (error.kind === 'auth' || error.kind === 'validation')) return { ok: false, error: 'credentials_invalid' };
       if (!(error instanceof ProviderError)) this.logger.warn(`code exchange failed unexpectedly: ${redacted(error, [code])}`);
       return { ok: false, error: 'provider_unavailable' };
     }
   }
+}
+
+/**
+ * PKCE (RFC 7636, S256) for a round, derived from its state with the service's key: the state comes
+ * back with the browser, so nothing more is stored, and without the key a code and state
+ * intercepted on their way back give no verifier. (A key rotated during a round's 15 minutes
+ * fails that round's exchange: the person consents again.)
+ */
+export function pkceFor(state: string, key: string): { verifier: string; challenge: string } {
+  const verifier = createHmac('sha256', Buffer.from(key, 'hex')).update(`pkce-verifier\n${state}`).digest('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 }

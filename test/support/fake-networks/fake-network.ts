@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Server, createServer } from 'node:https';
@@ -130,7 +130,8 @@ export abstract class FakeNetwork {
   private certPath = '';
   private readonly accessTokens = new Map<string, 'valid' | 'expired'>();
   private readonly refreshTokens = new Set<string>();
-  private readonly codes = new Map<string, { redirectUri: string; used: boolean }>();
+  /** Codes the consent page handed out; `challenge`: the PKCE S256 challenge the consent was started with (RFC 7636). */
+  private readonly codes = new Map<string, { redirectUri: string; used: boolean; challenge?: string }>();
   private readonly faults: Fault[] = [];
   private readonly createFaults: Array<{ kind: string; fault: CreateFault }> = [];
   private readonly stalled: ServerResponse[] = [];
@@ -333,7 +334,7 @@ export abstract class FakeNetwork {
     const client = this.clientCredentials(req, form);
     if (client.id !== this.clientId || client.secret !== this.clientSecret) return this.grantRefusedAnswer(req, 'invalid_client', 'client authentication failed');
     if (form.grant_type === 'authorization_code') {
-      const refusal = this.redeemCode(form.code, form.redirect_uri);
+      const refusal = this.redeemCode(form.code, form.redirect_uri, form.code_verifier);
       if (refusal) return this.grantRefusedAnswer(req, 'invalid_grant', refusal);
       return { status: 200, json: this.tokenAnswer() };
     }
@@ -354,12 +355,16 @@ export abstract class FakeNetwork {
     return { id: form.client_id, secret: form.client_secret };
   }
 
-  /** Null when the code is good for this redirect URI (and spends it); else why not. */
-  protected redeemCode(code: string | undefined, redirectUri: string | undefined): string | null {
+  /**
+   * Null when the code is good for this redirect URI (and spends it); else why not. A code whose
+   * consent carried a PKCE challenge is good only with the verifier it was made from (S256).
+   */
+  protected redeemCode(code: string | undefined, redirectUri: string | undefined, codeVerifier?: string): string | null {
     const issued = code ? this.codes.get(code) : undefined;
     if (!issued) return 'the authorization code is unknown';
     if (issued.used) return 'the authorization code was already used';
     if (redirectUri !== undefined && issued.redirectUri !== redirectUri) return 'redirect_uri does not match the one of the consent';
+    if (issued.challenge !== undefined && (!codeVerifier || createHash('sha256').update(codeVerifier).digest('base64url') !== issued.challenge)) return 'code_verifier does not match the code_challenge';
     issued.used = true;
     return null;
   }
@@ -497,7 +502,8 @@ export abstract class FakeNetwork {
       back.searchParams.set('error_description', 'The user denied the request');
     } else {
       const code = `code-${randomBytes(10).toString('hex')}`;
-      this.codes.set(code, { redirectUri, used: false });
+      if (req.query.code_challenge !== undefined && req.query.code_challenge_method !== 'S256') return { status: 400, text: 'code_challenge_method must be S256' };
+      this.codes.set(code, { redirectUri, used: false, ...(req.query.code_challenge !== undefined ? { challenge: req.query.code_challenge } : {}) });
       for (const name of [this.oauth.codeParam ?? 'code'].flat()) back.searchParams.set(name, code);
     }
     if (req.query.state !== undefined) back.searchParams.set('state', req.query.state);

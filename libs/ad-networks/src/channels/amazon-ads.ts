@@ -3,7 +3,7 @@ import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient, pkceChallenge } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 
 /**
@@ -85,13 +85,23 @@ export class AmazonAds implements AdNetwork {
     private readonly http: NetworkHttp,
   ) {}
 
-  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+  /** Login with Amazon takes PKCE (S256) on the authorization code grant. */
+  readonly pkce = true;
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string }): string {
     const { clientId } = requireClient(this.settings);
-    return consentUrl(this.settings, { client_id: clientId, scope: SCOPES.join(' '), response_type: 'code', redirect_uri: request.redirectUri, state: request.state });
+    return consentUrl(this.settings, {
+      client_id: clientId,
+      scope: SCOPES.join(' '),
+      response_type: 'code',
+      redirect_uri: request.redirectUri,
+      state: request.state,
+      ...pkceChallenge(request.codeChallenge),
+    });
   }
 
-  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
-    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri);
+  exchangeCode(request: { code: string; redirectUri: string; codeVerifier?: string }): Promise<TokenSet> {
+    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri, { codeVerifier: request.codeVerifier });
   }
 
   refresh(refreshToken: string): Promise<TokenSet> {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { CampaignSpec } from '@campaign-ops/channels';
 import { GoogleAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
 import { AdNetwork } from '../ad-network.port';
@@ -82,6 +83,21 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const sentForm = fake.lastRequest('/token');
       expect(sentForm.headers['content-type']).toBe('application/x-www-form-urlencoded');
       expect(sentForm.body).toEqual({ grant_type: 'authorization_code', code: consent.query.code, redirect_uri: redirectUri, client_id: fake.clientId, client_secret: fake.clientSecret });
+    });
+
+    it('takes PKCE: the S256 challenge on the consent page, its verifier with the code; a code without its verifier is refused', async () => {
+      expect(google.pkce).toBe(true);
+      const verifier = 'v'.repeat(43);
+      const codeChallenge = createHash('sha256').update(verifier).digest('base64url');
+      const url = new URL(google.authorizationUrl({ state: 'st_p', redirectUri, providerAccountId: USD, codeChallenge }));
+      expect([url.searchParams.get('code_challenge'), url.searchParams.get('code_challenge_method')]).toEqual([codeChallenge, 'S256']);
+      const first = await followConsent(url.toString());
+      expect(await rejection(google.exchangeCode({ code: first.query.code, redirectUri }))).toMatchObject({ kind: 'auth', providerCode: 'invalid_grant' });
+      const second = await followConsent(url.toString());
+      expect(await rejection(google.exchangeCode({ code: second.query.code, redirectUri, codeVerifier: 'w'.repeat(43) }))).toMatchObject({ kind: 'auth', providerCode: 'invalid_grant' });
+      const third = await followConsent(url.toString());
+      expect((await google.exchangeCode({ code: third.query.code, redirectUri, codeVerifier: verifier })).accessToken).toMatch(/^at-/);
+      expect(fake.lastRequest('/token').body).toMatchObject({ grant_type: 'authorization_code', code_verifier: verifier });
     });
 
     it('refuses a code already used as auth (invalid_grant)', async () => {

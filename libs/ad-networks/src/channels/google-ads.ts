@@ -4,7 +4,7 @@ import { byIdOrder, carriesMarker, markedName } from '../campaign-marker';
 import { localDateTime } from '../account-time';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient, pkceChallenge } from '../oauth2';
 import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
 
 /**
@@ -69,8 +69,12 @@ export class GoogleAds implements AdNetwork {
     private readonly http: NetworkHttp,
   ) {}
 
-  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+  /** Google's OAuth 2.0 for web server apps takes PKCE (S256). */
+  readonly pkce = true;
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string }): string {
     return consentUrl(this.settings, {
+      ...pkceChallenge(request.codeChallenge),
       client_id: requireClient(this.settings).clientId,
       redirect_uri: request.redirectUri,
       response_type: 'code',
@@ -82,8 +86,8 @@ export class GoogleAds implements AdNetwork {
     });
   }
 
-  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
-    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri);
+  exchangeCode(request: { code: string; redirectUri: string; codeVerifier?: string }): Promise<TokenSet> {
+    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri, { codeVerifier: request.codeVerifier });
   }
 
   /** Google answers no new refresh token on refresh: the caller keeps the one on file. */

@@ -4,7 +4,7 @@ import { zonedTime } from '../account-time';
 import { ISO_4217_EXPONENTS, toMajorUnitString } from '../budget-units';
 import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient, pkceChallenge } from '../oauth2';
 import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
 
 /**
@@ -169,7 +169,10 @@ export class MicrosoftAds implements AdNetwork {
     private readonly http: NetworkHttp,
   ) {}
 
-  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+  /** The Microsoft identity platform takes PKCE (S256) on the authorization code flow. */
+  readonly pkce = true;
+
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string }): string {
     return consentUrl(this.settings, {
       client_id: requireClient(this.settings).clientId,
       response_type: 'code',
@@ -177,11 +180,12 @@ export class MicrosoftAds implements AdNetwork {
       response_mode: 'query',
       scope: SCOPES.join(' '),
       state: request.state,
+      ...pkceChallenge(request.codeChallenge),
     });
   }
 
-  exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
-    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri, { extra: { scope: SCOPES.join(' ') } });
+  exchangeCode(request: { code: string; redirectUri: string; codeVerifier?: string }): Promise<TokenSet> {
+    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri, { extra: { scope: SCOPES.join(' ') }, codeVerifier: request.codeVerifier });
   }
 
   /** Microsoft answers a new refresh token on each refresh (the old one keeps working until it expires). */

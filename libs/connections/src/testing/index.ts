@@ -22,6 +22,8 @@ import { TokenVault } from '../token-vault';
  */
 export class InMemoryNetwork implements AdNetwork {
   readonly scopes = ['ads_management', 'ads_read'];
+  /** Whether it takes PKCE (as Google, Microsoft and Amazon do). */
+  pkce = false;
   down = false;
   /** The network refuses this service's OAuth client (a wrong client id or secret): the operator's fault, not the person's. */
   refuseClient = false;
