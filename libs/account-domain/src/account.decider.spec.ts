@@ -52,6 +52,12 @@ describe('account decider', () => {
       expect(given(opened, changed, { ...changed, data: { changedAt: T, name: 'Acme' } } as AccountEvent).state()).toMatchObject({ name: 'Acme', oauthRedirectUris: [DEV] });
     });
 
+    it('records a list of the same length with another URI, or a longer one sharing its start, as a change', () => {
+      given(...open([BACK])).when({ type: 'ChangeAccountSettings', oauthRedirectUris: [DEV], now: T }).then([{ type: 'AccountSettingsChanged', version: 1, data: { oauthRedirectUris: [DEV], changedAt: T } }]);
+      given(...open([BACK])).when({ type: 'ChangeAccountSettings', oauthRedirectUris: [BACK, DEV], now: T }).then([{ type: 'AccountSettingsChanged', version: 1, data: { oauthRedirectUris: [BACK, DEV], changedAt: T } }]);
+      given(...open([BACK, DEV])).when({ type: 'ChangeAccountSettings', oauthRedirectUris: [BACK], now: T }).then([{ type: 'AccountSettingsChanged', version: 1, data: { oauthRedirectUris: [BACK], changedAt: T } }]);
+    });
+
     it('records nothing when nothing changes (the same values, or none given)', () => {
       given(...open([BACK])).when({ type: 'ChangeAccountSettings', name: 'Acme', oauthRedirectUris: [BACK, BACK], now: T }).then([]);
       given(opened).when({ type: 'ChangeAccountSettings', now: T }).then([]);

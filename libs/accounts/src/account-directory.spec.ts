@@ -43,6 +43,9 @@ describe('account directory', () => {
     expect(await directory.account(account.id)).toMatchObject({ name: 'Acme EU', oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] });
     expect(await directory.changeSettings(account.id, { name: 'Acme EU' })).toMatchObject({ ok: true, value: { oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] } });
     expect(await directory.changeSettings('acct_missing', { name: 'x' })).toEqual({ ok: false, error: { code: 'resource_missing', message: 'No such account: acct_missing', param: 'id' } });
+    // Any other failure is not an account that does not exist.
+    jest.spyOn(events, 'append').mockRejectedValueOnce(new Error('disk full'));
+    await expect(directory.changeSettings(account.id, { name: 'Again' })).rejects.toThrow('disk full');
   });
 
   it('authenticates each key as its own account and mode, and nothing else', async () => {

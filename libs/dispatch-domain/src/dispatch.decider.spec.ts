@@ -270,8 +270,11 @@ describe('dispatch decider', () => {
         .when({ type: 'RecordProviderFailure', attempt: 2, error: transient, now: T1 })
         .then([{ type: 'DispatchAttemptFailed', version: 1, data: { attempt: 2, error: transient, at: T1, outcomeUnknown: true } }]));
 
-    it('records no success for a try that was never started', () =>
-      given(live, started(1)).when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p', now: T1 }).thenThrows(StaleAttempt));
+    it('records no success for a try that was never started, and says which attempt was stale', () => {
+      given(live, started(1)).when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p', now: T1 }).thenThrows(StaleAttempt);
+      expect(() => given(live, started(1)).when({ type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'p', now: T1 }).events()).toThrow('attempt 2 was never started');
+      expect(() => given(live, started(1)).when(start(1)).events()).toThrow('attempt 1 after 1');
+    });
 
     it('refuses to start a try of a dispatch that is not accepted', () => {
       given(live, started(1), completed).when(start(2)).thenThrows(DispatchNotInProgress);
