@@ -1,7 +1,7 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
 import { toMajorUnitString } from '../budget-units';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
 import { objectiveOf, unsupportedObjective } from '../unified-campaign';
@@ -53,7 +53,7 @@ export const LINKEDIN_VERSION = '202605';
 const SCOPES = ['r_ads', 'rw_ads'];
 /** (unconfirmed) the longest campaign or campaign group name, in UTF-8 bytes. */
 const NAME_MAX_BYTES = 255;
-/** `pageSize` of a search: at most 1000. */
+/** `pageSize` of a search (cursor paging since 202401, default 100): 1000, the largest `count` of the older paging (unconfirmed for `pageSize`). */
 const LOOKUP_PAGE_SIZE = 1000;
 /** Bounds a lookup; the name criterion leaves one or two elements, so one page is the rule. */
 const LOOKUP_MAX_PAGES = 10;
@@ -132,7 +132,7 @@ export class LinkedinAds implements AdNetwork {
 
   /** The campaigns or groups (by `path`) named `name` that carry the dispatch's marker and are not deleted, oldest first. */
   private async search(access: AccountAccess, path: string, name: string, dispatchId: string): Promise<FoundCampaign[]> {
-    const found: Array<FoundCampaign & { at: number }> = [];
+    const found: FoundCampaign[] = [];
     let pageToken: string | undefined;
     for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
       // Built by hand: the Rest.li structure must not be percent-encoded (see the header).
@@ -144,15 +144,14 @@ export class LinkedinAds implements AdNetwork {
         if ((typeof element.id !== 'number' && typeof element.id !== 'string') || !carriesMarker(element.name, dispatchId)) continue;
         if (DELETED_STATUSES.includes(String(element.status))) continue;
         const at = element.changeAuditStamps?.created?.time;
-        found.push({ providerResourceId: String(element.id), createdAt: typeof at === 'number' ? new Date(at).toISOString() : null, at: typeof at === 'number' ? at : NaN });
+        found.push({ providerResourceId: String(element.id), createdAt: typeof at === 'number' ? new Date(at).toISOString() : null });
       }
       const next = body.metadata?.nextPageToken;
       pageToken = typeof next === 'string' && next ? next : undefined;
       if (!pageToken) break;
     }
-    // Oldest first: by creation time, then by id (digits; a later object has a higher id).
-    found.sort((a, b) => (Number.isNaN(a.at) || Number.isNaN(b.at) ? 0 : a.at - b.at) || byDigits(a.providerResourceId, b.providerResourceId));
-    return found.map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
+    // Oldest first: by creation time, then by id (a later object has a higher id).
+    return oldestFirst(found);
   }
 
   private async call(access: AccountAccess, method: 'GET' | 'POST', path: string, json?: unknown): Promise<NetworkAnswer> {
@@ -215,11 +214,6 @@ function campaignName(request: LiveCampaignRequest): string {
 export function restliNameSearch(name: string): string {
   const value = encodeURIComponent(name).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   return `(name:(values:List(${value})))`;
-}
-
-/** Two ids of digits in numeric order. */
-function byDigits(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 function accountId(providerAccountId: string): string {

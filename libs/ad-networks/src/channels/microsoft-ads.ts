@@ -2,7 +2,7 @@ import { Objective, ProviderError } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
 import { zonedTime } from '../account-time';
 import { ISO_4217_EXPONENTS, toMajorUnitString } from '../budget-units';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { byIdOrder, carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient, pkceChallenge } from '../oauth2';
 import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
@@ -39,7 +39,11 @@ import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campa
  *   `GetCampaignsByAccountId` (AccountId, `CampaignType` "Search Audience": the two types this
  *   adapter creates; the call is not paged and does not return deleted campaigns) lists the
  *   account's campaigns, the same GetAccount first for the `CustomerId` header; kept: the names
- *   that carry the marker, oldest first by id (Microsoft's ids rise).
+ *   that carry the marker, oldest first by id (Microsoft's ids rise). A risk (unconfirmed):
+ *   integrators report Audience campaigns (ManualCpm bidding among them, which `awareness` uses)
+ *   missing from GetCampaignsByAccountId and GetCampaignsByIds (BingAds-Python-SDK issue #248,
+ *   a Microsoft Q&A thread); such a campaign would not be found again, and a second create of its
+ *   name would be refused (1115/1129) with nothing found, which stands as the refusal.
  * - Dry run: Campaign Management has no validate-only call, so `validateCampaign` builds the very
  *   Campaign element `createCampaign` sends (every rule above applies) and calls nothing:
  *   `checkedBy: 'rules'`.
@@ -250,7 +254,7 @@ export class MicrosoftAds implements AdNetwork {
       .filter((campaign) => /^\d+$/.test(campaign.id ?? '') && carriesMarker(campaign.name, dispatchId))
       .map((campaign) => campaign.id!);
     // Oldest first by id: Campaign Management keeps no creation time; its ids rise.
-    found.sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0));
+    found.sort(byIdOrder);
     return found.map((providerResourceId) => ({ providerResourceId, createdAt: null }));
   }
 

@@ -172,9 +172,9 @@ describe('TiktokAds against its fake, over HTTPS', () => {
       expect([call.query.page, call.query.page_size]).toEqual(['1', '1000']);
     });
 
-    it('finds the one it made, with its create_time', async () => {
+    it('finds the one it made, with its create_time (UTC) as ISO 8601', async () => {
       const { providerResourceId } = await launch('dsp_tfound1');
-      expect(await find('dsp_tfound1')).toEqual([{ providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/) }]);
+      expect(await find('dsp_tfound1')).toEqual([{ providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/) }]);
     });
 
     it('finds two oldest first (TikTok made it twice, then answered 5xx): same second, so by id', async () => {
@@ -189,8 +189,8 @@ describe('TiktokAds against its fake, over HTTPS', () => {
       const later = fake.plantCampaign(USD, 'Made later · dsp_torder1', '2026-06-02 10:00:00');
       const earlier = fake.plantCampaign(USD, 'Made earlier · dsp_torder1', '2026-06-01 10:00:00');
       expect(await find('dsp_torder1')).toEqual([
-        { providerResourceId: earlier, createdAt: '2026-06-01 10:00:00' },
-        { providerResourceId: later, createdAt: '2026-06-02 10:00:00' },
+        { providerResourceId: earlier, createdAt: '2026-06-01T10:00:00Z' },
+        { providerResourceId: later, createdAt: '2026-06-02T10:00:00Z' },
       ]);
     });
 

@@ -2,7 +2,7 @@ import { Objective, ProviderError } from '@campaign-ops/channels';
 import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
-import { carriesMarker, markedName } from '../campaign-marker';
+import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
 import { clientRefused, consentUrl, requireClient } from '../oauth2';
 import { objectiveOf } from '../unified-campaign';
@@ -32,7 +32,8 @@ import { objectiveOf } from '../unified-campaign';
  *   &page_size=1000` (the name filter is a fuzzy match; 1000 is the largest page), following
  *   `data.page_info.total_page` for at most 10 pages. TikTok's default status filter
  *   (STATUS_NOT_DELETE, unconfirmed) leaves deleted campaigns out. Kept: the names that carry the
- *   marker, oldest first by `create_time` ("YYYY-MM-DD HH:MM:SS", UTC), then by id.
+ *   marker, oldest first by `create_time` ("YYYY-MM-DD HH:MM:SS", UTC; answered as ISO 8601 with
+ *   its Z), then by id.
  * - Dry run: TikTok has no validate-only call for a campaign create, so `validateCampaign` builds
  *   the very body `createCampaign` would send (every rule above applies) and calls nothing:
  *   `checkedBy: 'rules'`.
@@ -122,7 +123,7 @@ export class TiktokAds implements AdNetwork {
   }
 
   async findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]> {
-    const found: Array<FoundCampaign & { at: number }> = [];
+    const found: FoundCampaign[] = [];
     for (let page = 1; page <= LOOKUP_MAX_PAGES; page++) {
       const data = (await this.call(access, 'GET', '/campaign/get/', {
         query: {
@@ -136,15 +137,13 @@ export class TiktokAds implements AdNetwork {
       for (const campaign of data.list ?? []) {
         const id = typeof campaign.campaign_id === 'number' ? String(campaign.campaign_id) : campaign.campaign_id;
         if (typeof id !== 'string' || !id || !carriesMarker(campaign.campaign_name, request.dispatchId)) continue;
-        const createdAt = typeof campaign.create_time === 'string' ? campaign.create_time : null;
-        found.push({ providerResourceId: id, createdAt, at: createdAt ? utcTime(createdAt) : NaN });
+        found.push({ providerResourceId: id, createdAt: typeof campaign.create_time === 'string' ? utcInstant(campaign.create_time) : null });
       }
       const totalPages = Number(data.page_info?.total_page ?? 1);
       if (!(page < totalPages)) break;
     }
-    // Oldest first: by creation second, then by id (digits; a later campaign has a higher id).
-    found.sort((a, b) => (Number.isNaN(a.at) || Number.isNaN(b.at) ? 0 : a.at - b.at) || byDigits(a.providerResourceId, b.providerResourceId));
-    return found.map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
+    // Oldest first: by creation second, then by id (a later campaign has a higher id).
+    return oldestFirst(found);
   }
 
   /** No validate-only call at TikTok: the body a create would send is built (its rules applied), nothing is called. */
@@ -192,15 +191,13 @@ function campaignName(name: string, dispatchId: string): string {
   return markedName(name, dispatchId, 0);
 }
 
-/** TikTok's "YYYY-MM-DD HH:MM:SS" (UTC) in ms; NaN for anything else. */
-function utcTime(text: string): number {
+/**
+ * TikTok's `create_time`, "YYYY-MM-DD HH:MM:SS" in UTC, as ISO 8601 (`…Z`), so that it is read as
+ * UTC wherever it is compared; anything else is kept as TikTok gave it.
+ */
+function utcInstant(text: string): string {
   const match = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})$/.exec(text);
-  return match ? Date.parse(`${match[1]}T${match[2]}Z`) : NaN;
-}
-
-/** Two ids of digits in numeric order (they pass 2^53). */
-function byDigits(a: string, b: string): number {
-  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+  return match ? `${match[1]}T${match[2]}Z` : text;
 }
 
 /** `data` of a TikTok answer whose `code` is 0; anything else as the ProviderError it means. */

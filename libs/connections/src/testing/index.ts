@@ -62,7 +62,7 @@ export class InMemoryNetwork implements AdNetwork {
     return this.reach.has(accessToken);
   }
 
-  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string }): string {
+  authorizationUrl(request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string }): string {
     this.calls.authorizationUrl++;
     const url = new URL('https://consent.network.example/dialog');
     url.searchParams.set('client_id', 'client-1');
@@ -72,7 +72,7 @@ export class InMemoryNetwork implements AdNetwork {
     return url.toString();
   }
 
-  async exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
+  async exchangeCode(request: { code: string; redirectUri: string; codeVerifier?: string }): Promise<TokenSet> {
     this.calls.exchangeCode++;
     this.failIfDown();
     this.failIfClientRefused();
