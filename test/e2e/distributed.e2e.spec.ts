@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
+import { NatsServerHandle } from '@campaign-ops/testing/bus';
+import { startNatsAsDeployed } from '../support/nats';
 import { AcceptedWebhook, createTestCertificates, PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
 import { createHmac } from 'node:crypto';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
@@ -26,7 +27,7 @@ describe('the four apps over NATS', () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-distributed-'));
     const certificates = await createTestCertificates(join(dataDir, 'tls'));
     receiver = await startPartnerReceiver({ tls: { key: certificates.key, cert: certificates.cert } });
-    nats = await startNatsServer();
+    nats = await startNatsAsDeployed();
     const common = {
       NATS_URL: nats.url,
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
@@ -38,7 +39,7 @@ describe('the four apps over NATS', () => {
       BUS_REQUEST_TIMEOUT_MS: '3000',
     };
     const start = async (app: AppName, extra: Record<string, string> = {}) =>
-      apps.set(app, await ServiceProcess.start(app, { ...common, DATA_DIR: join(dataDir, app), ...extra }));
+      apps.set(app, await ServiceProcess.start(app, { ...common, ...nats.credentialsOf(app), DATA_DIR: join(dataDir, app), ...extra }));
     await Promise.all([start('connection-service'), start('dispatch-service'), start('webhook-delivery-service')]);
     await start('api-gateway', { ADMIN_TOKEN });
     gateway = apps.get('api-gateway')!;
@@ -192,5 +193,9 @@ describe('the four apps over NATS', () => {
     }
     const again = await partner.post('/v1/campaigns', sandboxCampaign());
     expect(again.status).toBe(200);
+  });
+  // Last: every test above ran the apps as deployed, each with its own NATS user.
+  it('made no call its NATS permissions refuse (k8s/datastores/nats-auth.conf)', () => {
+    expect(nats.permissionViolations()).toEqual([]);
   });
 });

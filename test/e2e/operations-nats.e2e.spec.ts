@@ -7,7 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
+import { NatsServerHandle } from '@campaign-ops/testing/bus';
+import { startNatsAsDeployed } from '../support/nats';
 import { startHoldingReceiver } from '../support/holding-receiver';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { AppName, ServiceProcess } from '../support/service-process';
@@ -38,7 +39,7 @@ describe('the four apps over NATS, operated', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-operations-nats-'));
-    nats = await startNatsServer();
+    nats = await startNatsAsDeployed();
     const common = {
       NATS_URL: nats.url,
       LOG_LEVEL: 'debug',
@@ -49,7 +50,7 @@ describe('the four apps over NATS, operated', () => {
       IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
       CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     };
-    const start = async (name: AppName, extra: Record<string, string> = {}) => apps.set(name, await ServiceProcess.start(name, { ...common, DATA_DIR: join(dataDir, name), ...extra }));
+    const start = async (name: AppName, extra: Record<string, string> = {}) => apps.set(name, await ServiceProcess.start(name, { ...common, ...nats.credentialsOf(name), DATA_DIR: join(dataDir, name), ...extra }));
     await Promise.all([start('connection-service'), start('dispatch-service'), start('webhook-delivery-service')]);
     await start('api-gateway', { ADMIN_TOKEN });
   }, 60_000);
@@ -133,5 +134,9 @@ describe('the four apps over NATS, operated', () => {
     } finally {
       await receiver.close();
     }
+  });
+  // Last: every test above ran the apps as deployed, each with its own NATS user.
+  it('made no call its NATS permissions refuse (k8s/datastores/nats-auth.conf)', () => {
+    expect(nats.permissionViolations()).toEqual([]);
   });
 });

@@ -28,7 +28,7 @@ describe('two replicas of dispatch-service and of the gateway', () => {
     // Every launch asks connection-service before it charges: who asks tells which replica handles
     // it. connection-service hangs until every launch has asked, so that once it answers, both
     // replicas charge at the same moment (left to chance, their charges would seldom overlap).
-    const watcher = await RequestWatcher.start(apps.nats.url, SUBJECTS.connectionResolve);
+    const watcher = await RequestWatcher.start(apps.nats, SUBJECTS.connectionResolve, 'connection-service');
     let answers;
     try {
       apps.connectionService.pause();

@@ -5,7 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
+import { NatsServerHandle } from '@campaign-ops/testing/bus';
+import { startNatsAsDeployed } from './nats';
 import { AppName, freePort, ServiceProcess } from './service-process';
 
 export interface Topology {
@@ -31,7 +32,7 @@ export const standalone: TopologyStart = async (dataDir, env) => {
 
 /** The four apps as separate processes, each with its own storage, over a real nats-server. */
 export const appsOverNats: TopologyStart = async (dataDir, env) => {
-  const nats: NatsServerHandle = await startNatsServer();
+  const nats: NatsServerHandle = await startNatsAsDeployed();
   const port = await freePort();
   const common = {
     ...env,
@@ -43,7 +44,7 @@ export const appsOverNats: TopologyStart = async (dataDir, env) => {
   };
   const apps: ServiceProcess[] = [];
   const start = async (app: AppName, appPort?: number) => {
-    const process = new ServiceProcess(app, appPort ?? (await freePort()), { ...common, DATA_DIR: join(dataDir, app) });
+    const process = new ServiceProcess(app, appPort ?? (await freePort()), { ...common, ...nats.credentialsOf(app), DATA_DIR: join(dataDir, app) });
     apps.push(process);
     await process.start();
     return process;
@@ -51,6 +52,8 @@ export const appsOverNats: TopologyStart = async (dataDir, env) => {
   const stop = async () => {
     await Promise.all(apps.map((app) => app.stop()));
     await nats.stop();
+    const violations = nats.permissionViolations();
+    if (violations.length > 0) throw new Error(`an app made a call its NATS permissions (k8s/datastores/nats-auth.conf) refuse:\n${violations.join('\n')}`);
   };
   let launcher: ServiceProcess;
   try {

@@ -12,7 +12,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, Msg, NatsConnection } from 'nats';
-import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
+import { NatsServerHandle } from '@campaign-ops/testing/bus';
+import { startNatsAsDeployed } from './nats';
 import { PartnerClient } from './partner-client';
 import { AppName, ServiceProcess } from './service-process';
 
@@ -32,7 +33,7 @@ export interface AppsOverNats {
 
 export async function startAppsOverNats(replicas: { gateways: number; dispatchServices: number }, env: Record<string, string> = {}): Promise<AppsOverNats> {
   const dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-replicas-'));
-  const nats = await startNatsServer();
+  const nats = await startNatsAsDeployed();
   const started: ServiceProcess[] = [];
   const common = {
     NATS_URL: nats.url,
@@ -44,7 +45,7 @@ export async function startAppsOverNats(replicas: { gateways: number; dispatchSe
   };
   const start = async (app: AppName, count: number, extra: Record<string, string> = {}) => {
     // Started together, as an orchestrator does: they also race to create the schema.
-    const processes = await Promise.all(Array.from({ length: count }, () => ServiceProcess.start(app, { ...common, DATA_DIR: join(dataDir, app), ...extra })));
+    const processes = await Promise.all(Array.from({ length: count }, () => ServiceProcess.start(app, { ...common, ...nats.credentialsOf(app), DATA_DIR: join(dataDir, app), ...extra })));
     started.push(...processes);
     return processes;
   };
@@ -52,6 +53,8 @@ export async function startAppsOverNats(replicas: { gateways: number; dispatchSe
     await Promise.all(started.map((app) => app.stop()));
     await nats.stop();
     rmSync(dataDir, { recursive: true, force: true });
+    const violations = nats.permissionViolations();
+    if (violations.length > 0) throw new Error(`an app made a call its NATS permissions (k8s/datastores/nats-auth.conf) refuse:\n${violations.join('\n')}`);
   };
   try {
     const [dispatchServices, [connectionService]] = await Promise.all([start('dispatch-service', replicas.dispatchServices), start('connection-service', 1)]);
@@ -66,15 +69,17 @@ export async function startAppsOverNats(replicas: { gateways: number; dispatchSe
 /**
  * Watches the requests on one bus subject from outside, as a plain (non-queue) subscriber that
  * never answers, and tells which connection sent each: a NATS client's replies come to its own
- * inbox prefix (`_INBOX.<connection id>.<request>`). Replicas are thereby told apart.
+ * inbox (`_INBOX.<user>.<connection id>.<request>`). Replicas are thereby told apart. It connects
+ * as the NATS user that serves the subject (the only one its permissions let subscribe to it).
  */
 export class RequestWatcher {
   private readonly bySender = new Map<string, number>();
 
   private constructor(private readonly connection: NatsConnection) {}
 
-  static async start(natsUrl: string, subject: string): Promise<RequestWatcher> {
-    const connection = await connect({ servers: natsUrl, name: 'test-request-watcher' });
+  static async start(nats: NatsServerHandle, subject: string, servedBy: string): Promise<RequestWatcher> {
+    const { NATS_USER: user, NATS_PASSWORD: pass } = nats.credentialsOf(servedBy);
+    const connection = await connect({ servers: nats.url, name: 'test-request-watcher', user, pass, inboxPrefix: `_INBOX.${user}.watcher` });
     const watcher = new RequestWatcher(connection);
     connection.subscribe(subject, { callback: (_error, msg) => watcher.record(msg) });
     await connection.flush();

@@ -4,8 +4,8 @@ import { AccountDirectory } from '@campaign-ops/accounts';
 import { KeyMode } from '@campaign-ops/account-domain';
 import { unwrap } from '@campaign-ops/api-errors';
 import { isRegistrableRedirectUri } from '@campaign-ops/api-contract';
-import { Bus, InProcessBus, NatsBus } from '@campaign-ops/bus';
-import { connectWithRetry, loadConfig, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
+import { Bus, DEFAULT_STREAM_NAME, InProcessBus, NatsBus, PARKED_STREAM_SUFFIX } from '@campaign-ops/bus';
+import { connectWithRetry, loadConfig, natsAuthorizationFile, natsBusOptions, natsUsers, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
 import { AUDIT_COMMANDS, AuditUsageError, Outcome, runAudit } from './audit-commands';
 import { PROCESSOR_USAGE, ProcessorUsageError, runProcessors } from './processor-commands';
 
@@ -24,6 +24,11 @@ NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
                                                    deliveries, oldest first (default limit 100)
   bus replay ID                                    deliver a parked message again to the consumer that
                                                    parked it (delivery count starting over), and unpark it
+  bus setup                                        create the JetStream streams, or bring them to the
+                                                   settings (NATS_STREAM_REPLICAS): the services' NATS users
+                                                   may not (k8s/datastores/nats-auth.conf)
+  bus authorization                                print nats-server's users and permissions, one user per
+                                                   service (what k8s/datastores/nats-auth.conf holds)
 
   export --out FILE [--stream ID | --category NAME] [--account ACCT_ID] [--from ISO] [--to ISO]
                                                    events in commit order as hash-chained JSON lines, and
@@ -83,13 +88,20 @@ function count(value: string, name: string): number {
 async function openBus(config: ServiceConfig): Promise<Bus> {
   if (config.natsUrl) {
     return connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () =>
-      NatsBus.connect({ servers: config.natsUrl!, name: config.app, streamReplicas: config.natsStreamReplicas }),
+      NatsBus.connect({ servers: config.natsUrl!, name: config.app, ...natsBusOptions(config) }),
     );
   }
   return InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite') });
 }
 
 async function runBus(config: ServiceConfig, action: string | undefined, id: string | undefined, values: Values): Promise<unknown> {
+  if (action === 'authorization') return new Printed({ text: natsAuthorizationFile().trimEnd(), json: natsUsers(), code: 0 });
+  if (action === 'setup') {
+    if (!config.natsUrl) throw new UsageError('bus setup is for NATS: set NATS_URL (the standalone sets its own bus up)');
+    const bus = await openBus({ ...config, natsManageStreams: true });
+    await bus.close();
+    return { streams: [DEFAULT_STREAM_NAME, `${DEFAULT_STREAM_NAME}${PARKED_STREAM_SUFFIX}`], replicas: config.natsStreamReplicas };
+  }
   if (action !== 'parked' && action !== 'replay') throw new UsageError(`unknown command: bus ${action ?? ''}`);
   if (action === 'replay' && !id) throw new UsageError('bus replay needs the id of a parked message (see bus parked)');
   const limit = values.limit === undefined ? undefined : count(option(values, 'limit'), 'limit');

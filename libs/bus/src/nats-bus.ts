@@ -48,6 +48,7 @@ import { decodePayload, encodePayload, errorMessage } from './payload';
 import { failureReason, NOT_ACKED_ON_LAST_DELIVERY, parkedQuery, RETRY_ON_LAST_DELIVERY } from './parking';
 import { backoffAfterFailureMs, keepWhileHandling } from './redelivery';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject } from './subjects';
+import { DEFAULT_STREAM_NAME, inboxPrefixOf, PARKED_STREAM_SUFFIX, PARKED_SUBJECT_ROOT } from './nats-permissions';
 
 export interface NatsBusOptions {
   /** One URL or several separated by commas. */
@@ -77,10 +78,23 @@ export interface NatsBusOptions {
    * and replay it. Default 30 days. Must exceed the de-duplication window.
    */
   parkedMaxAgeMs?: number;
+  /**
+   * The service's NATS user and password, when the server requires them (k8s/datastores/nats-auth.conf).
+   * Replies to this connection's requests then come to `_INBOX.<user>.>`, the only inbox its user
+   * may read.
+   */
+  credentials?: { user: string; password: string };
+  /** PEM file of the CA that signed the server's certificate, for `tls://` servers with a private CA. */
+  tlsCaFile?: string;
+  /**
+   * Create the streams when missing and bring them to these settings (default). False: only check
+   * they exist, for users not allowed to change them (the services, when an operator's
+   * `ops bus setup` owns the streams): a missing stream fails the connect, naming that command.
+   */
+  manageStreams?: boolean;
   logger?: BusLogger;
 }
 
-const DEFAULT_STREAM_NAME = 'CAMPAIGN_OPS_EVENTS';
 const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
 const DEFAULT_STREAM_REPLICAS = 1;
 // Retention of the events stream. Limits retention keeps a message until it is this old, acked or
@@ -97,8 +111,6 @@ const DEFAULT_STREAM_REPLICAS = 1;
 const DEFAULT_STREAM_MAX_AGE_MS = 7 * 24 * 60 * 60_000;
 // Parked messages wait for an operator (listParked, replayParked): a month to notice and act.
 const DEFAULT_PARKED_MAX_AGE_MS = 30 * 24 * 60 * 60_000;
-const PARKED_STREAM_SUFFIX = '_PARKED';
-const PARKED_SUBJECT_ROOT = 'parked';
 const RECONNECT_WAIT_MS = 1000;
 const PING_TIMEOUT_MS = 2000;
 // A pull request waits this long on the server for a message; the loop then simply asks again.
@@ -200,6 +212,8 @@ export class NatsBus implements Bus {
       // CPU under load in a profile of `npm run bench -- --nats`. Our errors name the subject and
       // the operation themselves.
       noAsyncTraces: true,
+      ...(options.credentials ? { user: options.credentials.user, pass: options.credentials.password, inboxPrefix: inboxPrefixOf(options.credentials.user) } : {}),
+      ...(options.tlsCaFile ? { tls: { caFile: options.tlsCaFile } } : {}),
     });
     try {
       const jsm = await nc.jetstreamManager();
@@ -209,14 +223,19 @@ export class NatsBus implements Bus {
       if (!Number.isInteger(replicas) || replicas < 1) throw new Error(`streamReplicas must be a whole number of at least 1, got: ${replicas}`);
       const maxAgeMs = assertMaxAge('streamMaxAgeMs', options.streamMaxAgeMs ?? DEFAULT_STREAM_MAX_AGE_MS, duplicateWindowMs);
       const parkedMaxAgeMs = assertMaxAge('parkedMaxAgeMs', options.parkedMaxAgeMs ?? DEFAULT_PARKED_MAX_AGE_MS, duplicateWindowMs);
-      await ensureStream(jsm, { name: streamName, subjects: [`${DURABLE_SUBJECT_ROOT}.>`], duplicateWindowMs, replicas, maxAgeMs });
-      await ensureStream(jsm, {
-        name: `${streamName}${PARKED_STREAM_SUFFIX}`,
-        subjects: [`${PARKED_SUBJECT_ROOT}.>`],
-        duplicateWindowMs,
-        replicas,
-        maxAgeMs: parkedMaxAgeMs,
-      });
+      const manage = options.manageStreams ?? true;
+      await ensureStream(jsm, { name: streamName, subjects: [`${DURABLE_SUBJECT_ROOT}.>`], duplicateWindowMs, replicas, maxAgeMs }, manage);
+      await ensureStream(
+        jsm,
+        {
+          name: `${streamName}${PARKED_STREAM_SUFFIX}`,
+          subjects: [`${PARKED_SUBJECT_ROOT}.>`],
+          duplicateWindowMs,
+          replicas,
+          maxAgeMs: parkedMaxAgeMs,
+        },
+        manage,
+      );
       return new NatsBus(nc, nc.jetstream(), jsm, streamName, options.logger ?? consoleBusLogger);
     } catch (error) {
       await nc.close();
@@ -715,8 +734,11 @@ function assertMaxAge(option: string, maxAgeMs: number, duplicateWindowMs: numbe
   return maxAgeMs;
 }
 
-/** Creates the stream if it is missing, or brings an existing one to these settings (exported for its spec). */
-export async function ensureStream(jsm: JetStreamManager, settings: StreamSettings, lostRace = false): Promise<void> {
+/**
+ * Creates the stream if it is missing, or brings an existing one to these settings (exported for its
+ * spec). Not `manage`: only checks that it exists (its settings are the operator's).
+ */
+export async function ensureStream(jsm: JetStreamManager, settings: StreamSettings, manage = true, lostRace = false): Promise<void> {
   const { name, subjects, duplicateWindowMs, replicas, maxAgeMs } = settings;
   const duplicateWindow = nanos(duplicateWindowMs);
   const maxAge = nanos(maxAgeMs);
@@ -726,6 +748,10 @@ export async function ensureStream(jsm: JetStreamManager, settings: StreamSettin
       throw error;
     });
   const existing = await infoOf();
+  if (!manage) {
+    if (!existing) throw new Error(`JetStream stream ${name} does not exist: an operator creates it with \`ops bus setup\` (the nats-streams Job)`);
+    return;
+  }
   try {
     if (!existing) {
       // Two services starting together both land here. Adding an identical stream is idempotent,
@@ -742,7 +768,7 @@ export async function ensureStream(jsm: JetStreamManager, settings: StreamSettin
       await jsm.streams.update(name, { subjects, duplicate_window: duplicateWindow, num_replicas: replicas, max_age: maxAge });
     }
   } catch (error) {
-    if (!existing && !lostRace && (await infoOf())) return ensureStream(jsm, settings, true);
+    if (!existing && !lostRace && (await infoOf())) return ensureStream(jsm, settings, manage, true);
     // E.g. "replicas > 1 not supported in non-clustered mode": say which stream and setting.
     throw new Error(
       `cannot ${existing ? 'update' : 'create'} JetStream stream ${name} (${replicas} replica(s), max age ${maxAgeMs} ms, subjects ${subjects.join(', ')}): ${errorMessage(error)}`,

@@ -18,6 +18,20 @@ export interface ServiceConfig {
   natsUrl: string | null;
   /** Replicas of the JetStream streams (events and parked messages): 1 on one server, 3 or 5 on a cluster. */
   natsStreamReplicas: number;
+  /**
+   * NATS_PASSWORD set: the app's NATS user (NATS_USER, by default the app's name; `ops` for ops-cli)
+   * and password, as k8s/datastores/nats-auth.conf gives them permissions. Unset: a server without
+   * authorization (local development and the standalone's tests).
+   */
+  natsCredentials: { user: string; password: string } | null;
+  /** NATS_TLS_CA_FILE: the CA of a `tls://` server's certificate, when not a public one. */
+  natsTlsCaFile: string | null;
+  /**
+   * Whether the app creates and updates the JetStream streams (NATS_MANAGE_STREAMS). By default only
+   * where no NATS user is set, and for ops-cli: with authorization, the services may only read the
+   * streams' settings, and `ops bus setup` makes them.
+   */
+  natsManageStreams: boolean;
   /** Set: EventStoreDB is the event store; unset: SQLite in DATA_DIR. */
   eventStoreUrl: string | null;
   /** Set: MongoDB keeps the read models; unset: SQLite in DATA_DIR. */
@@ -212,6 +226,26 @@ function cidrList(env: Env, name: string): string[] {
   });
 }
 
+/** NATS_USER (default: the app's name, `ops` for ops-cli) with NATS_PASSWORD, or null without a password. */
+function natsCredentialsOf(env: Env, app: AppName): { user: string; password: string } | null {
+  const password = env.NATS_PASSWORD ?? '';
+  const user = env.NATS_USER || (app === 'ops-cli' ? 'ops' : app);
+  if (password === '') {
+    if (env.NATS_USER) throw new ConfigError('NATS_PASSWORD', `is required with NATS_USER (${env.NATS_USER})`);
+    return null;
+  }
+  if (!/^[A-Za-z0-9_-]+$/.test(user)) throw new ConfigError('NATS_USER', `may only use letters, digits, '_' and '-', not "${user}"`);
+  return { user, password };
+}
+
+/** The path of a file that must exist and be readable, or null when unset. */
+function readableFile(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return null;
+  if (!existsSync(raw)) throw new ConfigError(name, `names a file that does not exist: ${raw}`);
+  return raw;
+}
+
 /** An http(s) origin with an optional path prefix, kept without its trailing slash. */
 function publicBaseUrl(env: Env, port: number): string {
   const raw = env.PUBLIC_BASE_URL;
@@ -268,6 +302,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
   if (leaseRenewMs * 2 > leaseTtlMs) throw new ConfigError('PROCESSOR_LEASE_RENEW_MS', `must be at most half of PROCESSOR_LEASE_TTL_MS (${leaseTtlMs}), not ${leaseRenewMs}: a renewal may fail once without losing the lease`);
   if (connectionRequestTimeoutMs < requestTimeoutMs)
     throw new ConfigError('BUS_CONNECTION_REQUEST_TIMEOUT_MS', `must be at least BUS_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), not ${connectionRequestTimeoutMs}`);
+  const natsCredentials = natsCredentialsOf(env, app);
   return {
     app,
     port,
@@ -275,6 +310,9 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     dataDir,
     natsUrl: url(env, 'NATS_URL', ['nats', 'tls'], 'url-list'),
     natsStreamReplicas: integer(env, 'NATS_STREAM_REPLICAS', 1, 1, 5),
+    natsCredentials,
+    natsTlsCaFile: readableFile(env, 'NATS_TLS_CA_FILE'),
+    natsManageStreams: boolean(env, 'NATS_MANAGE_STREAMS', natsCredentials === null || app === 'ops-cli'),
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover'], 'multi-host'),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv'], 'multi-host'),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),

@@ -12,3 +12,4 @@ export * from './metrics';
 export * from './metrics.server';
 export * from './bus-messages';
 export * from './api-answer.decorator';
+export * from './bus-access';

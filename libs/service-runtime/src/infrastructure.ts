@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
-import { Bus, InProcessBus, NatsBus } from '@campaign-ops/bus';
+import { Bus, InProcessBus, NatsBus, NatsBusOptions } from '@campaign-ops/bus';
 import { EventStore, EventStoreDbEventStore, SqliteEventStore } from '@campaign-ops/event-store';
 import { MongoReadStore, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
 import { ConfigError, ServiceConfig } from './config';
@@ -92,7 +92,7 @@ export async function openInfrastructure(config: ServiceConfig): Promise<Infrast
   const stores = await openStores(config);
   try {
     const bus = config.natsUrl
-      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app, streamReplicas: config.natsStreamReplicas, logger: adapterLogger(busLogger) }))
+      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app, ...natsBusOptions(config), logger: adapterLogger(busLogger) }))
       : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true, logger: adapterLogger(busLogger) });
     return { ...stores, bus };
   } catch (error) {
@@ -106,4 +106,14 @@ export async function closeInfrastructure(infrastructure: Infrastructure): Promi
   await infrastructure.bus.close();
   await infrastructure.eventStore.close();
   await infrastructure.readStore.close();
+}
+
+/** The settings of the app's NATS connection beside the servers and name: replicas, user, TLS, and whether it sets the streams up. */
+export function natsBusOptions(config: ServiceConfig): Pick<NatsBusOptions, 'streamReplicas' | 'credentials' | 'tlsCaFile' | 'manageStreams'> {
+  return {
+    streamReplicas: config.natsStreamReplicas,
+    credentials: config.natsCredentials ?? undefined,
+    tlsCaFile: config.natsTlsCaFile ?? undefined,
+    manageStreams: config.natsManageStreams,
+  };
 }

@@ -1,8 +1,10 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { accessSync, constants, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
+import { passwordVariableOf } from '../nats-permissions';
 
 /**
  * A throwaway nats-server with JetStream for tests: its own free port and store directory,
@@ -18,6 +20,21 @@ export interface NatsServerHandle {
   kill(): void;
   /** Stops the server if it runs, then starts it again on the same port and store directory. */
   restart(): Promise<void>;
+  /**
+   * With `authorization`: the environment an app connects with as this NATS user (NATS_USER,
+   * NATS_PASSWORD). Without: an empty object (the server lets anyone in).
+   */
+  credentialsOf(user: string): Record<string, string>;
+  /** Every "Publish Violation" or "Subscription Violation" line the server logged (a refused publish or subscribe), since it started. */
+  permissionViolations(): string[];
+}
+
+export interface NatsServerOptions {
+  /**
+   * Run with the repository's own users and permissions (k8s/datastores/nats-auth.conf), each user
+   * with a fresh random password, as production does: a connection without credentials is refused.
+   */
+  authorization?: boolean;
 }
 
 const HOST = '127.0.0.1';
@@ -41,17 +58,20 @@ process.on('exit', () => {
   for (const dir of storeDirs) rmSync(dir, { recursive: true, force: true });
 });
 
-export async function startNatsServer(): Promise<NatsServerHandle> {
+export async function startNatsServer(options: NatsServerOptions = {}): Promise<NatsServerHandle> {
   const binary = resolveBinary();
   const storeDir = mkdtempSync(join(tmpdir(), 'nats-js-'));
   storeDirs.add(storeDir);
+  const authorization = options.authorization ? repositoryAuthorization(storeDir) : undefined;
   const started = await onFreshPortsIfTaken(async () => {
     const port = await freePort();
-    const args = ['-a', HOST, '-p', String(port), '-js', '-sd', storeDir];
-    return { port, args, server: await launch(binary, args, port) };
+    // The command line's address, port and store win over the file's.
+    const args = [...(authorization ? ['-c', authorization.configFile] : []), '-a', HOST, '-p', String(port), '-js', '-sd', storeDir];
+    return { port, args, server: await launch(binary, args, port, authorization?.env) };
   });
   const { port, args } = started;
   let server = started.server;
+  const violations = server.violations;
 
   return {
     url: `nats://${HOST}:${port}`,
@@ -67,9 +87,38 @@ export async function startNatsServer(): Promise<NatsServerHandle> {
     },
     async restart() {
       await server.terminate();
-      server = await launch(binary, args, port);
+      server = await launch(binary, args, port, authorization?.env, violations);
     },
+    credentialsOf(user): Record<string, string> {
+      if (!authorization) return {};
+      const password = authorization.env[passwordVariableOf(user)];
+      if (!password) throw new Error(`k8s/datastores/nats-auth.conf has no NATS user ${user}`);
+      return { NATS_USER: user, NATS_PASSWORD: password };
+    },
+    permissionViolations: () => [...violations],
   };
+}
+
+const AUTHORIZATION_FILE = join('k8s', 'datastores', 'nats-auth.conf');
+
+/**
+ * A configuration beside the store that includes a copy of the repository's authorization file
+ * (nats-server resolves includes relative to the including file), and a random password for each
+ * variable the file names.
+ */
+function repositoryAuthorization(dir: string): { configFile: string; env: Record<string, string> } {
+  let root = __dirname;
+  while (!existsSync(join(root, AUTHORIZATION_FILE))) {
+    if (dirname(root) === root) throw new Error(`${AUTHORIZATION_FILE} not found above ${__dirname}`);
+    root = dirname(root);
+  }
+  const source = join(root, AUTHORIZATION_FILE);
+  copyFileSync(source, join(dir, 'nats-auth.conf'));
+  const configFile = join(dir, 'nats.conf');
+  writeFileSync(configFile, 'include "nats-auth.conf"\n');
+  const variables = [...readFileSync(source, 'utf8').matchAll(/password:\s*\$([A-Z0-9_]+)/g)].map((match) => match[1]);
+  const env = Object.fromEntries(variables.map((name) => [name, randomBytes(18).toString('base64url')]));
+  return { configFile, env };
 }
 
 /** The nats-server to run: NATS_SERVER_BIN, else `nats-server` on PATH, else Debian's. */
@@ -147,14 +196,17 @@ export interface RunningServer {
   child: ChildProcess;
   /** The last lines it wrote to stderr (its log), for failure messages. */
   stderrTail(): string;
+  /** The log lines that report a permission violation (all of them, not only the tail's). */
+  violations: string[];
   /** SIGTERM (if still running) and resolve once the process has exited. */
   terminate(): Promise<void>;
 }
 
 /** Starts nats-server with these arguments and resolves once it greets clients on `port`. */
-export async function launch(binary: string, args: string[], port: number): Promise<RunningServer> {
+export async function launch(binary: string, args: string[], port: number, env: Record<string, string> = {}, violations: string[] = []): Promise<RunningServer> {
   const child = spawn(binary, args, {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
   });
   running.add(child);
 
@@ -162,6 +214,7 @@ export async function launch(binary: string, args: string[], port: number): Prom
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (chunk: string) => {
     stderrTail = (stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+    for (const line of chunk.split('\n')) if (/Violation/.test(line)) violations.push(line);
   });
 
   let spawnError: Error | undefined;
@@ -196,7 +249,7 @@ export async function launch(binary: string, args: string[], port: number): Prom
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { child, terminate, stderrTail: () => stderrTail };
+  return { child, terminate, stderrTail: () => stderrTail, violations };
 }
 
 /** True once a NATS server greets on the port with its INFO line (a mere TCP accept could be another program). */
