@@ -18,7 +18,8 @@ import { delimiter, join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { DEFAULT_ENDPOINTS, loadNetworkSettings } from '@campaign-ops/ad-networks';
 import { CHANNELS } from '@campaign-ops/channels';
-import { loadConfig } from '@campaign-ops/service-runtime';
+import { loadConfig, natsAuthorizationFile, natsUsers } from '@campaign-ops/service-runtime';
+import { passwordVariableOf } from '@campaign-ops/bus';
 import { schemaErrors } from './schemas';
 
 const root = join(__dirname, '..', '..');
@@ -29,6 +30,12 @@ type Json = any;
 const APPS = ['api-gateway', 'dispatch-service', 'connection-service', 'webhook-delivery-service'];
 const WORKERS = APPS.filter((app) => app !== 'api-gateway');
 const SECRET_NAME = 'campaign-ops-secrets';
+// Every Secret a pod reads, and the committed template of its keys.
+const SECRET_TEMPLATES: Record<string, string> = {
+  [SECRET_NAME]: 'secrets.env.example',
+  'campaign-ops-nats': 'nats.env.example',
+  'campaign-ops-datastores': 'datastores.env.example',
+};
 const PRIVATE_IPV4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'];
 const PRIVATE_IPV6 = ['fc00::/7', 'fe80::/10'];
 const PLACEHOLDER = /^REPLACE_ME/;
@@ -131,11 +138,15 @@ const composeTool = (() => {
   return bin ? { bin } : { missing: "docker-compose is not installed (apt-get install -y docker-compose)" };
 })();
 
-const COMPOSE_SECRETS = {
+// The NATS users of k8s/datastores/nats-auth.conf, and the variable each one's password is in.
+const NATS_USERS = natsUsers().map(({ user, passwordVariable }) => ({ user, passwordVariable }));
+
+const COMPOSE_SECRETS: Record<string, string> = {
   WEBHOOK_SECRET_KEY: '0'.repeat(64),
   CONNECTION_ENCRYPTION_KEY: '1'.repeat(64),
   IDEMPOTENCY_SECRET_KEY: '2'.repeat(64),
   ADMIN_TOKEN: 'compose-test-admin-token',
+  ...Object.fromEntries(NATS_USERS.map(({ user, passwordVariable }) => [passwordVariable, `nats-password-of-${user}`])),
 };
 
 describeWithTool('docker-compose.yml', composeTool, (compose) => {
@@ -200,6 +211,26 @@ describeWithTool('docker-compose.yml', composeTool, (compose) => {
       if (JSON.stringify(published) !== JSON.stringify(expected)) failures.push(`${app}: publishes ${JSON.stringify(published)}, expected ${JSON.stringify(expected)}`);
     }
     expect(services['api-gateway']?.environment?.ADMIN_TOKEN).toBe(COMPOSE_SECRETS.ADMIN_TOKEN);
+    expect(failures).toEqual([]);
+  });
+
+  it('runs NATS with the repository users, each app signed in as its own, after the operators made the streams', () => {
+    const result = composeRun(['config'], { ...withoutSecrets(), ...COMPOSE_SECRETS });
+    const services = parseYaml(result.stdout, 'docker-compose config')[0].services as Record<string, Json>;
+    const nats = services.nats;
+    expect(nats.command.slice(0, 2)).toEqual(['-c', '/etc/nats/nats-auth.conf']);
+    // docker-compose 1.x writes a bind mount as "source:target:mode", compose v2 as an object.
+    const mounts = (nats.volumes as Json[]).map((volume) => (typeof volume === 'string' ? { source: volume.split(':')[0], target: volume.split(':')[1] } : volume));
+    const mounted = mounts.find((volume) => volume.target === '/etc/nats/nats-auth.conf');
+    expect(relative(root, mounted?.source ?? '')).toBe(join('k8s', 'datastores', 'nats-auth.conf'));
+    const failures: string[] = [];
+    for (const { user, passwordVariable } of NATS_USERS) {
+      if (nats.environment?.[passwordVariable] !== COMPOSE_SECRETS[passwordVariable]) failures.push(`nats: ${passwordVariable} not passed`);
+      const client = user === 'ops' ? services['bus-setup'] : services[user];
+      if (client?.environment?.NATS_USER !== user || client?.environment?.NATS_PASSWORD !== COMPOSE_SECRETS[passwordVariable]) failures.push(`${user}: not signed in as ${user}`);
+    }
+    for (const app of APPS) if (services[app]?.depends_on?.['bus-setup']?.condition !== 'service_completed_successfully') failures.push(`${app}: starts before bus-setup made the streams`);
+    expect(services['bus-setup']?.command).toEqual(['node', 'dist/apps/ops-cli/src/main.js', 'bus', 'setup']);
     expect(failures).toEqual([]);
   });
 
@@ -706,8 +737,29 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       expect({ members, NATS_STREAM_REPLICAS: replicas }).toEqual({ members, NATS_STREAM_REPLICAS: members });
     });
 
-    it('holds no secret: Secrets carry placeholders only, and every key the pods need is in k8s/secrets.env.example', () => {
-      const template = readSecretTemplate();
+    it('signs each app in to NATS as its own user, the nats-streams Job as the operators, and gives nats-server the users and their passwords', () => {
+      const objects = objectsOf(overlay);
+      const failures: string[] = [];
+      const clients = [...objects.filter(isApp).map((o) => [appName(o), o] as const), ['ops', objects.find((o) => o.kind === 'Job' && o.metadata.name === 'nats-streams')] as const];
+      for (const [user, object] of clients) {
+        const { passwordVariable } = NATS_USERS.find((candidate) => candidate.user === user) ?? { passwordVariable: '(no such NATS user)' };
+        const env = podSpecOf(object)?.containers[0].env ?? [];
+        const userValue = env.find((e: Json) => e.name === 'NATS_USER')?.value;
+        const password = env.find((e: Json) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef;
+        if (userValue !== user || password?.name !== 'campaign-ops-nats' || password?.key !== passwordVariable)
+          failures.push(`${overlay}: ${id(object)}: NATS_USER=${userValue}, NATS_PASSWORD from ${password?.name}/${password?.key}; expected ${user} and campaign-ops-nats/${passwordVariable}`);
+      }
+      const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
+      if (!(podSpecOf(nats).containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === 'campaign-ops-nats')) failures.push(`${overlay}: nats-server does not read campaign-ops-nats`);
+      const configName = podSpecOf(nats).volumes.find((v: Json) => v.configMap)?.configMap.name;
+      const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === configName)?.data ?? {};
+      if (config['nats-auth.conf'] !== natsAuthorizationFile()) failures.push(`${overlay}: nats-auth.conf in ${configName} is not the rendered authorization`);
+      if (!/^include \.\/nats-auth\.conf$/m.test(config['nats.conf'] ?? '')) failures.push(`${overlay}: nats.conf does not include ./nats-auth.conf`);
+      expect(failures).toEqual([]);
+      expect([...readEnvFile(join(root, 'k8s', 'nats.env.example')).keys()].sort()).toEqual(NATS_USERS.map((u) => u.passwordVariable).sort());
+    });
+
+    it('holds no secret: Secrets carry placeholders only, and every key the pods need is in its k8s/*.env.example', () => {
       const failures: string[] = [];
       for (const object of objectsOf(overlay)) {
         if (object.kind === 'Secret') {
@@ -725,9 +777,9 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
           for (const variable of container.env ?? []) {
             const ref = variable.valueFrom?.secretKeyRef;
             if (!ref) continue;
-            // A secretGenerator would add a hash suffix to the name.
-            if (ref.name !== SECRET_NAME && !ref.name.startsWith(`${SECRET_NAME}-`)) failures.push(`${overlay}: ${id(object)} reads Secret ${ref.name}, not ${SECRET_NAME}`);
-            else if (!template.has(ref.key)) failures.push(`${overlay}: ${id(object)} reads ${ref.key}, which k8s/secrets.env.example does not list`);
+            const template = SECRET_TEMPLATES[ref.name];
+            if (!template) failures.push(`${overlay}: ${id(object)} reads Secret ${ref.name}, not one of ${Object.keys(SECRET_TEMPLATES).join(', ')}`);
+            else if (!readEnvFile(join(root, 'k8s', template)).has(ref.key)) failures.push(`${overlay}: ${id(object)} reads ${ref.key}, which k8s/${template} does not list`);
           }
         }
       }
@@ -785,7 +837,7 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       const deployment = objects.find((o) => isApp(o) && appName(o) === 'connection-service');
       const env = resolvedEnvOf(objects, podSpecOf(deployment).containers[0]);
       expect(env.PUBLIC_BASE_URL).toEqual(expect.stringMatching(/^https?:\/\//));
-      const config = loadConfig('connection-service', { ...env, DATA_DIR: configDataDir, CONNECTION_ENCRYPTION_KEY: '1'.repeat(64) });
+      const config = loadConfig('connection-service', { ...env, DATA_DIR: configDataDir, CONNECTION_ENCRYPTION_KEY: '1'.repeat(64), NATS_PASSWORD: 'from-the-secret', NATS_TLS_CA_FILE: undefined });
       expect(config.connections.publicBaseUrl).toBe(env.PUBLIC_BASE_URL!.replace(/\/+$/, ''));
     });
 
@@ -828,6 +880,47 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
 
   describe('prod', () => {
     const prod = () => objectsOf('prod');
+    const mountedPaths = (object: Json) => (podSpecOf(object).containers[0].volumeMounts ?? []).map((m: Json) => m.mountPath as string);
+
+    it('speaks TLS to NATS, MongoDB and EventStoreDB, checking each against a CA file every client mounts', () => {
+      const objects = prod();
+      const failures: string[] = [];
+      for (const object of [...objects.filter(isApp), objects.find((o) => o.kind === 'Job' && o.metadata.name === 'nats-streams')]) {
+        const env = resolvedEnvOf(objects, podSpecOf(object).containers[0]);
+        if (!env.NATS_URL?.startsWith('tls://')) failures.push(`${id(object)}: NATS_URL=${env.NATS_URL}`);
+        for (const [name, value] of [['MONGODB_URL', env.MONGODB_URL], ['EVENTSTORE_URL', env.EVENTSTORE_URL]] as const)
+          if (!/[?&]tls=true(&|$)/.test(value ?? '') || !value?.includes(`tlsCAFile=${env.NATS_TLS_CA_FILE}`)) failures.push(`${id(object)}: ${name}=${value}`);
+        if (!env.NATS_TLS_CA_FILE || !mountedPaths(object).some((path: string) => env.NATS_TLS_CA_FILE!.startsWith(`${path}/`))) failures.push(`${id(object)}: NATS_TLS_CA_FILE=${env.NATS_TLS_CA_FILE} is not in a mounted volume`);
+      }
+      const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
+      const configName = podSpecOf(nats).volumes.find((v: Json) => v.configMap)?.configMap.name;
+      const tlsConf: string = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === configName)?.data?.['nats-tls.conf'] ?? '';
+      const certFiles = [...tlsConf.matchAll(/(?:cert|key)_file:\s*(\S+)/g)].map((m) => m[1]);
+      if (certFiles.length !== 2 || !certFiles.every((file) => mountedPaths(nats).some((path: string) => file.startsWith(`${path}/`)))) failures.push(`nats: nats-tls.conf names ${certFiles.join(', ') || 'no certificate'}, not in a mounted volume`);
+      const mongo = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'mongo');
+      for (const flag of ['--auth', '--tlsMode=requireTLS', '--clusterAuthMode=x509']) if (!podSpecOf(mongo).containers[0].command.includes(flag)) failures.push(`mongo: no ${flag}`);
+      const eventstore = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'eventstore');
+      if (resolvedEnvOf(objects, podSpecOf(eventstore).containers[0]).EVENTSTORE_INSECURE !== 'false') failures.push('eventstore: EVENTSTORE_INSECURE is not false');
+      expect(failures).toEqual([]);
+    });
+
+    it('signs each app in to MongoDB and EventStoreDB as its own user, whose Jobs make them from the same Secret', () => {
+      const objects = prod();
+      const failures: string[] = [];
+      for (const deployment of objects.filter(isApp)) {
+        const env = podSpecOf(deployment).containers[0].env ?? [];
+        for (const store of ['MONGODB', 'EVENTSTORE']) {
+          const ref = env.find((e: Json) => e.name === `${store}_PASSWORD`)?.valueFrom?.secretKeyRef;
+          const expected = `${store}_PASSWORD_${appName(deployment).toUpperCase().replace(/-/g, '_')}`;
+          if (ref?.name !== 'campaign-ops-datastores' || ref?.key !== expected) failures.push(`${id(deployment)}: ${store}_PASSWORD from ${ref?.name}/${ref?.key}, expected campaign-ops-datastores/${expected}`);
+        }
+      }
+      for (const job of ['mongo-init-replica-set', 'eventstore-users']) {
+        const object = objects.find((o) => o.kind === 'Job' && o.metadata.name === job);
+        if (!(podSpecOf(object)?.containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === 'campaign-ops-datastores')) failures.push(`${job}: does not read campaign-ops-datastores`);
+      }
+      expect(failures).toEqual([]);
+    });
     const budgetsFor = (objects: Json[], workload: Json) =>
       objects.filter((o) => o.kind === 'PodDisruptionBudget' && o.metadata.namespace === workload.metadata.namespace && selects(o.spec.selector, podLabelsOf(workload)));
 

@@ -1,4 +1,4 @@
-/** Kubernetes objects validated offline against their schemas: kubernetes-models, and the prometheus-operator's for monitoring.coreos.com. */
+/** Kubernetes objects validated offline against their schemas: kubernetes-models, the prometheus-operator's for monitoring.coreos.com, cert-manager's for cert-manager.io. */
 
 // Parsed YAML or JSON: the schema validation is what types it.
 type Json = any;
@@ -7,7 +7,11 @@ type Json = any;
 function modelFor(apiVersion: string, kind: string): (new (data: Json) => { validate(): void }) | null {
   try {
     // Core group `v1` lives in kubernetes-models/v1, the others in kubernetes-models/<group>/<version>.
-    const module = apiVersion.startsWith('monitoring.coreos.com/') ? require(`@kubernetes-models/prometheus-operator/${apiVersion}`) : require(`kubernetes-models/${apiVersion}`);
+    const module = apiVersion.startsWith('monitoring.coreos.com/')
+      ? require(`@kubernetes-models/prometheus-operator/${apiVersion}`)
+      : apiVersion.startsWith('cert-manager.io/')
+        ? require(`@kubernetes-models/cert-manager/${apiVersion}`)
+        : require(`kubernetes-models/${apiVersion}`);
     return module[kind] ?? null;
   } catch {
     return null;

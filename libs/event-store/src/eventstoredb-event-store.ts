@@ -38,6 +38,8 @@ import { decodePosition, encodePosition, isUnknownPosition } from './esdb-positi
 import { FollowedItem, FollowedSource, ResubscribingFollower, SourceSignals } from './resubscribing-follower';
 
 export interface EventStoreDbOptions {
+  /** The user every call runs as, kept out of the connection string so the string can be shown. */
+  credentials?: { user: string; password: string };
   /** Where dropped subscriptions, resubscriptions and stalls are reported. */
   logger?: EventStoreLogger;
   /**
@@ -197,7 +199,7 @@ export class EventStoreDbEventStore implements EventStore {
    * `nodePreference=leader`).
    */
   static connect(connectionString: string, options: EventStoreDbOptions = {}): EventStoreDbEventStore {
-    return new EventStoreDbEventStore(EventStoreDBClient.connectionString(connectionString), options);
+    return new EventStoreDbEventStore(EventStoreDBClient.connectionString(withUserInfo(connectionString, options.credentials)), options);
   }
 
   async append(
@@ -643,4 +645,12 @@ function toRecordedEvent(event: EsdbRecordedEvent): RecordedEvent {
 
 function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
+}
+
+/** `esdb://user:password@host…`: how the client takes its default credentials from a connection string. */
+export function withUserInfo(connectionString: string, credentials: { user: string; password: string } | undefined): string {
+  if (!credentials) return connectionString;
+  const match = /^(esdb(?:\+discover)?:\/\/)(?:[^@/?]*@)?(.*)$/.exec(connectionString);
+  if (!match) throw new Error('credentials need an esdb:// or esdb+discover:// connection string');
+  return `${match[1]}${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.password)}@${match[2]}`;
 }

@@ -77,6 +77,8 @@ export interface MongoReadStoreOptions {
    * else `campaign_ops`; with `fromClient`, `campaign_ops`.
    */
   database?: string;
+  /** A user of the `admin` database (SCRAM), kept out of the URL so the URL can be shown. */
+  credentials?: { user: string; password: string };
 }
 
 export class MongoReadStore implements ReadStore {
@@ -94,7 +96,10 @@ export class MongoReadStore implements ReadStore {
 
   /** Connects to `url` (any MongoDB connection string; client options go in its query string). */
   static async connect(url: string, options: MongoReadStoreOptions = {}): Promise<MongoReadStore> {
-    const client = new MongoClient(url);
+    const client = new MongoClient(
+      url,
+      options.credentials ? { auth: { username: options.credentials.user, password: options.credentials.password }, authSource: 'admin' } : {},
+    );
     try {
       await client.connect();
     } catch (error) {

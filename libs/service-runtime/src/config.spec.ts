@@ -20,6 +20,33 @@ describe('loadConfig', () => {
     throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
   };
 
+  describe('credentials of the bus and the stores', () => {
+    it('signs in as nobody without a password, and manages the streams itself then', () => {
+      const config = load({});
+      expect([config.natsCredentials, config.mongodbCredentials, config.eventStoreCredentials, config.natsManageStreams]).toEqual([null, null, null, true]);
+    });
+
+    it.each(['NATS', 'MONGODB', 'EVENTSTORE'])("signs in to %s as the app's own user by default, or as <PREFIX>_USER", (prefix) => {
+      const field = { NATS: 'natsCredentials', MONGODB: 'mongodbCredentials', EVENTSTORE: 'eventStoreCredentials' }[prefix] as 'natsCredentials';
+      expect(load({ [`${prefix}_PASSWORD`]: 'secret' })[field]).toEqual({ user: 'dispatch-service', password: 'secret' });
+      expect(load({ [`${prefix}_USER`]: 'someone', [`${prefix}_PASSWORD`]: 'secret' })[field]).toEqual({ user: 'someone', password: 'secret' });
+      expect(loadConfig('ops-cli', { DATA_DIR: dataDir, [`${prefix}_PASSWORD`]: 'secret' })[field]).toEqual({ user: 'ops', password: 'secret' });
+      expect((failure({ [`${prefix}_USER`]: 'someone' }) as ConfigError).message).toMatch(new RegExp(`${prefix}_PASSWORD.*required with ${prefix}_USER`));
+    });
+
+    it('leaves the streams to the operators once the app has a NATS user, unless told otherwise; ops-cli always manages them', () => {
+      expect(load({ NATS_PASSWORD: 'p' }).natsManageStreams).toBe(false);
+      expect(load({ NATS_PASSWORD: 'p', NATS_MANAGE_STREAMS: 'true' }).natsManageStreams).toBe(true);
+      expect(loadConfig('ops-cli', { DATA_DIR: dataDir, NATS_PASSWORD: 'p' }).natsManageStreams).toBe(true);
+    });
+
+    it('refuses a NATS user that is not one subject token (it names the inbox), and a CA file that does not exist', () => {
+      expect((failure({ NATS_USER: 'a.b', NATS_PASSWORD: 'p' }) as ConfigError).message).toMatch(/NATS_USER may only use/);
+      expect((failure({ NATS_TLS_CA_FILE: join(dataDir, 'missing.pem') }) as ConfigError).message).toMatch(/NATS_TLS_CA_FILE names a file that does not exist/);
+      expect(load({ NATS_TLS_CA_FILE: __filename }).natsTlsCaFile).toBe(__filename);
+    });
+  });
+
   describe('ADMIN_TOKEN', () => {
     it('leaves the Admin API off when unset or empty', () => {
       expect(load({}).adminToken).toBeNull();

@@ -36,6 +36,10 @@ export interface ServiceConfig {
   eventStoreUrl: string | null;
   /** Set: MongoDB keeps the read models; unset: SQLite in DATA_DIR. */
   mongodbUrl: string | null;
+  /** MONGODB_PASSWORD set: the app's MongoDB user (MONGODB_USER, by default the app's name), authenticated against `admin`. */
+  mongodbCredentials: { user: string; password: string } | null;
+  /** EVENTSTORE_PASSWORD set: the app's EventStoreDB user (EVENTSTORE_USER, by default the app's name). */
+  eventStoreCredentials: { user: string; password: string } | null;
   /** How long an unreachable dependency is retried at start before the app gives up (exit 1). */
   startupTimeoutMs: number;
   /** After SIGTERM, how long work in flight may take before the process exits anyway. */
@@ -226,15 +230,16 @@ function cidrList(env: Env, name: string): string[] {
   });
 }
 
-/** NATS_USER (default: the app's name, `ops` for ops-cli) with NATS_PASSWORD, or null without a password. */
-function natsCredentialsOf(env: Env, app: AppName): { user: string; password: string } | null {
-  const password = env.NATS_PASSWORD ?? '';
-  const user = env.NATS_USER || (app === 'ops-cli' ? 'ops' : app);
+/** <PREFIX>_USER (default: the app's name, `ops` for ops-cli) with <PREFIX>_PASSWORD, or null without a password. */
+function credentialsOf(env: Env, prefix: 'NATS' | 'MONGODB' | 'EVENTSTORE', app: AppName): { user: string; password: string } | null {
+  const password = env[`${prefix}_PASSWORD`] ?? '';
+  const user = env[`${prefix}_USER`] || (app === 'ops-cli' ? 'ops' : app);
   if (password === '') {
-    if (env.NATS_USER) throw new ConfigError('NATS_PASSWORD', `is required with NATS_USER (${env.NATS_USER})`);
+    if (env[`${prefix}_USER`]) throw new ConfigError(`${prefix}_PASSWORD`, `is required with ${prefix}_USER (${user})`);
     return null;
   }
-  if (!/^[A-Za-z0-9_-]+$/.test(user)) throw new ConfigError('NATS_USER', `may only use letters, digits, '_' and '-', not "${user}"`);
+  // A NATS user names its inbox subject (_INBOX.<user>): one subject token.
+  if (!/^[A-Za-z0-9_-]+$/.test(user)) throw new ConfigError(`${prefix}_USER`, `may only use letters, digits, '_' and '-', not "${user}"`);
   return { user, password };
 }
 
@@ -302,7 +307,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
   if (leaseRenewMs * 2 > leaseTtlMs) throw new ConfigError('PROCESSOR_LEASE_RENEW_MS', `must be at most half of PROCESSOR_LEASE_TTL_MS (${leaseTtlMs}), not ${leaseRenewMs}: a renewal may fail once without losing the lease`);
   if (connectionRequestTimeoutMs < requestTimeoutMs)
     throw new ConfigError('BUS_CONNECTION_REQUEST_TIMEOUT_MS', `must be at least BUS_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), not ${connectionRequestTimeoutMs}`);
-  const natsCredentials = natsCredentialsOf(env, app);
+  const natsCredentials = credentialsOf(env, 'NATS', app);
   return {
     app,
     port,
@@ -315,6 +320,8 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     natsManageStreams: boolean(env, 'NATS_MANAGE_STREAMS', natsCredentials === null || app === 'ops-cli'),
     eventStoreUrl: url(env, 'EVENTSTORE_URL', ['esdb', 'esdb+discover'], 'multi-host'),
     mongodbUrl: url(env, 'MONGODB_URL', ['mongodb', 'mongodb+srv'], 'multi-host'),
+    mongodbCredentials: credentialsOf(env, 'MONGODB', app),
+    eventStoreCredentials: credentialsOf(env, 'EVENTSTORE', app),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
     processorLease: { ttlMs: leaseTtlMs, renewMs: leaseRenewMs },

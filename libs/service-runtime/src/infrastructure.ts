@@ -70,7 +70,7 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
   const eventStore = config.eventStoreUrl
     ? await connectWithRetry('EventStoreDB', 'EVENTSTORE_URL', config.startupTimeoutMs, async () => {
         try {
-          return EventStoreDbEventStore.connect(config.eventStoreUrl!, { logger: adapterLogger(eventStoreLogger) });
+          return EventStoreDbEventStore.connect(config.eventStoreUrl!, { logger: adapterLogger(eventStoreLogger), credentials: config.eventStoreCredentials ?? undefined });
         } catch (error) {
           throw new ConfigError('EVENTSTORE_URL', `is not a valid EventStoreDB connection string: ${(error as Error).message}`);
         }
@@ -78,7 +78,7 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
     : SqliteEventStore.open(join(config.dataDir, 'events.sqlite'));
   try {
     const readStore = config.mongodbUrl
-      ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () => MongoReadStore.connect(config.mongodbUrl!))
+      ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () => MongoReadStore.connect(config.mongodbUrl!, { credentials: config.mongodbCredentials ?? undefined }))
       : SqliteReadStore.open(join(config.dataDir, 'read-models.sqlite'));
     return { eventStore, readStore };
   } catch (error) {
