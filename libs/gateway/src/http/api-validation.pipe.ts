@@ -1,6 +1,7 @@
 import { ArgumentMetadata, Injectable, ValidationError, ValidationPipe } from '@nestjs/common';
 import type { RuleContext } from '@campaign-ops/api-contract';
 import { ApiError } from '@campaign-ops/api-errors';
+import { shapeRefusal } from './json-body.middleware';
 
 const describeType = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`);
 const join = (path: string, key: string) => (path === '' ? key : `${path}.${key}`);
@@ -37,6 +38,17 @@ export class ApiValidationPipe extends ValidationPipe {
       throw new ApiError('parameter_invalid', `The body must be a JSON object, not ${describeType(value)}`);
     }
     return super.transform(metadata.type === 'body' && value === undefined ? {} : value, metadata);
+  }
+
+  /**
+   * Nest deletes `__proto__`, `prototype` and `constructor` here, and class-transformer then skips
+   * fields named like the DTO's inherited methods (`toString`, `valueOf`): such a field would pass
+   * unseen (`?toString=1` on a list answered 200, `?colour=red` 400). They are refused as unknown
+   * instead, in a query as in a body (where jsonBodyMiddleware has refused them already).
+   */
+  protected override stripProtoKeys(value: unknown): void {
+    const refused = shapeRefusal(value);
+    if (refused) throw refused;
   }
 }
 

@@ -57,14 +57,19 @@ export function jsonBodyMiddleware(request: GatewayRequest, _response: Response,
 
 /** Deeper than any body of the API (a launch's deepest field is 3 levels down), and shallow enough for any validator's recursion. */
 export const MAX_BODY_DEPTH = 16;
-/** Names that objects have without owning them: never a field of ours, and a trap for code that asks `name in object`. */
-const PROTOTYPE_NAMES = new Set([...Object.getOwnPropertyNames(Object.prototype), '__proto__']);
+/**
+ * Names that objects have without owning them: never a field of ours, and a trap for code that asks
+ * `name in object`. With `prototype`, which Nest's ValidationPipe deletes (with `__proto__` and
+ * `constructor`) before validating: a body holding it would pass as if it did not.
+ */
+const PROTOTYPE_NAMES = new Set([...Object.getOwnPropertyNames(Object.prototype), '__proto__', 'prototype']);
 
 /**
  * Before any validator sees it: a body nested deeper than MAX_BODY_DEPTH is 400 `parameter_invalid`
  * (validators recurse, and 30,000 levels overflow their stack: a 500), and a field named like an
- * Object.prototype member (`constructor`, `valueOf`, `__proto__`) is 400 `parameter_unknown`
- * whatever its place: validators that look fields up through the prototype take those as known.
+ * Object.prototype member (`constructor`, `valueOf`, `__proto__`) or `prototype` is 400
+ * `parameter_unknown` whatever its place: validators that look fields up through the prototype take
+ * those as known, and the ones they delete go unseen.
  * Walked without recursion, so the check itself cannot overflow.
  */
 export function shapeRefusal(body: unknown): ApiError | null {
