@@ -49,4 +49,11 @@ describe('ApiExceptionFilter', () => {
     const wrongMethod = answer(new NotFoundException(), '/v1/campaigns');
     expect([wrongMethod.status, wrongMethod.body?.error.code, wrongMethod.headers.Allow]).toEqual([405, 'method_not_allowed', 'POST']);
   });
+
+  it('repeats at most the first 200 characters of a path it names', () => {
+    const long = `/v1/${'x'.repeat(16_000)}`;
+    const message: string = answer(new NotFoundException(), long).body?.error.message;
+    expect(message).toBe(`No route GET ${long.slice(0, 200)}….`);
+    expect(answer(new NotFoundException(), '/v1/short').body?.error.message).toBe('No route GET /v1/short.');
+  });
 });

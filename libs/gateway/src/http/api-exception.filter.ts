@@ -41,13 +41,13 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (exception instanceof HttpException && exception.getStatus() === 404) {
       const allowed = this.routes.allowedMethods(request.path);
       if (allowed.length > 0) {
-        return new ApiError('method_not_allowed', `${request.method} is not allowed on ${request.path}; use ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });
+        return new ApiError('method_not_allowed', `${request.method} is not allowed on ${shown(request.path)}; use ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });
       }
-      return new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
+      return noRoute(request);
     }
     // A path that does not decode (e.g. `%E0%A4%A`) names no route.
     if (exception instanceof URIError || (exception instanceof HttpException && exception.getStatus() === 400 && /^Failed to decode param/.test(exception.message))) {
-      return new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
+      return noRoute(request);
     }
     // body-parser style errors from express itself (e.g. an aborted upload)
     const status = (exception as { status?: number })?.status;
@@ -58,4 +58,13 @@ export class ApiExceptionFilter implements ExceptionFilter {
     );
     return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.');
   }
+}
+
+/** The longest path an error message repeats: a 16 KB path is not echoed back whole. */
+const SHOWN_PATH_CHARS = 200;
+const shown = (path: string) => (path.length > SHOWN_PATH_CHARS ? `${path.slice(0, SHOWN_PATH_CHARS)}…` : path);
+
+/** 404 route_not_found, naming the method and (the start of) the path. */
+export function noRoute(request: { method: string; path: string }): ApiError {
+  return new ApiError('route_not_found', `No route ${request.method} ${shown(request.path)}.`);
 }

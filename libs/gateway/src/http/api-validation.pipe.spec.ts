@@ -97,6 +97,11 @@ describe('POST /v1/campaigns body (CreateCampaignDto through the ApiValidationPi
 describe('webhook bodies', () => {
   it('refuses an unknown event with event_unknown, naming the item', async () =>
     expect(await errorOf({ url: 'https://x.example', events: ['dispatch.completed', 'dispatch.done'] }, body(CreateWebhookDto))).toMatchObject({ code: 'event_unknown', param: 'events.1', message: expect.stringContaining('dispatch.done') }));
+  it('names the type it got with its article: an object, an undefined, a number', async () => {
+    expect(await errorOf({ url: { a: 1 }, events: ['dispatch.completed'] }, body(CreateWebhookDto))).toMatchObject({ message: expect.stringMatching(/not an object$/) });
+    expect(await errorOf({ url: 'https://x.example', events: [5] }, body(CreateWebhookDto))).toMatchObject({ message: expect.stringMatching(/not a number$/) });
+  });
+
   it('refuses an item that is not a string before looking it up', async () =>
     expect(await errorOf({ url: 'https://x.example', events: [5] }, body(CreateWebhookDto))).toMatchObject({ code: 'parameter_invalid', param: 'events.0', message: 'events.0 must be a string, not a number' }));
   it('refuses an empty event list', async () =>

@@ -3,7 +3,12 @@ import type { RuleContext } from '@campaign-ops/api-contract';
 import { ApiError } from '@campaign-ops/api-errors';
 import { shapeRefusal } from './json-body.middleware';
 
-const describeType = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`);
+const describeType = (value: unknown) => {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  const type = typeof value;
+  return `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
+};
 const join = (path: string, key: string) => (path === '' ? key : `${path}.${key}`);
 
 /** Rules on what a value is, answered before rules on what it holds ("an integer" before "at least 1"). */

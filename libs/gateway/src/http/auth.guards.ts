@@ -3,6 +3,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import { ApiError } from '@campaign-ops/api-errors';
 import { AccountDirectory, Authentication } from '@campaign-ops/accounts';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { noRoute } from './api-exception.filter';
 import { GatewayRequest } from './request-context';
 
 export function bearer(request: GatewayRequest): string | null {
@@ -54,7 +55,7 @@ export class AdminTokenGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean {
     const request = context.switchToHttp().getRequest<GatewayRequest>();
-    if (!this.expected) throw new ApiError('route_not_found', `No route ${request.method} ${request.path}.`);
+    if (!this.expected) throw noRoute(request);
     const token = bearer(request);
     if (token === null) throw new ApiError('api_key_missing', 'Send the admin token as Authorization: Bearer <token>.');
     if (!this.accepts(token)) throw new ApiError('api_key_invalid', 'The admin token is not valid.');
