@@ -8,6 +8,7 @@ import { Bus, DEFAULT_STREAM_NAME, InProcessBus, NatsBus, PARKED_STREAM_SUFFIX }
 import { connectWithRetry, loadConfig, natsAuthorizationFile, natsBusOptions, natsUsers, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
 import { AUDIT_COMMANDS, AuditUsageError, Outcome, runAudit } from './audit-commands';
 import { PROCESSOR_USAGE, ProcessorUsageError, runProcessors } from './processor-commands';
+import { runVault, VAULT_USAGE, VaultUsageError } from './vault-commands';
 
 const USAGE = `campaign-ops operations (works on the stores of DATA_DIR, default ./data, and on the bus:
 NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
@@ -45,6 +46,7 @@ NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
                                                    with times and request ids
 
 ${PROCESSOR_USAGE}
+${VAULT_USAGE}
 
 Output is JSON. export, verify, rebuild and inspect print text, or JSON with --json (their progress
 goes to stderr). Example: npm run ops -- accounts create --name "Acme"`;
@@ -174,6 +176,17 @@ async function run(argv: string[]): Promise<unknown> {
   const config = loadConfig('ops-cli');
   if (resource === 'bus') return runBus(config, action, id, values);
   const stores = await openStores(config);
+  if (resource === 'vault') {
+    try {
+      return new Printed(await runVault(action, stores.readStore, config.connections));
+    } catch (error) {
+      if (error instanceof VaultUsageError) throw new UsageError(error.message);
+      throw error;
+    } finally {
+      await stores.eventStore.close();
+      await stores.readStore.close();
+    }
+  }
   if (AUDIT_COMMANDS.includes(resource)) {
     try {
       return new Printed(await runAudit(resource, positionals.slice(1), values, stores));

@@ -63,6 +63,19 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       expect(network.calls.refresh).toBe(1);
     });
 
+    it('fails for good, moving the connection to reauth_required, when its tokens were sealed with a key the service no longer has', async () => {
+      const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(60) });
+      // The record as a key rotated away without `ops vault reseal` leaves it: under a key id nobody holds.
+      await h.reads.collection<{ id: string; key_id: string }>('connection_tokens').update(id, { key_id: 'deadbeef' });
+      const logged = jest.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
+      const answer = await access(id);
+      expect(answer).toMatchObject({ ok: false, error: { code: 'connection_reauth_required', message: expect.stringContaining('tokens_unreadable') } });
+      expect((await view(id)).status).toBe('reauth_required');
+      expect(String(logged.mock.calls[0]?.[0])).toMatch(new RegExp(`${id}.*key deadbeef.*reauth_required`));
+      expect(JSON.stringify(logged.mock.calls)).not.toContain('token-42');
+      expect(network.calls.refresh).toBe(0);
+    });
+
     it('refreshes a token past its time', async () => {
       const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(-5) });
       expect(value(await access(id)).accessToken).toBe('refreshed-access-1');

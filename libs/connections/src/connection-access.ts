@@ -8,7 +8,7 @@ import { ConnectionAccess, ConnectionAccessRequest, ConnectionReauthRequiredRequ
 import { ConnectionStore } from './connection-store';
 import { KeyedMutex } from '@campaign-ops/event-sourcing';
 import { redacted } from './provider-calls';
-import { TokenVault, VaultEntry } from './token-vault';
+import { TokenVault, UnreadableTokensError, VaultEntry } from './token-vault';
 
 /** Tokens expiring within this are refreshed before they are handed out (API.md §4). */
 export const REFRESH_AHEAD_MS = 10 * 60_000;
@@ -67,7 +67,7 @@ export class ConnectionAccessService {
     }
     if (!target) return success({ connection: null });
     // A refusal of tokens older than those on file (reauthorized since) says nothing of these.
-    if (request.refusedVersion !== undefined && ((await this.vault.read(target.id))?.version ?? request.refusedVersion) !== request.refusedVersion)
+    if (request.refusedVersion !== undefined && ((await this.vault.read(target.id).catch(unlessUnreadable))?.version ?? request.refusedVersion) !== request.refusedVersion)
       return success({ connection: { id: target.id, status: target.status } });
     const metadata: EventMetadata = { accountId: request.accountId, mode: request.mode, requestId: request.requestId ?? null };
     const after = await this.requireReauth(target, request.reason, metadata);
@@ -102,7 +102,15 @@ export class ConnectionAccessService {
     const refused = unusable(connection, id);
     if (refused) return refused;
     const current = connection as Connection;
-    const entry = await this.vault.read(id);
+    let entry: VaultEntry | null;
+    try {
+      entry = await this.vault.read(id);
+    } catch (error) {
+      if (!(error instanceof UnreadableTokensError)) throw error;
+      // The key is gone: no retry can open them, only the person's new consent replaces them.
+      this.logger.error(`${error.message}: ${id} moves to reauth_required (README: Rotating keys)`);
+      return this.refuse(current, 'tokens_unreadable', metadata);
+    }
     if (!entry) return this.refuse(current, 'token_missing', metadata);
     const now = Date.now();
     // The refused token was replaced meanwhile (a reauthorization, a refresh elsewhere): the new one is the answer.
@@ -213,3 +221,9 @@ const accessOf = (connection: Connection, tokens: { accessToken: string; version
   currency: connection.currency ?? '',
   timezone: connection.timezone ?? '',
 });
+
+/** A vault read's failure, rethrown unless the tokens are under a key that is gone (then: none to compare). */
+const unlessUnreadable = (error: unknown): null => {
+  if (error instanceof UnreadableTokensError) return null;
+  throw error;
+};

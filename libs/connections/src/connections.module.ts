@@ -10,6 +10,7 @@ import { ConnectionStore } from './connection-store';
 import { ConnectionsMessageController } from './connections.message.controller';
 import { OAuthRounds } from './oauth-rounds';
 import { TokenVault } from './token-vault';
+import { VaultKeyCheck } from './vault-key-check';
 
 /**
  * connection-service: owns connections (API.md §4): their streams and view, the token vault,
@@ -29,6 +30,7 @@ import { TokenVault } from './token-vault';
     ConnectionQueries,
     ConnectionAccessService,
     ConnectionProcessors,
+    VaultKeyCheck,
   ],
 })
 export class ConnectionsModule {}

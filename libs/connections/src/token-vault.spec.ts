@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { SqliteReadStore } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { ConnectionSettings } from './connection-settings';
-import { TokenVault } from './token-vault';
+import { TokenVault, UnreadableTokensError } from './token-vault';
 
 const settings = (encryptionKey: string, previousEncryptionKey: string | null = null): ConnectionSettings => ({ encryptionKey, previousEncryptionKey, publicBaseUrl: 'http://localhost:3000', refreshSweepMs: 60_000 });
 const keyId = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex').slice(0, 8);
@@ -41,6 +41,71 @@ describe('the token vault', () => {
   it('refuses a value sealed with a key it does not have, naming the setting that would open it', async () => {
     await new TokenVault(reads, settings(oldKey)).store('con_1', tokens);
     await expect(new TokenVault(reads, settings(newKey)).read('con_1')).rejects.toThrow(new RegExp(`sealed with key ${keyId(oldKey)}.*CONNECTION_ENCRYPTION_KEY_PREVIOUS`));
+  });
+
+  it('refuses it with an UnreadableTokensError naming the connection and the key', async () => {
+    await new TokenVault(reads, settings(oldKey)).store('con_1', tokens);
+    const error = await new TokenVault(reads, settings(newKey)).read('con_1').catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(UnreadableTokensError);
+    expect(error).toMatchObject({ connectionId: 'con_1', keyId: keyId(oldKey) });
+  });
+
+  describe('counting and resealing after a rotation', () => {
+    const lostKey = SecretBox.generateHexKey();
+
+    /** con_1..con_3 under the old key, con_4 under the new one, con_5 under a key since lost. */
+    const seeded = async () => {
+      for (const id of ['con_1', 'con_2', 'con_3']) await new TokenVault(reads, settings(oldKey)).store(id, { ...tokens, accessToken: `access-${id}` });
+      await new TokenVault(reads, settings(newKey)).store('con_4', tokens);
+      await new TokenVault(reads, settings(lostKey)).store('con_5', tokens);
+      return new TokenVault(reads, settings(newKey, oldKey));
+    };
+
+    it('counts the records of each key id, saying which key it is to this vault (the current one listed even when empty)', async () => {
+      expect(await new TokenVault(reads, settings(newKey)).keyCounts()).toEqual([{ keyId: keyId(newKey), key: 'current', records: 0 }]);
+      const counts = await (await seeded()).keyCounts();
+      expect(counts[0]).toEqual({ keyId: keyId(newKey), key: 'current', records: 1 });
+      expect(counts.slice(1)).toEqual(
+        [
+          { keyId: keyId(oldKey), key: 'previous', records: 3 },
+          { keyId: keyId(lostKey), key: 'unknown', records: 1 },
+        ].sort((a, b) => a.keyId.localeCompare(b.keyId)),
+      );
+    });
+
+    it('seals every record of the previous key with the current one, tokens and versions unchanged, and leaves the unknown key\'s alone', async () => {
+      const vault = await seeded();
+      const pages: unknown[] = [];
+      expect(await vault.reseal((page) => pages.push(page))).toEqual({ resealed: 3, changedMeanwhile: 0, unreadable: 1 });
+      expect(pages.length).toBeGreaterThanOrEqual(2);
+      const counts = Object.fromEntries((await vault.keyCounts()).map((count) => [count.key, count.records]));
+      expect(counts).toEqual({ current: 4, unknown: 1 });
+      const withoutPrevious = new TokenVault(reads, settings(newKey));
+      for (const id of ['con_1', 'con_2', 'con_3']) expect(await withoutPrevious.read(id)).toMatchObject({ accessToken: `access-${id}`, version: 1 });
+      expect(await vault.reseal()).toEqual({ resealed: 0, changedMeanwhile: 0, unreadable: 1 });
+    });
+
+    it('lets a refresh that read the record before the reseal keep its tokens (the reseal changes no version)', async () => {
+      const vault = await seeded();
+      const before = await vault.read('con_1');
+      await vault.reseal();
+      expect(await vault.refreshed('con_1', before!.version, { ...tokens, accessToken: 'refreshed' }, '2026-11-28T10:00:00.000Z')).toBe(true);
+      expect(await vault.read('con_1')).toMatchObject({ accessToken: 'refreshed', version: 2 });
+    });
+
+    it('leaves a record rewritten while it was being resealed to its writer', async () => {
+      const vault = await seeded();
+      const records = raw();
+      const original = records.update.bind(records);
+      // A refresh lands between the reseal's read and its write of con_2.
+      jest.spyOn(records, 'update').mockImplementation(async (id, patch, where) => {
+        if (id === 'con_2' && where?.key_id) await new TokenVault(reads, settings(newKey, oldKey)).refreshed('con_2', 1, { ...tokens, accessToken: 'refreshed' }, '2026-11-28T10:00:00.000Z');
+        return original(id, patch, where);
+      });
+      const resealing = new TokenVault({ collection: () => records } as never, settings(newKey, oldKey));
+      expect(await resealing.reseal()).toEqual({ resealed: 2, changedMeanwhile: 1, unreadable: 1 });
+      expect(await vault.read('con_2')).toMatchObject({ accessToken: 'refreshed', version: 2 });
+    });
   });
 
   it("refuses one connection's sealed tokens copied onto another's record", async () => {

@@ -37,6 +37,39 @@ interface SealedTokens {
   r: string | null;
 }
 
+/**
+ * A vault record sealed with a key that is neither CONNECTION_ENCRYPTION_KEY nor
+ * CONNECTION_ENCRYPTION_KEY_PREVIOUS: its tokens cannot be opened again by anyone holding only the
+ * configured keys, so the connection needs its person again (reauthorization stores new tokens).
+ */
+export class UnreadableTokensError extends Error {
+  constructor(
+    readonly connectionId: string,
+    readonly keyId: string,
+  ) {
+    super(`the tokens of ${connectionId} were sealed with key ${keyId}, which is neither CONNECTION_ENCRYPTION_KEY nor CONNECTION_ENCRYPTION_KEY_PREVIOUS`);
+    this.name = 'UnreadableTokensError';
+  }
+}
+
+/** How many vault records each key sealed, and which key that is to this vault. */
+export interface KeyCount {
+  keyId: string;
+  key: 'current' | 'previous' | 'unknown';
+  records: number;
+}
+
+export interface ResealReport {
+  /** Sealed again with the current key. */
+  resealed: number;
+  /** Rewritten meanwhile (a refresh, a reauthorization): already under the current key. */
+  changedMeanwhile: number;
+  /** Under a key this vault does not hold: left as they are. */
+  unreadable: number;
+}
+
+const RESEAL_PAGE = 100;
+
 const keyIdOf = (hexKey: string) => createHash('sha256').update(Buffer.from(hexKey, 'hex')).digest('hex').slice(0, 8);
 
 /**
@@ -52,22 +85,59 @@ export class TokenVault {
   private readonly records: Collection<VaultRecord>;
   private readonly keys = new Map<string, SecretBox>();
   private readonly currentKeyId: string;
+  private readonly previousKeyId: string | null;
 
   constructor(@Inject(READ_STORE) readStore: ReadStore, @Inject(CONNECTION_SETTINGS) settings: ConnectionSettings) {
     if (!settings.encryptionKey) throw new Error('the token vault needs CONNECTION_ENCRYPTION_KEY');
-    this.records = readStore.collection<VaultRecord>('connection_tokens');
+    // By key: the start-up check and `ops vault` count and walk the records each key sealed.
+    this.records = readStore.collection<VaultRecord>('connection_tokens', { indexes: ['key_id'] });
     this.currentKeyId = keyIdOf(settings.encryptionKey);
     this.keys.set(this.currentKeyId, SecretBox.fromHexKey(settings.encryptionKey));
-    if (settings.previousEncryptionKey) this.keys.set(keyIdOf(settings.previousEncryptionKey), SecretBox.fromHexKey(settings.previousEncryptionKey));
+    this.previousKeyId = settings.previousEncryptionKey ? keyIdOf(settings.previousEncryptionKey) : null;
+    if (settings.previousEncryptionKey) this.keys.set(this.previousKeyId!, SecretBox.fromHexKey(settings.previousEncryptionKey));
+  }
+
+  /** The records per key id, the current key first (listed even with no record), then the others by id. */
+  async keyCounts(): Promise<KeyCount[]> {
+    const ids = new Set([this.currentKeyId, ...(await this.records.distinct('key_id', {}, 1000)).map(String)]);
+    const counts = await Promise.all([...ids].map(async (keyId) => ({ keyId, key: this.roleOf(keyId), records: await this.records.count({ key_id: keyId }) })));
+    return counts.sort((a, b) => (a.keyId === this.currentKeyId ? -1 : b.keyId === this.currentKeyId ? 1 : a.keyId.localeCompare(b.keyId)));
+  }
+
+  /**
+   * Seals every record under the previous key again with the current one, page by page (resumable:
+   * a second run finds only what is left). The tokens and their version stay as they are, and a
+   * record is rewritten only if still at the version and key it was read with, so a refresh or
+   * reauthorization running meanwhile wins. Records under an unknown key are counted, not touched.
+   */
+  async reseal(onPage: (report: ResealReport) => void = () => undefined): Promise<ResealReport> {
+    const report: ResealReport = { resealed: 0, changedMeanwhile: 0, unreadable: 0 };
+    for (const keyId of (await this.keyCounts()).filter((count) => count.key !== 'current').map((count) => count.keyId)) {
+      let startingAfter: string | undefined;
+      for (;;) {
+        const page = await this.records.find({ key_id: keyId }, { limit: RESEAL_PAGE, startingAfter, order: 'asc' });
+        for (const record of page.items) {
+          if (!this.keys.has(record.key_id)) {
+            report.unreadable++;
+            continue;
+          }
+          const opened = this.opened(record);
+          const { sealed, key_id } = this.recordOf(record.id, { accessToken: opened.a, refreshToken: opened.r, expiresAt: record.expires_at }, record.version, record.refreshed_at);
+          if (await this.records.update(record.id, { sealed, key_id }, { version: record.version, key_id: record.key_id })) report.resealed++;
+          else report.changedMeanwhile++;
+        }
+        onPage({ ...report });
+        if (!page.hasMore || page.items.length === 0) break;
+        startingAfter = page.items[page.items.length - 1].id;
+      }
+    }
+    return report;
   }
 
   async read(connectionId: string): Promise<VaultEntry | null> {
     const record = await this.records.get(connectionId);
     if (!record) return null;
-    const box = this.keys.get(record.key_id);
-    if (!box) throw new Error(`the tokens of ${connectionId} were sealed with key ${record.key_id}, which is neither CONNECTION_ENCRYPTION_KEY nor CONNECTION_ENCRYPTION_KEY_PREVIOUS`);
-    const opened = JSON.parse(box.open(record.sealed)) as SealedTokens;
-    if (opened.c !== connectionId) throw new Error(`the tokens on record for ${connectionId} belong to another connection`);
+    const opened = this.opened(record);
     return { accessToken: opened.a, refreshToken: opened.r, expiresAt: record.expires_at, version: record.version, refreshedAt: record.refreshed_at };
   }
 
@@ -103,6 +173,19 @@ export class TokenVault {
 
   async destroy(connectionId: string): Promise<void> {
     await this.records.delete(connectionId);
+  }
+
+  /** The record's tokens, opened with the key that sealed them; they must be this record's connection's. */
+  private opened(record: VaultRecord): SealedTokens {
+    const box = this.keys.get(record.key_id);
+    if (!box) throw new UnreadableTokensError(record.id, record.key_id);
+    const opened = JSON.parse(box.open(record.sealed)) as SealedTokens;
+    if (opened.c !== record.id) throw new Error(`the tokens on record for ${record.id} belong to another connection`);
+    return opened;
+  }
+
+  private roleOf(keyId: string): KeyCount['key'] {
+    return keyId === this.currentKeyId ? 'current' : keyId === this.previousKeyId ? 'previous' : 'unknown';
   }
 
   private async write(connectionId: string, version: number, tokens: ConnectionTokens, refreshedAt: string | null): Promise<boolean> {

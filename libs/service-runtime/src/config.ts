@@ -207,6 +207,12 @@ function secretKey(env: Env, name: string, app: AppName, dataDir: string): strin
   return stored[name];
 }
 
+/** A key the standalone process generated into DATA_DIR, if it did. */
+function storedKey(dataDir: string, name: string): string | null {
+  const file = join(dataDir, 'generated-keys.json');
+  return existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>)[name] ?? null) : null;
+}
+
 /** An optional key in the same format (nothing is generated for it). */
 function optionalSecretKey(env: Env, name: string): string | null {
   const raw = env[name];
@@ -329,8 +335,9 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',
     idempotencySecretKey: app === 'standalone' || app === 'api-gateway' ? secretKey(env, 'IDEMPOTENCY_SECRET_KEY', app, dataDir) : '',
     connections: {
-      encryptionKey: holdsTokens ? secretKey(env, 'CONNECTION_ENCRYPTION_KEY', app, dataDir) : '',
-      previousEncryptionKey: holdsTokens ? optionalSecretKey(env, 'CONNECTION_ENCRYPTION_KEY_PREVIOUS') : null,
+      // ops-cli: for `ops vault`, the key given or the standalone's generated one, if any.
+      encryptionKey: holdsTokens ? secretKey(env, 'CONNECTION_ENCRYPTION_KEY', app, dataDir) : app === 'ops-cli' ? (optionalSecretKey(env, 'CONNECTION_ENCRYPTION_KEY') ?? storedKey(dataDir, 'CONNECTION_ENCRYPTION_KEY') ?? '') : '',
+      previousEncryptionKey: holdsTokens || app === 'ops-cli' ? optionalSecretKey(env, 'CONNECTION_ENCRYPTION_KEY_PREVIOUS') : null,
       publicBaseUrl: publicBaseUrl(env, port),
       refreshSweepMs: integer(env, 'CONNECTION_REFRESH_SWEEP_MS', 60_000, 1_000, 86_400_000),
     },
