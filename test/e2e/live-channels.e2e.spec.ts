@@ -34,6 +34,9 @@ const fake = (channel: Channel): LiveFake => LIVE_FAKES[channel] as LiveFake;
 /** The ad account as the connection shows it (UTC where the network's account read has no time zone). */
 const accountOf = (channel: Channel) => ({ currency: ACCOUNT.currency, timezone: fake(channel).reportedTimezone ?? ACCOUNT.timezone });
 
+/** The networks that document a revocation call (CHANNELS.md "Revoking tokens"), which a delete makes. */
+const REVOKING = ['google_ads', 'meta_ads', 'linkedin_ads', 'reddit_ads'];
+
 describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, topology) => {
   let dataDir: string;
   let service: Topology;
@@ -119,6 +122,23 @@ describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, to
       expect(dispatch.provider_resource_id).toBe(expectation.providerResourceId(created));
       // The campaign carries its dispatch's marker (API.md §3, "At most one campaign per dispatch").
       expectation.check(created, { name: `Spring ${channel} · ${dispatch.id}`, accountId: fake(channel).accountId });
+    });
+
+    it('deletes a connection: revoked here, and its grant revoked at the network where the network documents a way', async () => {
+      const live = await livePartner(`${channel} delete`);
+      const network = fakes[channel];
+      const credentials = fake(channel).credentials(network);
+      const connection = await importToken(live, channel, credentials);
+      const before = network.requests.length;
+      const deleted = await live.delete(`/v1/connections/${connection.id}`);
+      expect({ status: deleted.status, connection: deleted.body.data?.status }).toEqual({ status: 200, connection: 'revoked' });
+      const revocations = network.requests.slice(before);
+      if (REVOKING.includes(channel)) {
+        expect(network.revoked).toContain(credentials.refresh_token ?? credentials.access_token);
+        expect(revocations).toHaveLength(1);
+      } else {
+        expect(revocations).toEqual([]);
+      }
     });
 
     it("fails a budget in another currency than the ad account's before any call: currency_mismatch, 0 attempts", async () => {

@@ -55,6 +55,13 @@ export interface AdNetwork {
    * operator's configuration, which moves no connection.
    */
   refresh(refreshToken: string): Promise<TokenSet>;
+  /**
+   * Revokes the grant at the network (DELETE /v1/connections/:id), where it documents a way: the
+   * refresh token where there is one (the whole grant), else the access token. Throws a
+   * ProviderError when the network refuses or does not answer; the caller destroys its copy anyway.
+   * Networks without a documented revocation leave it out (their adapter's header says so).
+   */
+  revokeTokens?(tokens: { accessToken: string; refreshToken: string | null }): Promise<void>;
   /** The live check made before a connection becomes active: proves the token reaches the ad account. */
   readAccount(access: AccountAccess): Promise<ProviderAccount>;
   /**

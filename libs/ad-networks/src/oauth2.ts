@@ -58,6 +58,32 @@ async function tokenGrant(http: NetworkHttp, settings: NetworkSettings, grant: R
 }
 
 /**
+ * RFC 7009 token revocation at `url` (a path beside the token endpoint's): the refresh token, which
+ * ends the grant, or the access token when there is none. `clientAuth`: how the network wants this
+ * service's client (`none`: Google's endpoint takes the token alone).
+ */
+export async function revokeToken(
+  http: NetworkHttp,
+  settings: NetworkSettings,
+  path: string,
+  tokens: { accessToken: string; refreshToken: string | null },
+  clientAuth: 'none' | 'body' | 'basic',
+  /** Whether to send RFC 7009's `token_type_hint` (Reddit asks for it; Google and LinkedIn document `token` alone). */
+  hint = false,
+): Promise<void> {
+  const form: Record<string, string> = { token: tokens.refreshToken ?? tokens.accessToken };
+  if (hint) form.token_type_hint = tokens.refreshToken ? 'refresh_token' : 'access_token';
+  const client = clientAuth === 'none' ? null : requireClient(settings);
+  const answer = await http.call({
+    method: 'POST',
+    url: new URL(path, settings.tokenUrl).href,
+    headers: client && clientAuth === 'basic' ? { authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret}`).toString('base64')}` } : {},
+    form: { ...form, ...(client && clientAuth === 'body' ? { client_id: client.clientId, client_secret: client.clientSecret } : {}) },
+  });
+  if (answer.status < 200 || answer.status >= 300) throw tokenRefusal(settings.channel, answer);
+}
+
+/**
  * An RFC 6749 §5.2 refusal: 429 is `rate_limited`, 5xx `transient`, any other refusal as `grantRefusal` says.
  */
 export function tokenRefusal(channel: string, answer: NetworkAnswer): ProviderError {

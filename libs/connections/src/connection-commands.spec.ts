@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { callerOf, connectionsHarness, ConnectionsHarness, InMemoryNetwork, settingsFor } from '@campaign-ops/testing/connections';
 import { ConnectionResource } from '@campaign-ops/connection-domain';
 import { Outcome } from '@campaign-ops/api-errors';
@@ -227,6 +228,37 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
       expect(await h.vault.read(created.id)).toBeNull();
       expect(value(await h.commands.remove({ caller: live, id: created.id }))).toEqual(deleted);
       expect((await h.events.readStream(`connection-${created.id}`)).map((e) => e.type)).toEqual(['ConnectionActivated', 'ConnectionRevoked']);
+    });
+
+    it('revokes the grant at the network once (a live connection), after destroying the tokens here', async () => {
+      const created = value(await importToken());
+      let tokensWhenRevoked: unknown = 'not called';
+      const revoke = jest.spyOn(network, 'revokeTokens').mockImplementation(async () => {
+        tokensWhenRevoked = await h.vault.read(created.id);
+      });
+      value(await h.commands.remove({ caller: live, id: created.id }));
+      expect(revoke.mock.calls).toEqual([[{ accessToken: 'token-42', refreshToken: 'refresh-42' }]]);
+      expect(tokensWhenRevoked).toBeNull();
+      value(await h.commands.remove({ caller: live, id: created.id }));
+      expect(revoke).toHaveBeenCalledTimes(1);
+    });
+
+    it('deletes all the same when the network refuses or is down, logging why without the tokens', async () => {
+      const created = value(await importToken());
+      network.down = true;
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      expect(value(await h.commands.remove({ caller: live, id: created.id }))).toMatchObject({ status: 'revoked' });
+      expect(await h.vault.read(created.id)).toBeNull();
+      expect(network.calls.revokeTokens).toBe(1);
+      expect(String(warn.mock.calls[0]?.[0])).toMatch(new RegExp(`${created.id}: meta_ads did not revoke the grant .*destroyed here all the same`));
+      expect(JSON.stringify(warn.mock.calls)).not.toMatch(/token-42|refresh-42/);
+      warn.mockRestore();
+    });
+
+    it('calls no network for a test connection', async () => {
+      const created = value(await importToken({ caller: test }));
+      value(await h.commands.remove({ caller: test, id: created.id }));
+      expect(network.calls.revokeTokens).toBe(0);
     });
   });
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AD_NETWORKS, AdNetworks, ProviderAccount } from '@campaign-ops/ad-networks';
+import { AD_NETWORKS, AdNetwork, AdNetworks, ProviderAccount } from '@campaign-ops/ad-networks';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Channel } from '@campaign-ops/channels';
 import { Connection, ConnectionResource, ConnectionRevokedError, toConnectionResource } from '@campaign-ops/connection-domain';
@@ -16,11 +16,14 @@ import { ChannelSlots, SlotClaim } from './channel-slots';
 import { ConnectionStore } from './connection-store';
 import { OAuthRounds } from './oauth-rounds';
 import { REFRESH_AHEAD_MS } from './connection-access';
-import { freshForCheck, readAccount } from './provider-calls';
+import { freshForCheck, readAccount, redacted } from './provider-calls';
 import { ConnectionTokens, TokenVault } from './token-vault';
 
 /** A connection as a command answers it: with `authorization_url` when the command started an OAuth round. */
 export type ConnectionAnswer = ConnectionResource & { authorization_url?: string };
+
+/** How long a delete waits for the network to revoke the grant; the delete answers either way. */
+export const REVOKE_TIMEOUT_MS = 5_000;
 
 const SANDBOX_ACCOUNT: ProviderAccount = { currency: 'USD', timezone: 'UTC' };
 
@@ -115,11 +118,33 @@ export class ConnectionCommands {
     }
   }
 
-  /** `revoked`, its tokens destroyed; deleting it again answers the same. */
+  /**
+   * `revoked`, its tokens destroyed; deleting it again answers the same. A live connection's grant is
+   * revoked at the network too, where the network documents a way (CHANNELS.md), after the
+   * connection is revoked here and its tokens destroyed (held in memory only for that call): a
+   * network that refuses or does not answer within REVOKE_TIMEOUT_MS is logged, never a failure.
+   */
   async remove({ caller, id }: ConnectionByIdRequest): Promise<Outcome<ConnectionResource>> {
     const connection = await this.owned(caller, id);
     if (!connection) return missing(id);
-    return success(toConnectionResource(await this.slots.release(id, 'deleted', metadataOf(caller))));
+    const network = caller.mode === 'live' && connection.status !== 'revoked' ? this.networks[connection.channel as Channel] : undefined;
+    const held = network?.revokeTokens ? await this.vault.read(id).catch(() => null) : null;
+    const revoked = await this.slots.release(id, 'deleted', metadataOf(caller));
+    if (held && network) await this.revokeAtNetwork(network, id, held);
+    return success(toConnectionResource(revoked));
+  }
+
+  private async revokeAtNetwork(network: AdNetwork, id: string, tokens: ConnectionTokens): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REVOKE_TIMEOUT_MS} ms`)), REVOKE_TIMEOUT_MS)));
+    try {
+      await Promise.race([network.revokeTokens!({ accessToken: tokens.accessToken, refreshToken: tokens.refreshToken }), timeout]);
+      this.logger.log(`${id}: the grant was revoked at ${network.channel}`);
+    } catch (error) {
+      this.logger.warn(`${id}: ${network.channel} did not revoke the grant (${redacted(error, [tokens.accessToken, tokens.refreshToken])}); the tokens are destroyed here all the same`);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** The connection if it is the caller's (account and mode), from its stream. */

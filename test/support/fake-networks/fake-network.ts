@@ -76,6 +76,11 @@ export interface OAuthShape {
   issuesRefreshTokens?: boolean;
   /** What a refresh answers as `refresh_token`: a `new` one (default; Microsoft rolls them), the `same` one (LinkedIn), or `none` (Google keeps the one on file). */
   refreshTokenOnRefresh?: 'new' | 'same' | 'none';
+  /**
+   * RFC 7009 revocation: its path, how the client authenticates there (`none`: the token alone, as
+   * Google's), and the form fields it requires beside `token`. Without: the network documents none.
+   */
+  revocation?: { path: string; clientAuth: 'none' | 'body' | 'basic'; requires?: string[] };
 }
 
 type Fault = { kind: 'rate_limited'; retryAfterSeconds: number } | { kind: 'fail'; status: number } | { kind: 'stall' };
@@ -124,6 +129,8 @@ export abstract class FakeNetwork {
   readonly accounts = new Map<string, FakeAccount>();
   /** What the fake created, in order: the network's id and the body it accepted. */
   readonly created: Array<{ id: string; accountId: string; kind: string; body: unknown }> = [];
+  /** Tokens revoked at the network, in order. */
+  readonly revoked: string[] = [];
 
   private server: Server | null = null;
   private baseUrl = '';
@@ -346,6 +353,28 @@ export abstract class FakeNetwork {
     return this.grantRefusedAnswer(req, 'unsupported_grant_type', `grant_type ${form.grant_type ?? '(none)'} is not supported`);
   }
 
+  /** RFC 7009: a known token is revoked (200), an unknown one is `invalid_token` (400, as Google answers). */
+  protected revocationEndpoint(req: RecordedRequest, revocation: NonNullable<OAuthShape['revocation']>): FakeAnswer {
+    if (req.method !== 'POST') return { status: 405, json: { error: 'invalid_request', error_description: 'POST only' } };
+    if (!(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) return this.grantRefusedAnswer(req, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
+    const form = req.body as Record<string, string>;
+    if (revocation.clientAuth !== 'none') {
+      const client = this.clientCredentials(req, form);
+      const wrongPlace = revocation.clientAuth === 'basic' ? !/^Basic /i.test(req.headers.authorization ?? '') : form.client_id === undefined;
+      if (wrongPlace || client.id !== this.clientId || client.secret !== this.clientSecret) return this.grantRefusedAnswer(req, 'invalid_client', 'client authentication failed');
+    }
+    const missing = (revocation.requires ?? []).find((field) => !form[field]);
+    if (missing) return this.grantRefusedAnswer(req, 'invalid_request', `${missing} is required`);
+    return this.revokeGrant(form.token) ? { status: 200, json: {} } : { status: 400, json: { error: 'invalid_token', error_description: 'Token expired or revoked' } };
+  }
+
+  /** Revokes `token` (a refresh or access token it issued): it stops working. False for a token it never issued. */
+  protected revokeGrant(token: string | undefined): boolean {
+    if (!token || (!this.refreshTokens.delete(token) && !this.accessTokens.delete(token))) return false;
+    this.revoked.push(token);
+    return true;
+  }
+
   protected clientCredentials(req: RecordedRequest, form: Record<string, string>): { id?: string; secret?: string } {
     const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '');
     if (basic) {
@@ -463,6 +492,7 @@ export abstract class FakeNetwork {
     if (fault?.kind === 'rate_limited') return this.rateLimitedAnswer(req, fault.retryAfterSeconds);
     if (fault?.kind === 'fail') return this.serverErrorAnswer(req, fault.status);
     if (req.path === this.oauth.tokenPath) return this.tokenEndpoint(req);
+    if (this.oauth.revocation && req.path === this.oauth.revocation.path) return this.revocationEndpoint(req, this.oauth.revocation);
     if (this.createFaults.length === 0) return this.route(req);
     const before = this.created.length;
     const answer = await this.route(req);

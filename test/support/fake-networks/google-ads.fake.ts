@@ -17,7 +17,7 @@ const BIDDING = ['maximizeConversions', 'targetSpend', 'manualCpm', 'manualCpc',
  */
 export class GoogleAdsFake extends FakeNetwork {
   readonly channel = 'google_ads' as const;
-  protected readonly oauth: OAuthShape = { consentPath: '/o/oauth2/v2/auth', tokenPath: '/token', accessTokenSeconds: 3599, refreshTokenOnRefresh: 'none' };
+  protected readonly oauth: OAuthShape = { consentPath: '/o/oauth2/v2/auth', tokenPath: '/token', accessTokenSeconds: 3599, refreshTokenOnRefresh: 'none', revocation: { path: '/revoke', clientAuth: 'none' } };
   readonly developerToken = 'fake-developer-token';
   private readonly budgets = new Map<string, { customerId: string; period: string }>();
 

@@ -22,7 +22,7 @@ const NAME_MAX_BYTES = 255;
  */
 export class LinkedinAdsFake extends FakeNetwork {
   readonly channel = 'linkedin_ads' as const;
-  protected readonly oauth: OAuthShape = { consentPath: '/oauth/v2/authorization', tokenPath: '/oauth/v2/accessToken', accessTokenSeconds: 5_184_000, refreshTokenOnRefresh: 'same' };
+  protected readonly oauth: OAuthShape = { consentPath: '/oauth/v2/authorization', tokenPath: '/oauth/v2/accessToken', accessTokenSeconds: 5_184_000, refreshTokenOnRefresh: 'same', revocation: { path: '/oauth/v2/revoke', clientAuth: 'body' } };
   /** `status` per ad account id (ACTIVE unless set). */
   readonly accountStatus = new Map<string, string>();
   private readonly groups = new Map<string, string>(); // group id → account id

@@ -22,6 +22,14 @@ export class MetaAdsFake extends FakeNetwork {
   readonly accountStatus = new Map<string, number>();
 
   protected route(req: RecordedRequest): FakeAnswer {
+    // Revoking permissions: DELETE /me/permissions with the user token ends the app's authorization.
+    if (req.path === `/${VERSION}/me/permissions` && req.method === 'DELETE') {
+      const token = this.bearer(req) ?? req.query.access_token;
+      const refused = this.checkToken(req, token);
+      if (refused) return refused;
+      this.revokeGrant(token);
+      return { status: 200, json: { success: true } };
+    }
     const match = new RegExp(`^/${VERSION}/act_(\\d+)(/campaigns)?$`).exec(req.path);
     if (!match) return graphError(400, 'Unknown path components: ' + req.path, 'OAuthException', 2500);
     const token = this.bearer(req) ?? req.query.access_token ?? (req.body as { access_token?: string } | undefined)?.access_token;

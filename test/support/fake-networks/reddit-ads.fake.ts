@@ -35,7 +35,7 @@ interface StoredCampaign {
 
 export class RedditAdsFake extends FakeNetwork {
   readonly channel = 'reddit_ads' as const;
-  protected readonly oauth: OAuthShape = { consentPath: '/api/v1/authorize', tokenPath: '/api/v1/access_token', accessTokenSeconds: 86_400, issuesRefreshTokens: true };
+  protected readonly oauth: OAuthShape = { consentPath: '/api/v1/authorize', tokenPath: '/api/v1/access_token', accessTokenSeconds: 86_400, issuesRefreshTokens: true, revocation: { path: '/api/v1/revoke_token', clientAuth: 'basic', requires: ['token_type_hint'] } };
   private readonly campaigns: StoredCampaign[] = [];
   private readonly pageTokens = new Map<string, number>();
 

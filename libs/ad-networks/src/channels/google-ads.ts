@@ -4,7 +4,7 @@ import { byIdOrder, carriesMarker, markedName } from '../campaign-marker';
 import { localDateTime } from '../account-time';
 import { toMicros } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient, pkceChallenge } from '../oauth2';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient, pkceChallenge, revokeToken } from '../oauth2';
 import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campaign';
 
 /**
@@ -37,6 +37,8 @@ import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campa
  * - The dry run is one `googleAds:mutate` with `validateOnly: true`: the budget with the temporary
  *   resource name `customers/{id}/campaignBudgets/-1` and the campaign that refers to it, checked
  *   as if they were made; nothing is made.
+ * - Revocation (DELETE /v1/connections/:id): `POST https://oauth2.googleapis.com/revoke` with
+ *   `token=<refresh token>` (the whole grant; Google's OAuth 2.0 "Revoking a token").
  */
 export const GOOGLE_ADS_API_VERSION = 'v23';
 const SCOPES = ['https://www.googleapis.com/auth/adwords'];
@@ -93,6 +95,11 @@ export class GoogleAds implements AdNetwork {
   /** Google answers no new refresh token on refresh: the caller keeps the one on file. */
   refresh(refreshToken: string): Promise<TokenSet> {
     return refreshAccessToken(this.http, this.settings, refreshToken);
+  }
+
+  /** `POST https://oauth2.googleapis.com/revoke` (`token=`), beside the token endpoint: revoking the refresh token ends the grant. */
+  revokeTokens(tokens: { accessToken: string; refreshToken: string | null }): Promise<void> {
+    return revokeToken(this.http, this.settings, 'revoke', tokens, 'none');
   }
 
   /** Every Google Ads API call carries the developer token: without it no live launch can run. */

@@ -3,7 +3,7 @@ import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign
 import { toMajorUnitString } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient } from '../oauth2';
+import { consentUrl, exchangeAuthorizationCode, refreshAccessToken, requireClient, revokeToken } from '../oauth2';
 import { objectiveOf, unsupportedObjective } from '../unified-campaign';
 
 /**
@@ -48,6 +48,8 @@ import { objectiveOf, unsupportedObjective } from '../unified-campaign';
  * - Errors: 401 re-authenticate; 403/404 the token cannot reach the account; 429 slow down, with
  *   no Retry-After: the daily quota resets at midnight UTC, which is the delay given; 5xx transient;
  *   400/422 validation with `errorDetails.inputErrors[].code` or `code`.
+ * - Revocation (DELETE /v1/connections/:id): `POST /oauth/v2/revoke` with `client_id`,
+ *   `client_secret` and `token` (LinkedIn's token revocation).
  */
 export const LINKEDIN_VERSION = '202605';
 const SCOPES = ['r_ads', 'rw_ads'];
@@ -98,6 +100,11 @@ export class LinkedinAds implements AdNetwork {
 
   refresh(refreshToken: string): Promise<TokenSet> {
     return refreshAccessToken(this.http, this.settings, refreshToken);
+  }
+
+  /** `POST https://www.linkedin.com/oauth/v2/revoke` with `client_id`, `client_secret` and `token` (LinkedIn's token revocation). */
+  revokeTokens(tokens: { accessToken: string; refreshToken: string | null }): Promise<void> {
+    return revokeToken(this.http, this.settings, 'revoke', tokens, 'body');
   }
 
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {

@@ -32,6 +32,9 @@ import { objectiveOf } from '../unified-campaign';
  * - The dry run is the campaign create with `execution_options: ["validate_only"]`: Meta checks it
  *   as if it were made, answers `{"success": true}` or the same error the create would, and makes
  *   nothing.
+ * - Revocation (DELETE /v1/connections/:id): `DELETE /me/permissions` with the user token (Graph
+ *   API, "Revoking permissions"): the person's authorization of this app ends, for every
+ *   connection made with it.
  */
 export const META_GRAPH_VERSION = 'v24.0';
 const SCOPES = ['ads_management', 'ads_read', 'business_management'];
@@ -153,6 +156,12 @@ export class MetaAds implements AdNetwork {
     const error = metaError(answer);
     // A refused code or token at the token endpoint: consent again (rate limits and outages stay what they are).
     throw error.kind === 'rate_limited' || error.kind === 'transient' ? error : new ProviderError('auth', error.message, error.providerCode, error.httpStatus);
+  }
+
+  /** `DELETE /me/permissions` with the user token: the person's authorization of this app ends (Graph API, "Revoking permissions"). */
+  async revokeTokens(tokens: { accessToken: string; refreshToken: string | null }): Promise<void> {
+    const answer = await this.http.call({ method: 'DELETE', url: `${this.settings.apiUrl}/${META_GRAPH_VERSION}/me/permissions`, headers: { authorization: `Bearer ${tokens.accessToken}` } });
+    if (answer.status < 200 || answer.status >= 300) throw metaError(answer);
   }
 
   private async graph(access: AccountAccess, method: 'GET' | 'POST', path: string, body: { query?: Record<string, string>; json?: unknown }): Promise<unknown> {

@@ -4,7 +4,7 @@ import { isIanaTimeZone } from '../account-time';
 import { toMicros } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
-import { consentUrl, grantRefusal, requireClient, tokenSetFrom } from '../oauth2';
+import { consentUrl, grantRefusal, requireClient, revokeToken, tokenSetFrom } from '../oauth2';
 import { lifetimeEnd, objectiveOf } from '../unified-campaign';
 
 /**
@@ -46,6 +46,8 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  * - Re-authenticate: HTTP 401; a refused refresh. Slow down: 429, after `Retry-After`, else the
  *   `reset` of the IETF `RateLimit` header or `X-Ratelimit-Reset` seconds (unconfirmed). 5xx
  *   transient. 403 / 404 on the ad account: unreachable. Other 4xx: validation.
+ * - Revocation (DELETE /v1/connections/:id): `POST /api/v1/revoke_token`, HTTP Basic client,
+ *   `token` and `token_type_hint` (Reddit's OAuth2 wiki); the refresh token's access tokens go too.
  */
 const API_VERSION = 'v3';
 const SCOPES = ['adsread', 'adsedit'] as const;
@@ -99,6 +101,11 @@ export class RedditAds implements AdNetwork {
 
   refresh(refreshToken: string): Promise<TokenSet> {
     return this.grant({ grant_type: 'refresh_token', refresh_token: refreshToken });
+  }
+
+  /** `POST https://www.reddit.com/api/v1/revoke_token` (HTTP Basic client, `token` and `token_type_hint`): revoking the refresh token revokes its access tokens. */
+  revokeTokens(tokens: { accessToken: string; refreshToken: string | null }): Promise<void> {
+    return revokeToken(this.http, this.settings, 'revoke_token', tokens, 'basic', true);
   }
 
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {

@@ -42,6 +42,9 @@ import { objectiveOf } from '../unified-campaign';
  *   (transient); 40001 (unconfirmed) no permission on the advertiser: unreachable; at the token call
  *   (no advertiser there) 40001 is the app id or secret refused (unconfirmed): the operator's
  *   configuration, `validation` `invalid_client`.
+ * - Revocation (DELETE /v1/connections/:id): none. TikTok's Marketing API documents no revocation
+ *   of an advertiser's access token (the advertiser removes the app in TikTok Ads Manager). A
+ *   delete destroys our copy of the tokens only.
  */
 export const TIKTOK_API_PATH = '/open_api/v1.3';
 

@@ -74,6 +74,9 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   `x-account-rate-limit-reset` / `x-rate-limit-reset` (epoch seconds), or after `Retry-After`.
  *   5xx transient. 404, or 403 ACCOUNT_NOT_FOUND / ACCOUNT_LOCKED_OUT / CURRENT_USER_SUSPENDED:
  *   unreachable. Other 4xx: validation with X's message and code.
+ * - Revocation (DELETE /v1/connections/:id): none. X documents `POST oauth/invalidate_token` for
+ *   OAuth 1.0a tokens, which this adapter does not call yet (unconfirmed for Ads API user tokens).
+ *   A delete destroys our copy of the tokens only.
  */
 const API_VERSION = '12';
 const SCOPES: readonly string[] = []; // OAuth 1.0a has no scopes: the app's access level decides.

@@ -29,7 +29,9 @@ export class InMemoryNetwork implements AdNetwork {
   refuseClient = false;
   /** How long a refresh takes (to race concurrent refreshes against each other). */
   refreshDelayMs = 0;
-  readonly calls = { authorizationUrl: 0, exchangeCode: 0, refresh: 0, readAccount: 0 };
+  readonly calls = { authorizationUrl: 0, exchangeCode: 0, refresh: 0, readAccount: 0, revokeTokens: 0 };
+  /** How long a revocation takes (to see a slow network not hold up a delete). */
+  revokeDelayMs = 0;
   /** Access token → the ad accounts it reaches. */
   private readonly reach = new Map<string, Set<string>>();
   private readonly accounts = new Map<string, ProviderAccount>();
@@ -92,6 +94,15 @@ export class InMemoryNetwork implements AdNetwork {
     const accessToken = `refreshed-access-${this.issued}`;
     this.reach.set(accessToken, new Set(this.accounts.keys()));
     return { accessToken, refreshToken: null, expiresAt: new Date(Date.now() + 3_600_000).toISOString() };
+  }
+
+  /** Revokes the grant of this access token (it stops working). Down: a transient ProviderError. */
+  async revokeTokens(tokens: { accessToken: string; refreshToken: string | null }): Promise<void> {
+    this.calls.revokeTokens++;
+    if (this.revokeDelayMs) await new Promise((done) => setTimeout(done, this.revokeDelayMs));
+    this.failIfDown();
+    if (!this.reach.has(tokens.accessToken)) throw new ProviderError('auth', 'Invalid OAuth access token', '190', 400);
+    this.reach.delete(tokens.accessToken);
   }
 
   async readAccount(access: { accessToken: string; providerAccountId: string }): Promise<ProviderAccount> {
