@@ -12,59 +12,50 @@ const PARTNER_EVENTS = {
   connection: ['evt.partner.connection_active', 'evt.partner.connection_reauth_required'],
 };
 
+/** What each service answers the gateway (partners' and operators' requests). */
+const DISPATCH_API = [SUBJECTS.dispatchCreate, SUBJECTS.dispatchValidate, SUBJECTS.dispatchGet, SUBJECTS.dispatchList, SUBJECTS.dispatchRetry, SUBJECTS.dispatchEvents];
+const CREDITS_API = [SUBJECTS.creditsGrant, SUBJECTS.creditsBalances];
+const CONNECTION_API = [
+  SUBJECTS.connectionCreate,
+  SUBJECTS.connectionList,
+  SUBJECTS.connectionGet,
+  SUBJECTS.connectionDelete,
+  SUBJECTS.connectionReauthorize,
+  SUBJECTS.connectionOAuthCallback,
+];
+const WEBHOOK_API = [
+  SUBJECTS.webhookCreate,
+  SUBJECTS.webhookList,
+  SUBJECTS.webhookGet,
+  SUBJECTS.webhookUpdate,
+  SUBJECTS.webhookDelete,
+  SUBJECTS.webhookRotateSecret,
+  SUBJECTS.webhookDeliveries,
+  SUBJECTS.webhookRedeliver,
+];
+const EVENTS_API = [SUBJECTS.eventsList, SUBJECTS.eventsGet];
+/** What connection-service answers dispatch-service alone: a token, the connection a launch uses, a refused token. */
+const CONNECTION_INTERNAL = [SUBJECTS.connectionResolve, SUBJECTS.connectionAccess, SUBJECTS.connectionReauthRequired];
+
 /**
  * Every service's use of the bus, and so its NATS permissions (k8s/datastores/nats-auth.conf is
  * rendered from this). A service may call only what it is listed to call: the gateway, on the
  * internet, never asks for a token (`svc.connection.access` is dispatch-service's alone) and never
- * joins a queue group. The manifests' spec checks `serves` and `consumes` against the message
- * controllers each app runs; the end-to-end tests run the apps on a nats-server with these
- * permissions, so a call left out here fails there.
+ * joins a queue group. The manifests' spec checks `serves`, `requests` and `consumes` against the
+ * code of each app; the end-to-end tests run the apps on a nats-server with these permissions, so a
+ * call left out here fails there.
  */
 export const BUS_ACCESS: Record<BusService, BusAccess> = {
   'api-gateway': {
     serves: [],
-    requests: [
-      SUBJECTS.dispatchCreate,
-      SUBJECTS.dispatchValidate,
-      SUBJECTS.dispatchGet,
-      SUBJECTS.dispatchList,
-      SUBJECTS.dispatchRetry,
-      SUBJECTS.dispatchEvents,
-      SUBJECTS.connectionCreate,
-      SUBJECTS.connectionList,
-      SUBJECTS.connectionGet,
-      SUBJECTS.connectionDelete,
-      SUBJECTS.connectionReauthorize,
-      SUBJECTS.connectionOAuthCallback,
-      SUBJECTS.webhookCreate,
-      SUBJECTS.webhookList,
-      SUBJECTS.webhookGet,
-      SUBJECTS.webhookUpdate,
-      SUBJECTS.webhookDelete,
-      SUBJECTS.webhookRotateSecret,
-      SUBJECTS.webhookDeliveries,
-      SUBJECTS.webhookRedeliver,
-      SUBJECTS.creditsGrant,
-      SUBJECTS.creditsBalances,
-      SUBJECTS.eventsList,
-      SUBJECTS.eventsGet,
-    ],
+    requests: [...DISPATCH_API, ...CONNECTION_API, ...WEBHOOK_API, ...CREDITS_API, ...EVENTS_API],
     // Account events that grant credits, for dispatch-service's credit ledgers.
     publishes: ['evt.account.>'],
     consumes: [],
   },
   'dispatch-service': {
-    serves: [
-      SUBJECTS.dispatchCreate,
-      SUBJECTS.dispatchValidate,
-      SUBJECTS.dispatchGet,
-      SUBJECTS.dispatchList,
-      SUBJECTS.dispatchRetry,
-      SUBJECTS.dispatchEvents,
-      SUBJECTS.creditsGrant,
-      SUBJECTS.creditsBalances,
-    ],
-    requests: [SUBJECTS.connectionResolve, SUBJECTS.connectionAccess, SUBJECTS.connectionReauthRequired],
+    serves: [...DISPATCH_API, ...CREDITS_API],
+    requests: CONNECTION_INTERNAL,
     publishes: ['evt.dispatch.>', ...PARTNER_EVENTS.dispatch],
     consumes: [
       { durable: 'dispatch-executor', subject: 'evt.dispatch.>' },
@@ -72,34 +63,13 @@ export const BUS_ACCESS: Record<BusService, BusAccess> = {
     ],
   },
   'connection-service': {
-    serves: [
-      SUBJECTS.connectionResolve,
-      SUBJECTS.connectionCreate,
-      SUBJECTS.connectionList,
-      SUBJECTS.connectionGet,
-      SUBJECTS.connectionDelete,
-      SUBJECTS.connectionReauthorize,
-      SUBJECTS.connectionOAuthCallback,
-      SUBJECTS.connectionAccess,
-      SUBJECTS.connectionReauthRequired,
-    ],
+    serves: [...CONNECTION_API, ...CONNECTION_INTERNAL],
     requests: [],
     publishes: PARTNER_EVENTS.connection,
     consumes: [],
   },
   'webhook-delivery-service': {
-    serves: [
-      SUBJECTS.webhookCreate,
-      SUBJECTS.webhookList,
-      SUBJECTS.webhookGet,
-      SUBJECTS.webhookUpdate,
-      SUBJECTS.webhookDelete,
-      SUBJECTS.webhookRotateSecret,
-      SUBJECTS.webhookDeliveries,
-      SUBJECTS.webhookRedeliver,
-      SUBJECTS.eventsList,
-      SUBJECTS.eventsGet,
-    ],
+    serves: [...WEBHOOK_API, ...EVENTS_API],
     requests: [],
     publishes: [],
     consumes: [{ durable: 'webhook-fan-out', subject: 'evt.partner.>' }],
