@@ -29,7 +29,10 @@ export function isUtcTimestamp(value: unknown): boolean {
   const m = typeof value === 'string' ? UTC_TIMESTAMP.exec(value) : null;
   if (!m) return false;
   const [y, mo, d, h, mi, sec] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '0'].map(Number);
-  const date = new Date(Date.UTC(y, mo - 1, d, h, mi, sec));
+  // setUTCFullYear, not Date.UTC: Date.UTC takes years 0 to 99 as 1900 to 1999.
+  const date = new Date(0);
+  date.setUTCFullYear(y, mo - 1, d);
+  date.setUTCHours(h, mi, sec);
   return date.getUTCFullYear() === y && date.getUTCMonth() === mo - 1 && date.getUTCDate() === d && h < 24 && mi < 60 && sec < 60;
 }
 
