@@ -47,7 +47,7 @@ describe('the token vault', () => {
     await new TokenVault(reads, settings(oldKey)).store('con_1', tokens);
     const error = await new TokenVault(reads, settings(newKey)).read('con_1').catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(UnreadableTokensError);
-    expect(error).toMatchObject({ connectionId: 'con_1', keyId: keyId(oldKey) });
+    expect(error).toMatchObject({ name: 'UnreadableTokensError', connectionId: 'con_1', keyId: keyId(oldKey) });
   });
 
   describe('counting and resealing after a rotation', () => {
@@ -83,6 +83,32 @@ describe('the token vault', () => {
       const withoutPrevious = new TokenVault(reads, settings(newKey));
       for (const id of ['con_1', 'con_2', 'con_3']) expect(await withoutPrevious.read(id)).toMatchObject({ accessToken: `access-${id}`, version: 1 });
       expect(await vault.reseal()).toEqual({ resealed: 0, changedMeanwhile: 0, unreadable: 1 });
+    });
+
+    it('walks every page: 250 records under the previous key, sealed again 100 at a time', async () => {
+      const old = new TokenVault(reads, settings(oldKey));
+      for (let i = 0; i < 250; i++) await old.store(`con_${String(i).padStart(3, '0')}`, tokens);
+      const pages: number[] = [];
+      const vault = new TokenVault(reads, settings(newKey, oldKey));
+      expect(await vault.reseal((page) => pages.push(page.resealed))).toEqual({ resealed: 250, changedMeanwhile: 0, unreadable: 0 });
+      expect(pages).toEqual([100, 200, 250]);
+      expect(await vault.keyCounts()).toEqual([{ keyId: keyId(newKey), key: 'current', records: 250 }]);
+    });
+
+    it('lists the current key first whatever its id, the others by id', async () => {
+      // A current key whose id sorts after the others'.
+      let current = SecretBox.generateHexKey();
+      while (keyId(current) < keyId(oldKey) || keyId(current) < keyId(lostKey)) current = SecretBox.generateHexKey();
+      await new TokenVault(reads, settings(oldKey)).store('con_1', tokens);
+      await new TokenVault(reads, settings(lostKey)).store('con_2', tokens);
+      const counts = await new TokenVault(reads, settings(current, oldKey)).keyCounts();
+      expect(counts.map((count) => count.key)).toEqual(['current', ...(keyId(oldKey) < keyId(lostKey) ? ['previous', 'unknown'] : ['unknown', 'previous'])]);
+    });
+
+    it('asks the store for an index on key_id (the counts and the reseal filter on it)', () => {
+      const collection = jest.spyOn(reads, 'collection');
+      new TokenVault(reads, settings(newKey));
+      expect(collection).toHaveBeenCalledWith('connection_tokens', { indexes: ['key_id'] });
     });
 
     it('lets a refresh that read the record before the reseal keep its tokens (the reseal changes no version)', async () => {
