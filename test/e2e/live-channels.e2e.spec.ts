@@ -35,7 +35,7 @@ const fake = (channel: Channel): LiveFake => LIVE_FAKES[channel] as LiveFake;
 const accountOf = (channel: Channel) => ({ currency: ACCOUNT.currency, timezone: fake(channel).reportedTimezone ?? ACCOUNT.timezone });
 
 /** The networks that document a revocation call (CHANNELS.md "Revoking tokens"), which a delete makes. */
-const REVOKING = ['google_ads', 'meta_ads', 'linkedin_ads', 'reddit_ads'];
+const REVOKING = ['google_ads', 'meta_ads', 'linkedin_ads', 'reddit_ads', 'x_ads'];
 
 describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, topology) => {
   let dataDir: string;

@@ -3,6 +3,7 @@ import { callerOf, connectionsHarness, ConnectionsHarness, InMemoryNetwork, sett
 import { ConnectionResource } from '@campaign-ops/connection-domain';
 import { Outcome } from '@campaign-ops/api-errors';
 import { CreateConnectionRequest } from '@campaign-ops/service-messages';
+import { REVOKE_TIMEOUT_MS } from './connection-commands';
 
 const live = callerOf('acct_1', 'live');
 const test = callerOf('acct_1', 'test');
@@ -230,17 +231,36 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
       expect((await h.events.readStream(`connection-${created.id}`)).map((e) => e.type)).toEqual(['ConnectionActivated', 'ConnectionRevoked']);
     });
 
-    it('revokes the grant at the network once (a live connection), after destroying the tokens here', async () => {
+    it('revokes the grant at the network once (a live connection), before destroying the tokens here', async () => {
       const created = value(await importToken());
-      let tokensWhenRevoked: unknown = 'not called';
+      let whenRevoked: unknown = 'not called';
       const revoke = jest.spyOn(network, 'revokeTokens').mockImplementation(async () => {
-        tokensWhenRevoked = await h.vault.read(created.id);
+        whenRevoked = { tokens: await h.vault.read(created.id), status: (await h.store.load(created.id))?.status };
       });
       value(await h.commands.remove({ caller: live, id: created.id }));
       expect(revoke.mock.calls).toEqual([[{ accessToken: 'token-42', refreshToken: 'refresh-42' }]]);
-      expect(tokensWhenRevoked).toBeNull();
+      expect(whenRevoked).toEqual({ tokens: expect.objectContaining({ accessToken: 'token-42', refreshToken: 'refresh-42' }), status: 'active' });
+      expect(await h.vault.read(created.id)).toBeNull();
       value(await h.commands.remove({ caller: live, id: created.id }));
       expect(revoke).toHaveBeenCalledTimes(1);
+    });
+
+    it(`does not wait past REVOKE_TIMEOUT_MS for a network that does not answer: logged, the delete answers as before`, async () => {
+      const created = value(await importToken());
+      network.revokeDelayMs = 60_000;
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+      try {
+        const removing = h.commands.remove({ caller: live, id: created.id });
+        while (network.calls.revokeTokens === 0) await new Promise((next) => setImmediate(next));
+        await jest.advanceTimersByTimeAsync(REVOKE_TIMEOUT_MS);
+        expect(value(await removing)).toMatchObject({ id: created.id, status: 'revoked' });
+      } finally {
+        jest.useRealTimers();
+      }
+      expect(await h.vault.read(created.id)).toBeNull();
+      expect(String(warn.mock.calls[0]?.[0])).toMatch(new RegExp(`${created.id}: meta_ads did not revoke the grant \\(.*no answer within ${REVOKE_TIMEOUT_MS} ms\\)`));
+      warn.mockRestore();
     });
 
     it('deletes all the same when the network refuses or is down, logging why without the tokens', async () => {

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { AD_NETWORKS, AdNetwork, AdNetworks, ProviderAccount } from '@campaign-ops/ad-networks';
+import { AD_NETWORKS, AdNetworks, ProviderAccount } from '@campaign-ops/ad-networks';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { Channel } from '@campaign-ops/channels';
 import { Connection, ConnectionResource, ConnectionRevokedError, toConnectionResource } from '@campaign-ops/connection-domain';
@@ -120,28 +120,31 @@ export class ConnectionCommands {
 
   /**
    * `revoked`, its tokens destroyed; deleting it again answers the same. A live connection's grant is
-   * revoked at the network too, where the network documents a way (CHANNELS.md), after the
-   * connection is revoked here and its tokens destroyed (held in memory only for that call): a
-   * network that refuses or does not answer within REVOKE_TIMEOUT_MS is logged, never a failure.
+   * first revoked at the network, where the network documents a way (CHANNELS.md), while its tokens
+   * are still here: a delete cut short in between leaves a connection whose DELETE can be sent again,
+   * never a grant alive at the network whose tokens we no longer hold. A network that refuses or does
+   * not answer within REVOKE_TIMEOUT_MS is logged, never a failure: the tokens are destroyed anyway.
    */
   async remove({ caller, id }: ConnectionByIdRequest): Promise<Outcome<ConnectionResource>> {
     const connection = await this.owned(caller, id);
     if (!connection) return missing(id);
-    const network = caller.mode === 'live' && connection.status !== 'revoked' ? this.networks[connection.channel as Channel] : undefined;
-    const held = network?.revokeTokens ? await this.vault.read(id).catch(() => null) : null;
-    const revoked = await this.slots.release(id, 'deleted', metadataOf(caller));
-    if (held && network) await this.revokeAtNetwork(network, id, held);
-    return success(toConnectionResource(revoked));
+    if (caller.mode === 'live' && connection.status !== 'revoked') await this.revokeAtNetwork(connection.channel as Channel, id);
+    return success(toConnectionResource(await this.slots.release(id, 'deleted', metadataOf(caller))));
   }
 
-  private async revokeAtNetwork(network: AdNetwork, id: string, tokens: ConnectionTokens): Promise<void> {
+  /** Test connections hold no tokens and never reach a network; neither does a network without a documented revocation. */
+  private async revokeAtNetwork(channel: Channel, id: string): Promise<void> {
+    const network = this.networks[channel];
+    if (!network?.revokeTokens) return;
+    const tokens = await this.vault.read(id).catch(() => null);
+    if (!tokens) return;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REVOKE_TIMEOUT_MS} ms`)), REVOKE_TIMEOUT_MS)));
     try {
-      await Promise.race([network.revokeTokens!({ accessToken: tokens.accessToken, refreshToken: tokens.refreshToken }), timeout]);
-      this.logger.log(`${id}: the grant was revoked at ${network.channel}`);
+      await Promise.race([network.revokeTokens({ accessToken: tokens.accessToken, refreshToken: tokens.refreshToken }), timeout]);
+      this.logger.log(`${id}: the grant was revoked at ${channel}`);
     } catch (error) {
-      this.logger.warn(`${id}: ${network.channel} did not revoke the grant (${redacted(error, [tokens.accessToken, tokens.refreshToken])}); the tokens are destroyed here all the same`);
+      this.logger.warn(`${id}: ${channel} did not revoke the grant (${redacted(error, [tokens.accessToken, tokens.refreshToken])}); the tokens are destroyed here all the same`);
     } finally {
       clearTimeout(timer);
     }

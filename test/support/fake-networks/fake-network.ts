@@ -368,10 +368,13 @@ export abstract class FakeNetwork {
     return this.revokeGrant(form.token) ? { status: 200, json: {} } : { status: 400, json: { error: 'invalid_token', error_description: 'Token expired or revoked' } };
   }
 
-  /** Revokes `token` (a refresh or access token it issued): it stops working. False for a token it never issued. */
-  protected revokeGrant(token: string | undefined): boolean {
+  /**
+   * Revokes `token` (a refresh or access token it issued): it stops working. False for a token it
+   * never issued. `recordedAs`: how `revoked` lists it (X: the connection's `<token>:<secret>`).
+   */
+  protected revokeGrant(token: string | undefined, recordedAs = token): boolean {
     if (!token || (!this.refreshTokens.delete(token) && !this.accessTokens.delete(token))) return false;
-    this.revoked.push(token);
+    this.revoked.push(recordedAs ?? token);
     return true;
   }
 

@@ -16,6 +16,9 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  *   oauth_verifier` answers the user's `oauth_token` and `oauth_token_secret`.
  * - Tokens are issued in the connection's form `<token>:<secret>` (`issueAccessToken`), and
  *   `expireToken` / `denyAccount` take that form too.
+ * - `POST /1.1/oauth/invalidate_token`, signed with the user's token (no parameters): the token
+ *   is invalidated (`revoked` lists it as `<token>:<secret>`) and answers 401 code 89 from then on,
+ *   as X documents; one it never issued fails the signature (401 code 32).
  * - `GET /12/accounts/{id}` (timezone), `GET .../funding_instruments` (one ACTIVE instrument in the
  *   account's currency), `POST .../campaigns` and `POST .../line_items` (parameters in the query
  *   string, checked as X does), `DELETE .../campaigns/{id}`. Errors `{errors: [{code, message,
@@ -57,6 +60,8 @@ export class XAdsFake extends FakeNetwork {
   private readonly tokenSecrets = new Map<string, string>();
   private readonly requestTokens = new Map<string, { secret: string; callback: string; verifier?: string; used: boolean }>();
   private readonly seenNonces = new Set<string>();
+  /** User tokens invalidated by `oauth/invalidate_token`: X answers them 401 code 89. */
+  private readonly invalidated = new Set<string>();
   /** Requests already verified: the base carries a `twice` create out by routing the same request again, which is no replay by the caller. */
   private readonly verified = new WeakMap<RecordedRequest, { token?: string; oauth: Record<string, string> }>();
   private readonly campaigns = new Map<string, StoredEntity>();
@@ -106,7 +111,9 @@ export class XAdsFake extends FakeNetwork {
     if ('status' in signed) return signed;
     if (signed.token === undefined) return this.error(401, 'UNAUTHORIZED_ACCESS', 'This request requires a user context', req);
     const state = this.tokenState(signed.token);
-    if (state !== 'valid') return this.error(401, state === 'expired' ? '89' : 'UNAUTHORIZED_ACCESS', state === 'expired' ? 'Invalid or expired token.' : 'This request is not properly authenticated', req);
+    const dead = state === 'expired' || this.invalidated.has(signed.token);
+    if (state !== 'valid') return this.error(401, dead ? '89' : 'UNAUTHORIZED_ACCESS', dead ? 'Invalid or expired token.' : 'This request is not properly authenticated', req);
+    if (req.path === '/1.1/oauth/invalidate_token' && req.method === 'POST') return this.invalidateToken(signed.token);
 
     const match = /^\/12\/accounts\/([^/]+)(\/[a-z_]+)?(?:\/([^/]+))?$/.exec(req.path);
     if (!match) return this.error(404, 'ROUTE_NOT_FOUND', `No route ${req.method} ${req.path}`, req);
@@ -125,6 +132,13 @@ export class XAdsFake extends FakeNetwork {
     if (collection === '/campaigns' && req.method === 'DELETE' && entityId) return this.deleteCampaign(req, accountId, decodeURIComponent(entityId));
     if (collection === '/line_items' && req.method === 'POST' && !entityId) return this.createLineItem(req, accountId);
     return this.error(404, 'ROUTE_NOT_FOUND', `No route ${req.method} ${req.path}`, req);
+  }
+
+  /** `POST /1.1/oauth/invalidate_token`, signed with the token it invalidates: `{"access_token": ...}`; later calls with it answer 401 (89). */
+  private invalidateToken(token: string): FakeAnswer {
+    this.revokeGrant(token, `${token}:${this.tokenSecrets.get(token)}`);
+    this.invalidated.add(token);
+    return { status: 200, json: { access_token: token } };
   }
 
   private fundingInstrument(accountId: string, currency: string): Record<string, unknown> {

@@ -52,7 +52,8 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   5xx transient. 403 / 404, or no profile for the account: unreachable. Other 4xx: validation
  *   with Amazon's `code` and `message` (`details` in older answers).
  * - Revocation (DELETE /v1/connections/:id): none. Login with Amazon documents no token revocation
- *   endpoint for Amazon Ads. A delete destroys our copy of the tokens only.
+ *   endpoint (only the token grant at `/auth/o2/token`); the advertiser removes the app under "Your
+ *   Active Apps & Websites" (amazon.com/ap/adam). A delete destroys our copy of the tokens only.
  */
 const SCOPES = ['advertising::campaign_management'] as const;
 /** Amazon's profiles use UK where the marketplace enum has GB. */

@@ -51,9 +51,10 @@ import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campa
  *   re-authenticate; 117 CallRateExceeded: wait 60 s; 106 UserIsNotAuthorized and 1102 (unconfirmed:
  *   invalid account id) unreachable; 0 InternalError transient; others validation. A fault whose
  *   body cannot be read, and any other 5xx, is transient.
- * - Revocation (DELETE /v1/connections/:id): none. The Microsoft identity platform has no endpoint
- *   that revokes one refresh token (only a Graph call revoking every session of the user, which is
- *   not ours to make). A delete destroys our copy of the tokens only.
+ * - Revocation (DELETE /v1/connections/:id): none. The Microsoft identity platform has no RFC 7009
+ *   endpoint that revokes one grant; Graph's `POST /users/{id}/revokeSignInSessions` ends every
+ *   session of the user in every app, needs `User.RevokeSessions.All`, and is not supported for
+ *   personal Microsoft accounts: not ours to call. A delete destroys our copy of the tokens only.
  */
 const CUSTOMER_NS = 'https://bingads.microsoft.com/Customer/v13';
 const CAMPAIGN_NS = 'https://bingads.microsoft.com/CampaignManagement/v13';

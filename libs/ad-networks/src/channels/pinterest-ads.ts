@@ -47,8 +47,11 @@ import { lifetimeEnd, objectiveOf, unsupportedObjective } from '../unified-campa
  * - Re-authenticate: HTTP 401; a refused refresh. Slow down: 429, after `Retry-After` or, failing
  *   that, `X-RateLimit-Reset` seconds (unconfirmed header). 5xx transient. 403 / 404 on the ad
  *   account: unreachable. Other 4xx: validation with Pinterest's `message` and `code`.
- * - Revocation (DELETE /v1/connections/:id): none. Pinterest v5 documents no token revocation
- *   endpoint. A delete destroys our copy of the tokens only.
+ * - Revocation (DELETE /v1/connections/:id): none. Pinterest v5 documents `POST /v5/oauth/token/revoke`
+ *   (HTTP Basic client, form `token`, `token_type_hint`), but "only tokens issued for system users are
+ *   currently supported" (pinterest/api-description, v5/openapi.yaml, operation `token/revoke`): a
+ *   connection holds a person's grant, which it would refuse. The person removes the app in their
+ *   Pinterest settings; a delete destroys our copy of the tokens only.
  */
 const API_VERSION = 'v5';
 const SCOPES = ['ads:read', 'ads:write'] as const;

@@ -44,8 +44,9 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   10 per token); Snap documents no Retry-After, so without one we wait one rate window (1 s).
  *   5xx: transient. 403 / 404 on the ad account: the token cannot reach it. Other 4xx: validation,
  *   with Snap's `display_message` / `debug_message` and `error_code`.
- * - Revocation (DELETE /v1/connections/:id): none. Snap documents no token revocation call for the
- *   Marketing API. A delete destroys our copy of the tokens only.
+ * - Revocation (DELETE /v1/connections/:id): none. Snap's Marketing API authentication documents the
+ *   consent page, the access_token grant and the refresh, and no revocation call (nor does Login
+ *   Kit's OAuth 2 service, which issues these tokens). A delete destroys our copy of the tokens only.
  */
 const API_VERSION = 'v1';
 const SCOPES = ['snapchat-marketing-api'] as const;

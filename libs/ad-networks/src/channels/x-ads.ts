@@ -74,9 +74,12 @@ import { lifetimeEnd, objectiveOf } from '../unified-campaign';
  *   `x-account-rate-limit-reset` / `x-rate-limit-reset` (epoch seconds), or after `Retry-After`.
  *   5xx transient. 404, or 403 ACCOUNT_NOT_FOUND / ACCOUNT_LOCKED_OUT / CURRENT_USER_SUSPENDED:
  *   unreachable. Other 4xx: validation with X's message and code.
- * - Revocation (DELETE /v1/connections/:id): none. X documents `POST oauth/invalidate_token` for
- *   OAuth 1.0a tokens, which this adapter does not call yet (unconfirmed for Ads API user tokens).
- *   A delete destroys our copy of the tokens only.
+ * - Revocation (DELETE /v1/connections/:id): `POST https://api.x.com/1.1/oauth/invalidate_token`,
+ *   signed like any call with the user's token and secret, no parameters (X's "POST
+ *   oauth/invalidate_token": "user context with the access tokens that you would like to
+ *   invalidate"); 200 `{"access_token": ...}`, and 401 code 89 once the token is invalidated. The
+ *   Ads API's user tokens are these same OAuth 1.0a tokens. The path sits beside the token URL's.
+ *   X keeps one token per person and app: every connection holding it loses it, as with Meta.
  */
 const API_VERSION = '12';
 const SCOPES: readonly string[] = []; // OAuth 1.0a has no scopes: the app's access level decides.
@@ -190,6 +193,12 @@ export class XAds implements AdNetwork {
     if (answer.status === 200 && token && secret) return { accessToken: xAdsAccessToken(token, secret), refreshToken: null, expiresAt: null };
     if (answer.status === 429 || answer.status >= 500) throw this.refusal(answer, 'access token');
     throw new ProviderError('auth', `x_ads refused the request token and verifier (HTTP ${answer.status})`, `http_${answer.status}`, answer.status);
+  }
+
+  /** Invalidates the user's token at X (`POST /1.1/oauth/invalidate_token`, signed with it): the person's authorization of the app ends. */
+  async revokeTokens(tokens: { accessToken: string; refreshToken: string | null }): Promise<void> {
+    const answer = await this.signedCall('POST', new URL('/1.1/oauth/invalidate_token', this.settings.tokenUrl).href, {}, this.user(tokens.accessToken));
+    if (answer.status < 200 || answer.status >= 300) throw this.refusal(answer, 'token invalidation');
   }
 
   refresh(): Promise<TokenSet> {
