@@ -153,6 +153,19 @@ function parse(argv: string[]) {
   }
 }
 
+/** A command's outcome, printed; its own usage error shown as the command line's; the stores closed either way. */
+async function printed(stores: Awaited<ReturnType<typeof openStores>>, usageError: new (message: string) => Error, command: () => Promise<Outcome>): Promise<Printed> {
+  try {
+    return new Printed(await command());
+  } catch (error) {
+    if (error instanceof usageError) throw new UsageError(error.message);
+    throw error;
+  } finally {
+    await stores.eventStore.close();
+    await stores.readStore.close();
+  }
+}
+
 /** A result printed as JSON (the account and bus commands), or an Outcome of the audit commands. */
 class Printed {
   constructor(readonly outcome: Outcome) {}
@@ -176,28 +189,8 @@ async function run(argv: string[]): Promise<unknown> {
   const config = loadConfig('ops-cli');
   if (resource === 'bus') return runBus(config, action, id, values);
   const stores = await openStores(config);
-  if (resource === 'vault') {
-    try {
-      return new Printed(await runVault(action, stores.readStore, config.connections));
-    } catch (error) {
-      if (error instanceof VaultUsageError) throw new UsageError(error.message);
-      throw error;
-    } finally {
-      await stores.eventStore.close();
-      await stores.readStore.close();
-    }
-  }
-  if (AUDIT_COMMANDS.includes(resource)) {
-    try {
-      return new Printed(await runAudit(resource, positionals.slice(1), values, stores));
-    } catch (error) {
-      if (error instanceof AuditUsageError) throw new UsageError(error.message);
-      throw error;
-    } finally {
-      await stores.eventStore.close();
-      await stores.readStore.close();
-    }
-  }
+  if (resource === 'vault') return printed(stores, VaultUsageError, () => runVault(action, stores.readStore, config.connections));
+  if (AUDIT_COMMANDS.includes(resource)) return printed(stores, AuditUsageError, () => runAudit(resource, positionals.slice(1), values, stores));
   const directory = new AccountDirectory(stores.eventStore, stores.readStore);
   try {
     switch (`${resource} ${action}`) {
