@@ -78,6 +78,16 @@ describe("the services' NATS permissions, as the code declares them", () => {
     expect(sorted(BUS_ACCESS[service].requests)).toEqual(sorted(requestsIn(SERVICES[service].lib)));
   });
 
+  it('has every instruction that generates NATS passwords start them with a letter (nats-server reads "5e12…" as a number and stops)', () => {
+    const generators = ['README.md', 'docker-compose.yml', join('k8s', 'nats.env.example')].flatMap((file) =>
+      readFileSync(join(ROOT, file), 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('nats.env.example') && line.includes('openssl rand')),
+    );
+    expect(generators.length).toBeGreaterThanOrEqual(4);
+    for (const line of generators) expect(line).toContain('echo "$v=p$(openssl rand');
+  });
+
   it('lets only dispatch-service ask for a token, and only connection-service answer for one', () => {
     const asking = (Object.keys(BUS_ACCESS) as BusService[]).filter((service) => BUS_ACCESS[service].requests.includes(SUBJECTS.connectionAccess));
     const answering = (Object.keys(BUS_ACCESS) as BusService[]).filter((service) => BUS_ACCESS[service].serves.includes(SUBJECTS.connectionAccess));

@@ -117,7 +117,8 @@ function repositoryAuthorization(dir: string): { configFile: string; env: Record
   const configFile = join(dir, 'nats.conf');
   writeFileSync(configFile, 'include "nats-auth.conf"\n');
   const variables = [...readFileSync(source, 'utf8').matchAll(/password:\s*\$([A-Z0-9_]+)/g)].map((match) => match[1]);
-  const env = Object.fromEntries(variables.map((name) => [name, randomBytes(18).toString('base64url')]));
+  // A letter first: nats-server parses the variable's value, and one starting with a digit is read as a number.
+  const env = Object.fromEntries(variables.map((name) => [name, `p${randomBytes(18).toString('hex')}`]));
   return { configFile, env };
 }
 
