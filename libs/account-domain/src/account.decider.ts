@@ -55,7 +55,8 @@ export class ApiKeyNotFound extends DomainRuleViolation {
   readonly rule = 'resource_missing';
 }
 
-export const accountStreamId = (accountId: string) => `account-${accountId}`;
+export const ACCOUNT_STREAM_PREFIX = 'account-';
+export const accountStreamId = (accountId: string) => `${ACCOUNT_STREAM_PREFIX}${accountId}`;
 
 export function decide(command: AccountCommand, state: AccountState): AccountEvent[] {
   if (command.type === 'OpenAccount') {

@@ -11,6 +11,7 @@ import {
   AccountNotFound,
   AccountState,
   accountStreamId,
+  ACCOUNT_STREAM_PREFIX,
   ApiKeyNotFound,
   DEFAULT_STARTING_CREDITS,
   generateApiKey,
@@ -19,7 +20,7 @@ import {
   looksLikeApiKey,
   upcastAccountEvent,
 } from '@campaign-ops/account-domain';
-import { AggregateRepository } from '@campaign-ops/event-sourcing';
+import { AggregateRepository, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { newId } from '@campaign-ops/ids';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -62,6 +63,31 @@ export function toAccountViews(state: Account, issued: ReadonlyArray<ApiKeyIssue
   };
 }
 
+/** An account's state, and its keys' issue events (the api_keys documents are made from them). */
+export interface AccountFold {
+  state: AccountState;
+  issued: Array<ApiKeyIssued['data']>;
+}
+
+/** The `accounts` and `api_keys` read models: an open account's document, and one per key it issued. */
+export const accountsProjection: Projection<AccountFold> = {
+  name: 'accounts',
+  streamPrefix: ACCOUNT_STREAM_PREFIX,
+  collections: [{ name: 'accounts' }, { name: 'api_keys', indexes: ['key_hash', 'account_id'] }],
+  processor: { name: 'account-views', reacts: false },
+  documentId: (streamId) => streamId.slice(ACCOUNT_STREAM_PREFIX.length),
+  initialState: () => ({ state: accountDecider.initialState, issued: [] }),
+  evolve: ({ state, issued }, event) => {
+    const domain = toDomainEvent<AccountEvent>(event, upcastAccountEvent);
+    return { state: accountDecider.evolve(state, domain), issued: domain.type === 'ApiKeyIssued' ? [...issued, domain.data] : issued };
+  },
+  documents: ({ state, issued }) => {
+    if (state.status === 'none') return [];
+    const views = toAccountViews(state as Account, issued);
+    return [{ collection: 'accounts', doc: views.account }, ...views.keys.map((doc) => ({ collection: 'api_keys', doc }))];
+  },
+};
+
 // A view written before redirect URIs existed has none.
 const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.name, credits: v.credits, oauth_redirect_uris: v.oauth_redirect_uris ?? [], created_at: v.created_at });
 
@@ -72,13 +98,15 @@ const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.nam
 @Injectable()
 export class AccountDirectory {
   private readonly repository: AggregateRepository<AccountCommand, AccountEvent, AccountState>;
+  readonly live: LiveProjection<AccountFold>;
   readonly accounts: Collection<AccountView>;
   readonly keys: Collection<ApiKeyView>;
 
   constructor(@Inject(EVENT_STORE) events: EventStore, @Inject(READ_STORE) readStore: ReadStore) {
     this.repository = new AggregateRepository(events, accountDecider, upcastAccountEvent);
-    this.accounts = readStore.collection<AccountView>('accounts');
-    this.keys = readStore.collection<ApiKeyView>('api_keys', { indexes: ['key_hash', 'account_id'] });
+    this.live = new LiveProjection(accountsProjection, events, readStore);
+    this.accounts = this.live.collection<AccountView>('accounts');
+    this.keys = this.live.collection<ApiKeyView>('api_keys');
   }
 
   /** Opens an account; its starting credits are grants that dispatch-service's ledgers apply. */
@@ -149,13 +177,9 @@ export class AccountDirectory {
     return { ok: true, accountId: key.account_id, mode: key.mode, keyId: key.id };
   }
 
-  /** Brings the account's views up to its stream (inline after a command, and from the projection). */
+  /** Brings the account's views up to its stream (read-your-writes after a command; the projection does it again, changing nothing). */
   async refreshViews(streamId: string): Promise<void> {
-    const { state, revision, history } = await this.repository.load(streamId);
-    if (state.status === 'none' || revision === null) return;
-    const views = toAccountViews(state, history.flatMap((event) => (event.type === 'ApiKeyIssued' ? [event.data] : [])));
-    await this.accounts.upsert(views.account, revision);
-    for (const key of views.keys) await this.keys.upsert(key, revision);
+    await this.live.refresh(streamId);
   }
 
   /** Runs a command; answers the credit grants its events make. */

@@ -4,6 +4,7 @@ import { CONNECTION_STREAM_PREFIX } from '@campaign-ops/connection-domain';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, scrapeGauge } from '@campaign-ops/service-runtime';
+import { projectionProcessor } from '@campaign-ops/event-sourcing';
 import { ConnectionAccessService } from './connection-access';
 import { relayConnectionEvent } from './connection-relay';
 import { CONNECTION_SETTINGS, ConnectionSettings } from './connection-settings';
@@ -39,10 +40,13 @@ export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDes
       new CheckpointedProcessor({ name, eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [CONNECTION_STREAM_PREFIX], handle });
     this.processors.push(
       follow('connection-relay', (event) => relayConnectionEvent(this.store, this.bus, event)),
-      follow('connection-views', async (event) => {
-        await this.store.refreshView(event.streamId);
+      projectionProcessor(this.store.live, {
+        eventStore: this.eventStore,
+        checkpoints: this.readStore.checkpoints,
         // Done inline by the revocation too; here again should the process have stopped in between.
-        if (event.type === 'ConnectionRevoked') await this.vault.destroy(event.streamId.slice(CONNECTION_STREAM_PREFIX.length));
+        react: async (event) => {
+          if (event.type === 'ConnectionRevoked') await this.vault.destroy(event.streamId.slice(CONNECTION_STREAM_PREFIX.length));
+        },
       }),
     );
     await Promise.all(this.processors.map((p) => p.start()));

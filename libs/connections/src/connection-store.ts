@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { fold } from '@campaign-ops/decider';
-import { AggregateRepository, EventMetadata, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { AggregateRepository, EventMetadata, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import {
   Connection,
+  CONNECTION_STREAM_PREFIX,
   ConnectionCommand,
   connectionDecider,
   ConnectionEvent,
@@ -20,6 +21,22 @@ import {
 export type ConnectionView = ConnectionResource & { account_id: string; mode: 'live' | 'test' } & Record<string, unknown>;
 
 export const CONNECTION_VIEW_INDEXES = ['account_id', 'mode', 'channel', 'status', 'expires_at'];
+
+/**
+ * The `connections` read model: one document per connection, its resource plus its tenancy. Its
+ * processor also destroys a revoked connection's tokens (see ConnectionProcessors), so a rebuild
+ * leaves that checkpoint alone.
+ */
+export const connectionsProjection: Projection<ConnectionState> = {
+  name: 'connections',
+  streamPrefix: CONNECTION_STREAM_PREFIX,
+  collections: [{ name: 'connections', indexes: CONNECTION_VIEW_INDEXES }],
+  processor: { name: 'connection-views', reacts: true },
+  documentId: (streamId) => streamId.slice(CONNECTION_STREAM_PREFIX.length),
+  initialState: () => connectionDecider.initialState,
+  evolve: (state, event) => connectionDecider.evolve(state, toDomainEvent(event, upcastConnectionEvent)),
+  documents: (state) => (state.status === 'none' ? [] : [{ collection: 'connections', doc: toView(state) }]),
+};
 
 /**
  * An OAuth `state` as the callback finds it: by its SHA-256 (the state itself is never stored),
@@ -54,6 +71,7 @@ export interface ChannelSlotRecord {
 @Injectable()
 export class ConnectionStore {
   readonly repository: AggregateRepository<ConnectionCommand, ConnectionEvent, ConnectionState>;
+  readonly live: LiveProjection<ConnectionState>;
   readonly views: Collection<ConnectionView>;
   readonly oauthStates: Collection<OAuthStateRecord>;
   readonly channelSlots: Collection<ChannelSlotRecord>;
@@ -63,7 +81,8 @@ export class ConnectionStore {
     @Inject(READ_STORE) readStore: ReadStore,
   ) {
     this.repository = new AggregateRepository(events, connectionDecider, upcastConnectionEvent);
-    this.views = readStore.collection<ConnectionView>('connections', { indexes: CONNECTION_VIEW_INDEXES });
+    this.live = new LiveProjection(connectionsProjection, events, readStore);
+    this.views = this.live.collection<ConnectionView>('connections');
     this.oauthStates = readStore.collection<OAuthStateRecord>('connection_oauth_states', { indexes: ['connection_id', 'expires_at'] });
     this.channelSlots = readStore.collection<ChannelSlotRecord>('connection_channel_slots');
   }
@@ -90,11 +109,9 @@ export class ConnectionStore {
     return decided.state;
   }
 
-  /** Upserts guarded by revision: inline after a command and again from the projection, the second changes nothing. */
+  /** Brings the view up to the stream (read-your-writes after a command; the projection does it again, changing nothing). */
   async refreshView(streamId: string): Promise<void> {
-    const { state, recorded } = await this.stateOf(streamId);
-    if (state.status === 'none') return;
-    await this.views.upsert(toView(state), recorded[recorded.length - 1].revision);
+    await this.live.refresh(streamId);
   }
 }
 

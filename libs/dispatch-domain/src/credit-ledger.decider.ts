@@ -49,6 +49,13 @@ export class InsufficientCredits extends DomainRuleViolation {
 export const creditLedgerStreamId = (accountId: string, mode: Mode) => `credits-${accountId}-${mode}`;
 export const CREDIT_LEDGER_STREAM_PREFIX = 'credits-';
 
+/** `credits-acct_…-test` → [acct_…, test]: the ledger a stream is. */
+export function ledgerOfStream(streamId: string): [accountId: string, mode: Mode] {
+  const rest = streamId.slice(CREDIT_LEDGER_STREAM_PREFIX.length);
+  const cut = rest.lastIndexOf('-');
+  return [rest.slice(0, cut), rest.slice(cut + 1) as Mode];
+}
+
 export const emptyLedger = (accountId: string, mode: Mode): CreditLedger => ({ accountId, mode, balance: 0, grantIds: [] });
 
 function decide(command: CreditLedgerCommand, state: CreditLedger): CreditLedgerEvent[] {

@@ -1,6 +1,6 @@
 import { success, Outcome } from '@campaign-ops/api-errors';
-import { creditGrantsOf } from '@campaign-ops/account-domain';
-import { CREDIT_LEDGER_STREAM_PREFIX, DispatchCharged, Mode } from '@campaign-ops/dispatch-domain';
+import { ACCOUNT_STREAM_PREFIX, creditGrantsOf } from '@campaign-ops/account-domain';
+import { DispatchCharged, ledgerOfStream } from '@campaign-ops/dispatch-domain';
 import { Injectable } from '@nestjs/common';
 import { RecordedEvent } from '@campaign-ops/event-store';
 import { CreditBalances, CreditBalancesRequest, GrantCreditsRequest } from '@campaign-ops/service-messages';
@@ -31,23 +31,14 @@ export class CreditHandlers {
   /** Account events from the gateway (relayed over the bus): their grants, applied once. */
   async onAccountEvent(event: RelayedEvent): Promise<void> {
     const grants = creditGrantsOf(event);
-    if (grants.length > 0) await this.grant({ accountId: event.streamId.replace(/^account-/, ''), grants });
+    if (grants.length > 0) await this.grant({ accountId: event.streamId.slice(ACCOUNT_STREAM_PREFIX.length), grants });
   }
 
-  /** Each ledger event: keep the view, and make sure every charge has its dispatch. */
+  /** Each ledger event, once the ledger's view has it: make sure every charge has its dispatch. */
   async onLedgerEvent(event: RecordedEvent): Promise<void> {
-    const [accountId, mode] = ledgerOf(event.streamId);
     // The launch that charged made its dispatch, and its view, right after: then there is nothing to do.
     if (event.type === 'DispatchCharged' && !(await this.commands.dispatchExists((event.data as DispatchCharged['data']).dispatch.dispatchId))) {
-      await this.commands.createChargedDispatch(event, accountId, mode);
+      await this.commands.createChargedDispatch(event, ...ledgerOfStream(event.streamId));
     }
-    await this.ledgers.refreshView(accountId, mode, event.revision);
   }
-}
-
-/** `credits-acct_…-test` → [acct_…, test]. */
-function ledgerOf(streamId: string): [string, Mode] {
-  const rest = streamId.slice(CREDIT_LEDGER_STREAM_PREFIX.length);
-  const cut = rest.lastIndexOf('-');
-  return [rest.slice(0, cut), rest.slice(cut + 1) as Mode];
 }

@@ -1,14 +1,15 @@
-import { fold } from '@campaign-ops/decider';
 import {
   CreditLedger,
   CreditLedgerCommand,
   creditLedgerDecider,
   CreditLedgerEvent,
   creditLedgerStreamId,
+  CREDIT_LEDGER_STREAM_PREFIX,
+  ledgerOfStream,
   Mode,
   upcastCreditLedgerEvent,
 } from '@campaign-ops/dispatch-domain';
-import { inCanonicalOrder, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
+import { foldStream, inCanonicalOrder, LiveProjection, Projection, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -34,6 +35,28 @@ export const toLedgerView = (state: CreditLedger, revision: number): LedgerView 
   revision,
 });
 
+/**
+ * The `credit_ledgers` read model: each ledger's balance and grants, at a revision. Its processor
+ * also makes sure every charge has its dispatch (see CreditHandlers.onLedgerEvent), so a rebuild
+ * leaves that checkpoint alone.
+ */
+export const creditLedgersProjection: Projection<CreditLedger> = {
+  name: 'credit_ledgers',
+  streamPrefix: CREDIT_LEDGER_STREAM_PREFIX,
+  collections: [{ name: 'credit_ledgers', indexes: ['account_id'] }],
+  processor: { name: 'credit-ledgers', reacts: true },
+  documentId: (streamId) => ledgerOfStream(streamId).join(':'),
+  initialState: (streamId) => creditLedgerDecider(...ledgerOfStream(streamId)).initialState,
+  evolve: (state, event) => creditLedgerDecider(state.accountId, state.mode).evolve(state, toDomainEvent<CreditLedgerEvent>(event, upcastCreditLedgerEvent)),
+  documents: (state, revision) => [{ collection: 'credit_ledgers', doc: toLedgerView(state, revision) }],
+  // A ledger stream grows with every dispatch: the live path goes on from its document, a snapshot
+  // at a revision (one written before the revision was kept in it cannot be continued).
+  resume: (doc) => {
+    const view = doc as LedgerView;
+    return typeof view.revision === 'number' ? { state: { accountId: view.account_id, mode: view.mode, balance: view.balance, grantIds: view.grant_ids }, revision: view.revision } : null;
+  },
+};
+
 const MAX_CONFLICTS = 50;
 /** Commands of one ledger decided and appended together, at most. */
 const MAX_BATCH = 500;
@@ -58,6 +81,7 @@ interface QueuedCommand {
  */
 @Injectable()
 export class CreditLedgers {
+  readonly live: LiveProjection<CreditLedger>;
   readonly views: Collection<LedgerView>;
   /** Per ledger stream, the commands waiting for its next write; present while one is being written. */
   private readonly queues = new Map<string, QueuedCommand[]>();
@@ -66,7 +90,8 @@ export class CreditLedgers {
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) readStore: ReadStore,
   ) {
-    this.views = readStore.collection<LedgerView>('credit_ledgers', { indexes: ['account_id'] });
+    this.live = new LiveProjection(creditLedgersProjection, eventStore, readStore);
+    this.views = this.live.collection<LedgerView>('credit_ledgers');
   }
 
   /**
@@ -149,15 +174,13 @@ export class CreditLedgers {
 
   /** The ledger as of its last event: the view, then whatever the stream has beyond it. */
   async load(accountId: string, mode: Mode): Promise<{ state: CreditLedger; revision: number | null }> {
+    const streamId = creditLedgerStreamId(accountId, mode);
     // One read: a snapshot and its revision read apart could straddle a concurrent write.
     const view = await this.views.get(`${accountId}:${mode}`);
-    // A snapshot without its revision cannot be continued: then the stream is read from the start.
-    const viewRevision = view && typeof view.revision === 'number' ? view.revision : null;
-    const snapshot: CreditLedger = view && viewRevision !== null ? { accountId, mode, balance: view.balance, grantIds: view.grant_ids } : creditLedgerDecider(accountId, mode).initialState;
-    const tail = await this.eventStore.readStream(creditLedgerStreamId(accountId, mode), viewRevision === null ? {} : { fromRevision: viewRevision + 1 });
-    const events = tail.map((r) => toDomainEvent<CreditLedgerEvent>(r, upcastCreditLedgerEvent));
-    const state = fold({ initialState: snapshot, evolve: creditLedgerDecider(accountId, mode).evolve }, events);
-    const revision = tail.length ? tail[tail.length - 1].revision : viewRevision;
+    const snapshot = view && creditLedgersProjection.resume!(view);
+    const tail = await this.eventStore.readStream(streamId, snapshot ? { fromRevision: snapshot.revision + 1 } : {});
+    const state = foldStream(creditLedgersProjection, streamId, tail, snapshot?.state);
+    const revision = tail.length ? tail[tail.length - 1].revision : (snapshot?.revision ?? null);
     return { state, revision };
   }
 
@@ -166,17 +189,9 @@ export class CreditLedgers {
     return this.eventStore.readStream(creditLedgerStreamId(accountId, mode));
   }
 
-  /**
-   * Brings the view up to the stream (the projection calls this; commands refresh it inline),
-   * unless it already holds `atLeast`.
-   */
+  /** Brings the view up to the stream (the projection does this; commands write it inline), unless it already holds `atLeast`. */
   async refreshView(accountId: string, mode: Mode, atLeast?: number): Promise<void> {
-    if (atLeast !== undefined) {
-      const held = await this.views.revisionOf(`${accountId}:${mode}`);
-      if (held !== null && held >= atLeast) return;
-    }
-    const { state, revision } = await this.load(accountId, mode);
-    if (revision !== null) await this.store(state, revision);
+    await this.live.refresh(creditLedgerStreamId(accountId, mode), atLeast);
   }
 
   private async store(state: CreditLedger, revision: number): Promise<void> {

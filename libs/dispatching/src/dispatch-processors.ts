@@ -2,14 +2,16 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { Bus, BUS } from '@campaign-ops/bus';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
-import { CheckpointedOptions, CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
-import { CREDIT_LEDGER_STREAM_PREFIX, DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
+import { CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
+import { projectionProcessor } from '@campaign-ops/event-sourcing';
+import { DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
 import { CreditHandlers } from './credit-handlers';
+import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { relayDispatchEvent } from './dispatch-relay';
 import { DispatchStore } from './dispatch-store';
 
-/** Dispatch events relayed at once (see CheckpointedOptions.concurrency). */
+/** Dispatch events relayed at once (see CheckpointedProcessor's `concurrency`). */
 const RELAY_CONCURRENCY = 64;
 
 /**
@@ -30,18 +32,24 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly store: DispatchStore,
     private readonly credits: CreditHandlers,
+    private readonly ledgers: CreditLedgers,
     private readonly idempotency: DispatchIdempotency,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const follow = (name: string, prefix: string, handle: CheckpointedOptions['handle'], concurrency = 1) =>
-      new CheckpointedProcessor({ name, eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [prefix], handle, concurrency });
+    const stores = { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints };
     this.processors.push(
       // Publishes are de-duplicated by id and consumers take them in any order: many at once, so
       // that they share the bus's group commits.
-      follow('dispatch-relay', DISPATCH_STREAM_PREFIX, (event) => relayDispatchEvent(this.store, this.bus, event), RELAY_CONCURRENCY),
-      follow('dispatch-views', DISPATCH_STREAM_PREFIX, (event) => this.store.projectEvent(event)),
-      follow('credit-ledgers', CREDIT_LEDGER_STREAM_PREFIX, (event) => this.credits.onLedgerEvent(event)),
+      new CheckpointedProcessor({
+        ...stores,
+        name: 'dispatch-relay',
+        streamPrefixes: [DISPATCH_STREAM_PREFIX],
+        handle: (event) => relayDispatchEvent(this.store, this.bus, event),
+        concurrency: RELAY_CONCURRENCY,
+      }),
+      projectionProcessor(this.store.live, stores),
+      projectionProcessor(this.ledgers.live, { ...stores, react: (event) => this.credits.onLedgerEvent(event) }),
     );
     await Promise.all(this.processors.map((p) => p.start()));
     scrapeGauge('dispatches', 'Dispatches in the read model, by status.', ['status'], async () =>

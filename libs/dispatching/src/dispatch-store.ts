@@ -1,4 +1,4 @@
-import { AggregateRepository, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { AggregateRepository, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -20,10 +20,26 @@ export type DispatchView = DispatchResource & { account_id: string; mode: 'live'
 
 export const DISPATCH_VIEW_INDEXES = ['account_id', 'mode', 'status', 'channel'];
 
+/** The `dispatches` read model: one document per dispatch, its resource plus its tenancy. */
+export const dispatchesProjection: Projection<DispatchState> = {
+  name: 'dispatches',
+  streamPrefix: DISPATCH_STREAM_PREFIX,
+  collections: [{ name: 'dispatches', indexes: DISPATCH_VIEW_INDEXES }],
+  processor: { name: 'dispatch-views', reacts: false },
+  // Most events and documents are dispatches' (a launch is 3 or 4 events, one of them the charge on
+  // its ledger, and one dispatch document): on two cores a rebuild replays the others beside it.
+  replayInThread: true,
+  documentId: (streamId) => streamId.slice(DISPATCH_STREAM_PREFIX.length),
+  initialState: () => dispatchDecider.initialState,
+  evolve: (state, event) => dispatchDecider.evolve(state, toDomainEvent(event, upcastDispatchEvent)),
+  documents: (state) => (state.status === 'none' ? [] : [{ collection: 'dispatches', doc: toView(state) }]),
+};
+
 /** Where dispatches are written (their streams) and read (their view), for every use case. */
 @Injectable()
 export class DispatchStore {
   readonly repository: AggregateRepository<DispatchCommand, DispatchEvent, DispatchState>;
+  readonly live: LiveProjection<DispatchState>;
   readonly views: Collection<DispatchView>;
 
   constructor(
@@ -31,7 +47,8 @@ export class DispatchStore {
     @Inject(READ_STORE) readStore: ReadStore,
   ) {
     this.repository = new AggregateRepository(events, dispatchDecider, upcastDispatchEvent);
-    this.views = readStore.collection<DispatchView>('dispatches', { indexes: DISPATCH_VIEW_INDEXES });
+    this.live = new LiveProjection(dispatchesProjection, events, readStore);
+    this.views = this.live.collection<DispatchView>('dispatches');
   }
 
   /** The dispatch as of `upToRevision` (inclusive), or its latest state. */
@@ -41,25 +58,9 @@ export class DispatchStore {
     return { state: fold(dispatchDecider, history), recorded };
   }
 
-  /**
-   * Brings the view up to the stream: the upsert is guarded by revision, so doing it inline after
-   * a command (read-your-writes) and again from the projection changes nothing the second time.
-   */
-  /**
-   * The projection's step: brings the view up to the stream unless it already holds `revision`
-   * (the command that appended the event refreshed it inline), which costs one read instead of
-   * reading and folding the stream.
-   */
-  async projectEvent(event: Pick<RecordedEvent, 'streamId' | 'revision'>): Promise<void> {
-    const held = await this.views.revisionOf(event.streamId.slice(DISPATCH_STREAM_PREFIX.length));
-    if (held !== null && held >= event.revision) return;
-    await this.refreshView(event.streamId);
-  }
-
+  /** Brings the view up to the stream (read-your-writes after a command; the projection does it again, changing nothing). */
   async refreshView(streamId: string): Promise<void> {
-    const { state, recorded } = await this.stateOf(streamId);
-    if (state.status === 'none') return;
-    await this.views.upsert(toView(state), recorded[recorded.length - 1].revision);
+    await this.live.refresh(streamId);
   }
 }
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { creditGrantsOf } from '@campaign-ops/account-domain';
+import { ACCOUNT_STREAM_PREFIX, creditGrantsOf } from '@campaign-ops/account-domain';
 import { AccountDirectory } from '@campaign-ops/accounts';
+import { projectionProcessor } from '@campaign-ops/event-sourcing';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -22,9 +23,9 @@ export class GatewayProcessors implements OnApplicationBootstrap, OnModuleDestro
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    const common = { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: ['account-'] };
+    const common = { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [ACCOUNT_STREAM_PREFIX] };
     this.processors.push(
-      new CheckpointedProcessor({ ...common, name: 'account-views', handle: (event) => this.directory.refreshViews(event.streamId) }),
+      projectionProcessor(this.directory.live, common),
       // Account events on the bus: dispatch-service applies their credit grants to its ledgers.
       new CheckpointedProcessor({
         ...common,

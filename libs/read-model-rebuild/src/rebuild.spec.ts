@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import workerThreads = require('node:worker_threads');
 import Database from 'better-sqlite3';
-import { AccountDirectory } from '@campaign-ops/accounts';
-import { CREDIT_LEDGER_STREAM_PREFIX, DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
-import { CreditLedgers, DispatchStore } from '@campaign-ops/dispatching';
+import { DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
+import { LiveProjection } from '@campaign-ops/event-sourcing';
 import { EventStore, ReadAllOptions, RecordedEvent, SqliteEventStore } from '@campaign-ops/event-store';
 import { SqliteReadStore } from '@campaign-ops/read-store';
 import { READ_MODELS, readModelNamed } from './read-models';
@@ -27,17 +26,13 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     await appendSyntheticHistory(events, 3_000);
     stored = [];
     for (let page = await events.readAll({ maxCount: 10_000 }); page.length; page = await events.readAll({ fromPosition: page[page.length - 1].position, maxCount: 10_000 })) stored.push(...page);
-    // The live projections' own code, stream by stream, as the running services leave the models.
-    const directory = new AccountDirectory(events, reads);
-    const dispatches = new DispatchStore(events, reads);
-    const ledgers = new CreditLedgers(events, reads);
-    for (const streamId of new Set(stored.map((event) => event.streamId))) {
-      if (streamId.startsWith('account-')) await directory.refreshViews(streamId);
-      else if (streamId.startsWith(DISPATCH_STREAM_PREFIX)) await dispatches.refreshView(streamId);
-      else if (streamId.startsWith(CREDIT_LEDGER_STREAM_PREFIX)) {
-        const [accountId, mode] = [streamId.slice(8, streamId.lastIndexOf('-')), streamId.slice(streamId.lastIndexOf('-') + 1)];
-        await ledgers.refreshView(accountId, mode as 'live' | 'test');
-      }
+    // Every projection the rebuild lists, kept live as the running services keep it: event by
+    // event, each bringing its stream's documents up to it.
+    const live = READ_MODELS.map((projection) => new LiveProjection(projection, events, reads));
+    for (const event of stored) {
+      const owner = live.filter((model) => event.streamId.startsWith(model.projection.streamPrefix));
+      expect(owner).toHaveLength(1);
+      await owner[0].refresh(event.streamId, event.revision);
     }
   });
 
@@ -70,6 +65,8 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     expect(before.dispatches.length).toBeGreaterThan(500);
     expect(before.accounts.length).toBeGreaterThan(0);
     expect(before.credit_ledgers.length).toBeGreaterThan(0);
+    for (const name of REBUILT) expect(before[name].length).toBeGreaterThan(0);
+    expect(REBUILT.sort()).toEqual(READ_MODELS.flatMap((model) => model.collections.map((c) => c.name)).sort());
     // Damage the live models: the rebuild must make them from the events, not copy them.
     await reads.collection('dispatches').delete((before.dispatches[3] as { id: string }).id);
     await reads.collection('credit_ledgers').update((before.credit_ledgers[0] as { id: string }).id, { balance: -1 });
@@ -83,7 +80,9 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     // Checkpoints: moved for the processors that only project, left alone for the others.
     await expect(reads.checkpoints.get('dispatch-views')).resolves.toBe(report.position);
     await expect(reads.checkpoints.get('account-views')).resolves.toBe(report.position);
+    await expect(reads.checkpoints.get('webhook-endpoint-views')).resolves.toBe(report.position);
     await expect(reads.checkpoints.get('credit-ledgers')).resolves.toBeUndefined();
+    await expect(reads.checkpoints.get('connection-views')).resolves.toBeUndefined();
     expect(stagedTables()).toEqual([]);
   });
 

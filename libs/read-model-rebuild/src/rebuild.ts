@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { EventStore, ReadAllOptions, ReplayedEvent, SqliteEventStore } from '@campaign-ops/event-store';
 import { Collection, Doc, ReadModelRebuild, ReadStore, StandInTables } from '@campaign-ops/read-store';
 import { startWorkerBeside } from '@campaign-ops/worker-start';
-import { ReadModelDefinition } from './read-models';
+import { Projection } from '@campaign-ops/event-sourcing';
 
 /** Told as the replay goes: events applied, and how far through the store's positions (0..1). */
 export type RebuildProgress = (applied: number, fraction: number) => void;
@@ -44,7 +44,7 @@ const SMALL_ENOUGH = 1_000;
 const THREADS_FROM_EVENTS = 400_000;
 
 interface Held {
-  model: ReadModelDefinition;
+  model: Projection<any>;
   state: unknown;
   revision: number;
   /** When it was last put at the end of `held` (the order of use). */
@@ -74,7 +74,7 @@ export class Replay {
   constructor(
     private readonly eventStore: EventStore,
     readonly target: ReadModelRebuild,
-    private readonly models: readonly ReadModelDefinition[],
+    private readonly models: readonly Projection<any>[],
     private readonly options: RebuildOptions = {},
   ) {
     this.prefixes = models.map((model) => model.streamPrefix);
@@ -130,7 +130,7 @@ export class Replay {
   private async applyAfterReading(event: ReplayedEvent): Promise<void> {
     const model = this.models.find((candidate) => event.streamId.startsWith(candidate.streamPrefix))!;
     const before = event.revision === 0 ? [] : await this.eventStore.readStream(event.streamId, { maxCount: event.revision });
-    const state = before.reduce((folded, e) => model.evolve(folded, e), model.initial(event.streamId));
+    const state = before.reduce((folded, e) => model.evolve(folded, e), model.initialState(event.streamId));
     this.use(event.streamId, { model, state: model.evolve(state, event), revision: event.revision, used: 0 });
     this.touched.add(event.streamId);
     this.events++;
@@ -205,7 +205,7 @@ function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { do
  * The replay answered then holds every model, at `upTo`, without states in memory (the catch-up
  * reads again the few streams it meets).
  */
-async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly ReadModelDefinition[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
+async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly Projection<any>[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
   const inThread = models.filter((model) => model.replayInThread);
   const here = models.filter((model) => !model.replayInThread);
   const standIns = target.standInTables?.();
@@ -254,7 +254,7 @@ async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, mo
 }
 
 /** Replays the models' streams into stand-ins, catching up with a store that keeps growing, up to a last small step. */
-async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], options: RebuildOptions): Promise<Replay> {
+async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], options: RebuildOptions): Promise<Replay> {
   const target = await readStore.beginRebuild(models.flatMap((model) => model.collections));
   try {
     const replay = await replayToHead(eventStore, target, models, await eventStore.lastPosition(), options);
@@ -279,13 +279,13 @@ async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, mo
  * writers off, the last events are applied just before the renames, and once more after them to
  * the swapped-in collections (revision-guarded, so a projection's own write is never undone).
  */
-export async function rebuildReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], options: RebuildOptions = {}): Promise<RebuildReport> {
+export async function rebuildReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], options: RebuildOptions = {}): Promise<RebuildReport> {
   const started = Date.now();
   const replay = await replayAndCatchUp(eventStore, readStore, models, options);
   try {
     await replay.target.swap(async () => {
       await replay.runTo(await eventStore.lastPosition(), false);
-      return replay.position === null ? {} : Object.fromEntries(models.filter((m) => m.processor.onlyProjects).map((m) => [m.processor.name, replay.position!]));
+      return replay.position === null ? {} : Object.fromEntries(models.filter((m) => !m.processor.reacts).map((m) => [m.processor.name, replay.position!]));
     });
   } catch (error) {
     await replay.target.discard();
@@ -302,13 +302,13 @@ export async function rebuildReadModels(eventStore: EventStore, readStore: ReadS
     collections,
     events: replay.events,
     position: replay.position,
-    checkpoints: replay.position === null ? [] : models.filter((m) => m.processor.onlyProjects).map((m) => m.processor.name),
+    checkpoints: replay.position === null ? [] : models.filter((m) => !m.processor.reacts).map((m) => m.processor.name),
     seconds: (Date.now() - started) / 1000,
   };
 }
 
 /** After the swap: what the store got meanwhile, into the now live collections (harmless on SQLite, needed on MongoDB). */
-async function catchUpLive(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], replay: Replay): Promise<void> {
+async function catchUpLive(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], replay: Replay): Promise<void> {
   const head = await eventStore.lastPosition();
   if (head === null || replay.position === null || BigInt(head) <= BigInt(replay.position)) return;
   const live: ReadModelRebuild = {
@@ -349,7 +349,7 @@ export interface CheckReport {
  * written while it is compared may show the writes of the last moment as differences: run it
  * again to tell those from real ones.
  */
-export async function checkReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly ReadModelDefinition[], options: RebuildOptions & { limit?: number } = {}): Promise<CheckReport> {
+export async function checkReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], options: RebuildOptions & { limit?: number } = {}): Promise<CheckReport> {
   const replay = await replayAndCatchUp(eventStore, readStore, models, options);
   const limit = options.limit ?? 20;
   try {

@@ -1,9 +1,11 @@
 import { accountDecider, accountStreamId, AccountCommand } from '@campaign-ops/account-domain';
 import { Decider, DomainEvent } from '@campaign-ops/decider';
+import { connectionDecider, ConnectionCommand, connectionStreamId } from '@campaign-ops/connection-domain';
 import { creditLedgerDecider, creditLedgerStreamId, dispatchDecider, dispatchStreamId, DispatchCommand } from '@campaign-ops/dispatch-domain';
 import { inCanonicalOrder, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { EventStore, EventToAppend } from '@campaign-ops/event-store';
 import { newId } from '@campaign-ops/ids';
+import { WebhookEndpointCommand, webhookEndpointDecider, webhookStreamId } from '@campaign-ops/webhook-domain';
 
 /** Appends made at once: the embedded store writes the appends of one turn in one transaction. */
 const BATCH = 2_000;
@@ -11,7 +13,8 @@ const DISPATCHES_PER_ACCOUNT = 1_000;
 
 /**
  * Appends a history shaped like production's, decided by the real deciders, straight to the event
- * store (no services, no bus): accounts with a key, and per launch a charge on the account's test
+ * store (no services, no bus): accounts with a key, a connection imported then refreshed (every
+ * other one revoked), and a webhook endpoint updated (every third one deleted); and per launch a charge on the account's test
  * ledger, the dispatch's acceptance and its outcome (one in ten meets a transient failure first,
  * one in twenty fails). For measuring exports and rebuilds, and for their specs. About `events`
  * events are appended (a launch makes 3 or 4); answers how many exactly.
@@ -38,6 +41,20 @@ export async function appendSyntheticHistory(store: EventStore, events: number):
       { type: 'IssueApiKey', keyId: newId('key'), mode: 'test', keyHash: 'f'.repeat(64), now: at(launch) },
     ] satisfies AccountCommand[]);
     append(accountStreamId(accountId), account.map((e) => toStoredEvent(e, meta)));
+    const connectionId = newId('con');
+    const connection = decideAll(connectionDecider, [
+      { type: 'ImportToken', connectionId, accountId, mode: 'test', channel: 'google_ads', providerAccountId: `pa_${accountId.slice(-6)}`, sandbox: true, scopes: ['ads'], account: { currency: 'USD', timezone: 'UTC' }, expiresAt: null, now: at(launch) },
+      { type: 'RefreshToken', expiresAt: at(launch + 3600), now: at(launch + 1) },
+      ...(launch % (2 * DISPATCHES_PER_ACCOUNT) === 0 ? [{ type: 'Revoke', reason: 'deleted', now: at(launch + 2) } as const] : []),
+    ] satisfies ConnectionCommand[]);
+    append(connectionStreamId(connectionId), connection.map((e) => toStoredEvent(e, { ...meta, mode: 'test' })));
+    const endpointId = newId('whk');
+    const endpoint = decideAll(webhookEndpointDecider, [
+      { type: 'CreateEndpoint', endpointId, accountId, mode: 'test', url: 'https://hooks.example.com/campaign-ops', events: ['dispatch.completed'], sealedSecret: 'sealed', now: at(launch) },
+      { type: 'UpdateEndpoint', events: ['dispatch.completed', 'dispatch.failed'], now: at(launch + 1) },
+      ...(launch % (3 * DISPATCHES_PER_ACCOUNT) === 0 ? [{ type: 'DeleteEndpoint', now: at(launch + 2) } as const] : []),
+    ] satisfies WebhookEndpointCommand[]);
+    append(webhookStreamId(endpointId), endpoint.map((e) => toStoredEvent(e, { ...meta, mode: 'test' })));
     const ledger = creditLedgerDecider(accountId, 'test');
     let balance = ledger.initialState;
     const grant = ledger.decide({ type: 'GrantCredits', grantId: newId('acct'), amount: 1_000_000, now: at(launch) }, balance).map(inCanonicalOrder);

@@ -1,9 +1,10 @@
-import { AggregateRepository } from '@campaign-ops/event-sourcing';
+import { AggregateRepository, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import {
   upcastWebhookEndpointEvent,
+  WEBHOOK_STREAM_PREFIX,
   WebhookEndpoint,
   WebhookEndpointCommand,
   webhookEndpointDecider,
@@ -54,23 +55,34 @@ export const toEndpointView = (e: WebhookEndpoint): EndpointView => ({
   updated_at: e.updatedAt,
 });
 
+/** The `webhook_endpoints` read model: one document per endpoint (deleted ones kept, marked). */
+export const webhookEndpointsProjection: Projection<WebhookEndpointState> = {
+  name: 'webhook_endpoints',
+  streamPrefix: WEBHOOK_STREAM_PREFIX,
+  collections: [{ name: 'webhook_endpoints', indexes: ['account_id', 'mode', 'enabled', 'deleted'] }],
+  processor: { name: 'webhook-endpoint-views', reacts: false },
+  documentId: (streamId) => streamId.slice(WEBHOOK_STREAM_PREFIX.length),
+  initialState: () => webhookEndpointDecider.initialState,
+  evolve: (state, event) => webhookEndpointDecider.evolve(state, toDomainEvent(event, upcastWebhookEndpointEvent)),
+  documents: (state) => (state.status === 'none' ? [] : [{ collection: 'webhook_endpoints', doc: toEndpointView(state) }]),
+};
+
 @Injectable()
 export class EndpointStore {
   readonly repository: AggregateRepository<WebhookEndpointCommand, WebhookEndpointEvent, WebhookEndpointState>;
+  readonly live: LiveProjection<WebhookEndpointState>;
   readonly views: Collection<EndpointView>;
 
   constructor(@Inject(EVENT_STORE) events: EventStore, @Inject(READ_STORE) readStore: ReadStore) {
     this.repository = new AggregateRepository(events, webhookEndpointDecider, upcastWebhookEndpointEvent);
-    this.views = readStore.collection<EndpointView>('webhook_endpoints', { indexes: ['account_id', 'mode', 'enabled', 'deleted'] });
+    this.live = new LiveProjection(webhookEndpointsProjection, events, readStore);
+    this.views = this.live.collection<EndpointView>('webhook_endpoints');
   }
 
-  /** Revision-guarded, so the inline refresh and the projection agree. */
+  /** Brings the view up to the stream (read-your-writes after a command; the projection does it again, changing nothing); answers it. */
   async refreshView(streamId: string): Promise<EndpointView | null> {
-    const { state, revision } = await this.repository.load(streamId);
-    if (state.status === 'none' || revision === null) return null;
-    const view = toEndpointView(state);
-    await this.views.upsert(view, revision);
-    return view;
+    const refreshed = await this.live.refresh(streamId);
+    return refreshed && refreshed.state.status !== 'none' ? toEndpointView(refreshed.state) : null;
   }
 
   /** An endpoint of this caller, or null: other accounts' and modes' endpoints do not exist for it. */

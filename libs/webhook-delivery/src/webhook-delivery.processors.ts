@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
+import { projectionProcessor } from '@campaign-ops/event-sourcing';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
 import { Delivery } from '@campaign-ops/webhook-domain';
@@ -37,13 +38,7 @@ export class WebhookDeliveryProcessors implements OnApplicationBootstrap, OnModu
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
-    this.projection = new CheckpointedProcessor({
-      name: 'webhook-endpoint-views',
-      eventStore: this.eventStore,
-      checkpoints: this.readStore.checkpoints,
-      streamPrefixes: ['webhook-'],
-      handle: async (event) => void (await this.endpoints.refreshView(event.streamId)),
-    });
+    this.projection = projectionProcessor(this.endpoints.live, { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints });
     await this.projection.start();
     if (this.config.app === 'standalone') {
       const released = await this.worker.releaseLeases();

@@ -55,7 +55,8 @@ export class EndpointAlreadyExists extends DomainRuleViolation {
   readonly rule = 'endpoint_already_exists';
 }
 
-export const webhookStreamId = (endpointId: string) => `webhook-${endpointId}`;
+export const WEBHOOK_STREAM_PREFIX = 'webhook-';
+export const webhookStreamId = (endpointId: string) => `${WEBHOOK_STREAM_PREFIX}${endpointId}`;
 
 export function decide(command: WebhookEndpointCommand, state: WebhookEndpointState): WebhookEndpointEvent[] {
   if (command.type === 'CreateEndpoint') {
