@@ -107,3 +107,19 @@ export class LiveProjection<State = unknown> {
     for (const { collection, doc } of documents) if (collection === first) await this.first.upsert(doc, revision);
   }
 }
+
+/**
+ * Given these domain events of one stream (in order), the documents the projection keeps: for
+ * given/then specs of projections, without stores.
+ */
+export function documentsAfter<State>(projection: Projection<State>, streamId: string, events: ReadonlyArray<{ type: string; version: number; data: unknown }>): ProjectedDocument[] {
+  const replayed: ReplayedEvent[] = events.map((event, revision) => ({
+    streamId,
+    revision,
+    position: String(revision + 1),
+    type: event.type,
+    data: event.data as Record<string, unknown>,
+    metadata: { version: event.version },
+  }));
+  return projection.documents(foldStream(projection, streamId, replayed), events.length - 1);
+}
