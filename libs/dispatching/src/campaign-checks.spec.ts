@@ -6,6 +6,7 @@ import { SqliteEventStore } from '@campaign-ops/event-store';
 import { SqliteReadStore } from '@campaign-ops/read-store';
 import { ConnectionAccessRequest, ResolvedConnection, SUBJECTS, ValidateCampaignRequest } from '@campaign-ops/service-messages';
 import { CampaignChecks } from './campaign-checks';
+import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchIdempotency } from './dispatch-idempotency';
@@ -40,7 +41,8 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
 
   const checks = (network: CheckingNetwork | null) => {
     const live = new LiveLaunches(network ? { meta_ads: network as unknown as AdNetwork } : {}, bus);
-    const commands = new DispatchCommands(new DispatchStore(events, reads), new CreditLedgers(events, reads), new DispatchIdempotency(reads), bus, live);
+    const [dispatchStore, ledgers] = [new DispatchStore(events, reads), new CreditLedgers(events, reads)];
+    const commands = new DispatchCommands(dispatchStore, ledgers, new ChargedDispatches(dispatchStore, ledgers), new DispatchIdempotency(reads), bus, live);
     return new CampaignChecks(commands, live, new SandboxSimulator({ slowMs: 0 }));
   };
   const request = (mode: 'live' | 'test', overrides: Partial<CampaignSpec> = {}): ValidateCampaignRequest => ({

@@ -1,20 +1,14 @@
 import { success, Outcome } from '@campaign-ops/api-errors';
 import { ACCOUNT_STREAM_PREFIX, creditGrantsOf } from '@campaign-ops/account-domain';
-import { DispatchCharged, ledgerOfStream } from '@campaign-ops/dispatch-domain';
 import { Injectable } from '@nestjs/common';
-import { RecordedEvent } from '@campaign-ops/event-store';
 import { CreditBalances, CreditBalancesRequest, GrantCreditsRequest } from '@campaign-ops/service-messages';
 import { CreditLedgers } from './credit-ledgers';
-import { DispatchCommands } from './dispatch-commands';
 import { RelayedEvent } from './dispatch-relay';
 
-/** Credits as dispatch-service serves them: grants, balances, and the ledger's own follow-up. */
+/** Credits as dispatch-service serves them: grants and balances. */
 @Injectable()
 export class CreditHandlers {
-  constructor(
-    private readonly ledgers: CreditLedgers,
-    private readonly commands: DispatchCommands,
-  ) {}
+  constructor(private readonly ledgers: CreditLedgers) {}
 
   async grant({ accountId, grants }: GrantCreditsRequest): Promise<Outcome<CreditBalances>> {
     for (const grant of grants) {
@@ -32,13 +26,5 @@ export class CreditHandlers {
   async onAccountEvent(event: RelayedEvent): Promise<void> {
     const grants = creditGrantsOf(event);
     if (grants.length > 0) await this.grant({ accountId: event.streamId.slice(ACCOUNT_STREAM_PREFIX.length), grants });
-  }
-
-  /** Each ledger event, once the ledger's view has it: make sure every charge has its dispatch. */
-  async onLedgerEvent(event: RecordedEvent): Promise<void> {
-    // The launch that charged made its dispatch, and its view, right after: then there is nothing to do.
-    if (event.type === 'DispatchCharged' && !(await this.commands.dispatchExists((event.data as DispatchCharged['data']).dispatch.dispatchId))) {
-      await this.commands.createChargedDispatch(event, ...ledgerOfStream(event.streamId));
-    }
   }
 }

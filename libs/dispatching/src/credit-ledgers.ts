@@ -37,7 +37,7 @@ export const toLedgerView = (state: CreditLedger, revision: number): LedgerView 
 
 /**
  * The `credit_ledgers` read model: each ledger's balance and grants, at a revision. Its processor
- * also makes sure every charge has its dispatch (see CreditHandlers.onLedgerEvent), so a rebuild
+ * also makes sure every charge has its dispatch (ChargedDispatches.completeCharge), so a rebuild
  * leaves that checkpoint alone.
  */
 export const creditLedgersProjection: Projection<CreditLedger> = {

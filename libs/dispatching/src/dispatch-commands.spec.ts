@@ -3,6 +3,7 @@ import { CampaignSpec } from '@campaign-ops/channels';
 import { SqliteEventStore } from '@campaign-ops/event-store';
 import { SqliteReadStore } from '@campaign-ops/read-store';
 import { CreateDispatchRequest, SUBJECTS } from '@campaign-ops/service-messages';
+import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
 import { LiveLaunches } from './live-launches';
@@ -24,6 +25,7 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
   let idempotency: DispatchIdempotency;
   let store: DispatchStore;
   let commands: DispatchCommands;
+  let charged: ChargedDispatches;
   const caller = { accountId: 'acct_1', mode: 'test' as const, requestId: 'req_1' };
   const launch = (key: string | null, name = 'Spring'): Promise<ReturnType<DispatchCommands['create']> extends Promise<infer T> ? T : never> =>
     commands.create({ caller, channel: 'meta_ads', campaign: { ...campaign, name }, idempotencyKey: key } as CreateDispatchRequest);
@@ -38,7 +40,8 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
     ledgers = new CreditLedgers(events, reads);
     idempotency = new DispatchIdempotency(reads);
     store = new DispatchStore(events, reads);
-    commands = new DispatchCommands(store, ledgers, idempotency, bus, new LiveLaunches({}, bus));
+    charged = new ChargedDispatches(store, ledgers);
+    commands = new DispatchCommands(store, ledgers, charged, idempotency, bus, new LiveLaunches({}, bus));
     await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 10, now: new Date().toISOString() }, {});
   });
 
@@ -73,7 +76,7 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
   });
 
   it('makes the dispatch of an orphaned charge when a retry comes, instead of charging again', async () => {
-    const createDispatch = jest.spyOn(commands, 'createChargedDispatch').mockRejectedValueOnce(new Error('killed'));
+    const createDispatch = jest.spyOn(charged, 'make').mockRejectedValueOnce(new Error('killed'));
     await expect(launch('k3')).rejects.toThrow('killed');
     createDispatch.mockRestore();
     const now = Date.now();

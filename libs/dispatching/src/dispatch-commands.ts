@@ -20,6 +20,7 @@ import {
 import { inCanonicalOrder, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { deterministicUlid, newId, ulidToUuid } from '@campaign-ops/ids';
+import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
@@ -27,7 +28,7 @@ import { currentRequestId } from '@campaign-ops/service-runtime';
 import { DispatchStore, toView } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
 
-/** The write side of dispatches: launch and retry. */
+/** The write side of dispatches: launch (the charge first, then the dispatch: see ChargedDispatches) and retry. */
 @Injectable()
 export class DispatchCommands {
   private readonly logger = new Logger('dispatch-commands');
@@ -35,6 +36,7 @@ export class DispatchCommands {
   constructor(
     private readonly store: DispatchStore,
     private readonly ledgers: CreditLedgers,
+    private readonly charged: ChargedDispatches,
     private readonly idempotency: DispatchIdempotency,
     @Inject(BUS) private readonly bus: Bus,
     /** Which channels can run live dispatches (an adapter exists and is configured for them). */
@@ -81,7 +83,7 @@ export class DispatchCommands {
       if (error instanceof WrongExpectedRevisionError && idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
       throw error;
     }
-    const accepted = await this.createChargedDispatch(charge, caller.accountId, caller.mode);
+    const accepted = await this.charged.make(charge, caller.accountId, caller.mode);
     // The answer is the dispatch as accepted, even if the executor has already moved it on.
     return success(toDispatchResource(accepted));
   }
@@ -100,45 +102,10 @@ export class DispatchCommands {
       return success(toDispatchResource(first));
     }
     // No dispatch yet. If its charge exists (the process died right after it), make the dispatch now.
-    const charged = (await this.ledgers.history(accountId, mode)).find(
-      (event) => event.type === 'DispatchCharged' && (event.data as DispatchCharged['data']).dispatch.dispatchId === claim.dispatchId,
-    );
-    if (charged) return success(toDispatchResource(await this.createChargedDispatch(charged, accountId, mode)));
+    const charged = await this.charged.orphanedCharge(accountId, mode, claim.dispatchId);
+    if (charged) return success(toDispatchResource(await this.charged.make(charged, accountId, mode)));
     if (await this.idempotency.takeOverAbandoned(accountId, mode, key, claim, dispatchId)) return null;
     return failure('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed; retry shortly.');
-  }
-
-  /**
-   * The dispatch a charge paid for: created right after the charge, and again by the ledger
-   * processor should this process die in between. The event id derives from the charge's, so the
-   * second append is a no-op: one charge, one dispatch.
-   */
-  async createChargedDispatch(charge: Pick<RecordedEvent, 'id' | 'data'>, accountId: string, mode: Mode): Promise<Dispatch> {
-    const { dispatch, chargedAt } = (charge.data as DispatchCharged['data']);
-    const streamId = dispatchStreamId(dispatch.dispatchId);
-    const [accepted] = decide(
-      { type: 'CreateDispatch', dispatchId: dispatch.dispatchId, accountId, mode, channel: dispatch.channel, campaign: dispatch.campaign, connectionId: dispatch.connectionId, idempotencyKey: dispatch.idempotencyKey, now: chargedAt },
-      { status: 'none' },
-    ).map(inCanonicalOrder);
-    // Derived from the charge (so a second append is a no-op) and still time-ordered like every event id.
-    const eventId = ulidToUuid(deterministicUlid(Date.parse(chargedAt), `dispatch-accepted:${charge.id}`));
-    const stored = { ...toStoredEvent(accepted, { accountId, mode, requestId: dispatch.requestId }), id: eventId };
-    const made = evolve({ status: 'none' }, accepted) as Dispatch;
-    try {
-      await this.store.events.append(streamId, [stored], { expectedRevision: 'no_stream' });
-      // Just made: its view is this one event, no read needed (read-your-writes for GET).
-      await this.store.views.upsert(toView(made), 0);
-    } catch (error) {
-      if (!(error instanceof WrongExpectedRevisionError)) throw error;
-      // Made before (a retry, or the ledger processor after a crash): the view follows the stream.
-      await this.store.refreshView(streamId);
-    }
-    return made;
-  }
-
-  /** Whether the dispatch was made (its view exists: the view is written right after the stream). */
-  async dispatchExists(dispatchId: string): Promise<boolean> {
-    return (await this.store.views.revisionOf(dispatchId)) !== null;
   }
 
   async retry({ caller, id }: DispatchByIdRequest): Promise<Outcome<DispatchResource>> {

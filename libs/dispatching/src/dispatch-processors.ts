@@ -5,7 +5,7 @@ import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
 import { projectionProcessor } from '@campaign-ops/event-sourcing';
 import { DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
-import { CreditHandlers } from './credit-handlers';
+import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { relayDispatchEvent } from './dispatch-relay';
@@ -31,7 +31,7 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
     @Inject(READ_STORE) private readonly readStore: ReadStore,
     private readonly store: DispatchStore,
-    private readonly credits: CreditHandlers,
+    private readonly charged: ChargedDispatches,
     private readonly ledgers: CreditLedgers,
     private readonly idempotency: DispatchIdempotency,
   ) {}
@@ -49,7 +49,7 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
         concurrency: RELAY_CONCURRENCY,
       }),
       projectionProcessor(this.store.live, stores),
-      projectionProcessor(this.ledgers.live, { ...stores, react: (event) => this.credits.onLedgerEvent(event) }),
+      projectionProcessor(this.ledgers.live, { ...stores, react: (event) => this.charged.completeCharge(event) }),
     );
     await Promise.all(this.processors.map((p) => p.start()));
     scrapeGauge('dispatches', 'Dispatches in the read model, by status.', ['status'], async () =>

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { AdNetworksModule } from '@campaign-ops/ad-networks';
 import { SandboxSimulator } from '@campaign-ops/channels';
 import { CampaignChecks } from './campaign-checks';
+import { ChargedDispatches } from './charged-dispatches';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';
 import { CreditsMessageController } from './credits.message.controller';
@@ -28,6 +29,7 @@ import { LiveLaunches } from './live-launches';
     DispatchStore,
     DispatchIdempotency,
     CreditLedgers,
+    ChargedDispatches,
     DispatchCommands,
     CampaignChecks,
     CreditHandlers,

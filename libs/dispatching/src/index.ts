@@ -7,6 +7,7 @@ export * from './dispatch-executor';
 export * from './dispatch-relay';
 export * from './credit-ledgers';
 export * from './credit-handlers';
+export * from './charged-dispatches';
 export * from './dispatch-idempotency';
 export * from './live-launches';
 export * from './campaign-checks';

@@ -1,0 +1,87 @@
+import { creditLedgerStreamId } from '@campaign-ops/dispatch-domain';
+import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteReadStore } from '@campaign-ops/read-store';
+import { ChargedDispatches } from './charged-dispatches';
+import { CreditLedgers } from './credit-ledgers';
+import { DispatchStore } from './dispatch-store';
+
+describe('one charge, one dispatch (the ledger processor completes a charge left without its dispatch)', () => {
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let ledgers: CreditLedgers;
+  let store: DispatchStore;
+  let charged: ChargedDispatches;
+
+  beforeEach(() => {
+    events = SqliteEventStore.open(':memory:');
+    reads = SqliteReadStore.open(':memory:');
+    ledgers = new CreditLedgers(events, reads);
+    store = new DispatchStore(events, reads);
+    charged = new ChargedDispatches(store, ledgers);
+  });
+
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    await events.close();
+    await reads.close();
+  });
+
+  it('makes sure every charge on a ledger has its dispatch, for the account and mode of that ledger', async () => {
+    await ledgers.execute('acct-with-dashes', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = {
+      dispatchId: 'dsp_1',
+      channel: 'meta_ads' as const,
+      campaign: { name: 'n', objective: 'conversion', budget: { amount_micros: 1, currency: 'USD', type: 'daily' as const }, schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'UTC' } },
+      connectionId: null,
+      idempotencyKey: null,
+      requestId: null,
+    };
+    const { recorded } = await ledgers.execute('acct-with-dashes', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    const [grant] = await events.readStream(creditLedgerStreamId('acct-with-dashes', 'test'));
+    await charged.completeCharge(grant);
+    expect(await store.views.get('dsp_1')).toBeNull();
+    await charged.completeCharge(recorded[0]);
+    expect(await store.views.get('dsp_1')).toMatchObject({ id: 'dsp_1', account_id: 'acct-with-dashes', mode: 'test', status: 'accepted' });
+    expect((await ledgers.load('acct-with-dashes', 'test')).state.balance).toBe(1);
+
+    // Seen again (a restart from an older checkpoint): the dispatch and the ledger's view are there,
+    // so it neither writes nor reads the streams.
+    const append = jest.spyOn(events, 'append');
+    const read = jest.spyOn(events, 'readStream');
+    await charged.completeCharge(recorded[0]);
+    expect(append).not.toHaveBeenCalled();
+    expect(read).not.toHaveBeenCalled();
+  });
+
+  it('makes the dispatch of a charge whose launch died before making it, and brings a stale ledger view up', async () => {
+    await ledgers.execute('acct_7', 'live', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = { dispatchId: 'dsp_2', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
+    const { recorded } = await ledgers.execute('acct_7', 'live', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    // As if the view had been written before the charge: it holds revision 0 only.
+    await reads.collection('credit_ledgers').delete('acct_7:live');
+    await ledgers.refreshView('acct_7', 'live', 0);
+    expect(await ledgers.views.get('acct_7:live')).toMatchObject({ balance: 1, revision: 1 });
+    await charged.completeCharge(recorded[0]);
+    expect(await store.views.get('dsp_2')).toMatchObject({ status: 'accepted', account_id: 'acct_7', mode: 'live' });
+  });
+
+  it('finds the charge of a dispatch on its ledger, and nothing for a dispatch never charged', async () => {
+    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = { dispatchId: 'dsp_3', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: 'k', requestId: null };
+    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    await expect(charged.orphanedCharge('acct_7', 'test', 'dsp_3')).resolves.toMatchObject({ id: recorded[0].id, type: 'DispatchCharged' });
+    await expect(charged.orphanedCharge('acct_7', 'test', 'dsp_4')).resolves.toBeUndefined();
+    await expect(charged.orphanedCharge('acct_7', 'live', 'dsp_3')).resolves.toBeUndefined();
+  });
+
+  it('makes a dispatch once however often its charge is made into one', async () => {
+    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = { dispatchId: 'dsp_5', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
+    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    await charged.make(recorded[0], 'acct_7', 'test');
+    await charged.make(recorded[0], 'acct_7', 'test');
+    expect(await events.readStream('dispatch-dsp_5')).toHaveLength(1);
+    await expect(charged.exists('dsp_5')).resolves.toBe(true);
+    expect(creditLedgerStreamId('acct_7', 'test')).toBe('credits-acct_7-test');
+  });
+});
