@@ -1,7 +1,7 @@
 import { EventStore, RecordedEvent, SqliteEventStore, SubscriptionPositionRefusedError } from '@campaign-ops/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { CheckpointStore, SqliteReadStore } from '@campaign-ops/read-store';
-import { CheckpointedProcessor } from './event-relay';
+import { CheckpointedProcessor } from './checkpointed-processor';
 import { processorProblems } from './processor-status';
 
 /**

@@ -1,8 +1,10 @@
 import { Logger } from '@nestjs/common';
 import { EventStore, RecordedEvent, Subscription, SubscriptionPositionRefusedError } from '@campaign-ops/event-store';
-import { CheckpointStore, LeaseFence, LeaseLostError } from '@campaign-ops/read-store';
+import { CheckpointStore } from '@campaign-ops/read-store';
+import { CheckpointSaver } from './checkpoint-saver';
 import { processorCheckpoint, processorEvents, processorLag } from './metrics';
-import { processorLeaseDefaults, processorLeaseTakes, ProcessorLeaseOptions, ProcessorState, reportProcessorState } from './processor-status';
+import { ProcessorLease } from './processor-lease';
+import { processorLeaseDefaults, ProcessorLeaseOptions, ProcessorState, reportProcessorState } from './processor-status';
 import { withRequestId } from './request-context';
 
 export interface CheckpointedOptions {
@@ -57,6 +59,9 @@ export interface CheckpointedOptions {
  * event store refuses to subscribe from (EventStoreDB: not a position of this database), which no
  * retry can mend. The process is then not ready (/readyz) until an operator resets the checkpoint
  * (`npm run ops -- processors reset NAME --to-start|--to-head`).
+ *
+ * Its parts: the lease (ProcessorLease), the batched, fenced checkpoint saves (CheckpointSaver),
+ * and here the following itself: the head check, the window of events in hand, restarts.
  */
 const CHECKPOINT_EVERY_MS = 100;
 /** A refused checkpoint asked for again counts as accepted once the subscription has delivered, or stayed quiet (no refusal) this long. */
@@ -66,24 +71,20 @@ const WINDOW_PER_LANE = 16;
 
 export class CheckpointedProcessor {
   private readonly logger: Logger;
-  private readonly lease: ProcessorLeaseOptions | null;
+  private readonly leaseOptions: ProcessorLeaseOptions | null;
+  /** Null when every instance runs (no lease). */
+  private readonly lease: ProcessorLease | null;
+  private readonly saver: CheckpointSaver;
   private readonly clock: () => number;
   private subscription: Subscription | null = null;
   private stopped = true;
   private failures = 0;
   /** The next attempt to run: after a failure, while standing by, while refusing. */
   private retryTimer: NodeJS.Timeout | null = null;
-  /** Handled but not yet saved: checkpoints are saved at most every CHECKPOINT_EVERY_MS, fenced by the lease held then. */
-  private unsaved: { position: string; fence: LeaseFence | undefined } | null = null;
-  private saveTimer: NodeJS.Timeout | null = null;
-  private saving: Promise<void> = Promise.resolve();
   /** Events handed to `handle` and not yet checkpointable, in order, each with whether it is done. */
   private window: Array<{ position: string; done: boolean; finished: Promise<void> }> = [];
   /** Bumped at every (re)start: a handler of an earlier run that fails later restarts nothing. */
   private run = 0;
-  /** The lease while this instance holds it, and until when it is surely still its own by this process's clock. */
-  private held: { fence: LeaseFence; validUntil: number; renewing: boolean } | null = null;
-  private renewTimer: NodeJS.Timeout | null = null;
   private firstAttempt = true;
   /**
    * A checkpoint the event store refused to subscribe from, and when (by `clock`): refused again
@@ -98,8 +99,12 @@ export class CheckpointedProcessor {
 
   constructor(private readonly options: CheckpointedOptions) {
     this.logger = new Logger(`processor:${options.name}`);
-    this.lease = options.lease === undefined ? processorLeaseDefaults() : options.lease;
+    this.leaseOptions = options.lease === undefined ? processorLeaseDefaults() : options.lease;
     this.clock = options.clock ?? (() => performance.now());
+    this.lease = this.leaseOptions && new ProcessorLease(options.name, this.leaseOptions, options.checkpoints, this.clock, this.logger, () => this.lostLease(), () => this.stopped);
+    this.saver = new CheckpointSaver(options.name, options.checkpoints, CHECKPOINT_EVERY_MS, this.logger, () =>
+      this.lease?.lose('another replica holds it now (a checkpoint write was refused)'),
+    );
   }
 
   /** Runs, or stands by, or refuses; resolves once it knows which (a free lease is taken at once: no delay for a single instance). */
@@ -112,28 +117,18 @@ export class CheckpointedProcessor {
   /** One try at running: the head check, the lease, then following the event store from the checkpoint. */
   private async attempt(): Promise<void> {
     if (this.stopped) return;
-    if (this.lease && !this.held) {
+    if (this.lease && !this.lease.isHeld) {
       // At start and while refusing every replica looks, so that each is not ready, not only the holder.
       if ((this.state === 'stopped' || this.state === 'refusing') && !(await this.checkHead(await this.options.checkpoints.get(this.options.name)))) return;
-      const { holder, ttlMs, renewMs, seizeAtStart } = this.lease;
-      const sentAt = this.clock();
-      const taken = await this.options.checkpoints.acquireLease(this.options.name, holder, ttlMs, { evenIfHeld: this.firstAttempt && seizeAtStart === true });
+      const taken = await this.lease.take(this.firstAttempt && this.leaseOptions!.seizeAtStart === true, () => !this.stopped);
       this.firstAttempt = false;
       this.failures = 0;
-      if (this.stopped) {
-        if (taken) await this.options.checkpoints.releaseLease(this.options.name, taken).catch(() => undefined);
-        return;
-      }
+      if (this.stopped) return;
       if (!taken) {
         this.setState('standby');
-        this.schedule(renewMs);
+        this.schedule(this.leaseOptions!.renewMs);
         return;
       }
-      this.held = { fence: { holder: taken.holder, epoch: taken.epoch }, validUntil: sentAt + ttlMs, renewing: false };
-      processorLeaseTakes.inc({ processor: this.options.name });
-      this.logger.log(`took the lease (epoch ${taken.epoch}): this replica runs ${this.options.name}`);
-      this.renewTimer = setInterval(() => void this.renew(), renewMs);
-      this.renewTimer.unref();
     }
     await this.follow();
   }
@@ -166,7 +161,7 @@ export class CheckpointedProcessor {
       onEvent: async (event) => {
         if (run !== this.run) return;
         if (probing) accepted();
-        if (!this.leaseValid()) return this.loseLease(`not renewed within ${this.lease!.ttlMs} ms by this process's clock (was it paused?)`);
+        if (this.lease && !this.lease.valid) return this.lease.lose(`not renewed within ${this.leaseOptions!.ttlMs} ms by this process's clock (was it paused?)`);
         const entry = { position: event.position, done: false, finished: Promise.resolve() };
         entry.finished = withRequestId(event.metadata.requestId as string | undefined, () => this.options.handle(event)).then(() => {
           entry.done = true;
@@ -237,44 +232,16 @@ export class CheckpointedProcessor {
       );
     }
     this.setState('refusing', `${problem}; reset it: npm run ops -- processors reset ${this.options.name} --to-start|--to-head`);
-    await this.dropLease();
+    await this.lease?.release();
     this.schedule(this.options.headRecheckMs ?? 5_000);
     return false;
   }
 
-  private leaseValid(): boolean {
-    return this.lease === null || (this.held !== null && this.clock() < this.held.validUntil);
-  }
-
-  private async renew(): Promise<void> {
-    const held = this.held;
-    if (!held || !this.lease) return;
-    if (this.clock() >= held.validUntil) return this.loseLease(`not renewed within ${this.lease.ttlMs} ms by this process's clock`);
-    if (held.renewing) return;
-    held.renewing = true;
-    const sentAt = this.clock();
-    try {
-      const renewed = await this.options.checkpoints.renewLease(this.options.name, held.fence, this.lease.ttlMs);
-      if (this.held !== held) return;
-      if (renewed) held.validUntil = sentAt + this.lease.ttlMs;
-      else this.loseLease('another replica took it over, or an operator reset the checkpoint');
-    } catch (error) {
-      this.logger.warn(`lease not renewed (retrying until it expires): ${(error as Error).message}`);
-    } finally {
-      held.renewing = false;
-    }
-  }
-
   /** No longer the active instance: stop following at once (what is in hand finishes unchecked), stand by. */
-  private loseLease(reason: string): void {
-    const held = this.held;
-    if (!held || this.stopped) return;
-    this.logger.warn(`lost the lease (epoch ${held.fence.epoch}): ${reason}; standing by`);
-    this.held = null;
-    this.stopRenewing();
+  private lostLease(): void {
     this.endRun();
     this.setState('standby');
-    this.schedule(this.lease!.renewMs);
+    this.schedule(this.leaseOptions!.renewMs);
   }
 
   /** Ends the current run: its subscription closed, its handlers' results and unsaved checkpoint forgotten. */
@@ -284,22 +251,7 @@ export class CheckpointedProcessor {
     this.subscription = null;
     void subscription?.close().catch(() => undefined);
     this.window = [];
-    this.unsaved = null;
-    if (this.saveTimer) clearTimeout(this.saveTimer);
-    this.saveTimer = null;
-  }
-
-  private async dropLease(): Promise<void> {
-    const held = this.held;
-    if (!held) return;
-    this.held = null;
-    this.stopRenewing();
-    await this.options.checkpoints.releaseLease(this.options.name, held.fence).catch((error: Error) => this.logger.warn(`lease not released (it expires): ${error.message}`));
-  }
-
-  private stopRenewing(): void {
-    if (this.renewTimer) clearInterval(this.renewTimer);
-    this.renewTimer = null;
+    this.saver.forget();
   }
 
   private setState(state: ProcessorState, problem?: string): void {
@@ -323,7 +275,7 @@ export class CheckpointedProcessor {
     if (run !== this.run) return;
     let position: string | null = null;
     while (this.window.length > 0 && this.window[0].done) position = this.window.shift()!.position;
-    if (position !== null) this.saveSoon(position);
+    if (position !== null) this.saver.saveSoon(position, this.lease?.fence);
     this.failures = 0;
     const occurred = Date.parse(event.occurredAt);
     processorEvents.inc({ processor: this.options.name });
@@ -346,46 +298,15 @@ export class CheckpointedProcessor {
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.clearProbe();
-    this.stopRenewing();
+    this.lease?.stopRenewing();
     await this.subscription?.close();
     this.subscription = null;
     // Handlers still running finish first, so the checkpoint saved below covers them.
     await Promise.all(this.window.map((entry) => entry.finished.catch(() => undefined)));
-    await this.saveNow();
+    await this.saver.saveNow();
     // Let the lease go, so a replica takes over now rather than after the TTL (a rolling update).
-    await this.dropLease();
+    await this.lease?.release();
     this.setState('stopped');
-  }
-
-  /**
-   * Saving a checkpoint per event would cost a durable write per event per processor; batching
-   * them means a crash repeats at most the last CHECKPOINT_EVERY_MS of events, which every handler
-   * takes in its stride (they are idempotent).
-   */
-  private saveSoon(position: string): void {
-    this.unsaved = { position, fence: this.held?.fence };
-    if (this.saveTimer) return;
-    this.saveTimer = setTimeout(() => void this.saveNow(), CHECKPOINT_EVERY_MS);
-    this.saveTimer.unref();
-  }
-
-  private saveNow(): Promise<void> {
-    if (this.saveTimer) clearTimeout(this.saveTimer);
-    this.saveTimer = null;
-    this.saving = this.saving.then(async () => {
-      const pending = this.unsaved;
-      if (pending === null) return;
-      this.unsaved = null;
-      try {
-        await this.options.checkpoints.set(this.options.name, pending.position, pending.fence);
-      } catch (error) {
-        if (error instanceof LeaseLostError) return this.loseLease('another replica holds it now (a checkpoint write was refused)');
-        // Not saved: keep it for the next try; at worst a restart repeats a few events.
-        this.unsaved ??= pending;
-        this.logger.warn(`checkpoint not saved: ${(error as Error).message}`);
-      }
-    });
-    return this.saving;
   }
 
   private restartAfterFailure(error: Error): void {

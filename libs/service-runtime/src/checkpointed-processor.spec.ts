@@ -1,7 +1,7 @@
 import { SqliteEventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { CheckpointStore, LeaseFence, SqliteReadStore } from '@campaign-ops/read-store';
-import { CheckpointedProcessor } from './event-relay';
+import { CheckpointedProcessor } from './checkpointed-processor';
 
 /** A checkpoint store (SQLite's, leases and all) that also keeps every saved position, in order. */
 class RecordingCheckpoints implements CheckpointStore {
