@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AccountDirectory } from '@campaign-ops/accounts';
-import { KeyMode } from '@campaign-ops/account-domain';
+import { Mode } from '@campaign-ops/account-domain';
 import { unwrap } from '@campaign-ops/api-errors';
 import { isRegistrableRedirectUri } from '@campaign-ops/api-contract';
 import { Bus, DEFAULT_STREAM_NAME, InProcessBus, NatsBus, PARKED_STREAM_SUFFIX } from '@campaign-ops/bus';
@@ -63,7 +63,7 @@ function option(values: Values, name: string): string {
   return value;
 }
 
-function mode(value: string): KeyMode {
+function mode(value: string): Mode {
   if (value !== 'live' && value !== 'test') throw new UsageError('--mode must be live or test');
   return value;
 }

@@ -1,6 +1,7 @@
 import { specFor } from '@campaign-ops/testing/decider';
 import { assertNever } from '@campaign-ops/decider';
-import { AccountEvent, accountDecider, AccountNotFound, accountStreamId, ApiKeyNotFound, AccountAlreadyOpen, creditGrantsOf, KEY_MODES, upcastAccountEvent } from './account.decider';
+import { AccountEvent, accountDecider, AccountNotFound, accountStreamId, ApiKeyNotFound, AccountAlreadyOpen, creditGrantsOf, upcastAccountEvent } from './account.decider';
+import { MODES } from './mode';
 import { generateApiKey, hashApiKey, looksLikeApiKey } from './api-key';
 
 const given = specFor(accountDecider);
@@ -67,7 +68,7 @@ describe('account decider', () => {
   });
   it('lives in the stream account-<id>, in two modes', () => {
     expect(accountStreamId('acct_1')).toBe('account-acct_1');
-    expect(KEY_MODES).toEqual(['live', 'test']);
+    expect(MODES).toEqual(['live', 'test']);
   });
 
   it.each<[string, AccountEvent[], Parameters<typeof accountDecider.decide>[0], string, RegExp]>([

@@ -1,16 +1,15 @@
 import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions, storedVersion } from '@campaign-ops/decider';
+import { Mode, MODES } from './mode';
 
-export type KeyMode = 'live' | 'test';
-export const KEY_MODES: readonly KeyMode[] = ['live', 'test'];
 export const DEFAULT_STARTING_CREDITS = 1000;
 
 /** `oauthRedirectUris`: absent on accounts opened before they could be registered (none then). */
-export type AccountOpened = DomainEvent<'AccountOpened', { accountId: string; name: string; credits: Record<KeyMode, number>; oauthRedirectUris?: string[]; openedAt: string }>;
+export type AccountOpened = DomainEvent<'AccountOpened', { accountId: string; name: string; credits: Record<Mode, number>; oauthRedirectUris?: string[]; openedAt: string }>;
 /** What an operator changed of the account; only the fields that changed are present. */
 export type AccountSettingsChanged = DomainEvent<'AccountSettingsChanged', { name?: string; oauthRedirectUris?: string[]; changedAt: string }>;
-export type ApiKeyIssued = DomainEvent<'ApiKeyIssued', { keyId: string; mode: KeyMode; keyHash: string; issuedAt: string }>;
+export type ApiKeyIssued = DomainEvent<'ApiKeyIssued', { keyId: string; mode: Mode; keyHash: string; issuedAt: string }>;
 export type ApiKeyRevoked = DomainEvent<'ApiKeyRevoked', { keyId: string; revokedAt: string }>;
-export type CreditsGranted = DomainEvent<'CreditsGranted', { mode: KeyMode; amount: number; grantedAt: string }>;
+export type CreditsGranted = DomainEvent<'CreditsGranted', { mode: Mode; amount: number; grantedAt: string }>;
 export type AccountEvent = AccountOpened | AccountSettingsChanged | ApiKeyIssued | ApiKeyRevoked | CreditsGranted;
 
 /**
@@ -30,10 +29,10 @@ const event = ACCOUNT_EVENTS.event;
 export interface Account {
   id: string;
   name: string;
-  credits: Record<KeyMode, number>;
+  credits: Record<Mode, number>;
   /** Where the account's OAuth rounds may send a person back (API.md §2, §4): matched on origin and path. */
   oauthRedirectUris: string[];
-  keys: Record<string, { mode: KeyMode; revoked: boolean }>;
+  keys: Record<string, { mode: Mode; revoked: boolean }>;
   createdAt: string;
 }
 export type AccountState = { status: 'none' } | ({ status: 'open' } & Account);
@@ -41,9 +40,9 @@ export type AccountState = { status: 'none' } | ({ status: 'open' } & Account);
 export type AccountCommand =
   | { type: 'OpenAccount'; accountId: string; name: string; credits: number; oauthRedirectUris?: string[]; now: string }
   | { type: 'ChangeAccountSettings'; name?: string; oauthRedirectUris?: string[]; now: string }
-  | { type: 'IssueApiKey'; keyId: string; mode: KeyMode; keyHash: string; now: string }
+  | { type: 'IssueApiKey'; keyId: string; mode: Mode; keyHash: string; now: string }
   | { type: 'RevokeApiKey'; keyId: string; now: string }
-  | { type: 'GrantCredits'; mode: KeyMode; amount: number; now: string };
+  | { type: 'GrantCredits'; mode: Mode; amount: number; now: string };
 
 export class AccountNotFound extends DomainRuleViolation {
   readonly rule = 'resource_missing';
@@ -127,7 +126,7 @@ export const upcastAccountEvent = ACCOUNT_EVENTS.upcast;
 /** Credits an account event grants, each with an id derived from the event, so applying twice counts once. */
 export interface CreditGrant {
   grantId: string;
-  mode: KeyMode;
+  mode: Mode;
   amount: number;
 }
 
@@ -137,7 +136,7 @@ export function creditGrantsOf(event: { id: string; type: string; data: Record<s
   const current = upcastAccountEvent(event.type, event.data, storedVersion(event.metadata)) as AccountOpened | CreditsGranted;
   if (current.type === 'AccountOpened') {
     const credits = current.data.credits;
-    return KEY_MODES.filter((mode) => credits[mode] > 0).map((mode) => ({ grantId: `${event.id}:${mode}`, mode, amount: credits[mode] }));
+    return MODES.filter((mode) => credits[mode] > 0).map((mode) => ({ grantId: `${event.id}:${mode}`, mode, amount: credits[mode] }));
   }
   return [{ grantId: event.id, mode: current.data.mode, amount: current.data.amount }];
 }

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { randomBase62 } from '@campaign-ops/ids';
-import { KeyMode } from './account.decider';
+import { Mode } from './mode';
 
-const PREFIX: Record<KeyMode, string> = { live: 'mk_live_', test: 'mk_test_' };
+const PREFIX: Record<Mode, string> = { live: 'mk_live_', test: 'mk_test_' };
 const SECRET_LENGTH = 40;
 const KEY_PATTERN = /^mk_(live|test)_[0-9A-Za-z]{32,128}$/;
 
 /** A new key: shown to its owner once; only its hash is kept. */
-export function generateApiKey(mode: KeyMode): { key: string; hash: string } {
+export function generateApiKey(mode: Mode): { key: string; hash: string } {
   const key = PREFIX[mode] + randomBase62(SECRET_LENGTH);
   return { key, hash: hashApiKey(key) };
 }

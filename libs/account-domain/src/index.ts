@@ -1,2 +1,3 @@
+export * from './mode';
 export * from './account.decider';
 export * from './api-key';

@@ -16,7 +16,7 @@ import {
   DEFAULT_STARTING_CREDITS,
   generateApiKey,
   hashApiKey,
-  KeyMode,
+  Mode,
   looksLikeApiKey,
   upcastAccountEvent,
 } from '@campaign-ops/account-domain';
@@ -28,7 +28,7 @@ import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 export interface AccountView {
   id: string;
   name: string;
-  credits: Record<KeyMode, number>;
+  credits: Record<Mode, number>;
   oauth_redirect_uris: string[];
   created_at: string;
   [key: string]: unknown;
@@ -37,7 +37,7 @@ export interface AccountView {
 export interface ApiKeyView {
   id: string;
   account_id: string;
-  mode: KeyMode;
+  mode: Mode;
   key_hash: string;
   revoked: boolean;
   created_at: string;
@@ -48,12 +48,12 @@ export type AccountResource = Pick<AccountView, 'id' | 'name' | 'credits' | 'oau
 export interface IssuedKey {
   id: string;
   key: string;
-  mode: KeyMode;
+  mode: Mode;
   account_id: string;
   created_at: string;
 }
 
-export type Authentication = { ok: true; accountId: string; mode: KeyMode; keyId: string } | { ok: false; code: 'api_key_invalid' | 'api_key_revoked' };
+export type Authentication = { ok: true; accountId: string; mode: Mode; keyId: string } | { ok: false; code: 'api_key_invalid' | 'api_key_revoked' };
 
 /** The `accounts` and `api_keys` documents of an open account (also what a rebuild writes), its keys in the order issued. */
 export function toAccountViews(state: Account, issued: ReadonlyArray<ApiKeyIssued['data']>): { account: AccountView; keys: ApiKeyView[] } {
@@ -127,7 +127,7 @@ export class AccountDirectory {
     return success(toResource((await this.accounts.get(accountId))!));
   }
 
-  async issueKey(accountId: string, mode: KeyMode): Promise<Outcome<IssuedKey>> {
+  async issueKey(accountId: string, mode: Mode): Promise<Outcome<IssuedKey>> {
     const keyId = newId('key');
     const { key, hash } = generateApiKey(mode);
     const now = new Date().toISOString();
@@ -152,7 +152,7 @@ export class AccountDirectory {
     return success({ id: keyId, revoked: true });
   }
 
-  async grantCredits(accountId: string, mode: KeyMode, amount: number): Promise<Outcome<{ account: AccountResource; grants: CreditGrant[] }>> {
+  async grantCredits(accountId: string, mode: Mode, amount: number): Promise<Outcome<{ account: AccountResource; grants: CreditGrant[] }>> {
     let grants: CreditGrant[];
     try {
       grants = await this.run(accountId, { type: 'GrantCredits', mode, amount, now: new Date().toISOString() });

@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { ArrayMaxSize, IsArray, IsIn, IsInt, isString, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { eachItem, IsRegistrableRedirectUri, isRegistrableRedirectUri, Omittable } from './rules';
@@ -40,13 +41,13 @@ export class UpdateAccountDto {
 /** POST /admin/v1/accounts/:id/keys. */
 export class CreateKeyDto {
   @IsIn(MODES)
-  mode!: 'live' | 'test';
+  mode!: Mode;
 }
 
 /** POST /admin/v1/accounts/:id/credits. */
 export class GrantCreditsDto {
   @IsIn(MODES)
-  mode!: 'live' | 'test';
+  mode!: Mode;
 
   @IsInt() @Min(1) @Max(MAX_CREDITS)
   amount!: number;

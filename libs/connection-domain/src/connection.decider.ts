@@ -5,7 +5,8 @@ import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions }
  * stream holds what was decided about it; tokens never do: they live sealed in the token vault,
  * and events carry only what may be shown (scopes, the ad account's currency and timezone, expiry).
  */
-export type Mode = 'live' | 'test';
+export type { Mode } from '@campaign-ops/account-domain';
+import type { Mode } from '@campaign-ops/account-domain';
 export type ConnectionStatus = 'pending' | 'active' | 'reauth_required' | 'revoked';
 /** How the connection got its credentials. */
 export type AuthorizationMethod = 'token_import' | 'oauth' | 'sandbox';

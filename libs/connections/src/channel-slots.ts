@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
@@ -14,7 +15,7 @@ const SLOT_POLL_MS = 25;
 export interface SlotClaim {
   connectionId: string;
   accountId: string;
-  mode: 'live' | 'test';
+  mode: Mode;
   channel: string;
   providerAccountId: string;
 }

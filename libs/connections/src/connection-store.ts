@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { Inject, Injectable } from '@nestjs/common';
 import { fold } from '@campaign-ops/decider';
 import { AggregateRepository, EventMetadata, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
@@ -18,7 +19,7 @@ import {
 } from '@campaign-ops/connection-domain';
 
 /** A connection as the `connections` read model keeps it: the resource plus its tenancy. */
-export type ConnectionView = ConnectionResource & { account_id: string; mode: 'live' | 'test' } & Record<string, unknown>;
+export type ConnectionView = ConnectionResource & { account_id: string; mode: Mode } & Record<string, unknown>;
 
 export const CONNECTION_VIEW_INDEXES = ['account_id', 'mode', 'channel', 'status', 'expires_at'];
 
@@ -48,7 +49,7 @@ export interface OAuthStateRecord {
   id: string;
   connection_id: string;
   account_id: string;
-  mode: 'live' | 'test';
+  mode: Mode;
   redirect_uri: string;
   expires_at: string;
   /** Test keys: the simulated ad account the round ends with. */

@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AD_NETWORKS, AdNetwork, AdNetworks, oauthConfigured, TokenSet } from '@campaign-ops/ad-networks';
@@ -35,7 +36,7 @@ const roundLost = (error: unknown) => error instanceof OAuthStateSpent || error 
 export interface RoundRequest {
   connectionId: string;
   accountId: string;
-  mode: 'live' | 'test';
+  mode: Mode;
   channel: Channel;
   providerAccountId: string;
   redirectUri: string;
@@ -73,7 +74,7 @@ export class OAuthRounds {
   ) {}
 
   /** What a round on `channel` needs before anything is written: a usable redirect_uri and, live, an OAuth client. */
-  prepare(mode: 'live' | 'test', channel: Channel, redirectUri: string, registered: readonly string[]): Outcome<{ redirectUri: string; network: AdNetwork | null }> {
+  prepare(mode: Mode, channel: Channel, redirectUri: string, registered: readonly string[]): Outcome<{ redirectUri: string; network: AdNetwork | null }> {
     const checked = checkRedirectUri(redirectUri, { mode, registered });
     if (!checked.ok) return checked;
     if (mode === 'test') return success({ redirectUri: checked.value, network: null });

@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 
 const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
@@ -10,7 +11,7 @@ const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
  * callback never sends a person to a site the account did not name: a test key may also use any
  * http://localhost URL (API.md §4).
  */
-export function checkRedirectUri(raw: string, allowed: { mode: 'live' | 'test'; registered: readonly string[] }): Outcome<string> {
+export function checkRedirectUri(raw: string, allowed: { mode: Mode; registered: readonly string[] }): Outcome<string> {
   let url: URL;
   try {
     url = new URL(raw);

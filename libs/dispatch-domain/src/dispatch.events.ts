@@ -1,7 +1,8 @@
 import { DomainEvent, eventVersions } from '@campaign-ops/decider';
 import { CampaignSpec, Channel } from '@campaign-ops/channels';
 
-export type Mode = 'live' | 'test';
+export type { Mode } from '@campaign-ops/account-domain';
+import type { Mode } from '@campaign-ops/account-domain';
 
 /** Why a dispatch failed, as the API shows it. */
 export interface DispatchError {

@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { AggregateRepository, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
@@ -16,7 +17,7 @@ import {
 import { fold } from '@campaign-ops/decider';
 
 /** A dispatch as the `dispatches` read model keeps it: the resource plus its tenancy. */
-export type DispatchView = DispatchResource & { account_id: string; mode: 'live' | 'test' } & Record<string, unknown>;
+export type DispatchView = DispatchResource & { account_id: string; mode: Mode } & Record<string, unknown>;
 
 export const DISPATCH_VIEW_INDEXES = ['account_id', 'mode', 'status', 'channel'];
 

@@ -56,7 +56,8 @@ export interface EventByIdRequest {
   id: string;
 }
 
-export type Mode = 'live' | 'test';
+export type { Mode } from '@campaign-ops/account-domain';
+import type { Mode } from '@campaign-ops/account-domain';
 
 /** Who is asking: every read and write is scoped to this account and mode. */
 export interface Caller {

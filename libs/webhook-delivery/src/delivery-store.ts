@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { Collection, ReadStore } from '@campaign-ops/read-store';
 import { Delivery } from '@campaign-ops/webhook-domain';
 
@@ -5,7 +6,7 @@ import { Delivery } from '@campaign-ops/webhook-domain';
 export interface StoredPartnerEvent {
   id: string;
   account_id: string;
-  mode: 'live' | 'test';
+  mode: Mode;
   type: string;
   created_at: string;
   data: Record<string, unknown>;

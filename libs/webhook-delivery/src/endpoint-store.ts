@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { AggregateRepository, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
@@ -17,7 +18,7 @@ import {
 export interface EndpointView {
   id: string;
   account_id: string;
-  mode: 'live' | 'test';
+  mode: Mode;
   url: string;
   events: WebhookEventType[];
   enabled: boolean;

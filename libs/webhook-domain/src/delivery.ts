@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { nextRetryDelay } from './retry-schedule';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
@@ -7,7 +8,7 @@ export interface Delivery {
   id: string;
   endpoint_id: string;
   account_id: string;
-  mode: 'live' | 'test';
+  mode: Mode;
   event_id: string;
   event: string;
   /** The exact body, the same bytes on every attempt. */

@@ -1,7 +1,7 @@
 import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions } from '@campaign-ops/decider';
 import { WebhookEventType } from './webhook-events';
 
-type Mode = 'live' | 'test';
+import type { Mode } from '@campaign-ops/account-domain';
 
 export type WebhookEndpointCreated = DomainEvent<
   'WebhookEndpointCreated',

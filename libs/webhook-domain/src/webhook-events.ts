@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 /** The events partners can subscribe to (SPEC.md §6.1). */
 export const WEBHOOK_EVENT_TYPES = ['dispatch.accepted', 'dispatch.completed', 'dispatch.failed', 'connection.active', 'connection.reauth_required'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
@@ -15,7 +16,7 @@ export interface PartnerEvent {
   timestamp: string;
   data: Record<string, unknown>;
   accountId: string;
-  mode: 'live' | 'test';
+  mode: Mode;
 }
 
 /** The subject partner events travel on. */

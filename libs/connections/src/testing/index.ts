@@ -1,3 +1,4 @@
+import type { Mode } from '@campaign-ops/account-domain';
 import { AdNetwork, AdNetworks, NetworkSettings, ProviderAccount, TokenSet } from '@campaign-ops/ad-networks';
 import { Channel, ProviderError } from '@campaign-ops/channels';
 import { SqliteEventStore } from '@campaign-ops/event-store';
@@ -188,4 +189,4 @@ export function connectionsHarness(networks: AdNetworks, networkSettings: Channe
   };
 }
 
-export const callerOf = (accountId: string, mode: 'live' | 'test'): Caller => ({ accountId, mode, requestId: `req_${accountId}_${mode}` });
+export const callerOf = (accountId: string, mode: Mode): Caller => ({ accountId, mode, requestId: `req_${accountId}_${mode}` });
