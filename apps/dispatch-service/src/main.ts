@@ -1,12 +1,12 @@
 import 'reflect-metadata';
-import { DispatchingModule } from '@campaign-ops/dispatching';
 import { exitOnStartFailure, loadConfig, startApp } from '@campaign-ops/service-runtime';
+import { AppModule } from './app.module';
 
 /** dispatch-service on its own: requests and events over NATS (NATS_URL is required), health on PORT. */
 async function main() {
   const config = loadConfig('dispatch-service');
   if (!config.natsUrl) throw new Error('NATS_URL is required: dispatch-service talks to the other services over NATS');
-  await startApp(config, [DispatchingModule]);
+  await startApp(config, AppModule.forConfig(config));
 }
 
 main().catch(exitOnStartFailure);

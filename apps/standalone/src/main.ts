@@ -1,9 +1,7 @@
 import 'reflect-metadata';
-import { ConnectionsModule } from '@campaign-ops/connections';
-import { DispatchingModule } from '@campaign-ops/dispatching';
-import { configureHttp, GatewayModule } from '@campaign-ops/gateway';
+import { configureHttp } from '@campaign-ops/gateway';
 import { exitOnStartFailure, loadConfig, startApp } from '@campaign-ops/service-runtime';
-import { WebhookDeliveryModule } from '@campaign-ops/webhook-delivery';
+import { AppModule } from './app.module';
 
 /**
  * The whole service in one process on embedded storage (SQLite in DATA_DIR) and the in-process
@@ -11,7 +9,7 @@ import { WebhookDeliveryModule } from '@campaign-ops/webhook-delivery';
  */
 async function main() {
   const config = loadConfig('standalone');
-  await startApp(config, [GatewayModule, DispatchingModule, ConnectionsModule, WebhookDeliveryModule], configureHttp);
+  await startApp(config, AppModule.forConfig(config), configureHttp);
   const base = `http://localhost:${config.port}`;
   const howToGetAKey = config.adminToken
     ? [

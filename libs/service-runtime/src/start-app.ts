@@ -1,4 +1,4 @@
-import { INestApplication, Logger, Module, OnApplicationShutdown, Type } from '@nestjs/common';
+import { DynamicModule, INestApplication, Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { BusTransport } from '@campaign-ops/bus-transport';
 import { appLogger } from './pino-logger';
@@ -6,29 +6,29 @@ import { httpMetricsMiddleware } from './metrics';
 import { MetricsServer, startMetricsServer } from './metrics.server';
 import { NestFactory } from '@nestjs/core';
 import { ServiceConfig } from './config';
-import { InfrastructureModule } from './infrastructure.module';
 import { answerMalformedRequestsInTheEnvelope } from './malformed-requests';
 
 /**
- * Starts one app: the infrastructure of its config, its feature modules, HTTP on PORT (health,
- * and the API where the gateway is among them), Prometheus metrics on METRICS_PORT (nothing else
- * there, and never on PORT), JSON logs, and a graceful stop on SIGTERM.
+ * Starts one app from its module (each app's app.module.ts: its infrastructure and features): HTTP
+ * on PORT (health, and the API where the gateway is among them), Prometheus metrics on
+ * METRICS_PORT (nothing else there, and never on PORT), the message controllers over the bus,
+ * JSON logs, and a graceful stop on SIGTERM.
  */
 export async function startApp(
   config: ServiceConfig,
-  features: Type<unknown>[],
+  appModule: DynamicModule,
   configure: (app: INestApplication) => void = () => undefined,
 ): Promise<INestApplication> {
   let metrics: MetricsServer | null = null;
-  @Module({ imports: [InfrastructureModule.forRoot(config), ...features] })
-  class AppModule implements OnApplicationShutdown {
+  @Module({ imports: [appModule] })
+  class Runtime implements OnApplicationShutdown {
     // app.close() ends the metrics server too, whoever calls it.
     async onApplicationShutdown(): Promise<void> {
       await metrics?.close();
     }
   }
 
-  const app = await NestFactory.create(AppModule, { bodyParser: false, logger: appLogger(config), abortOnError: false });
+  const app = await NestFactory.create(Runtime, { bodyParser: false, logger: appLogger(config), abortOnError: false });
   app.use(httpMetricsMiddleware);
   configure(app);
   // The services' message controllers (@MessagePattern, @EventPattern) over the app's bus.
