@@ -24,7 +24,7 @@ import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
-import { currentRequestId } from '@campaign-ops/service-runtime';
+import { requestService } from '@campaign-ops/service-runtime';
 import { DispatchStore, toView } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
 
@@ -156,10 +156,7 @@ export class DispatchCommands {
 
   private async resolveConnection(request: ResolveConnectionRequest): Promise<Outcome<ResolvedConnection>> {
     try {
-      // The partner request's id goes along, so connection-service's log lines carry it too.
-      const requestId = currentRequestId();
-      const headers: Record<string, string> = requestId ? { 'X-Request-Id': requestId } : {};
-      return success(await this.bus.request<ResolvedConnection>(SUBJECTS.connectionResolve, request, { timeoutMs: 5000, headers }));
+      return success(await requestService<ResolvedConnection>(this.bus, SUBJECTS.connectionResolve, request, { timeoutMs: 5000 }));
     } catch (error) {
       if (error instanceof BusTimeoutError || error instanceof BusUnavailableError) {
         this.logger.warn(`connection-service unreachable: ${error.message}`);

@@ -5,7 +5,7 @@ import { Bus, BUS } from '@campaign-ops/bus';
 import { Channel, ProviderError } from '@campaign-ops/channels';
 import { Dispatch, DispatchError } from '@campaign-ops/dispatch-domain';
 import { newId } from '@campaign-ops/ids';
-import { currentRequestId } from '@campaign-ops/service-runtime';
+import { currentRequestId, requestService } from '@campaign-ops/service-runtime';
 import { ConnectionAccess, ConnectionAccessRequest, ConnectionReauthRequiredRequest, SUBJECTS } from '@campaign-ops/service-messages';
 
 /**
@@ -136,7 +136,7 @@ export class LiveLaunches {
       ...(refusedVersion === undefined ? {} : { refusedVersion }),
       requestId: currentRequestId() ?? null,
     };
-    await this.bus.request(SUBJECTS.connectionReauthRequired, request, { timeoutMs: CONNECTION_REQUEST_TIMEOUT_MS, headers: this.headers() });
+    await requestService(this.bus, SUBJECTS.connectionReauthRequired, request, { timeoutMs: CONNECTION_REQUEST_TIMEOUT_MS });
   }
 
   /**
@@ -175,7 +175,7 @@ export class LiveLaunches {
       currency: dispatch.campaign.budget.currency,
       requestId: currentRequestId() ?? null,
     };
-    return this.bus.request<Outcome<ConnectionAccess>>(SUBJECTS.connectionAccess, request, { timeoutMs: CONNECTION_REQUEST_TIMEOUT_MS, headers: this.headers() });
+    return requestService<Outcome<ConnectionAccess>>(this.bus, SUBJECTS.connectionAccess, request, { timeoutMs: CONNECTION_REQUEST_TIMEOUT_MS });
   }
 
   /**
@@ -195,11 +195,6 @@ export class LiveLaunches {
         ? `The connection this dispatch ran on was revoked or replaced (${error.message}). Retry the dispatch: a retry runs on the channel's connection then.`
         : `The connection cannot be used: ${error.message} Reauthorize it (POST /v1/connections/:id/reauthorize), then retry the dispatch.`;
     return { kind: 'failed', error: { code: 'connection_reauth_required', message, provider_code: error.code, retryable: false }, tried, retryAfterMs: null, outcomeUnknown };
-  }
-
-  private headers(): Record<string, string> {
-    const requestId = currentRequestId();
-    return requestId ? { 'X-Request-Id': requestId } : {};
   }
 }
 

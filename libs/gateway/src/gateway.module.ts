@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, APP_PIPE } from '@nestjs/core';
 import { AccountDirectory } from '@campaign-ops/accounts';
-import { Bus, BUS } from '@campaign-ops/bus';
 import { AccountController } from './controllers/account.http.controller';
 import { AdminController } from './controllers/admin.http.controller';
 import { CampaignsController } from './controllers/campaigns.http.controller';
@@ -19,25 +18,13 @@ import { EnvelopeInterceptor } from './http/envelope.interceptor';
 import { idempotencyOptionsProvider, IdempotencyStore } from './http/idempotency';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { RateLimitMiddleware } from './http/rate-limit.middleware';
-import { SERVICES, ServiceClient } from './http/service-client';
-import { ClientsModule } from '@nestjs/microservices';
-import { BusClient } from '@campaign-ops/bus-transport';
-import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { ServiceClient } from './http/service-client';
 
 /**
  * api-gateway: the HTTP edge. Authenticates keys, validates, wraps answers in the envelope and
  * reaches the services only over the bus. Accounts and keys are the only state it keeps.
  */
 @Module({
-  imports: [
-    ClientsModule.registerAsync([
-      {
-        name: SERVICES,
-        inject: [BUS, CONFIG],
-        useFactory: (bus: Bus, config: ServiceConfig) => ({ customClass: BusClient, options: { bus, requestTimeoutMs: config.requestTimeoutMs } }),
-      },
-    ]),
-  ],
   controllers: [CampaignsController, DispatchesController, ConnectionsController, WebhooksController, EventsController, AccountController, AdminController, OpenApiController],
   providers: [
     AccountDirectory,

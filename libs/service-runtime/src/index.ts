@@ -15,3 +15,4 @@ export * from './metrics.server';
 export * from './bus-messages';
 export * from './api-answer.decorator';
 export * from './bus-access';
+export * from './service-request';

@@ -1,6 +1,5 @@
 import { Bus, BusTimeoutError, RequestOptions } from '@campaign-ops/bus';
 import { ApiError } from '@campaign-ops/api-errors';
-import { BusClient } from '@campaign-ops/bus-transport';
 import { ServiceClient } from './service-client';
 
 /** A bus that answers every request at once, and remembers how long each caller said it would wait. */
@@ -18,9 +17,9 @@ function recordingBus(): { bus: Bus; waits: Array<{ subject: string; timeoutMs?:
 }
 
 describe('ServiceClient', () => {
-  it("waits the bus client's timeout by default, and the caller's own when it names one", async () => {
+  it("waits BUS_REQUEST_TIMEOUT_MS by default, and the caller's own when it names one", async () => {
     const { bus, waits } = recordingBus();
-    const services = new ServiceClient(new BusClient({ bus, requestTimeoutMs: 10_000 }));
+    const services = new ServiceClient(bus, { requestTimeoutMs: 10_000 });
     expect(await services.call('svc.connection.get', { caller: { requestId: 'req_1' }, id: 'con_1' })).toEqual({ echoed: { caller: { requestId: 'req_1' }, id: 'con_1' } });
     expect(await services.call('svc.connection.create', { caller: { requestId: 'req_2' } }, { timeoutMs: 120_000 })).toEqual({ echoed: { caller: { requestId: 'req_2' } } });
     expect(waits).toEqual([
@@ -32,7 +31,7 @@ describe('ServiceClient', () => {
   it('answers 503 service_unavailable when even the longer wait runs out', async () => {
     const { bus, failWith } = recordingBus();
     failWith(new BusTimeoutError('svc.connection.create'));
-    const services = new ServiceClient(new BusClient({ bus, requestTimeoutMs: 10_000 }));
+    const services = new ServiceClient(bus, { requestTimeoutMs: 10_000 });
     const error = await services.call('svc.connection.create', { requestId: 'req_3' }, { timeoutMs: 120_000 }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ code: 'service_unavailable' });

@@ -1,15 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ClientProxy } from '@nestjs/microservices';
-import { firstValueFrom } from 'rxjs';
 import { ApiError, Outcome, unwrap } from '@campaign-ops/api-errors';
-import { Bus, BusRemoteError, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
-import { BusRecord } from '@campaign-ops/bus-transport';
-
-/** The bus client the gateway reaches the services with (ClientsModule, over BusClient). */
-export const SERVICES = 'SERVICES';
+import { Bus, BUS, BusRemoteError, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
+import { CONFIG, requestService } from '@campaign-ops/service-runtime';
 
 export interface CallOptions {
-  /** How long to wait for this call, instead of the bus client's BUS_REQUEST_TIMEOUT_MS. */
+  /** How long to wait for this call, instead of BUS_REQUEST_TIMEOUT_MS. */
   timeoutMs?: number;
 }
 
@@ -21,19 +16,17 @@ export interface CallOptions {
 export class ServiceClient {
   private readonly logger = new Logger('service-client');
 
-  constructor(@Inject(SERVICES) private readonly client: ClientProxy) {}
+  constructor(
+    @Inject(BUS) private readonly bus: Bus,
+    @Inject(CONFIG) private readonly config: { requestTimeoutMs: number },
+  ) {}
 
   async call<T>(subject: string, request: object, options: CallOptions = {}): Promise<T> {
     // The caller's request id; a call without a caller (the OAuth callback's browser) names its own.
     const requestId = (request as { caller?: { requestId?: string }; requestId?: string }).caller?.requestId ?? (request as { requestId?: string }).requestId;
-    const headers: Record<string, string> = requestId ? { 'X-Request-Id': requestId } : {};
     let outcome: Outcome<T>;
     try {
-      outcome =
-        options.timeoutMs === undefined
-          ? await firstValueFrom(this.client.send<Outcome<T>>(subject, new BusRecord(request, headers)))
-          : // The bus client's timeout is one for all its calls: a call with its own goes to the bus beneath it.
-            await this.client.unwrap<Bus>().request<Outcome<T>>(subject, request, { timeoutMs: options.timeoutMs, headers });
+      outcome = await requestService<Outcome<T>>(this.bus, subject, request, { timeoutMs: options.timeoutMs ?? this.config.requestTimeoutMs, requestId });
     } catch (error) {
       if (error instanceof BusTimeoutError || error instanceof BusUnavailableError) {
         this.logger.warn(`${subject}: ${error.message}`);
