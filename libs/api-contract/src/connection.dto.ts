@@ -54,7 +54,11 @@ const REDIRECT_URI_DOC = {
   examples: ['https://partner.example/connected'],
 };
 
+/** What NotWith('credentials') checks on `redirect_uri`, for the document. */
+const ONE_OF_CREDENTIALS_OR_REDIRECT = { not: { properties: { credentials: {}, redirect_uri: {} }, required: ['credentials', 'redirect_uri'] }, description: '`credentials` or `redirect_uri`, never both.' };
+
 /** POST /v1/connections: `credentials` (token import) or `redirect_uri` (OAuth); a test key may send neither (a sandbox connection). */
+@JSONSchema(ONE_OF_CREDENTIALS_OR_REDIRECT)
 export class CreateConnectionDto {
   @JSONSchema({ examples: ['meta_ads'] })
   @IsIn(CHANNELS)
@@ -77,6 +81,7 @@ export class CreateConnectionDto {
 }
 
 /** POST /v1/connections/:id/reauthorize: new `credentials`, or `redirect_uri` for a new OAuth round; a test key may send neither. */
+@JSONSchema(ONE_OF_CREDENTIALS_OR_REDIRECT)
 export class ReauthorizeConnectionDto {
   @Omittable() @IsObject() @ValidateNested() @Type(() => ConnectionCredentialsDto)
   credentials?: ConnectionCredentialsDto;

@@ -27,7 +27,7 @@ export class ScheduleDto {
   @IsString() @MaxLength(64) @IsTimeZone()
   timezone!: string;
 
-  @JSONSchema({ description: 'After start_at; required with a lifetime budget.' })
+  @JSONSchema({ description: 'After start_at (not expressed in this schema: a request whose end_at is not later is answered 400 parameter_invalid); required with a lifetime budget.' })
   @Omittable() @IsUtcTimestamp() @IsAfter('start_at')
   end_at?: string;
 }
@@ -45,6 +45,11 @@ const EndsWithLifetimeBudget = () =>
     { context: { code: 'parameter_missing', at: 'end_at', afterFields: true } satisfies RuleContext },
   );
 
+/** The document says what EndsWithLifetimeBudget checks. */
+@JSONSchema({
+  if: { required: ['budget'], properties: { budget: { type: 'object', required: ['type'], properties: { type: { const: 'lifetime' } } } } },
+  then: { properties: { schedule: { properties: { end_at: {} }, required: ['end_at'] } } },
+} as Parameters<typeof JSONSchema>[0])
 export class CampaignDto implements CampaignSpec {
   @JSONSchema({ description: 'Campaign name. Sandbox magic names: `[sandbox:fail]`, `[sandbox:transient]`, `[sandbox:reauth]`, `[sandbox:slow]`.', examples: ['Spring sale'] })
   @IsString() @MinLength(1) @MaxLength(255)

@@ -1,4 +1,5 @@
 export * from './rules';
+export * from './time-zones';
 export * from './create-campaign.dto';
 export * from './webhook.dto';
 export * from './admin.dto';

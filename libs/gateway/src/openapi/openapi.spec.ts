@@ -148,7 +148,9 @@ describe('GET /openapi.json', () => {
       additionalProperties: false,
       properties: { channel: { enum: expect.arrayContaining(['meta_ads', 'google_ads']) }, campaign: { $ref: '#/components/schemas/CampaignDto' } },
     });
-    expect(components.schemas.BudgetDto).toMatchObject({ required: ['amount_micros', 'currency', 'type'], properties: { amount_micros: { type: 'integer', minimum: 1 }, currency: { pattern: '^[A-Z]{3}$' } } });
+    expect(components.schemas.BudgetDto).toMatchObject({ required: ['amount_micros', 'currency', 'type'], properties: { amount_micros: { type: 'integer', minimum: 1 }, currency: { $ref: '#/components/schemas/CurrencyCode' } } });
+    expect(components.schemas.CurrencyCode.enum).toEqual(expect.arrayContaining(['USD', 'EUR']));
+    expect(components.schemas.TimeZone.enum).toEqual(expect.arrayContaining(['UTC', 'Europe/Berlin']));
     expect(components.schemas.ScheduleDto.required).toEqual(['start_at', 'timezone']);
     expect(components.schemas.UpdateWebhookDto).not.toHaveProperty('required');
     expect(components.schemas.Dispatch.properties.campaign).toMatchObject({ $ref: '#/components/schemas/CampaignDto' });
