@@ -150,7 +150,7 @@ describe('connections, end to end', () => {
       expect(deleted).toMatchObject({ id, status: 'revoked' });
       expect(ok(await partner.delete(`/v1/connections/${id}`))).toEqual(deleted);
       expect(ok(await partner.get(`/v1/connections/${id}`)).status).toBe('revoked');
-      expectError(await partner.post(`/v1/connections/${id}/reauthorize`, {}), 400, 'parameter_invalid', 'id');
+      expectError(await partner.post(`/v1/connections/${id}/reauthorize`, {}), 404, 'resource_missing', 'id');
     });
   });
 

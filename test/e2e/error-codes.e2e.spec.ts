@@ -55,6 +55,24 @@ describe('every error code, in the envelope', () => {
   });
   it('parameter_unknown', async () => expectError(await partner.post('/v1/webhooks', { url: 'https://example.com/h', events: ['dispatch.completed'], secret: 'x' }), 400, 'invalid_request_error', 'parameter_unknown', 'secret'));
   it('parameter_unknown in a query', async () => expectError(await partner.get('/v1/dispatches?colour=red'), 400, 'invalid_request_error', 'parameter_unknown', 'colour'));
+  it('parameter_unknown in the query of a route that takes none (reads, POSTs, DELETEs), as in a list', async () => {
+    const made = await partner.post('/v1/campaigns', sandboxCampaign());
+    expect(made.status).toBe(200);
+    expectError(await partner.get(`/v1/dispatches/${made.body.data.id}?expand=campaign`), 400, 'invalid_request_error', 'parameter_unknown', 'expand');
+    expectError(await partner.get('/v1/account?colour=red'), 400, 'invalid_request_error', 'parameter_unknown', 'colour');
+    expectError(await partner.post('/v1/campaigns?dry=1', sandboxCampaign()), 400, 'invalid_request_error', 'parameter_unknown', 'dry');
+    expectError(await partner.call('DELETE', '/v1/webhooks/whk_01JZZZZZZZZZZZZZZZZZZZZZZZ?force=true'), 400, 'invalid_request_error', 'parameter_unknown', 'force');
+    // Still a 401 first without a key, as for a body.
+    expectError(await new PartnerClient(service.url).get('/v1/account?colour=red'), 401, 'authentication_error', 'api_key_missing');
+  });
+  it('parameter_invalid, without a param, for the 51st webhook endpoint of an account and mode', async () => {
+    const own = new PartnerClient(service.url, (await openAccountWithKeys(admin, 'Endpoints')).testKey);
+    for (let i = 0; i < 50; i++) expect((await own.post('/v1/webhooks', { url: `https://93.184.215.14/h/${i}`, events: ['dispatch.completed'] })).status).toBe(200);
+    const refused = await own.post('/v1/webhooks', { url: 'https://93.184.215.14/h/50', events: ['dispatch.completed'] });
+    expectError(refused, 400, 'invalid_request_error', 'parameter_invalid');
+    expect(refused.body.error.param).toBeUndefined();
+    expect(refused.body.error.message).toContain('at most 50 webhook endpoints');
+  });
   it('parameter_unknown in the body of a route that takes none', async () => {
     const launch = await partner.post('/v1/campaigns', sandboxCampaign());
     expectError(await partner.post(`/v1/dispatches/${launch.body.data.id}/retry`, { force: true }), 400, 'invalid_request_error', 'parameter_unknown', 'force');

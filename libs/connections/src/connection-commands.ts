@@ -174,7 +174,8 @@ export class ConnectionCommands {
 
 const metadataOf = (caller: Caller) => ({ accountId: caller.accountId, mode: caller.mode, requestId: caller.requestId });
 const missing = (id: string) => failure('resource_missing', `No such connection: ${id}`, 'id');
-const revoked = (id: string) => failure('parameter_invalid', `Connection ${id} was revoked (deleted or replaced); create a new connection instead.`, 'id');
+/** A revoked connection is gone for every command, as a deleted object is at Stripe (GET still shows it, `status: revoked`). */
+const revoked = (id: string) => failure('resource_missing', `Connection ${id} was revoked (deleted or replaced); create a new connection instead.`, 'id');
 
 /** Exactly one of credentials and redirect_uri with a live key; at most one with a test key (neither: a sandbox connection). */
 function shapeRefusal(mode: Mode, credentials: ConnectionCredentials | undefined, redirectUri: string | undefined): Outcome<never> | null {

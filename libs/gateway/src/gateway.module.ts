@@ -17,6 +17,7 @@ import { AdminTokenGuard, ApiKeyGuard } from './http/auth.guards';
 import { EnvelopeInterceptor } from './http/envelope.interceptor';
 import { idempotencyOptionsProvider, IdempotencyStore } from './http/idempotency';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
+import { UnknownQueryInterceptor } from './http/unknown-query.interceptor';
 import { RateLimitMiddleware } from './http/rate-limit.middleware';
 import { ServiceClient } from './http/service-client';
 
@@ -38,7 +39,9 @@ import { ServiceClient } from './http/service-client';
     idempotencyOptionsProvider,
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
     { provide: APP_PIPE, useClass: ApiValidationPipe },
-    // Outermost first: a replayed answer skips the envelope (it is already enveloped).
+    // Outermost first: an unknown query parameter is refused before anything; a replayed answer
+    // skips the envelope (it is already enveloped).
+    { provide: APP_INTERCEPTOR, useClass: UnknownQueryInterceptor },
     { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
     { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
   ],

@@ -26,7 +26,7 @@ export class EndpointCommands {
     const checked = await checkWebhookUrl(url, this.policy);
     if (!checked.ok) return failure(checked.code, checked.message, 'url');
     const existing = await this.store.views.count({ account_id: caller.accountId, mode: caller.mode, deleted: false });
-    if (existing >= MAX_ENDPOINTS_PER_ACCOUNT) return failure('parameter_invalid', `An account can have at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints per mode.`, 'url');
+    if (existing >= MAX_ENDPOINTS_PER_ACCOUNT) return failure('parameter_invalid', `An account can have at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints per mode; delete one to add another.`);
     const id = newId('whk');
     const signingSecret = `whsec_${randomBase62(32)}`;
     await this.store.repository.execute(
