@@ -1,0 +1,206 @@
+// One collection of the SQLite read store: a table `coll_<name>` of JSON documents, its expression
+// indexes, and reads and writes through the store's statement cache and write group.
+import Database from 'better-sqlite3';
+import { GroupCommit } from '@campaign-ops/sqlite-wal';
+import type { Collection, Doc, FindOptions, Filter, IndexSpec, Page, Scalar } from './read-store.port';
+import { assertDocument, assertRevision } from './document-checks';
+import { upsertSql } from './upsert-sql';
+import { assertFieldName, compileFilter, fieldValue } from './sqlite-filter';
+
+const DEFAULT_LIMIT = 20;
+const MAX_LIMIT = 1_000;
+
+export type Statement = Database.Statement<unknown[]>;
+export type StatementSource = (sql: string) => Statement;
+type DocRow = { id: string; doc: string };
+
+export class SqliteCollection<T extends Doc> implements Collection<T> {
+  private readonly table: string;
+  private readonly indexed: Set<string>;
+  private readonly updateTransaction: (id: string, patch: Partial<T>, where: Filter) => Promise<T | null>;
+  private readonly claimTransaction: (where: Filter, patch: Partial<T>, orderBy: string) => Promise<T | null>;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly name: string,
+    private readonly statement: StatementSource,
+    private readonly writes: GroupCommit,
+    /** The index keys that exist on the table (a staged rebuild starts without any). */
+    indexed: Set<string> = new Set(),
+  ) {
+    this.indexed = indexed;
+    this.table = quoteIdentifier(`coll_${name}`);
+    // Read-modify-write inside the group's IMMEDIATE transaction, which holds the write lock from
+    // the read to the write.
+    const update = (id: string, patch: Partial<T>, where: Filter) => {
+      const filter = compileFilter({ ...where, id });
+      const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql}`).get(...filter.params) as DocRow | undefined;
+      return row ? this.write(row, patch) : null;
+    };
+    this.updateTransaction = (id, patch, where) => this.writes.write(() => update(id, patch, where));
+    const claim = (where: Filter, patch: Partial<T>, orderBy: string) => {
+      const filter = compileFilter(where);
+      const order = orderBy === 'id' ? 'id' : `${fieldValue(orderBy)}, id`;
+      const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql} ORDER BY ${order} LIMIT 1`).get(...filter.params) as
+        | DocRow
+        | undefined;
+      return row ? this.write(row, patch) : null;
+    };
+    this.claimTransaction = (where, patch, orderBy) => this.writes.write(() => claim(where, patch, orderBy));
+  }
+
+  ensureIndexes(indexes: string[][]): void {
+    for (const fields of indexes) {
+      // `id` is the primary key already.
+      const key = fields.join('+');
+      if (key === 'id' || this.indexed.has(key)) continue;
+      // The colon keeps index names unambiguous (`a_` + `_b` vs `a` + `__b` would otherwise clash);
+      // `+`, which no field name has, joins the fields of a compound index.
+      const index = quoteIdentifier(`ix:${this.name}:${key}`);
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${this.table} (${fields.map(fieldValue).join(', ')}, id)`);
+      this.indexed.add(key);
+    }
+  }
+
+  async get(id: string): Promise<T | null> {
+    const row = this.statement(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+    return row ? (JSON.parse(row.doc) as T) : null;
+  }
+
+  indexedKeys(): string[] {
+    return [...this.indexed];
+  }
+
+  async upsert(doc: T, revision: number): Promise<boolean> {
+    assertRevision(revision);
+    const json = serialize(doc);
+    return this.writes.write(() => this.upsertJson(doc.id, revision, json));
+  }
+
+  /** upsert, synchronously: so that a rebuild can write many in one transaction. */
+  upsertNow(doc: T, revision: number): boolean {
+    assertRevision(revision);
+    return this.upsertJson(doc.id, revision, serialize(doc));
+  }
+
+  private upsertJson(id: string, revision: number, json: string): boolean {
+    return this.statement(upsertSql(this.table)).run(id, revision, json).changes > 0;
+  }
+
+  async revisionOf(id: string): Promise<number | null> {
+    const row = this.statement(`SELECT revision FROM ${this.table} WHERE id = ?`).get(id) as { revision: number | null } | undefined;
+    return row?.revision ?? null;
+  }
+
+  async insert(doc: T): Promise<boolean> {
+    const json = serialize(doc);
+    const result = await this.writes.write(() => this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json));
+    return result.changes > 0;
+  }
+
+  async update(id: string, patch: Partial<T>, where: Filter = {}): Promise<T | null> {
+    return this.updateTransaction(id, patch, where);
+  }
+
+  async claim(where: Filter, patch: Partial<T>, orderBy = 'id'): Promise<T | null> {
+    assertFieldName(orderBy);
+    return this.claimTransaction(where, patch, orderBy);
+  }
+
+  async find(where: Filter, options: FindOptions = {}): Promise<Page<T>> {
+    const limit = options.limit ?? DEFAULT_LIMIT;
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer in 1..${MAX_LIMIT}, got ${limit}`);
+    const order = options.order ?? 'desc';
+    if (order !== 'asc' && order !== 'desc') throw new RangeError(`order must be asc or desc, got ${String(order)}`);
+    const descending = order === 'desc';
+    const filter = compileFilter(where);
+    const conditions = [filter.sql];
+    const params = [...filter.params];
+    if (options.startingAfter !== undefined) {
+      conditions.push(descending ? 'id < ?' : 'id > ?');
+      params.push(options.startingAfter);
+    }
+    // One row more than asked tells whether another page exists without a second query.
+    const rows = this.statement(
+      `SELECT doc FROM ${this.table} WHERE ${conditions.join(' AND ')} ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ?`,
+    ).all(...params, limit + 1) as { doc: string }[];
+    return {
+      items: rows.slice(0, limit).map((row) => JSON.parse(row.doc) as T),
+      hasMore: rows.length > limit,
+    };
+  }
+
+  async count(where: Filter): Promise<number> {
+    const filter = compileFilter(where);
+    const row = this.statement(`SELECT count(*) AS n FROM ${this.table} WHERE ${filter.sql}`).get(...filter.params) as { n: number };
+    return row.n;
+  }
+
+  async distinct(field: string, where: Filter, limit: number): Promise<Scalar[]> {
+    assertFieldName(field);
+    if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) throw new RangeError(`limit must be an integer in 1..${MAX_LIMIT}, got ${limit}`);
+    const filter = compileFilter(where);
+    // json_extract gives JSON true/false as 1/0, so booleans come back through their JSON text.
+    const rows = this.statement(
+      `SELECT DISTINCT json_type(doc, '$.${field}') AS type, json_extract(doc, '$.${field}') AS value FROM ${this.table} WHERE ${filter.sql} LIMIT ?`,
+    ).all(...filter.params, limit) as { type: string | null; value: unknown }[];
+    const values = rows.flatMap((row): Scalar[] => {
+      if (row.type === 'true' || row.type === 'false') return [row.type === 'true'];
+      if (row.type === null || row.type === 'null') return [null];
+      return row.type === 'object' || row.type === 'array' ? [] : [row.value as Scalar];
+    });
+    return [...new Set(values)];
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return (await this.writes.write(() => this.statement(`DELETE FROM ${this.table} WHERE id = ?`).run(id))).changes > 0;
+  }
+
+  /** Applies `patch` to a stored row and writes it back; the revision is left as it was. */
+  private write(row: DocRow, patch: Partial<T>): T {
+    const json = serialize(applyPatch(JSON.parse(row.doc) as T, patch));
+    this.statement(`UPDATE ${this.table} SET doc = ? WHERE id = ?`).run(json, row.id);
+    // Parsed back from the stored text, so the caller sees exactly what a later `get` returns.
+    return JSON.parse(json) as T;
+  }
+}
+
+/**
+ * Top-level merge. `undefined` leaves a field as it is (so an optional property can be passed
+ * through unconditionally), `null` stores null. The id cannot change: it is the row's key.
+ */
+function applyPatch<T extends Doc>(doc: T, patch: Partial<T>): T {
+  const changes = Object.entries(patch).filter(([, value]) => value !== undefined);
+  for (const [field, value] of changes) {
+    assertFieldName(field);
+    if (field === 'id' && value !== doc.id) throw new Error(`a patch cannot change the id of ${doc.id}`);
+  }
+  // fromEntries defines own properties, so even a `__proto__` field is stored as data rather
+  // than setting the prototype; later entries win and existing fields keep their position.
+  return Object.fromEntries([...Object.entries(doc), ...changes]) as T;
+}
+
+function serialize(doc: Doc): string {
+  return JSON.stringify(assertDocument(doc));
+}
+
+export function indexFields(spec: IndexSpec): string[] {
+  const fields = typeof spec === 'string' ? [spec] : [...spec];
+  if (fields.length === 0) throw new Error('an index needs at least one field');
+  for (const field of fields) assertFieldName(field);
+  return fields;
+}
+
+/**
+ * The index keys the table of `name` has: `ix:<name>:<key>` as ensureIndexes names them, and
+ * `ix:<name>:<key>:g<tag>` as a rebuild's swap left them.
+ */
+export function existingIndexKeys(db: Database.Database, name: string): Set<string> {
+  const rows = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?").all(`coll_${name}`) as { name: string }[];
+  const prefix = `ix:${name}:`;
+  return new Set(rows.filter((row) => row.name.startsWith(prefix)).map((row) => row.name.slice(prefix.length).replace(/:g[a-z0-9]+$/, '')));
+}
+
+export function quoteIdentifier(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
