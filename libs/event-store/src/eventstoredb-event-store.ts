@@ -1,24 +1,20 @@
+// The EventStoreDB event store: appends, reads, subscriptions, readiness and leader handling.
+// Options are in eventstoredb-options.ts, errors in eventstoredb-errors.ts, deadlines and
+// conversions in eventstoredb-calls.ts, the subscription source in eventstoredb-subscription.ts.
 import {
-  ANY,
   AccessDeniedError,
   AllStreamResolvedEvent,
-  AppendExpectedRevision,
   BACKWARDS,
   END,
   EventStoreDBClient,
   FORWARDS,
-  NO_STREAM,
   NotLeaderError,
   Position,
   RecordedEvent as EsdbRecordedEvent,
   START,
-  STREAM_EXISTS,
   StreamNotFoundError,
-  UnknownError,
   WrongExpectedVersionError,
-  excludeSystemEvents,
   jsonEvent,
-  streamNameFilter,
 } from '@eventstore/db-client';
 import {
   assertReadAllOptions,
@@ -35,55 +31,42 @@ import {
 } from './event-store.port';
 import { EventStoreLogger, consoleEventStoreLogger } from './event-store-logger';
 import { decodePosition, encodePosition, isUnknownPosition } from './esdb-position';
-import { FollowedItem, FollowedSource, ResubscribingFollower, SourceSignals } from './resubscribing-follower';
+import { ResubscribingFollower } from './resubscribing-follower';
+import {
+  DEFAULT_APPEND_TIMEOUT_MS,
+  DEFAULT_PING_TIMEOUT_MS,
+  DEFAULT_READ_TIMEOUT_MS,
+  DEFAULT_STALL_PROBE_TIMEOUT_MS,
+  DEFAULT_STALL_TIMEOUT_MS,
+  EventStoreDbClientLike,
+  EventStoreDbOptions,
+  withUserInfo,
+} from './eventstoredb-options';
+import { NotLeaderRetriesExhaustedError, SubscriptionPositionRefusedError, UndeliverableEventError } from './eventstoredb-errors';
+import {
+  consumeRead,
+  isDeliverable,
+  toActualRevision,
+  toEsdbExpectedRevision,
+  toRecordedEvent,
+  toRevisionNumber,
+  withDeadline,
+} from './eventstoredb-calls';
+import { openSubscription } from './eventstoredb-subscription';
 
-export interface EventStoreDbOptions {
-  /** The user every call runs as, kept out of the connection string so the string can be shown. */
-  credentials?: { user: string; password: string };
-  /** Where dropped subscriptions, resubscriptions and stalls are reported. */
-  logger?: EventStoreLogger;
-  /**
-   * A subscription that received nothing (no event, no checkpoint, no heartbeat) for this long
-   * while waiting is checked against the store, and restarted if the store has something for it
-   * or does not answer. Default 60 s.
-   */
-  stallTimeoutMs?: number;
-  /**
-   * How long `ping` waits for its answer (the client ignores read deadlines: it sets them to
-   * Infinity). Default 5 s.
-   */
-  pingTimeoutMs?: number;
-  /** How long the stall check waits for its answer before counting the subscription as stuck. Default 10 s. */
-  stallProbeTimeoutMs?: number;
-  /** How long a read (a stream, a page of `$all`, the head) waits for the next answer from the server before failing. Default 10 s. */
-  readTimeoutMs?: number;
-  /**
-   * How long an append waits for its answer before failing. The client sends appends over one
-   * long-lived BatchAppend call whose gRPC deadline it sets to Infinity, so a node that stays
-   * connected but stops answering would hold an append (and the launch waiting on it) for good.
-   * An append given up on may still be written later: callers treat the failure as unknown (the
-   * launch path by its Idempotency-Key, see dispatch-idempotency.ts). Default 10 s.
-   */
-  appendTimeoutMs?: number;
-  /** Backoff of resubscriptions that made no progress (see ResubscribingFollower). Default 200 ms doubling to 15 s. */
-  resubscribeBackoff?: { initialMs?: number; maxMs?: number };
-}
+export { withUserInfo } from './eventstoredb-options';
+export type { EventStoreDbClientLike, EventStoreDbOptions } from './eventstoredb-options';
+export {
+  EventStoreTimeoutError,
+  NotLeaderRetriesExhaustedError,
+  SubscriptionPositionRefusedError,
+  UndeliverableEventError,
+} from './eventstoredb-errors';
 
-/** The parts of the client the adapter uses. */
-export type EventStoreDbClientLike = Pick<
-  EventStoreDBClient,
-  'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'dispose'
->;
-
-const DEFAULT_STALL_TIMEOUT_MS = 60_000;
 /** A stream nobody writes: reading it is the cheapest question the server must answer (StreamNotFound). */
 const PING_STREAM = 'event-store-readiness-probe';
-const DEFAULT_PING_TIMEOUT_MS = 5_000;
 /** How far back from the head of `$all` the stall check looks for an event the subscription should have had. */
 const STALL_PROBE_WINDOW = 100;
-const DEFAULT_STALL_PROBE_TIMEOUT_MS = 10_000;
-const DEFAULT_READ_TIMEOUT_MS = 10_000;
-const DEFAULT_APPEND_TIMEOUT_MS = 10_000;
 /**
  * A node that is not the leader refuses what requires it with NotLeader, naming the leader; the
  * client then reconnects there. The operation is tried this many times in all, a little apart (the
@@ -91,71 +74,6 @@ const DEFAULT_APPEND_TIMEOUT_MS = 10_000;
  */
 const NOT_LEADER_ATTEMPTS = 3;
 const NOT_LEADER_RETRY_MS = 50;
-/** gRPC's INVALID_ARGUMENT: the server refuses the request as such; asking again cannot help. */
-const GRPC_INVALID_ARGUMENT = 3;
-
-/**
- * An event the store holds but the port cannot represent (data or metadata that is not a JSON
- * object): reading it again will not help, so a subscription reaching it stops with onError.
- */
-export class UndeliverableEventError extends Error {
-  constructor(
-    readonly streamId: string,
-    readonly revision: bigint,
-    reason: string,
-  ) {
-    super(`event ${revision} of stream ${streamId} cannot be read: ${reason}`);
-    this.name = 'UndeliverableEventError';
-  }
-}
-
-/** EventStoreDB accepted a call and then sent nothing for `timeoutMs`: the call is cancelled. */
-export class EventStoreTimeoutError extends Error {
-  constructor(
-    readonly operation: string,
-    readonly timeoutMs: number,
-  ) {
-    super(`EventStoreDB did not answer within ${timeoutMs} ms (${operation})`);
-    this.name = 'EventStoreTimeoutError';
-  }
-}
-
-/** The node kept answering NotLeader, even after the client reconnected to the leader it named. */
-export class NotLeaderRetriesExhaustedError extends Error {
-  constructor(
-    readonly operation: string,
-    readonly attempts: number,
-    readonly leader: { address: string; port: number } | undefined,
-    override readonly cause: unknown,
-  ) {
-    const where = leader ? ` (it names the leader at ${leader.address}:${leader.port})` : '';
-    super(
-      `${operation}: the EventStoreDB node is not the leader${where}, ${attempts} times in a row; ` +
-        'the cluster may be electing a leader, or the nodes disagree on which one it is',
-    );
-    this.name = 'NotLeaderRetriesExhaustedError';
-  }
-}
-
-/**
- * EventStoreDB refused a subscription's start position (INVALID_ARGUMENT): typically a checkpoint
- * kept in the read store while the event store was recreated or restored. Resubscribing from it
- * cannot succeed, so the subscription stops with this error.
- */
-export class SubscriptionPositionRefusedError extends Error {
-  constructor(
-    readonly fromPosition: string | undefined,
-    override readonly cause: unknown,
-  ) {
-    const from = fromPosition === undefined ? 'the start' : `position ${fromPosition}`;
-    super(
-      `EventStoreDB refuses to subscribe from ${from}: ${describeError(cause)}. Resubscribing from it cannot succeed: ` +
-        'if this is a processor checkpoint, it is not a position of this database (was the event store recreated ' +
-        'or restored while the read store kept its checkpoints?); reset the checkpoint',
-    );
-    this.name = 'SubscriptionPositionRefusedError';
-  }
-}
 
 /**
  * The production event store: EventStoreDB (22.6 or later) over gRPC.
@@ -325,7 +243,7 @@ export class EventStoreDbEventStore implements EventStore {
     let probing: Promise<boolean> | undefined;
     const follower: ResubscribingFollower = new ResubscribingFollower({
       fromPosition: options.fromPosition,
-      open: (fromPosition, signals) => this.openSubscription(fromPosition, prefixes, signals),
+      open: (fromPosition, signals) => openSubscription(this.client, fromPosition, prefixes, signals),
       isStalled: (lastSeen) => (probing ??= this.hasEventsAfter(lastSeen, prefixes).finally(() => (probing = undefined))),
       isPermanent: (error) =>
         error instanceof UndeliverableEventError || error instanceof AccessDeniedError || error instanceof SubscriptionPositionRefusedError,
@@ -340,65 +258,6 @@ export class EventStoreDbEventStore implements EventStore {
     this.subscriptions.add(follower);
     return follower;
   }
-
-  /** One catch-up subscription to `$all`, strictly after `fromPosition`, as a source of items. */
-  private openSubscription(
-    fromPosition: string | undefined,
-    prefixes: string[] | undefined,
-    signals: SourceSignals,
-  ): FollowedSource {
-    // Checkpoints (sent by the server for filtered subscriptions, also while nothing matches) are
-    // proof of life, and tell how far the server has looked.
-    const checkpointReached = (_subscription: unknown, position: Position) => {
-      signals.alive(isUnknownPosition(position) ? undefined : encodePosition(position));
-    };
-    const subscription = this.client.subscribeToAll({
-      fromPosition: fromPosition === undefined ? START : decodePosition(fromPosition),
-      filter: prefixes
-        ? streamNameFilter({ prefixes, checkpointReached })
-        : excludeSystemEvents({ checkpointReached }),
-      // On a follower, NotLeader drops it and the client reconnects to the leader: the resubscription goes there.
-      requiresLeader: true,
-    });
-    const alive = () => signals.alive();
-    subscription.on('confirmation', alive).on('caughtUp', alive).on('fellBehind', alive);
-    // The iteration reports errors; this keeps one coming after it has stopped from crashing the process.
-    subscription.on('error', () => {});
-
-    return {
-      [Symbol.asyncIterator]: async function* (): AsyncGenerator<FollowedItem> {
-        try {
-          // Pulling one event at a time from the stream holds the server back while a handler runs.
-          for await (const resolved of subscription as AsyncIterable<AllStreamResolvedEvent>) {
-            const event = resolved.event;
-            if (!event || isUnknownPosition(event.position)) {
-              signals.alive();
-              continue;
-            }
-            if (!isDeliverable(event.streamId, event.type, prefixes)) {
-              yield { kind: 'skipped', position: encodePosition(event.position) };
-            } else {
-              yield { kind: 'event', event: toRecordedEvent(event) };
-            }
-          }
-        } catch (error) {
-          // The client reports INVALID_ARGUMENT without an exception name as an UnknownError.
-          if (error instanceof UnknownError && error.code === GRPC_INVALID_ARGUMENT) {
-            throw new SubscriptionPositionRefusedError(fromPosition, error);
-          }
-          throw error;
-        }
-      },
-      close: async () => {
-        try {
-          await subscription.unsubscribe();
-        } finally {
-          subscription.destroy();
-        }
-      },
-    };
-  }
-
   /**
    * `$all` from a position, filtered here: the client's readAll takes no filter, and a server-side
    * filtered read would need a subscription. Reading stops at the page's last matching event.
@@ -527,130 +386,7 @@ export class EventStoreDbEventStore implements EventStore {
   }
 }
 
-/** A read as the client returns it: resolved events, and a way to cancel the gRPC call. */
-type ClientRead<Resolved> = AsyncIterable<Resolved> & { cancel(): Promise<void> };
-
-/**
- * Iterates a read, giving each resolved event to `take` until it returns true or the read ends.
- * The client overrides every read's deadline with Infinity, so this keeps its own: if the server
- * sends nothing for `timeoutMs` (since `since`, by default now, or with `idle` since the last
- * event), it gives up with EventStoreTimeoutError. Either way the gRPC call is cancelled at the
- * end, so a node that stopped answering is not left holding reads.
- */
-async function consumeRead<Resolved>(
-  read: ClientRead<Resolved>,
-  take: (resolved: Resolved) => boolean | void,
-  { operation, timeoutMs, since = Date.now(), idle = false }: { operation: string; timeoutMs: number; since?: number; idle?: boolean },
-): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  let giveUp: (error: Error) => void = () => undefined;
-  const timedOut = new Promise<never>((_, reject) => (giveUp = reject));
-  const arm = (from: number) => {
-    clearTimeout(timer);
-    timer = setTimeout(() => giveUp(new EventStoreTimeoutError(operation, timeoutMs)), Math.max(0, from + timeoutMs - Date.now()));
-  };
-  const iterator = read[Symbol.asyncIterator]();
-  arm(since);
-  try {
-    for (;;) {
-      const next = iterator.next();
-      // Once given up on, this may still settle (or never): either way nobody waits for it.
-      next.catch(() => undefined);
-      const result = await Promise.race([next, timedOut]);
-      if (result.done) return;
-      if (take(result.value) === true) return;
-      if (idle) arm(Date.now());
-    }
-  } finally {
-    clearTimeout(timer);
-    read.cancel().catch(() => undefined);
-    Promise.resolve(iterator.return?.()).catch(() => undefined);
-  }
-}
-
-/** The call's outcome, or EventStoreTimeoutError once `timeoutMs` has passed without one (the call itself is left to settle unobserved). */
-function withDeadline<T>(call: Promise<T>, { operation, timeoutMs }: { operation: string; timeoutMs: number }): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  call.catch(() => undefined);
-  return Promise.race([
-    call,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new EventStoreTimeoutError(operation, timeoutMs)), timeoutMs);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 function positive(name: string, value: number): number {
   if (!(value > 0)) throw new Error(`${name} must be positive, got ${value}`);
   return value;
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-function toEsdbExpectedRevision(expected: ExpectedRevision): AppendExpectedRevision {
-  switch (expected) {
-    case 'any':
-      return ANY;
-    case 'no_stream':
-      return NO_STREAM;
-    case 'stream_exists':
-      return STREAM_EXISTS;
-    default:
-      return BigInt(expected);
-  }
-}
-
-/** The client reports an absent stream as `no_stream`, or as -1 when it comes from error metadata. */
-function toActualRevision(actual: WrongExpectedVersionError['actualVersion']): number | 'no_stream' {
-  return typeof actual === 'bigint' && actual >= 0n ? Number(actual) : 'no_stream';
-}
-
-function toRevisionNumber(streamId: string, revision: bigint): number {
-  const value = Number(revision);
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`stream ${streamId}: revision ${revision} out of range`);
-  return value;
-}
-
-/** System streams and events (`$`-prefixed) are never delivered; nor, with prefixes, other streams. */
-function isDeliverable(streamId: string, type: string, prefixes: string[] | undefined): boolean {
-  if (streamId.startsWith('$') || type.startsWith('$')) return false;
-  return prefixes === undefined || prefixes.some((prefix) => streamId.startsWith(prefix));
-}
-
-function toRecordedEvent(event: EsdbRecordedEvent): RecordedEvent {
-  if (!event.isJson || !isJsonObject(event.data)) {
-    throw new UndeliverableEventError(event.streamId, event.revision, 'its data is not a JSON object');
-  }
-  const metadata = event.metadata === undefined ? {} : event.metadata;
-  if (!isJsonObject(metadata)) {
-    throw new UndeliverableEventError(event.streamId, event.revision, 'its metadata is not a JSON object');
-  }
-  if (isUnknownPosition(event.position)) {
-    // Stream reads carry positions from EventStoreDB 22.6 on (not for events of explicit transactions).
-    throw new UndeliverableEventError(event.streamId, event.revision, 'the server did not report its position');
-  }
-  return {
-    id: event.id,
-    streamId: event.streamId,
-    type: event.type,
-    revision: toRevisionNumber(event.streamId, event.revision),
-    position: encodePosition(event.position!),
-    data: event.data,
-    metadata,
-    occurredAt: event.created.toISOString(),
-  };
-}
-
-function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
-}
-
-/** `esdb://user:password@host…`: how the client takes its default credentials from a connection string. */
-export function withUserInfo(connectionString: string, credentials: { user: string; password: string } | undefined): string {
-  if (!credentials) return connectionString;
-  const match = /^(esdb(?:\+discover)?:\/\/)(?:[^@/?]*@)?(.*)$/.exec(connectionString);
-  if (!match) throw new Error('credentials need an esdb:// or esdb+discover:// connection string');
-  return `${match[1]}${encodeURIComponent(credentials.user)}:${encodeURIComponent(credentials.password)}@${match[2]}`;
 }
