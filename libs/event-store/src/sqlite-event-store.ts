@@ -1,4 +1,6 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+// The embedded event store on SQLite: appends, reads, exports and replays, subscriptions.
+// The table and row conversions are in sqlite-event-rows.ts, the subscription loop in
+// sqlite-subscription.ts.
 import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
 import { GroupCommit, openWal } from '@campaign-ops/sqlite-wal';
@@ -18,65 +20,27 @@ import {
   Subscription,
   WrongExpectedRevisionError,
 } from './event-store.port';
-import { stringifiesCanonically } from './canonical-json';
-import { reportSubscriptionFailure } from './subscription-failure';
+import {
+  addCanonicalColumn,
+  CANONICAL_READ_COLUMNS,
+  EVENT_COLUMNS,
+  EventRow,
+  isSameAppend,
+  parsePosition,
+  prefixFilter,
+  prefixParameters,
+  REPLAY_COLUMNS,
+  satisfies,
+  SCHEMA,
+  SerializedEvent,
+  serializeEvent,
+  StoredEventRef,
+  toRecordedEvent,
+  versionMetadata,
+} from './sqlite-event-rows';
+import { BatchReader, SqliteSubscription, SUBSCRIPTION_BATCH_SIZE } from './sqlite-subscription';
 
 const DEFAULT_POLL_INTERVAL_MS = 200;
-/** Subscriptions read at most this many events at a time, so a long backlog never sits in memory at once. */
-const SUBSCRIPTION_BATCH_SIZE = 500;
-
-/*
- * Why subscriptions may follow `position > checkpoint` without ever missing an event:
- * SQLite admits a single writer per database file, and every append takes the write lock up front
- * (BEGIN IMMEDIATE) and holds it until commit. A position is therefore assigned and committed
- * before any other writer, in this process or another one, can assign a higher position: readers
- * never see position n+1 while n is still uncommitted. (In PostgreSQL, for contrast, concurrent
- * transactions draw sequence values and commit in any order, so following a sequence skips events.)
- * A position of a rolled-back append may be handed out again, but it was never visible to anyone.
- */
-const SCHEMA = `
-  CREATE TABLE IF NOT EXISTS events (
-    position    INTEGER PRIMARY KEY AUTOINCREMENT,
-    event_id    TEXT    NOT NULL UNIQUE,
-    stream_id   TEXT    NOT NULL,
-    revision    INTEGER NOT NULL,
-    type        TEXT    NOT NULL,
-    data        TEXT    NOT NULL,
-    metadata    TEXT    NOT NULL,
-    occurred_at TEXT    NOT NULL,
-    canonical   INTEGER,
-    UNIQUE (stream_id, revision)
-  )`;
-
-/**
- * `canonical` is 1 when the stored data and metadata texts are also their RFC 8785 canonical form
- * (JCS): what an export hashes, so that it passes them through rather than parsing and
- * canonicalizing every event (most of its time otherwise). The event-sourcing layer appends events
- * with their keys in canonical order (inCanonicalOrder), so their JSON is canonical as it is; each
- * append checks (stringifiesCanonically). Events stored before the column existed have it NULL, like any other
- * event whose text is not canonical, and readAllCanonical canonicalizes those as it reads.
- */
-const CANONICAL_COLUMN = 'canonical';
-
-/** Every column but the canonical flag: what reads that return RecordedEvents select. */
-const EVENT_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at';
-/** readAllForReplay's: the metadata's version where it is an integer, else the metadata text. */
-const REPLAY_COLUMNS = "position, stream_id, revision, type, data, CASE json_type(metadata, '$.version') WHEN 'integer' THEN json_extract(metadata, '$.version') ELSE metadata END";
-/** readAllCanonical's: the texts and whether they are canonical. */
-const CANONICAL_READ_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at, canonical';
-
-interface EventRow {
-  position: number;
-  event_id: string;
-  stream_id: string;
-  revision: number;
-  type: string;
-  data: string;
-  metadata: string;
-  occurred_at: string;
-}
-
-type StoredEventRef = Pick<EventRow, 'position' | 'stream_id' | 'revision'>;
 
 /**
  * Some ids of an append are already stored, but not as an earlier run of this very append
@@ -329,197 +293,5 @@ export class SqliteEventStore implements EventStore {
     if (this.db.open) this.appends.flush();
     await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
     if (this.db.open) this.db.close();
-  }
-}
-
-/** `{ version }` metadata, one frozen object per version for every event a replay reads (instead of one each). */
-const VERSION_METADATA: Array<Readonly<{ version: number }>> = [];
-function versionMetadata(version: number): Readonly<{ version: number }> {
-  if (!(version >= 0 && version < 64)) return { version };
-  return (VERSION_METADATA[version] ??= Object.freeze({ version }));
-}
-
-interface SerializedEvent {
-  data: string;
-  metadata: string;
-  /** Whether both texts are their canonical form (JCS) too. */
-  canonical: boolean;
-}
-
-function serializeEvent(event: EventToAppend): SerializedEvent {
-  const data = JSON.stringify(event.data);
-  const metadata = JSON.stringify(event.metadata ?? {});
-  return { data, metadata, canonical: stringifiesCanonically(event.data) && stringifiesCanonically(event.metadata ?? {}) };
-}
-
-/**
- * Adds the `canonical` column to a store made before it (its events keep it NULL). In one
- * IMMEDIATE transaction, so that two processes opening the same old file add it once.
- */
-function addCanonicalColumn(db: Database.Database): void {
-  const missing = () => !(db.pragma('table_info(events)') as Array<{ name: string }>).some((column) => column.name === CANONICAL_COLUMN);
-  if (!missing()) return;
-  db.transaction(() => {
-    if (missing()) db.exec(`ALTER TABLE events ADD COLUMN ${CANONICAL_COLUMN} INTEGER`);
-  }).immediate();
-}
-
-/** Whether these stored events are exactly what this append would have written: then it already ran. */
-function isSameAppend(
-  streamId: string,
-  stored: (StoredEventRef | undefined)[],
-  expected: ExpectedRevision,
-): stored is StoredEventRef[] {
-  const first = stored[0]?.revision;
-  if (first === undefined) return false;
-  const inPlace = stored.every((event, i) => event?.stream_id === streamId && event.revision === first + i);
-  if (!inPlace) return false;
-  switch (expected) {
-    case 'any':
-      return true;
-    case 'no_stream':
-      return first === 0;
-    case 'stream_exists':
-      return first > 0;
-    default:
-      return first === expected + 1;
-  }
-}
-
-/** The SQL condition keeping the streams of `prefixes` (none: every stream); its parameters from prefixParameters. */
-function prefixFilter(prefixes: string[] | undefined): string {
-  // length(?) counts characters as substr does; JavaScript's length counts UTF-16 code units.
-  return prefixes ? `AND (${prefixes.map(() => 'substr(stream_id, 1, length(?)) = ?').join(' OR ')})` : '';
-}
-
-function prefixParameters(prefixes: string[] | undefined): string[] {
-  return (prefixes ?? []).flatMap((prefix) => [prefix, prefix]);
-}
-
-function satisfies(expected: ExpectedRevision, actual: number | null): boolean {
-  switch (expected) {
-    case 'any':
-      return true;
-    case 'no_stream':
-      return actual === null;
-    case 'stream_exists':
-      return actual !== null;
-    default:
-      return actual === expected;
-  }
-}
-
-function parsePosition(position: string | undefined): number {
-  if (position === undefined) return 0;
-  const parsed = Number(position);
-  if (!/^\d+$/.test(position) || !Number.isSafeInteger(parsed)) throw new Error(`not an event store position: ${position}`);
-  return parsed;
-}
-
-function toRecordedEvent(row: EventRow): RecordedEvent {
-  return {
-    id: row.event_id,
-    streamId: row.stream_id,
-    type: row.type,
-    revision: row.revision,
-    position: String(row.position),
-    data: JSON.parse(row.data),
-    metadata: JSON.parse(row.metadata),
-    occurredAt: row.occurred_at,
-  };
-}
-
-type BatchReader = (after: number, upTo: number) => RecordedEvent[];
-
-interface EventSource {
-  /** The highest committed position, 0 when there are no events. */
-  head(): number;
-  readBatch: BatchReader;
-}
-
-/** Marks the async context of an onEvent call with the subscription delivering it. */
-const deliveringFor = new AsyncLocalStorage<SqliteSubscription>();
-
-class SqliteSubscription implements Subscription {
-  private closed = false;
-  /** Set by notify(); checked before going idle so that a notification during delivery is not lost. */
-  private notified = false;
-  private wake: (() => void) | undefined;
-  private readonly finished: Promise<void>;
-
-  constructor(
-    private readonly source: EventSource,
-    private readonly options: SubscribeToAllOptions,
-    fromPosition: number,
-    private readonly pollIntervalMs: number,
-    onFinished: () => void,
-  ) {
-    // Start on a later tick: onEvent must not run before subscribeToAll has returned the subscription.
-    this.finished = Promise.resolve()
-      .then(() => this.run(fromPosition))
-      .finally(onFinished);
-  }
-
-  /** New events were appended through this process: look now rather than at the next poll. */
-  notify(): void {
-    this.notified = true;
-    this.wake?.();
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    this.wake?.();
-    // Closed from inside its own onEvent: waiting for the loop would wait for the very handler awaiting us.
-    if (deliveringFor.getStore() === this) return;
-    await this.finished;
-  }
-
-  private async run(cursor: number): Promise<void> {
-    while (!this.closed) {
-      this.notified = false;
-      let head: number;
-      let batch: RecordedEvent[];
-      try {
-        // Reading the head first bounds the scan: with a prefix filter, the cursor can then move past
-        // events that do not match, instead of rescanning them at every poll. Every position up to the
-        // head is already committed (see the comment on SCHEMA), so nothing below it can appear later.
-        head = this.source.head();
-        batch = head > cursor ? this.source.readBatch(cursor, head) : [];
-      } catch (error) {
-        return this.fail(error);
-      }
-
-      for (const event of batch) {
-        if (this.closed) return;
-        try {
-          await deliveringFor.run(this, () => this.options.onEvent(event));
-        } catch (error) {
-          return this.fail(error);
-        }
-        cursor = Number(event.position);
-      }
-
-      if (batch.length === SUBSCRIPTION_BATCH_SIZE) continue;
-      cursor = Math.max(cursor, head);
-      if (!this.notified && !this.closed) await this.idle();
-    }
-  }
-
-  /** Until the next poll, a notification or close(). */
-  private idle(): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(wake, this.pollIntervalMs);
-      this.wake = wake;
-    });
-  }
-
-  private fail(cause: unknown): void {
-    this.closed = true;
-    reportSubscriptionFailure(this.options.onError, cause);
   }
 }
