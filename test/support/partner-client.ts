@@ -1,4 +1,10 @@
-/** A partner calling the HTTP API, as their test suite would: fetch, JSON, headers. */
+import { assertAnswerMatchesDocument } from './openapi-answers';
+
+/**
+ * A partner calling the HTTP API, as their test suite would: fetch, JSON, headers. Every answer,
+ * garbage requests' included, is checked against the server's /openapi.json (test/support/openapi-answers.ts):
+ * a status the operation does not declare, or a body its schema refuses, fails the call.
+ */
 export interface ApiAnswer<T = any> {
   status: number;
   headers: Headers;
@@ -32,6 +38,7 @@ export class PartnerClient {
     } catch {
       throw new Error(`${method} ${path} answered ${response.status} with a body that is not JSON: ${text.slice(0, 200)}`);
     }
+    await assertAnswerMatchesDocument(this.baseUrl, method, path, response.status, response.headers.get('content-type'), parsed);
     return { status: response.status, headers: response.headers, body: parsed as T };
   }
 

@@ -69,9 +69,11 @@ export const ERROR_SCHEMA: JsonSchema = {
         provider_code: { type: ['string', 'null'], description: 'Only with `provider_validation_failed`: the ad network\'s own code (or `currency_mismatch`, a rule of ours).', examples: ['currency_mismatch'] },
         checks: { type: 'object', additionalProperties: { type: 'string' }, description: 'Only from /readyz: each dependency and its state.' },
       },
+      additionalProperties: false,
     },
     request_id: schemaRef('RequestId'),
   },
+  additionalProperties: false,
 };
 
 /** An example error body of this code, for the responses of the document. */

@@ -133,6 +133,7 @@ export function completeDocument(generated: OpenAPIObject, version: string): Ope
         ...(list ? { has_more: { type: 'boolean', description: 'Whether another page follows.' } } : {}),
         request_id: schemaRef('RequestId'),
       },
+      additionalProperties: false,
     };
     return schemaRef(name);
   };

@@ -23,8 +23,8 @@ const text = (description: string, extra: JsonSchema = {}): JsonSchema => ({ typ
 const integer = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', description, ...extra });
 const oneOf = (values: readonly string[], description: string): JsonSchema => ({ type: 'string', enum: [...values], description });
 const constant = (value: string | boolean, description?: string): JsonSchema => ({ const: value, ...(description ? { description } : {}) });
-/** An object whose every property is always present (null where it has no value). */
-const object = (description: string, properties: Record<string, JsonSchema>): JsonSchema => ({ type: 'object', description, required: Object.keys(properties), properties });
+/** An object whose every property is always present (null where it has no value), and which has no other: an undeclared field fails validation. */
+const object = (description: string, properties: Record<string, JsonSchema>): JsonSchema => ({ type: 'object', description, required: Object.keys(properties), properties, additionalProperties: false });
 
 const channel = oneOf(CHANNELS, 'The ad network.');
 const environment = oneOf(['live', 'sandbox'], '`live` for a live key, `sandbox` for a test key.');
