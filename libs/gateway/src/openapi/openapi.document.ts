@@ -188,11 +188,10 @@ function operationOf(
   const bodyRef = (generated.requestBody as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined)?.content?.['application/json']?.schema?.$ref;
   const bodyName = bodyRef?.split('/').pop();
   const body = bodyName !== undefined && bodyName !== NoBody.name ? bodyName : undefined;
-  const route: RouteKind = { method, path, auth, body: body !== undefined, list: answer.list, errors: answer.errors, rateLimited: answer.rateLimited };
-
   const inPath = ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'path');
   // Query parameters a route names with @ApiQuery (lists take theirs from their query DTO instead).
   const inQuery = answer.list ? [] : ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'query');
+  const route: RouteKind = { method, path, auth, body: body !== undefined, list: answer.list, errors: answer.errors, rateLimited: answer.rateLimited, openQuery: inQuery.length > 0 };
   const parameters: JsonSchema[] = [
     ...inPath.map(({ name, description }) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } })),
     ...inQuery.map(({ name, description, required }) => ({ name, in: 'query', required: required === true, description, schema: { type: 'string' } })),

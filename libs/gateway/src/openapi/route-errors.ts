@@ -10,6 +10,8 @@ export interface RouteKind {
   list?: { paginated: boolean };
   errors?: readonly string[];
   rateLimited?: false;
+  /** Takes whatever query it is given (named with @ApiQuery, e.g. the OAuth callback), so never refuses an unknown parameter. */
+  openQuery?: boolean;
 }
 
 /**
@@ -24,7 +26,9 @@ export function errorCodesOf(route: RouteKind): ErrorCode[] {
   // The Admin API answers 404 route_not_found while ADMIN_TOKEN is not set.
   if (route.auth === 'admin') add('api_key_missing', 'api_key_invalid', 'route_not_found');
   if (route.body) add('body_invalid_json', 'parameter_missing', 'parameter_invalid', 'parameter_unknown', 'payload_too_large', 'unsupported_media_type');
-  if (route.list?.paginated) add('parameter_invalid', 'parameter_unknown');
+  if (route.list?.paginated) add('parameter_invalid');
+  // A query parameter the route does not take is refused: by the list's query DTO, or by UnknownQueryInterceptor on any route without a query.
+  if (!route.openQuery) add('parameter_unknown');
   if (route.method === 'POST') add('parameter_invalid', 'idempotency_key_reused', 'idempotency_key_in_use');
   if (route.path.includes('/{')) add('resource_missing');
   for (const code of route.errors ?? []) {
