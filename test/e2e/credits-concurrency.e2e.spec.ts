@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'node:http';
+import { assertAnswerMatchesDocument } from '../support/openapi-answers';
 import { PartnerClient, sandboxCampaign } from '../support/partner-client';
 
 const pool = new Agent({ keepAlive: true, maxSockets: 200 });
@@ -16,7 +17,10 @@ function postOverPool(base: string, key: string, body: unknown): Promise<{ statu
     const req = request(`${base}/v1/campaigns`, { method: 'POST', agent: pool, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } }, (res) => {
       let text = '';
       res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+      res.on('end', () => {
+        const answer = { status: res.statusCode ?? 0, body: JSON.parse(text) };
+        assertAnswerMatchesDocument(base, 'POST', '/v1/campaigns', answer.status, String(res.headers['content-type'] ?? ''), answer.body).then(() => resolve(answer), reject);
+      });
     });
     req.on('error', reject);
     req.end(payload);

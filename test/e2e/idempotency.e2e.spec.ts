@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { ServiceProcess } from '../support/service-process';
+import { assertAnswerMatchesDocument } from '../support/openapi-answers';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
 
@@ -38,6 +39,7 @@ describe('idempotency keys, against the standalone service', () => {
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await response.text();
+    await assertAnswerMatchesDocument(service.url, 'POST', path, response.status, response.headers.get('content-type'), JSON.parse(text));
     return { status: response.status, headers: response.headers, text, body: JSON.parse(text) };
   };
 
