@@ -17,7 +17,8 @@ const id = (prefix: string, description: string): JsonSchema => ({
   description,
   examples: [`${prefix}_01JBZ8KQ4T7W3X9M2N5P6R8S0V`],
 });
-const timestamp = (description: string): JsonSchema => ({ type: 'string', format: 'date-time', description, examples: ['2026-12-01T09:00:00.000Z'] });
+/** API.md §1: ISO 8601 UTC with milliseconds and `Z`. */
+const timestamp = (description: string): JsonSchema => ({ type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$', description, examples: ['2026-12-01T09:00:00.000Z'] });
 const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'], ...(schema.examples ? { examples: [...(schema.examples as unknown[]), null] } : {}) });
 const text = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
 const integer = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', description, ...extra });
