@@ -5,3 +5,4 @@ export * from './webhook.dto';
 export * from './admin.dto';
 export * from './list-query.dto';
 export * from './connection.dto';
+export * from './responses';

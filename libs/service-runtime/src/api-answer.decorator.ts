@@ -16,12 +16,13 @@ export interface ApiAnswerOptions {
   redirect?: true;
 }
 
-/** What a route answers as `data` (a schema of the gateway's resource schemas), and how. */
-export const ApiAnswer = (resource: string, options: ApiAnswerOptions = {}) =>
-  ApiExtension(API_ANSWER, { resource, ...options, list: options.list && { paginated: options.list.paginated !== false, query: options.list.query?.name } });
+/** What a route answers as `data` (a response DTO, e.g. `DispatchResponse` of libs/api-contract; its schema is named without `Response`), and how. */
+export const ApiAnswer = (resource: abstract new (...args: never[]) => unknown, options: ApiAnswerOptions = {}) =>
+  ApiExtension(API_ANSWER, { resource: resource.name.replace(/Response$/, ''), ...options, list: options.list && { paginated: options.list.paginated !== false, query: options.list.query?.name } });
 
 /** The extension as the document builder reads it. */
 export interface ApiAnswerExtension extends Omit<ApiAnswerOptions, 'list'> {
+  /** The name of the response DTO's schema. */
   resource: string;
   list?: { paginated: boolean; query?: string };
 }

@@ -6,6 +6,7 @@ import { INFRASTRUCTURE } from './infrastructure.tokens';
 import { Infrastructure } from './infrastructure';
 import { processorProblems } from './processor-status';
 import { newId } from '@campaign-ops/ids';
+import { HealthResponse, ReadinessResponse } from './health.responses';
 
 /** Liveness and readiness for Kubernetes probes, in the API's envelope. */
 @ApiTags('Operations')
@@ -15,14 +16,14 @@ export class HealthController {
 
   @Get('healthz')
   @ApiOperation({ operationId: 'getHealth', summary: 'Liveness' })
-  @ApiAnswer('Health', { rateLimited: false })
+  @ApiAnswer(HealthResponse, { rateLimited: false })
   healthz(@Res() res: Response) {
     res.json({ success: true, data: { status: 'ok' }, request_id: res.getHeader('X-Request-Id') ?? newId('req') });
   }
 
   @Get('readyz')
   @ApiOperation({ operationId: 'getReadiness', summary: 'Readiness', description: 'Every dependency reachable; else 503 with `checks`.' })
-  @ApiAnswer('Readiness', { rateLimited: false })
+  @ApiAnswer(ReadinessResponse, { rateLimited: false })
   async readyz(@Res() res: Response) {
     const checks: Array<readonly [string, string]> = await Promise.all(
       (['eventStore', 'readStore', 'bus'] as const).map(async (name) => {

@@ -7,6 +7,7 @@ import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { ServiceClient } from '../http/service-client';
 import { callerOf, GatewayRequest } from '../http/request-context';
+import { AccountResponse } from '@campaign-ops/api-contract';
 
 @ApiTags('Account')
 @ApiSecurity('apiKey')
@@ -21,7 +22,7 @@ export class AccountController {
   /** The key's account, seen from the key's mode. */
   @Get()
   @ApiOperation({ operationId: 'getAccount', summary: "The key's account", description: "Its credits balance is the key's mode's." })
-  @ApiAnswer('Account', { errors: ['resource_missing'] })
+  @ApiAnswer(AccountResponse, { errors: ['resource_missing'] })
   async get(@Req() request: GatewayRequest) {
     const caller = callerOf(request);
     const account = await this.directory.account(caller.accountId);

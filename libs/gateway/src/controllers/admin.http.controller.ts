@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { CreateAccountDto, CreateKeyDto, GrantCreditsDto, NoBody, UpdateAccountDto } from '@campaign-ops/api-contract';
+import { AdminAccountResponse, ApiKeyResponse, CreateAccountDto, CreateKeyDto, GrantCreditsDto, NoBody, RevokedApiKeyResponse, UpdateAccountDto } from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { unwrap } from '@campaign-ops/api-errors';
 import { AccountDirectory, AccountResource } from '@campaign-ops/accounts';
@@ -29,7 +29,7 @@ export class AdminController {
     summary: 'Open an account',
     description: 'It starts with `credits` (default 1000) in each mode, and the `oauth_redirect_uris` its OAuth rounds may send people back to.',
   })
-  @ApiAnswer('AdminAccount')
+  @ApiAnswer(AdminAccountResponse)
   async openAccount(@Body() { name, credits, oauth_redirect_uris }: CreateAccountDto) {
     const { account, grants } = await this.directory.openAccount(name, credits, oauth_redirect_uris);
     return this.withBalances(account, grants);
@@ -38,7 +38,7 @@ export class AdminController {
   @Patch('accounts/:id')
   @ApiOperation({ operationId: 'updateAccount', summary: "Change an account's name or OAuth redirect URIs", description: 'What is given replaces what the account has; answers the account.' })
   @AccountId()
-  @ApiAnswer('AdminAccount')
+  @ApiAnswer(AdminAccountResponse)
   async updateAccount(@Param('id') accountId: string, @Body() { name, oauth_redirect_uris }: UpdateAccountDto) {
     const account = unwrap(await this.directory.changeSettings(accountId, { name, oauthRedirectUris: oauth_redirect_uris }));
     return this.withBalances(account, []);
@@ -48,7 +48,7 @@ export class AdminController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'createApiKey', summary: 'Issue an API key', description: 'The key is in this answer only; only its hash is stored.' })
   @AccountId()
-  @ApiAnswer('ApiKey')
+  @ApiAnswer(ApiKeyResponse)
   async issueKey(@Param('id') accountId: string, @Body() { mode }: CreateKeyDto) {
     const { account_id: _account, ...key } = unwrap(await this.directory.issueKey(accountId, mode));
     return key;
@@ -58,7 +58,7 @@ export class AdminController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'grantCredits', summary: 'Grant credits', description: 'Answers the account with its new balances.' })
   @AccountId()
-  @ApiAnswer('AdminAccount')
+  @ApiAnswer(AdminAccountResponse)
   async grantCredits(@Param('id') accountId: string, @Body() { mode, amount }: GrantCreditsDto) {
     const { account, grants } = unwrap(await this.directory.grantCredits(accountId, mode, amount));
     return this.withBalances(account, grants);
@@ -76,7 +76,7 @@ export class AdminController {
   @Delete('keys/:id')
   @ApiOperation({ operationId: 'revokeApiKey', summary: 'Revoke an API key' })
   @ApiParam({ name: 'id', description: 'The key id (`key_…`).' })
-  @ApiAnswer('RevokedApiKey')
+  @ApiAnswer(RevokedApiKeyResponse)
   async revokeKey(@Param('id') keyId: string, @Body() _body: NoBody) {
     return unwrap(await this.directory.revokeKey(keyId));
   }

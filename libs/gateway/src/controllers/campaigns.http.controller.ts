@@ -1,6 +1,6 @@
 import { Body, Controller, Headers, HttpCode, Inject, Post, Req, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { CreateCampaignDto } from '@campaign-ops/api-contract';
+import { CampaignValidationResponse, CreateCampaignDto, DispatchResponse } from '@campaign-ops/api-contract';
 import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { CampaignValidation, CreateDispatchRequest, SUBJECTS, ValidateCampaignRequest } from '@campaign-ops/service-messages';
@@ -36,7 +36,7 @@ export class CampaignsController {
       '1 credit is charged on acceptance (402 `insufficient_credits` below it). A live key needs an `active` connection for the channel; ' +
       'a test key runs on the sandbox simulator (magic names in `campaign.name`: `[sandbox:fail]`, `[sandbox:transient]`, `[sandbox:reauth]`, `[sandbox:slow]`).',
   })
-  @ApiAnswer('Dispatch', { errors: ['insufficient_credits', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable'] })
+  @ApiAnswer(DispatchResponse, { errors: ['insufficient_credits', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable'] })
   async create(@Req() request: GatewayRequest, @Body() { channel, campaign }: CreateCampaignDto, @Headers('idempotency-key') idempotencyKey?: string): Promise<DispatchResource> {
     const message: CreateDispatchRequest = { caller: callerOf(request), channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
     return this.services.call<DispatchResource>(SUBJECTS.dispatchCreate, message);
@@ -55,7 +55,7 @@ export class CampaignsController {
       'Meta `execution_options: ["validate_only"]`), elsewhere by the channel rules the service knows (`"rules"`); a test key by the sandbox (`"sandbox"`). ' +
       'A refusal is 422 `provider_validation_failed` with the network’s message and `provider_code`. `Idempotency-Key` is accepted and ignored.',
   })
-  @ApiAnswer('CampaignValidation', { errors: ['provider_validation_failed', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable', 'provider_unavailable'] })
+  @ApiAnswer(CampaignValidationResponse, { errors: ['provider_validation_failed', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable', 'provider_unavailable'] })
   validate(@Req() request: GatewayRequest, @Body() { channel, campaign }: CreateCampaignDto): Promise<CampaignValidation> {
     const message: ValidateCampaignRequest = { caller: callerOf(request), channel, campaign };
     return this.services.call<CampaignValidation>(SUBJECTS.dispatchValidate, message, this.reachesNetwork);

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { CreateConnectionDto, ListConnectionsQueryDto, NoBody, ReauthorizeConnectionDto } from '@campaign-ops/api-contract';
+import { ConnectionResponse, ConnectionWithAuthorizationUrlResponse, CreateConnectionDto, ListConnectionsQueryDto, NoBody, OAuthRedirectResponse, ReauthorizeConnectionDto } from '@campaign-ops/api-contract';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { ListResult, OAuthCallbackResult, SUBJECTS } from '@campaign-ops/service-messages';
@@ -53,7 +53,7 @@ export class ConnectionsController {
       'A test key needs neither (a sandbox connection, USD and UTC unless `sandbox` says otherwise). ' +
       'A new connection to the same provider account replaces the channel’s current one; another provider account answers 409 `connection_exists`.',
   })
-  @ApiAnswer('ConnectionWithAuthorizationUrl', { errors: CONNECT_ERRORS })
+  @ApiAnswer(ConnectionWithAuthorizationUrlResponse, { errors: CONNECT_ERRORS })
   async create(@Req() request: GatewayRequest, @Body() body: CreateConnectionDto) {
     return this.services.call(SUBJECTS.connectionCreate, {
       caller: callerOf(request),
@@ -70,7 +70,7 @@ export class ConnectionsController {
   @UseGuards(ApiKeyGuard)
   @ApiSecurity('apiKey')
   @ApiOperation({ operationId: 'listConnections', summary: 'List connections', description: 'Newest first.' })
-  @ApiAnswer('Connection', { list: { query: ListConnectionsQueryDto } })
+  @ApiAnswer(ConnectionResponse, { list: { query: ListConnectionsQueryDto } })
   async list(@Req() request: GatewayRequest, @Query() query: ListConnectionsQueryDto) {
     const result = await this.services.call<ListResult<unknown>>(SUBJECTS.connectionList, {
       caller: callerOf(request),
@@ -97,7 +97,7 @@ export class ConnectionsController {
   @ApiQuery({ name: 'state', required: false, description: 'The round’s state, as the consent page was given it.' })
   @ApiQuery({ name: 'code', required: false, description: 'The authorization code to exchange.' })
   @ApiQuery({ name: 'error', required: false, description: 'The provider’s refusal (e.g. `access_denied`).' })
-  @ApiAnswer('OAuthRedirect', { redirect: true, errors: ['state_invalid'] })
+  @ApiAnswer(OAuthRedirectResponse, { redirect: true, errors: ['state_invalid'] })
   async oauthCallback(@Req() request: GatewayRequest, @Res() response: Response, @Query() query: Record<string, unknown>): Promise<void> {
     const singles = Object.fromEntries(Object.entries(query).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value]] : [])));
     const result = await this.services.call<OAuthCallbackResult>(SUBJECTS.connectionOAuthCallback, {
@@ -119,7 +119,7 @@ export class ConnectionsController {
   @ApiSecurity('apiKey')
   @ApiOperation({ operationId: 'getConnection', summary: 'Get a connection' })
   @ConnectionId()
-  @ApiAnswer('Connection')
+  @ApiAnswer(ConnectionResponse)
   get(@Req() request: GatewayRequest, @Param('id') id: string) {
     return this.services.call(SUBJECTS.connectionGet, { caller: callerOf(request), id });
   }
@@ -129,7 +129,7 @@ export class ConnectionsController {
   @ApiSecurity('apiKey')
   @ApiOperation({ operationId: 'deleteConnection', summary: 'Delete a connection', description: 'The connection is `revoked` and its tokens are destroyed; deleting it again answers the same.' })
   @ConnectionId()
-  @ApiAnswer('Connection')
+  @ApiAnswer(ConnectionResponse)
   remove(@Req() request: GatewayRequest, @Param('id') id: string, @Body() _body: NoBody) {
     return this.services.call(SUBJECTS.connectionDelete, { caller: callerOf(request), id });
   }
@@ -144,7 +144,7 @@ export class ConnectionsController {
     description: 'New `credentials` (checked like an import) make it `active` again at once; `redirect_uri` starts a new OAuth round (`authorization_url`). A test key needs neither.',
   })
   @ConnectionId()
-  @ApiAnswer('ConnectionWithAuthorizationUrl', { errors: CONNECT_ERRORS.filter((code) => code !== 'connection_exists') })
+  @ApiAnswer(ConnectionWithAuthorizationUrlResponse, { errors: CONNECT_ERRORS.filter((code) => code !== 'connection_exists') })
   async reauthorize(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: ReauthorizeConnectionDto) {
     return this.services.call(SUBJECTS.connectionReauthorize, {
       caller: callerOf(request),

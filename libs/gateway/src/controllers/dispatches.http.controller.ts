@@ -1,6 +1,6 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { ListDispatchesQueryDto, NoBody } from '@campaign-ops/api-contract';
+import { DispatchEventResponse, DispatchResponse, ListDispatchesQueryDto, NoBody } from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
@@ -20,7 +20,7 @@ export class DispatchesController {
 
   @Get()
   @ApiOperation({ operationId: 'listDispatches', summary: 'List dispatches', description: 'Newest first.' })
-  @ApiAnswer('Dispatch', { list: { query: ListDispatchesQueryDto } })
+  @ApiAnswer(DispatchResponse, { list: { query: ListDispatchesQueryDto } })
   async list(@Req() request: GatewayRequest, @Query() query: ListDispatchesQueryDto): Promise<ListPage<DispatchResource>> {
     const result = await this.services.call<ListResult<DispatchResource>>(SUBJECTS.dispatchList, {
       caller: callerOf(request),
@@ -32,7 +32,7 @@ export class DispatchesController {
   @Get(':id')
   @ApiOperation({ operationId: 'getDispatch', summary: 'Get a dispatch', description: 'Read-your-writes: found right after the launch.' })
   @DispatchId()
-  @ApiAnswer('Dispatch')
+  @ApiAnswer(DispatchResponse)
   get(@Req() request: GatewayRequest, @Param('id') id: string): Promise<DispatchResource> {
     return this.services.call(SUBJECTS.dispatchGet, { caller: callerOf(request), id });
   }
@@ -41,7 +41,7 @@ export class DispatchesController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'retryDispatch', summary: 'Retry a failed dispatch', description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.' })
   @DispatchId()
-  @ApiAnswer('Dispatch', { errors: ['dispatch_not_retryable'] })
+  @ApiAnswer(DispatchResponse, { errors: ['dispatch_not_retryable'] })
   retry(@Req() request: GatewayRequest, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
     return this.services.call(SUBJECTS.dispatchRetry, { caller: callerOf(request), id });
   }
@@ -49,7 +49,7 @@ export class DispatchesController {
   @Get(':id/events')
   @ApiOperation({ operationId: 'listDispatchEvents', summary: "A dispatch's audit trail", description: 'Its whole history from the event store, oldest first.' })
   @DispatchId()
-  @ApiAnswer('DispatchEvent', { list: { paginated: false } })
+  @ApiAnswer(DispatchEventResponse, { list: { paginated: false } })
   async events(@Req() request: GatewayRequest, @Param('id') id: string): Promise<ListPage<unknown>> {
     const result = await this.services.call<ListResult<unknown>>(SUBJECTS.dispatchEvents, { caller: callerOf(request), id });
     return new ListPage(result.data, result.hasMore);

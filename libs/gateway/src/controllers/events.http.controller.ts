@@ -1,7 +1,7 @@
 import { Controller, Get, Param, Query, Req, UseGuards } from '@nestjs/common';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { ListEventsQueryDto } from '@campaign-ops/api-contract';
+import { EventResponse, ListEventsQueryDto } from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
@@ -18,7 +18,7 @@ export class EventsController {
 
   @Get()
   @ApiOperation({ operationId: 'listEvents', summary: 'List events', description: "The account's events of the last 30 days in the webhook shape, newest first, to catch up on what an endpoint missed." })
-  @ApiAnswer('Event', { list: { query: ListEventsQueryDto } })
+  @ApiAnswer(EventResponse, { list: { query: ListEventsQueryDto } })
   async list(@Req() request: GatewayRequest, @Query() query: ListEventsQueryDto) {
     const createdAfter = query.created_after === undefined ? undefined : new Date(query.created_after).toISOString();
     const result = await this.services.call<ListResult<unknown>>(SUBJECTS.eventsList, {
@@ -31,7 +31,7 @@ export class EventsController {
   @Get(':id')
   @ApiOperation({ operationId: 'getEvent', summary: 'Get an event' })
   @ApiParam({ name: 'id', description: 'The event id (`evt_…`).' })
-  @ApiAnswer('Event')
+  @ApiAnswer(EventResponse)
   get(@Req() request: GatewayRequest, @Param('id') id: string) {
     return this.services.call(SUBJECTS.eventsGet, { caller: callerOf(request), id });
   }

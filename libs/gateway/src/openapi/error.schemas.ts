@@ -1,5 +1,5 @@
 import { ERROR_CATALOG, ErrorCode } from '@campaign-ops/api-errors';
-import { JsonSchema, schemaRef } from './resource.schemas';
+import { JsonSchema, schemaRef } from '@campaign-ops/api-contract';
 
 /**
  * What each error code of the catalog means, for the document. A `Record` over every code, so a

@@ -1,14 +1,13 @@
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { SecuritySchemeObject } from '@nestjs/swagger/dist/interfaces/open-api-spec.interface';
-import { NoBody } from '@campaign-ops/api-contract';
+import { DocsPageResponse, eventSchemaName, JsonSchema, NoBody, responseSchemaName, schemaRef } from '@campaign-ops/api-contract';
 import { ERROR_CATALOG, ErrorCode } from '@campaign-ops/api-errors';
 import { API_ANSWER, ApiAnswerExtension } from '@campaign-ops/service-runtime';
 import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '@campaign-ops/webhook-domain';
 import { isReplayableStatus } from '../http/idempotency';
-import { dtoSchemas } from './dto.schemas';
+import { dtoSchemas, responseSchemas } from './dto.schemas';
 import { ERROR_MEANINGS, ERROR_SCHEMA, errorExample } from './error.schemas';
-import { EVENT_SCHEMAS, eventSchemaName, JsonSchema, RESOURCE_SCHEMAS, schemaRef, SHARED_SCHEMAS } from './resource.schemas';
 import { errorCodesByStatus, errorCodesOf, RouteKind } from './route-errors';
 
 /**
@@ -115,12 +114,15 @@ export function buildOpenApiDocument(app: INestApplication, version: string): Op
 }
 
 /** GET /docs is Swagger UI's page (SwaggerModule, in http-app.ts), described here as the others. */
-const DOCS_OPERATION: JsonSchema = { operationId: 'getDocs', summary: 'This document as HTML', tags: ['Operations'], [API_ANSWER]: { resource: 'DocsPage', raw: 'text/html' } };
+const DOCS_OPERATION: JsonSchema = { operationId: 'getDocs', summary: 'This document as HTML', tags: ['Operations'], [API_ANSWER]: { resource: responseSchemaName(DocsPageResponse), raw: 'text/html' } };
+
+/** The request id of every answer, in the envelope. */
+const REQUEST_ID: JsonSchema = { type: 'string', pattern: '^req_[A-Za-z0-9_-]+$', description: 'The request id, also in the `X-Request-Id` header.', examples: ['req_01JBZ8KQ4T7W3X9M2N5P6R8S0V'] };
 
 /** The document @nestjs/swagger read from the controllers, with what every route of its kind shares. */
 export function completeDocument(generated: OpenAPIObject, version: string): OpenApiDocument {
   const requests = dtoSchemas();
-  const schemas: Record<string, JsonSchema> = { ...RESOURCE_SCHEMAS, ...EVENT_SCHEMAS, ...SHARED_SCHEMAS, Error: ERROR_SCHEMA };
+  const schemas: Record<string, JsonSchema> = { ...responseSchemas(), RequestId: REQUEST_ID, Error: ERROR_SCHEMA };
   const envelope = (resource: string, list: boolean): JsonSchema => {
     const name = `${resource}${list ? 'List' : ''}Envelope`;
     schemas[name] ??= {

@@ -1,9 +1,9 @@
 import { INestApplication, Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { InfrastructureModule, ServiceConfig } from '@campaign-ops/service-runtime';
-import { answerValidator, AnswerValidator } from '../../../../test/support/openapi-answers';
-import { GatewayModule } from '../gateway.module';
-import { buildOpenApiDocument } from './openapi.document';
+import { answerValidator, AnswerValidator } from './openapi-answers';
+import { GatewayModule } from '../../libs/gateway/src/gateway.module';
+import { buildOpenApiDocument } from '../../libs/gateway/src/openapi/openapi.document';
 
 /** The document describes exactly what the server answers: an undeclared field, or a missing one, is caught. */
 const CONTROLLERS = [...(Reflect.getMetadata('controllers', GatewayModule) as Function[]), ...(InfrastructureModule.forRoot({} as ServiceConfig).controllers ?? [])];
