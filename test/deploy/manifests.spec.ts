@@ -19,7 +19,6 @@ import { parseAllDocuments } from 'yaml';
 import { DEFAULT_ENDPOINTS, loadNetworkSettings } from '@campaign-ops/ad-networks';
 import { CHANNELS } from '@campaign-ops/channels';
 import { loadConfig, natsAuthorizationFile, natsUsers } from '@campaign-ops/service-runtime';
-import { passwordVariableOf } from '@campaign-ops/bus';
 import { schemaErrors } from './schemas';
 
 const root = join(__dirname, '..', '..');

@@ -125,7 +125,7 @@ describe('the four apps over NATS', () => {
     }, 10_000, 'a completed dispatch in the dispatch-service metrics');
     expect(dispatch).toMatch(/^bus_consumer_pending_messages\{durable="dispatch-executor"\} \d+/m);
     expect(dispatch).toMatch(/^event_processor_checkpoint_timestamp_seconds\{processor="dispatch-relay"\} \d+/m);
-    const webhooks = await eventually(async () => {
+    await eventually(async () => {
       const metrics = await text('webhook-delivery-service');
       return /^webhook_deliveries\{status="succeeded"\} [1-9]/m.test(metrics) && /^webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/m.test(metrics) && metrics;
     }, 10_000, 'a succeeded delivery and attempt in the webhook-delivery-service metrics');

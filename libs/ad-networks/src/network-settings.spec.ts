@@ -1,6 +1,5 @@
 import { CHANNELS } from '@campaign-ops/channels';
-import { ConfigError } from '@campaign-ops/service-runtime';
-import { DEFAULT_ENDPOINTS, loadNetworkSettings } from './network-settings';
+import { ConfigError, DEFAULT_ENDPOINTS, loadNetworkSettings } from './network-settings';
 
 describe('loadNetworkSettings', () => {
   it('gives every channel the real hosts, no client, a 30 s timeout, when nothing is set', () => {

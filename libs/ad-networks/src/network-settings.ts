@@ -1,6 +1,17 @@
 import { CHANNELS, Channel } from '@campaign-ops/channels';
-import { ConfigError } from '@campaign-ops/service-runtime';
 import { NetworkSettings } from './ad-network.port';
+
+/**
+ * A bad network setting, named by its variable. The ad networks read their own slice of the
+ * environment, so they keep their own error rather than depend on service-runtime's config; the
+ * name and message are the ones service-runtime's ConfigError gives, so start-up reads the same.
+ */
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`${variable} ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
 
 /**
  * Where each network lives when nothing overrides it: API origin (each channel adds its own

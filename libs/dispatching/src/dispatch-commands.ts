@@ -3,13 +3,11 @@ import { Channel } from '@campaign-ops/channels';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
 import { BUS, Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
 import {
-  decide,
   evolve,
   DispatchEvent,
   upcastDispatchEvent,
   Dispatch,
   toDispatchResource,
-  DispatchCharged,
   DispatchNotFound,
   DispatchNotRetryable,
   dispatchStreamId,
@@ -17,15 +15,15 @@ import {
   InsufficientCredits,
   Mode,
 } from '@campaign-ops/dispatch-domain';
-import { inCanonicalOrder, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
+import { toDomainEvent } from '@campaign-ops/event-sourcing';
 import { RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
-import { deterministicUlid, newId, ulidToUuid } from '@campaign-ops/ids';
+import { newId } from '@campaign-ops/ids';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { requestService } from '@campaign-ops/service-runtime';
-import { DispatchStore, toView } from './dispatch-store';
+import { DispatchStore } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
 
 /** The write side of dispatches: launch (the charge first, then the dispatch: see ChargedDispatches) and retry. */
