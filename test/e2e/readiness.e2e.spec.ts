@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
 import { eventually } from '../support/partner-client';
 import { ServiceProcess } from '../support/service-process';
+import { assertAnswerMatchesDocument } from '../support/openapi-answers';
 
 describe('readiness of an app over NATS', () => {
   let dataDir: string;
@@ -29,7 +30,9 @@ describe('readiness of an app over NATS', () => {
 
   const probe = async (path: string) => {
     const response = await fetch(gateway.url + path);
-    return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as any };
+    const body = (await response.json()) as any;
+    await assertAnswerMatchesDocument(gateway.url, 'GET', path, response.status, response.headers.get('content-type'), body);
+    return { status: response.status, retryAfter: response.headers.get('retry-after'), body };
   };
 
   it('is unready while nats-server is down and ready again once it is back, alive throughout', async () => {

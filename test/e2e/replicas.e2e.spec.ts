@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { SUBJECTS } from '@campaign-ops/service-messages';
+import { assertAnswerMatchesDocument } from '../support/openapi-answers';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { AppsOverNats, RequestWatcher, startAppsOverNats } from '../support/replicas';
 import { ServiceProcess } from '../support/service-process';
@@ -69,6 +70,7 @@ describe('two replicas of dispatch-service and of the gateway', () => {
         body: JSON.stringify(sandboxCampaign(name)),
       });
       const text = await response.text();
+      await assertAnswerMatchesDocument(gateway.url, 'POST', '/v1/campaigns', response.status, response.headers.get('content-type'), JSON.parse(text));
       return { gateway, status: response.status, replayed: response.headers.get('idempotent-replayed'), text, body: JSON.parse(text) };
     };
 
