@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AcceptedWebhook, PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
 import { followConsent, MetaAdsFake } from '../support/fake-networks';
+import { assertAnswerMatchesDocument } from '../support/openapi-answers';
 import { ApiAnswer, eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { freePort, ROOT, ServiceProcess } from '../support/service-process';
 
@@ -67,7 +68,9 @@ describe('connections, end to end', () => {
   /** The callback as a browser calls it: no key, redirects not followed. */
   const browse = async (url: string) => {
     const response = await fetch(url, { redirect: 'manual' });
-    return { status: response.status, location: response.headers.get('location'), body: (await response.json()) as Record<string, any> };
+    const body = (await response.json()) as Record<string, any>;
+    await assertAnswerMatchesDocument(service.url, 'GET', url, response.status, response.headers.get('content-type'), body);
+    return { status: response.status, location: response.headers.get('location'), body };
   };
   const callbackOf = (authorizationUrl: string) => {
     const url = new URL(authorizationUrl);
