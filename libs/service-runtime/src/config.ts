@@ -2,7 +2,13 @@ import { isIP } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DEFAULT_RETRY_SCHEDULE, parseRetrySchedule } from '@campaign-ops/webhook-domain';
+import { parseDurationList } from '@campaign-ops/durations';
+
+/**
+ * WEBHOOK_RETRY_SCHEDULE's default: webhook-domain's DEFAULT_RETRY_SCHEDULE (API.md §5), repeated
+ * here so the runtime needs no domain lib; webhook-delivery's config spec holds the two equal.
+ */
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h';
 
 export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'connection-service' | 'webhook-delivery-service' | 'ops-cli';
 
@@ -161,7 +167,7 @@ function url(env: Env, name: string, schemes: string[], form: 'url-list' | 'mult
 function duration(env: Env, name: string, fallback: string): number {
   const raw = env[name] || fallback;
   try {
-    const steps = parseRetrySchedule(raw);
+    const steps = parseDurationList(raw);
     if (steps.length !== 1) throw new Error('must be one duration');
     return steps[0];
   } catch {
@@ -293,7 +299,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
   mkdirSync(dataDir, { recursive: true });
   let retrySchedule: number[];
   try {
-    retrySchedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_RETRY_SCHEDULE);
+    retrySchedule = parseDurationList(env.WEBHOOK_RETRY_SCHEDULE || DEFAULT_WEBHOOK_RETRY_SCHEDULE);
   } catch (error) {
     throw new ConfigError('WEBHOOK_RETRY_SCHEDULE', (error as Error).message);
   }
