@@ -37,15 +37,12 @@ const boundaries = (constraints, extra = {}) => [
   { enforceBuildableLibDependency: false, allow: [], ignoredCircularDependencies, depConstraints: constraints, ...extra },
 ];
 
-// Known edges against the layering, to be removed (see the report that introduced this file); each
+// Known edges against the layering, to be removed ; each
 // entry is one project and the tags it still reaches beyond its rule, nothing wider.
 const knownExceptions = [
   // service-runtime (infrastructure) serves the health and answer decorators from api-contract and
   // the bus subjects from service-messages.
   { files: ['libs/service-runtime/src/**/*.ts'], sourceTag: 'type:infrastructure', extra: ['type:contract'] },
-  // read-model-rebuild is tagged type:util but is an operations tool over the services' projections:
-  // its tag should be type:service (not changed here: others are editing that lib).
-  { files: ['libs/read-model-rebuild/src/**/*.ts'], sourceTag: 'type:util', extra: ['*'] },
   // event-store's EventStoreDB spec exercises the event-sourcing repository against a real server.
   { files: ['libs/event-store/src/**/*.spec.ts'], sourceTag: 'type:infrastructure', extra: ['type:application'] },
 ];
@@ -83,21 +80,9 @@ export default tseslint.config(
     },
   },
   {
-    // Pending: the production `any`s left (bench, read-model-rebuild, event-sourcing's processor)
-    // stay visible as warnings until each gets a real type; an error would block CI on files others are editing.
-    files: ['**/*.ts'],
-    ignores: [...testFiles, 'test/**/*.ts'],
-    rules: { '@typescript-eslint/no-explicit-any': 'warn' },
-  },
-  {
-    // Pending, in files others are editing now: shown as warnings until fixed there (an unused
-    // import in the OpenAPI document, a bare expression in rebuild, Nest's `Function` for a DTO class).
-    files: ['libs/gateway/src/openapi/openapi.document.ts', 'libs/read-model-rebuild/src/rebuild.ts', 'libs/service-runtime/src/api-answer.decorator.ts'],
-    rules: {
-      '@typescript-eslint/no-unused-vars': 'warn',
-      '@typescript-eslint/no-unused-expressions': 'warn',
-      '@typescript-eslint/no-unsafe-function-type': 'warn',
-    },
+    // The bench is a load harness over the HTTP API: it reads untyped JSON answers, as the tests do.
+    files: ['apps/bench/**/*.ts'],
+    rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   ...knownExceptions.flatMap(({ files, sourceTag, extra }) => [
     { files, rules: { '@nx/enforce-module-boundaries': boundaries(widened(sourceTag, extra, depConstraints)) } },

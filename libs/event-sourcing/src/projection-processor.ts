@@ -14,7 +14,7 @@ export interface ProjectionProcessorOptions {
 }
 
 /** The one processor that keeps a projection live: each event of its streams brings that stream's documents up to it. */
-export function projectionProcessor(live: LiveProjection<any>, options: ProjectionProcessorOptions): CheckpointedProcessor {
+export function projectionProcessor(live: LiveProjection, options: ProjectionProcessorOptions): CheckpointedProcessor {
   const { name, reacts } = live.projection.processor;
   if (reacts !== (options.react !== undefined)) {
     throw new Error(`the ${name} processor ${reacts ? 'reacts to events: give it what it does' : 'only projects: it takes no reaction'}`);

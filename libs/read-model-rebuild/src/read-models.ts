@@ -8,7 +8,7 @@ import { webhookEndpointsProjection } from '@campaign-ops/webhook-delivery';
  * Every read model a rebuild can make from the event store alone: each defined once, by the lib
  * that owns it and keeps it live (see Projection), and replayed here as it is.
  */
-export const READ_MODELS: readonly Projection<any>[] = [accountsProjection, dispatchesProjection, creditLedgersProjection, connectionsProjection, webhookEndpointsProjection];
+export const READ_MODELS: readonly Projection[] = [accountsProjection, dispatchesProjection, creditLedgersProjection, connectionsProjection, webhookEndpointsProjection];
 
 /**
  * What the read store holds that events do not give, so that no rebuild can make it: it is
@@ -26,7 +26,7 @@ export const OPERATIONAL_COLLECTIONS: ReadonlyArray<{ name: string; what: string
   { name: 'checkpoints', what: "each processor's position in the event store" },
 ];
 
-export function readModelNamed(name: string): Projection<any> {
+export function readModelNamed(name: string): Projection {
   const found = READ_MODELS.find((model) => model.name === name);
   if (!found) throw new Error(`no read model named ${name}; rebuildable: ${READ_MODELS.map((model) => model.name).join(', ')}`);
   return found;

@@ -44,7 +44,7 @@ const SMALL_ENOUGH = 1_000;
 const THREADS_FROM_EVENTS = 400_000;
 
 interface Held {
-  model: Projection<any>;
+  model: Projection;
   state: unknown;
   revision: number;
   /** When it was last put at the end of `held` (the order of use). */
@@ -74,7 +74,7 @@ export class Replay {
   constructor(
     private readonly eventStore: EventStore,
     readonly target: ReadModelRebuild,
-    private readonly models: readonly Projection<any>[],
+    private readonly models: readonly Projection[],
     private readonly options: RebuildOptions = {},
   ) {
     this.prefixes = models.map((model) => model.streamPrefix);
@@ -96,7 +96,7 @@ export class Replay {
           reachedLimit = true;
           break;
         }
-        this.apply(event) ?? (await this.applyAfterReading(event));
+        if (!this.apply(event)) await this.applyAfterReading(event);
         this.position = event.position;
         // Documents are written (and states may be dropped) at most every FLUSH_EVERY streams, and before more are held than allowed.
         if (this.touched.size >= Math.min(FLUSH_EVERY, this.maxStreams)) await this.flush();
@@ -205,7 +205,7 @@ function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { do
  * The replay answered then holds every model, at `upTo`, without states in memory (the catch-up
  * reads again the few streams it meets).
  */
-async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly Projection<any>[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
+async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly Projection[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
   const inThread = models.filter((model) => model.replayInThread);
   const here = models.filter((model) => !model.replayInThread);
   const standIns = target.standInTables?.();
@@ -254,7 +254,7 @@ async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, mo
 }
 
 /** Replays the models' streams into stand-ins, catching up with a store that keeps growing, up to a last small step. */
-async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], options: RebuildOptions): Promise<Replay> {
+async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions): Promise<Replay> {
   const target = await readStore.beginRebuild(models.flatMap((model) => model.collections));
   try {
     const replay = await replayToHead(eventStore, target, models, await eventStore.lastPosition(), options);
@@ -279,7 +279,7 @@ async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, mo
  * writers off, the last events are applied just before the renames, and once more after them to
  * the swapped-in collections (revision-guarded, so a projection's own write is never undone).
  */
-export async function rebuildReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], options: RebuildOptions = {}): Promise<RebuildReport> {
+export async function rebuildReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions = {}): Promise<RebuildReport> {
   const started = Date.now();
   const replay = await replayAndCatchUp(eventStore, readStore, models, options);
   try {
@@ -308,7 +308,7 @@ export async function rebuildReadModels(eventStore: EventStore, readStore: ReadS
 }
 
 /** After the swap: what the store got meanwhile, into the now live collections (harmless on SQLite, needed on MongoDB). */
-async function catchUpLive(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], replay: Replay): Promise<void> {
+async function catchUpLive(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], replay: Replay): Promise<void> {
   const head = await eventStore.lastPosition();
   if (head === null || replay.position === null || BigInt(head) <= BigInt(replay.position)) return;
   const live: ReadModelRebuild = {
@@ -349,7 +349,7 @@ export interface CheckReport {
  * written while it is compared may show the writes of the last moment as differences: run it
  * again to tell those from real ones.
  */
-export async function checkReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection<any>[], options: RebuildOptions & { limit?: number } = {}): Promise<CheckReport> {
+export async function checkReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions & { limit?: number } = {}): Promise<CheckReport> {
   const replay = await replayAndCatchUp(eventStore, readStore, models, options);
   const limit = options.limit ?? 20;
   try {

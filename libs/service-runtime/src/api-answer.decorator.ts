@@ -5,7 +5,7 @@ export const API_ANSWER = 'x-answer';
 
 export interface ApiAnswerOptions {
   /** A list: `data` is an array and the envelope has `has_more`; paginated unless `paginated: false`; filtered by the query DTO's fields. */
-  list?: { paginated?: boolean; query?: Function };
+  list?: { paginated?: boolean; query?: abstract new (...args: never[]) => unknown };
   /** Codes this route answers besides those every route of its kind does (libs/gateway/src/openapi/route-errors.ts). */
   errors?: readonly string[];
   /** Answered outside the envelope, as this media type. */

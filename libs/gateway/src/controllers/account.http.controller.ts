@@ -1,4 +1,4 @@
-import { Controller, Get, Req, UseGuards } from '@nestjs/common';
+import { Controller, Get, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { ApiError } from '@campaign-ops/api-errors';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
@@ -6,7 +6,7 @@ import { AccountDirectory } from '@campaign-ops/accounts';
 import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { ServiceClient } from '../http/service-client';
-import { callerOf, GatewayRequest } from '../http/request-context';
+import { Caller } from '../http/request-context';
 import { AccountResponse } from '@campaign-ops/api-contract';
 
 @ApiTags('Account')
@@ -23,9 +23,8 @@ export class AccountController {
   @Get()
   @ApiOperation({ operationId: 'getAccount', summary: "The key's account", description: "Its credits balance is the key's mode's." })
   @ApiAnswer(AccountResponse, { errors: ['resource_missing'] })
-  async get(@Req() request: GatewayRequest) {
-    const caller = callerOf(request);
-    const account = await this.directory.account(caller.accountId);
+  async get(@Caller() caller: Caller) {
+        const account = await this.directory.account(caller.accountId);
     if (!account) throw new ApiError('resource_missing', 'The account of this key no longer exists.');
     const balances = await this.services.call<CreditBalances>(SUBJECTS.creditsBalances, { caller, accountId: caller.accountId });
     return {

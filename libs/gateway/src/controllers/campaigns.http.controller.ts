@@ -1,4 +1,4 @@
-import { Body, Controller, Headers, HttpCode, Inject, Post, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Inject, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { CampaignValidationResponse, CreateCampaignDto, DispatchResponse } from '@campaign-ops/api-contract';
 import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
@@ -6,7 +6,7 @@ import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { CampaignValidation, CreateDispatchRequest, SUBJECTS, ValidateCampaignRequest } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { IgnoresIdempotencyKey } from '../http/idempotency.interceptor';
-import { callerOf, GatewayRequest } from '../http/request-context';
+import { Caller } from '../http/request-context';
 import { CallOptions, ServiceClient } from '../http/service-client';
 import { parseIdempotencyKey } from '../http/validation';
 
@@ -37,8 +37,8 @@ export class CampaignsController {
       'a test key runs on the sandbox simulator (magic names in `campaign.name`: `[sandbox:fail]`, `[sandbox:transient]`, `[sandbox:reauth]`, `[sandbox:slow]`).',
   })
   @ApiAnswer(DispatchResponse, { errors: ['insufficient_credits', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable'] })
-  async create(@Req() request: GatewayRequest, @Body() { channel, campaign }: CreateCampaignDto, @Headers('idempotency-key') idempotencyKey?: string): Promise<DispatchResource> {
-    const message: CreateDispatchRequest = { caller: callerOf(request), channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
+  async create(@Caller() caller: Caller, @Body() { channel, campaign }: CreateCampaignDto, @Headers('idempotency-key') idempotencyKey?: string): Promise<DispatchResource> {
+    const message: CreateDispatchRequest = { caller, channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
     return this.services.call<DispatchResource>(SUBJECTS.dispatchCreate, message);
   }
 
@@ -56,8 +56,8 @@ export class CampaignsController {
       'A refusal is 422 `provider_validation_failed` with the network’s message and `provider_code`. `Idempotency-Key` is accepted and ignored.',
   })
   @ApiAnswer(CampaignValidationResponse, { errors: ['provider_validation_failed', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable', 'provider_unavailable'] })
-  validate(@Req() request: GatewayRequest, @Body() { channel, campaign }: CreateCampaignDto): Promise<CampaignValidation> {
-    const message: ValidateCampaignRequest = { caller: callerOf(request), channel, campaign };
+  validate(@Caller() caller: Caller, @Body() { channel, campaign }: CreateCampaignDto): Promise<CampaignValidation> {
+    const message: ValidateCampaignRequest = { caller, channel, campaign };
     return this.services.call<CampaignValidation>(SUBJECTS.dispatchValidate, message, this.reachesNetwork);
   }
 }

@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { ServiceConfig } from '@campaign-ops/service-runtime';
 import { SUBJECTS } from '@campaign-ops/service-messages';
-import { GatewayRequest } from '../http/request-context';
+import { Caller, GatewayRequest } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
 import { ConnectionsController } from './connections.http.controller';
 
@@ -16,14 +16,15 @@ describe('ConnectionsController: how long each call waits for connection-service
   } as unknown as ServiceClient;
   const directory = { account: async () => ({ oauth_redirect_uris: ['https://partner.example/back'] }) } as unknown as AccountDirectory;
   const controller = new ConnectionsController(services, { requestTimeoutMs: 10_000, connectionRequestTimeoutMs: 120_000 } as ServiceConfig, directory);
-  const request = { requestId: 'req_1', caller: { accountId: 'acct_1', mode: 'live', requestId: 'req_1', keyId: 'key_1' } } as unknown as GatewayRequest;
+  const caller: Caller = { accountId: 'acct_1', mode: 'live', requestId: 'req_1' };
+  const request = { requestId: 'req_1', caller: { ...caller, keyId: 'key_1' } } as unknown as GatewayRequest;
   const response = { setHeader: () => undefined, status: () => ({ json: () => undefined }) } as unknown as Response;
 
   beforeEach(() => void calls.splice(0));
 
   it('gives token import and OAuth start, reauthorization and the OAuth callback the longer connection timeout: each calls the network up to four times', async () => {
-    await controller.create(request, { channel: 'meta_ads', provider_account_id: 'act_1', credentials: { access_token: 't' } } as never);
-    await controller.reauthorize(request, 'con_1', { credentials: { access_token: 't' } } as never);
+    await controller.create(caller, { channel: 'meta_ads', provider_account_id: 'act_1', credentials: { access_token: 't' } } as never);
+    await controller.reauthorize(caller, 'con_1', { credentials: { access_token: 't' } } as never);
     await controller.oauthCallback(request, response, { state: 's', code: 'c' });
     expect(calls).toEqual([
       { subject: SUBJECTS.connectionCreate, timeoutMs: 120_000 },
@@ -33,9 +34,9 @@ describe('ConnectionsController: how long each call waits for connection-service
   });
 
   it('leaves list, get and delete, which call no network, on the default timeout', async () => {
-    await controller.list(request, {} as never);
-    await controller.get(request, 'con_1');
-    await controller.remove(request, 'con_1', {} as never);
+    await controller.list(caller, {} as never);
+    await controller.get(caller, 'con_1');
+    await controller.remove(caller, 'con_1', {} as never);
     expect(calls).toEqual([
       { subject: SUBJECTS.connectionList, timeoutMs: undefined },
       { subject: SUBJECTS.connectionGet, timeoutMs: undefined },

@@ -6,7 +6,7 @@ import { AccountDirectory } from '@campaign-ops/accounts';
 import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { ListResult, OAuthCallbackResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
-import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
+import { Caller, GatewayRequest, ListPage } from '../http/request-context';
 import { CallOptions, ServiceClient } from '../http/service-client';
 import { pageOf } from '../http/validation';
 
@@ -35,9 +35,9 @@ export class ConnectionsController {
   }
 
   /** An OAuth round's `redirect_uri` must be one the account registered (API.md §4): its list goes along with the round. */
-  private async registeredRedirectUris(request: GatewayRequest, redirectUri: string | undefined): Promise<{ oauthRedirectUris?: string[] }> {
+  private async registeredRedirectUris(caller: Caller, redirectUri: string | undefined): Promise<{ oauthRedirectUris?: string[] }> {
     if (redirectUri === undefined) return {};
-    return { oauthRedirectUris: (await this.directory.account(callerOf(request).accountId))?.oauth_redirect_uris ?? [] };
+    return { oauthRedirectUris: (await this.directory.account(caller.accountId))?.oauth_redirect_uris ?? [] };
   }
 
   @Post()
@@ -54,14 +54,14 @@ export class ConnectionsController {
       'A new connection to the same provider account replaces the channel’s current one; another provider account answers 409 `connection_exists`.',
   })
   @ApiAnswer(ConnectionWithAuthorizationUrlResponse, { errors: CONNECT_ERRORS })
-  async create(@Req() request: GatewayRequest, @Body() body: CreateConnectionDto) {
+  async create(@Caller() caller: Caller, @Body() body: CreateConnectionDto) {
     return this.services.call(SUBJECTS.connectionCreate, {
-      caller: callerOf(request),
+      caller,
       channel: body.channel,
       providerAccountId: body.provider_account_id,
       credentials: body.credentials && { ...body.credentials },
       redirectUri: body.redirect_uri,
-      ...(await this.registeredRedirectUris(request, body.redirect_uri)),
+      ...(await this.registeredRedirectUris(caller, body.redirect_uri)),
       sandbox: body.sandbox && { ...body.sandbox },
     }, this.reachesNetwork);
   }
@@ -71,9 +71,9 @@ export class ConnectionsController {
   @ApiSecurity('apiKey')
   @ApiOperation({ operationId: 'listConnections', summary: 'List connections', description: 'Newest first.' })
   @ApiAnswer(ConnectionResponse, { list: { query: ListConnectionsQueryDto } })
-  async list(@Req() request: GatewayRequest, @Query() query: ListConnectionsQueryDto) {
+  async list(@Caller() caller: Caller, @Query() query: ListConnectionsQueryDto) {
     const result = await this.services.call<ListResult<unknown>>(SUBJECTS.connectionList, {
-      caller: callerOf(request),
+      caller,
       query: { ...pageOf(query), channel: query.channel, status: query.status },
     });
     return new ListPage(result.data, result.hasMore);
@@ -120,8 +120,8 @@ export class ConnectionsController {
   @ApiOperation({ operationId: 'getConnection', summary: 'Get a connection' })
   @ConnectionId()
   @ApiAnswer(ConnectionResponse)
-  get(@Req() request: GatewayRequest, @Param('id') id: string) {
-    return this.services.call(SUBJECTS.connectionGet, { caller: callerOf(request), id });
+  get(@Caller() caller: Caller, @Param('id') id: string) {
+    return this.services.call(SUBJECTS.connectionGet, { caller, id });
   }
 
   @Delete(':id')
@@ -130,8 +130,8 @@ export class ConnectionsController {
   @ApiOperation({ operationId: 'deleteConnection', summary: 'Delete a connection', description: 'The connection is `revoked` and its tokens are destroyed; deleting it again answers the same.' })
   @ConnectionId()
   @ApiAnswer(ConnectionResponse)
-  remove(@Req() request: GatewayRequest, @Param('id') id: string, @Body() _body: NoBody) {
-    return this.services.call(SUBJECTS.connectionDelete, { caller: callerOf(request), id });
+  remove(@Caller() caller: Caller, @Param('id') id: string, @Body() _body: NoBody) {
+    return this.services.call(SUBJECTS.connectionDelete, { caller, id });
   }
 
   @Post(':id/reauthorize')
@@ -145,13 +145,13 @@ export class ConnectionsController {
   })
   @ConnectionId()
   @ApiAnswer(ConnectionWithAuthorizationUrlResponse, { errors: CONNECT_ERRORS.filter((code) => code !== 'connection_exists') })
-  async reauthorize(@Req() request: GatewayRequest, @Param('id') id: string, @Body() body: ReauthorizeConnectionDto) {
+  async reauthorize(@Caller() caller: Caller, @Param('id') id: string, @Body() body: ReauthorizeConnectionDto) {
     return this.services.call(SUBJECTS.connectionReauthorize, {
-      caller: callerOf(request),
+      caller,
       id,
       credentials: body.credentials && { ...body.credentials },
       redirectUri: body.redirect_uri,
-      ...(await this.registeredRedirectUris(request, body.redirect_uri)),
+      ...(await this.registeredRedirectUris(caller, body.redirect_uri)),
     }, this.reachesNetwork);
   }
 }

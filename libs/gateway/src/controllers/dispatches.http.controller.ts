@@ -1,11 +1,11 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { DispatchEventResponse, DispatchResponse, ListDispatchesQueryDto, NoBody } from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { DispatchResource } from '@campaign-ops/dispatch-domain';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiKeyGuard } from '../http/auth.guards';
-import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
+import { Caller, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
 import { pageOf } from '../http/validation';
 
@@ -21,9 +21,9 @@ export class DispatchesController {
   @Get()
   @ApiOperation({ operationId: 'listDispatches', summary: 'List dispatches', description: 'Newest first.' })
   @ApiAnswer(DispatchResponse, { list: { query: ListDispatchesQueryDto } })
-  async list(@Req() request: GatewayRequest, @Query() query: ListDispatchesQueryDto): Promise<ListPage<DispatchResource>> {
+  async list(@Caller() caller: Caller, @Query() query: ListDispatchesQueryDto): Promise<ListPage<DispatchResource>> {
     const result = await this.services.call<ListResult<DispatchResource>>(SUBJECTS.dispatchList, {
-      caller: callerOf(request),
+      caller,
       query: { ...pageOf(query), status: query.status, channel: query.channel },
     });
     return new ListPage(result.data, result.hasMore);
@@ -33,8 +33,8 @@ export class DispatchesController {
   @ApiOperation({ operationId: 'getDispatch', summary: 'Get a dispatch', description: 'Read-your-writes: found right after the launch.' })
   @DispatchId()
   @ApiAnswer(DispatchResponse)
-  get(@Req() request: GatewayRequest, @Param('id') id: string): Promise<DispatchResource> {
-    return this.services.call(SUBJECTS.dispatchGet, { caller: callerOf(request), id });
+  get(@Caller() caller: Caller, @Param('id') id: string): Promise<DispatchResource> {
+    return this.services.call(SUBJECTS.dispatchGet, { caller, id });
   }
 
   @Post(':id/retry')
@@ -42,16 +42,16 @@ export class DispatchesController {
   @ApiOperation({ operationId: 'retryDispatch', summary: 'Retry a failed dispatch', description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.' })
   @DispatchId()
   @ApiAnswer(DispatchResponse, { errors: ['dispatch_not_retryable'] })
-  retry(@Req() request: GatewayRequest, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
-    return this.services.call(SUBJECTS.dispatchRetry, { caller: callerOf(request), id });
+  retry(@Caller() caller: Caller, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
+    return this.services.call(SUBJECTS.dispatchRetry, { caller, id });
   }
 
   @Get(':id/events')
   @ApiOperation({ operationId: 'listDispatchEvents', summary: "A dispatch's audit trail", description: 'Its whole history from the event store, oldest first.' })
   @DispatchId()
   @ApiAnswer(DispatchEventResponse, { list: { paginated: false } })
-  async events(@Req() request: GatewayRequest, @Param('id') id: string): Promise<ListPage<unknown>> {
-    const result = await this.services.call<ListResult<unknown>>(SUBJECTS.dispatchEvents, { caller: callerOf(request), id });
+  async events(@Caller() caller: Caller, @Param('id') id: string): Promise<ListPage<unknown>> {
+    const result = await this.services.call<ListResult<unknown>>(SUBJECTS.dispatchEvents, { caller, id });
     return new ListPage(result.data, result.hasMore);
   }
 }

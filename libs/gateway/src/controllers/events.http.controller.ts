@@ -1,10 +1,10 @@
-import { Controller, Get, Param, Query, Req, UseGuards } from '@nestjs/common';
+import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { EventResponse, ListEventsQueryDto } from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { ApiKeyGuard } from '../http/auth.guards';
-import { callerOf, GatewayRequest, ListPage } from '../http/request-context';
+import { Caller, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
 import { pageOf } from '../http/validation';
 
@@ -19,10 +19,10 @@ export class EventsController {
   @Get()
   @ApiOperation({ operationId: 'listEvents', summary: 'List events', description: "The account's events of the last 30 days in the webhook shape, newest first, to catch up on what an endpoint missed." })
   @ApiAnswer(EventResponse, { list: { query: ListEventsQueryDto } })
-  async list(@Req() request: GatewayRequest, @Query() query: ListEventsQueryDto) {
+  async list(@Caller() caller: Caller, @Query() query: ListEventsQueryDto) {
     const createdAfter = query.created_after === undefined ? undefined : new Date(query.created_after).toISOString();
     const result = await this.services.call<ListResult<unknown>>(SUBJECTS.eventsList, {
-      caller: callerOf(request),
+      caller,
       query: { ...pageOf(query), type: query.type, createdAfter },
     });
     return new ListPage(result.data, result.hasMore);
@@ -32,7 +32,7 @@ export class EventsController {
   @ApiOperation({ operationId: 'getEvent', summary: 'Get an event' })
   @ApiParam({ name: 'id', description: 'The event id (`evt_…`).' })
   @ApiAnswer(EventResponse)
-  get(@Req() request: GatewayRequest, @Param('id') id: string) {
-    return this.services.call(SUBJECTS.eventsGet, { caller: callerOf(request), id });
+  get(@Caller() caller: Caller, @Param('id') id: string) {
+    return this.services.call(SUBJECTS.eventsGet, { caller, id });
   }
 }

@@ -1,6 +1,10 @@
+import { createParamDecorator, ExecutionContext } from '@nestjs/common';
 import type { Request } from 'express';
 import { ApiError } from '@campaign-ops/api-errors';
-import { Caller } from '@campaign-ops/service-messages';
+import type { Caller as ServiceCaller } from '@campaign-ops/service-messages';
+
+/** Who a request acts for: its account, mode and request id (what every service message carries). */
+export type Caller = ServiceCaller;
 
 /** What the edge learns about a request: its id always, its caller once authenticated. */
 export interface GatewayRequest extends Request {
@@ -14,6 +18,9 @@ export function callerOf(request: GatewayRequest): Caller {
   const { accountId, mode, requestId } = request.caller;
   return { accountId, mode, requestId };
 }
+
+/** The authenticated caller of a route behind ApiKeyGuard, as a handler's parameter: `@Caller() caller: Caller`. */
+export const Caller = createParamDecorator((_data: unknown, context: ExecutionContext): Caller => callerOf(context.switchToHttp().getRequest<GatewayRequest>()));
 
 /** A list answer: the envelope adds `has_more`. */
 export class ListPage<T> {

@@ -8,7 +8,7 @@ import { WEBHOOK_EVENT_TYPES, WebhookEventType } from '@campaign-ops/webhook-dom
 import { isReplayableStatus } from '../http/idempotency';
 import { dtoSchemas, responseSchemas } from './dto.schemas';
 import { ERROR_MEANINGS, ERROR_SCHEMA, errorExample } from './error.schemas';
-import { errorCodesByStatus, errorCodesOf, RouteKind } from './route-errors';
+import { errorCodesByStatus, RouteKind } from './route-errors';
 
 /**
  * The OpenAPI 3.1 document of the gateway, read by @nestjs/swagger from the controllers (their
