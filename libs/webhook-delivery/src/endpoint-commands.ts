@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
-import { EndpointNotFound, webhookStreamId, WebhookEventType } from '@campaign-ops/webhook-domain';
+import { EndpointNotFound, MAX_ENDPOINTS_PER_ACCOUNT, webhookStreamId, WebhookEventType } from '@campaign-ops/webhook-domain';
 import { newId, randomBase62 } from '@campaign-ops/ids';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { checkWebhookUrl, UrlPolicy } from '@campaign-ops/url-guard';
@@ -8,8 +8,6 @@ import { Caller, CreateWebhookRequest, ListResult, ListWebhooksRequest, UpdateWe
 import { EndpointResource, EndpointStore, toEndpointResource } from './endpoint-store';
 import { URL_POLICY } from './webhook-delivery.tokens';
 
-/** At most this many endpoints per account and mode, so a fan-out stays bounded. */
-export const MAX_ENDPOINTS_PER_ACCOUNT = 50;
 
 type WithSecret = EndpointResource & { signing_secret: string };
 

@@ -55,6 +55,9 @@ export class EndpointAlreadyExists extends DomainRuleViolation {
   readonly rule = 'endpoint_already_exists';
 }
 
+/** At most this many endpoints (not deleted) per account and mode, so a fan-out stays bounded. */
+export const MAX_ENDPOINTS_PER_ACCOUNT = 50;
+
 export const WEBHOOK_STREAM_PREFIX = 'webhook-';
 export const webhookStreamId = (endpointId: string) => `${WEBHOOK_STREAM_PREFIX}${endpointId}`;
 

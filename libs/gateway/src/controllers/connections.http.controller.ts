@@ -94,7 +94,7 @@ export class ConnectionsController {
       'Where the provider sends the person’s browser after the consent (this service’s `PUBLIC_BASE_URL` + `/v1/connections/oauth/callback`); no API key. ' +
       'Answers 302 to the partner’s `redirect_uri` with `connection_id` and `status`, or with `error` (`access_denied`, `state_invalid` for a state already used, `credentials_invalid`, `provider_account_unreachable`, `provider_unavailable`, `connection_exists`).',
   })
-  @ApiQuery({ name: 'state', required: false, description: 'The round’s state, as the consent page was given it.' })
+  @ApiQuery({ name: 'state', required: true, description: 'The round’s state, as the consent page was given it (without it: 400 `state_invalid`).' })
   @ApiQuery({ name: 'code', required: false, description: 'The authorization code to exchange.' })
   @ApiQuery({ name: 'error', required: false, description: 'The provider’s refusal (e.g. `access_denied`).' })
   @ApiAnswer(OAuthRedirectResponse, { redirect: true, errors: ['state_invalid'] })

@@ -3,6 +3,7 @@ import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import { CreateWebhookDto, DeletedWebhookEndpointResponse, DeliveryResponse, ListQueryDto, NoBody, UpdateWebhookDto, WebhookEndpointResponse, WebhookEndpointWithSecretResponse } from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
+import { MAX_ENDPOINTS_PER_ACCOUNT } from '@campaign-ops/webhook-domain';
 import { ApiKeyGuard } from '../http/auth.guards';
 import { Caller, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
@@ -20,7 +21,11 @@ export class WebhooksController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ operationId: 'createWebhookEndpoint', summary: 'Create a webhook endpoint', description: 'The answer carries the `signing_secret`; it is never shown again.' })
+  @ApiOperation({
+    operationId: 'createWebhookEndpoint',
+    summary: 'Create a webhook endpoint',
+    description: `The answer carries the \`signing_secret\`; it is never shown again. An account has at most ${MAX_ENDPOINTS_PER_ACCOUNT} endpoints per mode (deleted ones do not count): past that, 400 \`parameter_invalid\` without a \`param\`.`,
+  })
   @ApiAnswer(WebhookEndpointWithSecretResponse, { errors: URL_ERRORS })
   create(@Caller() caller: Caller, @Body() { url, events }: CreateWebhookDto) {
     return this.services.call(SUBJECTS.webhookCreate, { caller, url, events });

@@ -69,8 +69,9 @@ const PARAMETERS: Record<string, JsonSchema> = {
   XRequestId: {
     name: 'X-Request-Id',
     in: 'header',
-    description: 'Your id for this request (at most 64 `[A-Za-z0-9_-]`); answered as `request_id`, prefixed `req_` if it lacks it.',
-    schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+    description:
+      'Your id for this request: kept when it is 1 to 64 of `[A-Za-z0-9_-]` (answered as `request_id`, prefixed `req_` if it lacks it); any other value is never refused, but replaced by an id of ours, as when none is sent.',
+    schema: { type: 'string' },
   },
   IdempotencyKey: {
     name: 'Idempotency-Key',
@@ -86,6 +87,22 @@ const SECURITY_SCHEMES: Record<'apiKey' | 'adminToken', SecuritySchemeObject> = 
   apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'mk_live_… | mk_test_…', description: 'A partner API key: `mk_live_` (live data) or `mk_test_` (sandbox) and at least 32 base62 characters.' },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the deployment (Admin API only).' },
 };
+
+/** The prefix of the ids a path names, by the collection the path is under (and `delivery_id`: a delivery). */
+const ID_PREFIXES: Array<[path: string, prefix: string]> = [
+  ['/v1/dispatches/', 'dsp'],
+  ['/v1/webhooks/', 'whk'],
+  ['/v1/connections/', 'con'],
+  ['/v1/events/', 'evt'],
+  ['/admin/v1/accounts/', 'acct'],
+  ['/admin/v1/keys/', 'key'],
+];
+/** A path parameter's schema: an id of its collection (one that is not answers 404 `resource_missing`, as one that does not exist). */
+function pathIdSchema(path: string, name: string): JsonSchema {
+  const prefix = name === 'delivery_id' ? 'dlv' : ID_PREFIXES.find(([under]) => path.startsWith(under))?.[1];
+  if (!prefix) throw new Error(`${path}: no id prefix is known for {${name}}`);
+  return { type: 'string', pattern: `^${prefix}_[0-9A-Za-z]+$`, examples: [`${prefix}_01JD6Y4M2X8Q9T3V5R7W0Z1B2C`] };
+}
 
 /** `limit` and `starting_after`, described once as components/parameters. */
 const PAGINATION = ['limit', 'starting_after'];
@@ -195,7 +212,7 @@ function operationOf(
   const inQuery = answer.list ? [] : ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'query');
   const route: RouteKind = { method, path, auth, body: body !== undefined, list: answer.list, errors: answer.errors, rateLimited: answer.rateLimited, openQuery: inQuery.length > 0 };
   const parameters: JsonSchema[] = [
-    ...inPath.map(({ name, description }) => ({ name, in: 'path', required: true, description, schema: { type: 'string' } })),
+    ...inPath.map(({ name, description }) => ({ name, in: 'path', required: true, description, schema: pathIdSchema(path, name as string) })),
     ...inQuery.map(({ name, description, required }) => ({ name, in: 'query', required: required === true, description, schema: { type: 'string' } })),
     ...(answer.list?.paginated ? [parameterRef('Limit'), parameterRef('StartingAfter')] : []),
     ...Object.entries((requests[answer.list?.query ?? '']?.properties ?? {}) as Record<string, JsonSchema>)

@@ -221,7 +221,7 @@ describe('GET /openapi.json', () => {
       expect(callback.responses).not.toHaveProperty('401');
       expect(Object.keys(callback.responses['302'].headers)).toContain('Location');
       expect(callback.responses['302'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuthRedirectEnvelope' });
-      expect(Object.keys(callback.responses['400'].content['application/json'].examples)).toEqual(['state_invalid']);
+      expect(Object.keys(callback.responses['400'].content['application/json'].examples)).toEqual(['body_invalid_json', 'state_invalid']);
       expect(callback.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name).sort()).toEqual(['code', 'error', 'state']);
     });
   });

@@ -25,7 +25,10 @@ export function errorCodesOf(route: RouteKind): ErrorCode[] {
   if (route.auth === 'apiKey') add('api_key_missing', 'api_key_invalid', 'api_key_revoked');
   // The Admin API answers 404 route_not_found while ADMIN_TOKEN is not set.
   if (route.auth === 'admin') add('api_key_missing', 'api_key_invalid', 'route_not_found');
-  if (route.body) add('body_invalid_json', 'parameter_missing', 'parameter_invalid', 'parameter_unknown', 'payload_too_large', 'unsupported_media_type');
+  if (route.body) add('parameter_missing', 'parameter_invalid', 'parameter_unknown');
+  // Any request may carry a body, and the body reader judges it before the route does: not JSON, not
+  // application/json, or over 64 KiB.
+  add('body_invalid_json', 'payload_too_large', 'unsupported_media_type');
   if (route.list?.paginated) add('parameter_invalid');
   // A query parameter the route does not take is refused: by the list's query DTO, or by UnknownQueryInterceptor on any route without a query.
   if (!route.openQuery) add('parameter_unknown');
