@@ -308,7 +308,7 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
     it('refuses a revoked connection', async () => {
       const created = value(await importToken());
       value(await h.commands.remove({ caller: live, id: created.id }));
-      expect(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'token-42' } })).toMatchObject({ ok: false, error: { code: 'parameter_invalid', param: 'id' } });
+      expect(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'token-42' } })).toMatchObject({ ok: false, error: { code: 'resource_missing', param: 'id' } });
     });
   });
 });
