@@ -1,20 +1,12 @@
+import { decideAll } from '@campaign-ops/decider';
 import { AccountCommand, accountDecider } from '@campaign-ops/account-domain';
 import { documentsAfter } from '@campaign-ops/event-sourcing';
 import { accountsProjection } from './account-directory';
 
-function decided(commands: AccountCommand[]) {
-  let state = accountDecider.initialState;
-  return commands.flatMap((command) => {
-    const events = accountDecider.decide(command, state);
-    state = events.reduce(accountDecider.evolve, state);
-    return events;
-  });
-}
-
 describe('the accounts projection', () => {
   it('given an account with two keys, one revoked, then its document, and one api_keys document per key in the order issued', () => {
     const now = '2026-12-01T08:00:00.000Z';
-    const given = decided([
+    const given = decideAll(accountDecider, [
       { type: 'OpenAccount', accountId: 'acct_1', name: 'Acme', credits: 100, oauthRedirectUris: ['https://acme.example/back'], now },
       { type: 'IssueApiKey', keyId: 'key_1', mode: 'test', keyHash: 'a'.repeat(64), now },
       { type: 'IssueApiKey', keyId: 'key_2', mode: 'live', keyHash: 'b'.repeat(64), now },

@@ -19,6 +19,16 @@ export const fold = <Event extends DomainEvent, State>(
   events: readonly Event[],
 ): State => events.reduce(decider.evolve, decider.initialState);
 
+/** The events of commands decided one after the other, each on the state the ones before left. */
+export function decideAll<Command, Event extends DomainEvent, State>(decider: Decider<Command, Event, State>, commands: readonly Command[]): Event[] {
+  let state = decider.initialState;
+  return commands.flatMap((command) => {
+    const events = decider.decide(command, state);
+    state = events.reduce(decider.evolve, state);
+    return events;
+  });
+}
+
 /** For exhaustive switches: a new command or event type fails to compile until it is handled. */
 export function assertNever(value: never): never {
   throw new Error(`unhandled case: ${JSON.stringify(value)}`);

@@ -1,24 +1,14 @@
-import { Decider, DomainEvent } from '@campaign-ops/decider';
+import { decideAll } from '@campaign-ops/decider';
 import { creditLedgerDecider, dispatchDecider, DispatchCommand, CreditLedgerCommand } from '@campaign-ops/dispatch-domain';
 import { documentsAfter } from '@campaign-ops/event-sourcing';
 import { creditLedgersProjection } from './credit-ledgers';
 import { dispatchesProjection } from './dispatch-store';
 
-/** The events of commands decided one after the other, each on the state the previous left. */
-function decided<C, E extends DomainEvent, S>(decider: Decider<C, E, S>, commands: C[]): E[] {
-  let state = decider.initialState;
-  return commands.flatMap((command) => {
-    const events = decider.decide(command, state);
-    state = events.reduce(decider.evolve, state);
-    return events;
-  });
-}
-
 const campaign = { name: 'Spring', objective: 'traffic', budget: { amount_micros: 5_000_000, currency: 'USD', type: 'daily' as const }, schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'UTC' } };
 
 describe('the dispatches projection', () => {
   it('given a launch that succeeded on its second attempt, then one document: the resource at the last revision, with its tenancy', () => {
-    const given = decided(dispatchDecider, [
+    const given = decideAll(dispatchDecider, [
       { type: 'CreateDispatch', dispatchId: 'dsp_1', accountId: 'acct_1', mode: 'live', channel: 'google_ads', campaign, connectionId: 'con_1', idempotencyKey: null, now: '2026-12-01T08:00:00.000Z' },
       { type: 'RecordProviderFailure', attempt: 1, error: { code: 'provider_unavailable', message: 'timeout', provider_code: null, retryable: true }, now: '2026-12-01T08:00:01.000Z' },
       { type: 'RecordProviderSuccess', attempt: 2, providerResourceId: 'cmp_9', now: '2026-12-01T08:00:02.000Z' },
@@ -36,7 +26,7 @@ describe('the dispatches projection', () => {
 
 describe('the credit_ledgers projection', () => {
   it('given a grant and a charge, then the balance and grants at the last revision, under account:mode', () => {
-    const given = decided(creditLedgerDecider('acct_1', 'test'), [
+    const given = decideAll(creditLedgerDecider('acct_1', 'test'), [
       { type: 'GrantCredits', grantId: 'grant_1', amount: 10, now: '2026-12-01T08:00:00.000Z' },
       { type: 'ChargeForDispatch', dispatch: { dispatchId: 'dsp_1', channel: 'google_ads', campaign, connectionId: null, idempotencyKey: null, requestId: 'req_1' }, now: '2026-12-01T08:00:01.000Z' },
     ] as CreditLedgerCommand[]);

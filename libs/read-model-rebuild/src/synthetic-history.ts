@@ -1,5 +1,5 @@
 import { accountDecider, accountStreamId, AccountCommand } from '@campaign-ops/account-domain';
-import { Decider, DomainEvent } from '@campaign-ops/decider';
+import { decideAll } from '@campaign-ops/decider';
 import { connectionDecider, ConnectionCommand, connectionStreamId } from '@campaign-ops/connection-domain';
 import { creditLedgerDecider, creditLedgerStreamId, dispatchDecider, dispatchStreamId, DispatchCommand } from '@campaign-ops/dispatch-domain';
 import { inCanonicalOrder, toStoredEvent } from '@campaign-ops/event-sourcing';
@@ -39,21 +39,21 @@ export async function appendSyntheticHistory(store: EventStore, events: number):
     const account = decideAll(accountDecider, [
       { type: 'OpenAccount', accountId, name: `Synthetic ${accountId.slice(-6)}`, credits: 1_000_000, now: at(launch) },
       { type: 'IssueApiKey', keyId: newId('key'), mode: 'test', keyHash: 'f'.repeat(64), now: at(launch) },
-    ] satisfies AccountCommand[]);
+    ] satisfies AccountCommand[]).map(inCanonicalOrder);
     append(accountStreamId(accountId), account.map((e) => toStoredEvent(e, meta)));
     const connectionId = newId('con');
     const connection = decideAll(connectionDecider, [
       { type: 'ImportToken', connectionId, accountId, mode: 'test', channel: 'google_ads', providerAccountId: `pa_${accountId.slice(-6)}`, sandbox: true, scopes: ['ads'], account: { currency: 'USD', timezone: 'UTC' }, expiresAt: null, now: at(launch) },
       { type: 'RefreshToken', expiresAt: at(launch + 3600), now: at(launch + 1) },
       ...(launch % (2 * DISPATCHES_PER_ACCOUNT) === 0 ? [{ type: 'Revoke', reason: 'deleted', now: at(launch + 2) } as const] : []),
-    ] satisfies ConnectionCommand[]);
+    ] satisfies ConnectionCommand[]).map(inCanonicalOrder);
     append(connectionStreamId(connectionId), connection.map((e) => toStoredEvent(e, { ...meta, mode: 'test' })));
     const endpointId = newId('whk');
     const endpoint = decideAll(webhookEndpointDecider, [
       { type: 'CreateEndpoint', endpointId, accountId, mode: 'test', url: 'https://hooks.example.com/campaign-ops', events: ['dispatch.completed'], sealedSecret: 'sealed', now: at(launch) },
       { type: 'UpdateEndpoint', events: ['dispatch.completed', 'dispatch.failed'], now: at(launch + 1) },
       ...(launch % (3 * DISPATCHES_PER_ACCOUNT) === 0 ? [{ type: 'DeleteEndpoint', now: at(launch + 2) } as const] : []),
-    ] satisfies WebhookEndpointCommand[]);
+    ] satisfies WebhookEndpointCommand[]).map(inCanonicalOrder);
     append(webhookStreamId(endpointId), endpoint.map((e) => toStoredEvent(e, { ...meta, mode: 'test' })));
     const ledger = creditLedgerDecider(accountId, 'test');
     let balance = ledger.initialState;
@@ -80,24 +80,12 @@ export async function appendSyntheticHistory(store: EventStore, events: number):
       const dispatch = decideAll(dispatchDecider, [
         { type: 'CreateDispatch', dispatchId, accountId, mode: 'test', channel: 'google_ads', campaign, connectionId: null, idempotencyKey: null, now: at(launch) } as DispatchCommand,
         ...outcome,
-      ]);
+      ]).map(inCanonicalOrder);
       append(dispatchStreamId(dispatchId), dispatch.map((e) => toStoredEvent(e, requestMeta)));
       if (pending.length >= BATCH) await settle();
     }
   }
   await settle();
   return appended;
-}
-
-/** The events of commands decided one after the other, each on the state the previous left. */
-function decideAll<C, E extends DomainEvent, S>(decider: Decider<C, E, S>, commands: C[]): E[] {
-  let state = decider.initialState;
-  const events: E[] = [];
-  for (const command of commands) {
-    const decided = decider.decide(command, state).map(inCanonicalOrder);
-    state = decided.reduce(decider.evolve, state);
-    events.push(...decided);
-  }
-  return events;
 }
 

@@ -1,15 +1,7 @@
+import { decideAll } from '@campaign-ops/decider';
 import { documentsAfter } from '@campaign-ops/event-sourcing';
 import { WebhookEndpointCommand, webhookEndpointDecider } from '@campaign-ops/webhook-domain';
 import { webhookEndpointsProjection } from './endpoint-store';
-
-function decided(commands: WebhookEndpointCommand[]) {
-  let state = webhookEndpointDecider.initialState;
-  return commands.flatMap((command) => {
-    const events = webhookEndpointDecider.decide(command, state);
-    state = events.reduce(webhookEndpointDecider.evolve, state);
-    return events;
-  });
-}
 
 describe('the webhook_endpoints projection', () => {
   const created: WebhookEndpointCommand = {
@@ -24,7 +16,7 @@ describe('the webhook_endpoints projection', () => {
   };
 
   it('given an endpoint created then updated, then one document with the update and its sealed secret', () => {
-    const given = decided([created, { type: 'UpdateEndpoint', url: 'https://hooks.example.com/b', enabled: false, now: '2026-12-01T09:00:00.000Z' }]);
+    const given = decideAll(webhookEndpointDecider, [created, { type: 'UpdateEndpoint', url: 'https://hooks.example.com/b', enabled: false, now: '2026-12-01T09:00:00.000Z' }]);
     expect(documentsAfter(webhookEndpointsProjection, 'webhook-whk_1', given)).toEqual([
       {
         collection: 'webhook_endpoints',
@@ -34,7 +26,7 @@ describe('the webhook_endpoints projection', () => {
   });
 
   it('given the endpoint deleted, then its document is kept, marked deleted', () => {
-    const given = decided([created, { type: 'DeleteEndpoint', now: '2026-12-02T08:00:00.000Z' }]);
+    const given = decideAll(webhookEndpointDecider, [created, { type: 'DeleteEndpoint', now: '2026-12-02T08:00:00.000Z' }]);
     expect(documentsAfter(webhookEndpointsProjection, 'webhook-whk_1', given)[0].doc).toMatchObject({ id: 'whk_1', deleted: true });
   });
 });
