@@ -55,7 +55,17 @@ import { resolve } from 'node:path';
 import { createTestCertificates } from '@campaign-ops/testing/webhook-sender';
 import { acceptedOf, BenchFailure, envInt, LAUNCH_BODY, openAccount, progress, waitForCompletions, waitQuiet } from './common';
 import { closedLoop } from './load';
-import { closedLaunches, ExpressBaseline, fairness, idleCpu, measureExpress, measureHeadroom, measureReceiverRaw, pacedLaunches, webhookBurst } from './phases';
+import {
+  closedLaunches,
+  ExpressBaseline,
+  fairness,
+  idleCpu,
+  measureExpress,
+  measureHeadroom,
+  measureReceiverRaw,
+  pacedLaunches,
+  webhookBurst,
+} from './phases';
 import { cleanup, makeTempDir } from './processes';
 import { memoryMb, procAvailable, RssSampler } from './proc-stats';
 import { ms, perSecond, Report, row, times } from './report';
@@ -114,16 +124,14 @@ async function warmUp(system: RunningSystem, receiver: WebhookReceiver, headers:
   progress(`service: ${WARMUP_LAUNCHES} warm-up launches`);
   const warmup = await closedLoop(WARMUP_LAUNCHES, concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
   const { ids } = acceptedOf(warmup);
-  if (ids.length < WARMUP_LAUNCHES)
-    throw new BenchFailure(`only ${ids.length} of ${WARMUP_LAUNCHES} warm-up launches answered 200: ${warmup.sent.find((x) => x.status !== 200)?.error ?? ''}`);
+  if (ids.length < WARMUP_LAUNCHES) throw new BenchFailure(`only ${ids.length} of ${WARMUP_LAUNCHES} warm-up launches answered 200: ${warmup.sent.find((x) => x.status !== 200)?.error ?? ''}`);
   const arrived = await waitForCompletions(receiver.route('main'), ids, 60_000);
   if (arrived < ids.length) throw new BenchFailure(`only ${arrived}/${ids.length} warm-up webhooks arrived within 60 s`);
 }
 
 /** Between phases: whatever an earlier phase left (launches the client gave up on) is worked off first. */
 async function drain(receiver: WebhookReceiver, s: Settings): Promise<void> {
-  if (!(await waitQuiet(receiver, 2_000, s.webhookTimeoutMs)))
-    progress(`the receiver was still getting webhooks after ${s.webhookTimeoutMs / 1000} s; going on`);
+  if (!(await waitQuiet(receiver, 2_000, s.webhookTimeoutMs))) progress(`the receiver was still getting webhooks after ${s.webhookTimeoutMs / 1000} s; going on`);
 }
 
 function headroomGoal(report: Report, headroom: { perSecond: number }): void {
@@ -134,20 +142,12 @@ function headroomGoal(report: Report, headroom: { perSecond: number }): void {
     baseline: '(this is the client check)',
     met: headroom.perSecond >= HEADROOM_GOAL,
   });
-  if (headroom.perSecond < HEADROOM_GOAL)
-    report.notes.push(`the client drove bare node:http at only ${perSecond(headroom.perSecond)} req/s: the ratios below flatter the service`);
+  if (headroom.perSecond < HEADROOM_GOAL) report.notes.push(`the client drove bare node:http at only ${perSecond(headroom.perSecond)} req/s: the ratios below flatter the service`);
 }
 
 function launchRateGoal(report: Report, label: string, launchesPerSecond: number, express: ExpressBaseline): void {
   const ratio = launchesPerSecond / express.perSecond;
-  report.goal({
-    label,
-    figure: `${perSecond(launchesPerSecond)} launches/s`,
-    target: '≥ 0.5×',
-    baseline: `${perSecond(express.perSecond)} req/s bare Express`,
-    ratio: times(ratio),
-    met: ratio >= 0.5,
-  });
+  report.goal({ label, figure: `${perSecond(launchesPerSecond)} launches/s`, target: '≥ 0.5×', baseline: `${perSecond(express.perSecond)} req/s bare Express`, ratio: times(ratio), met: ratio >= 0.5 });
 }
 
 function cpuGoal(report: Report, label: string, cpuMsPerLaunch: number, targetMs: number, express: ExpressBaseline): void {
@@ -164,16 +164,10 @@ function cpuGoal(report: Report, label: string, cpuMsPerLaunch: number, targetMs
 function expressSection(report: Report, express: ExpressBaseline, headroom: { perSecond: number }, s: Settings): void {
   report.section('baselines (same client, same machine, each server in its own process)', [
     row('bare node:http (client headroom)', `${perSecond(headroom.perSecond)} req/s   (${s.headroomRequests} requests at concurrency ${s.concurrency})`),
-    row(
-      'bare Express, closed loop',
-      `${perSecond(express.perSecond)} req/s   p50 ${ms(express.p50)}  p99 ${ms(express.p99)}  CPU ${ms(express.cpuMsPerRequest)}/request  (${s.baselineRequests} requests)`,
-    ),
+    row('bare Express, closed loop', `${perSecond(express.perSecond)} req/s   p50 ${ms(express.p50)}  p99 ${ms(express.p99)}  CPU ${ms(express.cpuMsPerRequest)}/request  (${s.baselineRequests} requests)`),
     ...(express.paced
       ? [
-          row(
-            `bare Express, paced ${s.pacedRate}/s`,
-            `${express.paced.answered}/${express.paced.count} answered 200  p50 ${ms(express.paced.p50)}  p99 ${ms(express.paced.p99)}  CPU ${ms(express.paced.cpuMsPerRequest)}/request  (client send lag p99 ${ms(express.paced.sendLagP99Ms)})`,
-          ),
+          row(`bare Express, paced ${s.pacedRate}/s`, `${express.paced.answered}/${express.paced.count} answered 200  p50 ${ms(express.paced.p50)}  p99 ${ms(express.paced.p99)}  CPU ${ms(express.paced.cpuMsPerRequest)}/request  (client send lag p99 ${ms(express.paced.sendLagP99Ms)})`),
         ]
       : []),
   ]);
@@ -189,10 +183,7 @@ function connectionsSection(report: Report, receiver: WebhookReceiver, afterRaw:
   const perHandshake = handshakes > 0 ? requests / handshakes : Infinity;
   report.section('connections to the receiver over the whole run (one origin, every phase)', [
     row('requests from the service', `${requests}`),
-    row(
-      'TLS handshakes, TCP connections',
-      `${handshakes}, ${receiver.connections - afterRaw.connections}  (${Number.isFinite(perHandshake) ? perHandshake.toFixed(1) : '∞'} requests per handshake)`,
-    ),
+    row('TLS handshakes, TCP connections', `${handshakes}, ${receiver.connections - afterRaw.connections}  (${Number.isFinite(perHandshake) ? perHandshake.toFixed(1) : '∞'} requests per handshake)`),
   ]);
   return { handshakes, perHandshake };
 }
@@ -211,11 +202,7 @@ function logNotes(report: Report, system: RunningSystem): void {
 
 async function runStandalone(report: Report, s: Settings, baselineHeaders: Record<string, string>): Promise<void> {
   const headroom = await measureHeadroom(ROOT, s.headroomRequests, s.concurrency, baselineHeaders);
-  const express = await measureExpress(ROOT, s.concurrency, s.baselineRequests, baselineHeaders, {
-    rate: s.pacedRate,
-    durationMs: s.pacedMs,
-    maxSockets: s.maxSockets,
-  });
+  const express = await measureExpress(ROOT, s.concurrency, s.baselineRequests, baselineHeaders, { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets });
   const { receiver, caCertPath, raw, afterRaw } = await startReceiver(s);
   progress('service: starting the standalone process');
   const system = await startStandalone(ROOT, caCertPath, RETRY_SCHEDULE);
@@ -223,12 +210,7 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
   try {
     const main = await openAccount(system.base, receiver, 'bench', [{ route: 'main', events: ['dispatch.completed'] }]);
     const burstRoutes = Array.from({ length: s.webhookEndpoints }, (_, i) => `burst-${i + 1}`);
-    const burst = await openAccount(
-      system.base,
-      receiver,
-      'bench-webhooks',
-      burstRoutes.map((route) => ({ route, events: ['dispatch.accepted', 'dispatch.completed'] })),
-    );
+    const burst = await openAccount(system.base, receiver, 'bench-webhooks', burstRoutes.map((route) => ({ route, events: ['dispatch.accepted', 'dispatch.completed'] })));
     const accountA = await openAccount(system.base, receiver, 'bench-failing', [{ route: 'failing', events: ['dispatch.accepted', 'dispatch.completed'] }]);
     const accountB = await openAccount(system.base, receiver, 'bench-healthy', [{ route: 'healthy', events: ['dispatch.completed'] }]);
     system.markReady();
@@ -237,28 +219,10 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     rss?.setPhase('closed loop');
     const closed = await closedLaunches(report, 'standalone', system, receiver.route('main'), main, s.launches, s.concurrency, s.webhookTimeoutMs);
     rss?.setPhase('paced');
-    const paced = await pacedLaunches(
-      report,
-      'standalone, paced',
-      system,
-      receiver.route('main'),
-      main,
-      { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets },
-      5_000,
-      s.webhookTimeoutMs,
-    );
+    const paced = await pacedLaunches(report, 'standalone, paced', system, receiver.route('main'), main, { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
     await drain(receiver, s);
     rss?.setPhase('webhooks');
-    const hooks = await webhookBurst(
-      report,
-      system,
-      receiver,
-      burstRoutes.map((r) => receiver.route(r)),
-      burst,
-      s.webhookLaunches,
-      s.concurrency,
-      s.webhookTimeoutMs,
-    );
+    const hooks = await webhookBurst(report, system, receiver, burstRoutes.map((r) => receiver.route(r)), burst, s.webhookLaunches, s.concurrency, s.webhookTimeoutMs);
     await drain(receiver, s);
     rss?.setPhase('fairness');
     const fair = await fairness(report, system, receiver.route('failing'), receiver.route('healthy'), accountA, accountB, {
@@ -271,16 +235,7 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     });
     await drain(receiver, s);
     rss?.setPhase('gentle');
-    const gentle = await pacedLaunches(
-      report,
-      'standalone, paced gently',
-      system,
-      receiver.route('main'),
-      main,
-      { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets },
-      5_000,
-      s.webhookTimeoutMs,
-    );
+    const gentle = await pacedLaunches(report, 'standalone, paced gently', system, receiver.route('main'), main, { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
     await drain(receiver, s);
     rss?.setPhase('idle');
     const idle = procAvailable() ? await idleCpu(system, s.idleMs) : null;
@@ -292,29 +247,9 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     launchRateGoal(report, '1 launches/s through the gateway', closed.launchesPerSecond, express);
     const p = `2 paced ${s.pacedRate}/s ${s.pacedMs / 1000} s:`;
     const ep = express.paced!;
-    report.goal({
-      label: `${p} answered 200`,
-      figure: `${paced.answered}/${paced.count}`,
-      target: 'all',
-      baseline: `${ep.answered}/${ep.count} bare Express`,
-      met: paced.answered === paced.count,
-    });
-    report.goal({
-      label: `${p} POST p50`,
-      figure: ms(paced.p50),
-      target: '≤ 20 ms',
-      baseline: `${ms(ep.p50)} bare Express`,
-      ratio: times(paced.p50 / ep.p50),
-      met: paced.p50 <= 20,
-    });
-    report.goal({
-      label: `${p} POST p99`,
-      figure: ms(paced.p99),
-      target: '≤ 100 ms',
-      baseline: `${ms(ep.p99)} bare Express`,
-      ratio: times(paced.p99 / ep.p99),
-      met: paced.p99 <= 100,
-    });
+    report.goal({ label: `${p} answered 200`, figure: `${paced.answered}/${paced.count}`, target: 'all', baseline: `${ep.answered}/${ep.count} bare Express`, met: paced.answered === paced.count });
+    report.goal({ label: `${p} POST p50`, figure: ms(paced.p50), target: '≤ 20 ms', baseline: `${ms(ep.p50)} bare Express`, ratio: times(paced.p50 / ep.p50), met: paced.p50 <= 20 });
+    report.goal({ label: `${p} POST p99`, figure: ms(paced.p99), target: '≤ 100 ms', baseline: `${ms(ep.p99)} bare Express`, ratio: times(paced.p99 / ep.p99), met: paced.p99 <= 100 });
     report.goal({ label: `${p} launch -> webhook p99`, figure: ms(paced.e2eP99), target: '≤ 1000 ms', met: paced.e2eP99 <= 1000 });
     report.goal({
       label: '3 webhooks: signed deliveries/s',
@@ -332,14 +267,7 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
       baseline: `${(5000 / Math.max(1, raw.handshakes)).toFixed(0)} keep-alive client`,
       met: perHandshake >= 50,
     });
-    report.goal({
-      label: '4 fairness: healthy endpoint p99',
-      figure: ms(fair.bP99),
-      target: '< 2000 ms',
-      baseline: `${ms(fair.bControlP99)} before the outage`,
-      ratio: times(fair.bP99 / fair.bControlP99),
-      met: fair.bP99 < 2000,
-    });
+    report.goal({ label: '4 fairness: healthy endpoint p99', figure: ms(fair.bP99), target: '< 2000 ms', baseline: `${ms(fair.bControlP99)} before the outage`, ratio: times(fair.bP99 / fair.bControlP99), met: fair.bP99 < 2000 });
     report.goal({
       label: '4 fairness: failing endpoint gets all',
       figure: `${fair.aReceived}/${fair.aExpected}${Number.isFinite(fair.afterOutageMs) ? ` +${(fair.afterOutageMs / 1000).toFixed(1)} s` : ''}`,
@@ -348,40 +276,15 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
       met: fair.aReceived === fair.aExpected,
     });
     if (peakMb === null) report.notMeasured('5 peak RSS of the standalone process', '≤ 250 MB', 'no /proc here');
-    else
-      report.goal({
-        label: '5 peak RSS of the standalone process',
-        figure: `${peakMb.toFixed(0)} MB`,
-        target: '≤ 250 MB',
-        baseline: 'VmHWM over the whole run',
-        met: peakMb <= 250,
-      });
+    else report.goal({ label: '5 peak RSS of the standalone process', figure: `${peakMb.toFixed(0)} MB`, target: '≤ 250 MB', baseline: 'VmHWM over the whole run', met: peakMb <= 250 });
     cpuGoal(report, '6 CPU/launch, full load (standalone)', closed.cpuMsPerLaunch, 1, express);
     cpuGoal(report, `6 CPU/launch, paced ${s.gentleRate}/s (standalone)`, gentle.cpuMsPerLaunch, 2, express);
-    if (idle)
-      report.goal({
-        label: '6 idle CPU (standalone)',
-        figure: `${idle.percent.toFixed(2)}% of a core`,
-        target: '< 2%',
-        baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`,
-        met: Number(idle.percent.toFixed(2)) < 2,
-      });
-    report.notes.push(
-      'the goals of the four apps over NATS (CPU per launch of the whole tree, idle CPU, paced 200/s) are measured by `npm run bench -- --nats`',
-    );
+    if (idle) report.goal({ label: '6 idle CPU (standalone)', figure: `${idle.percent.toFixed(2)}% of a core`, target: '< 2%', baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`, met: Number(idle.percent.toFixed(2)) < 2 });
+    report.notes.push('the goals of the four apps over NATS (CPU per launch of the whole tree, idle CPU, paced 200/s) are measured by `npm run bench -- --nats`');
 
     expressSection(report, express, headroom, s);
-    if (rss)
-      report.section(
-        'memory of the standalone process (VmRSS sampled every 200 ms; VmHWM is the peak)',
-        [...rss.peakByPhase]
-          .map(([phase, mb]) => row(phase, `${mb.toFixed(0)} MB`))
-          .concat(row('VmHWM at the end', peakMb === null ? '-' : `${peakMb.toFixed(0)} MB`)),
-      );
-    if (idle)
-      report.section('idle', [
-        row('standalone process', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s)`),
-      ]);
+    if (rss) report.section('memory of the standalone process (VmRSS sampled every 200 ms; VmHWM is the peak)', [...rss.peakByPhase].map(([phase, mb]) => row(phase, `${mb.toFixed(0)} MB`)).concat(row('VmHWM at the end', peakMb === null ? '-' : `${peakMb.toFixed(0)} MB`)));
+    if (idle) report.section('idle', [row('standalone process', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s)`)]);
     if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
     if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
     logNotes(report, system);
@@ -406,45 +309,16 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
     const idle = await idleCpu(system, s.idleMs);
     const closed = await closedLaunches(report, 'four apps over NATS', system, receiver.route('main'), main, s.natsLaunches, s.concurrency, s.webhookTimeoutMs);
     await drain(receiver, s);
-    const gentle = await pacedLaunches(
-      report,
-      `four apps over NATS, paced gently`,
-      system,
-      receiver.route('main'),
-      main,
-      { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets },
-      5_000,
-      s.webhookTimeoutMs,
-    );
+    const gentle = await pacedLaunches(report, `four apps over NATS, paced gently`, system, receiver.route('main'), main, { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
     await drain(receiver, s);
-    const paced = await pacedLaunches(
-      report,
-      `four apps over NATS, paced`,
-      system,
-      receiver.route('main'),
-      main,
-      { rate: s.natsPacedRate, durationMs: s.natsPacedMs, maxSockets: s.maxSockets },
-      5_000,
-      s.webhookTimeoutMs,
-    );
+    const paced = await pacedLaunches(report, `four apps over NATS, paced`, system, receiver.route('main'), main, { rate: s.natsPacedRate, durationMs: s.natsPacedMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
 
     headroomGoal(report, headroom);
     launchRateGoal(report, '1 launches/s through the gateway (NATS)', closed.launchesPerSecond, express);
     cpuGoal(report, '6 CPU/launch, full load (whole tree)', closed.cpuMsPerLaunch, 1, express);
     cpuGoal(report, `6 CPU/launch, paced ${s.gentleRate}/s (whole tree)`, gentle.cpuMsPerLaunch, 2, express);
-    report.goal({
-      label: '6 idle CPU (whole tree)',
-      figure: `${idle.percent.toFixed(2)}% of a core`,
-      target: '< 2%',
-      baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`,
-      met: Number(idle.percent.toFixed(2)) < 2,
-    });
-    report.goal({
-      label: `6 paced ${s.natsPacedRate}/s: answered 200`,
-      figure: `${paced.answered}/${paced.count}`,
-      target: 'all',
-      met: paced.answered === paced.count,
-    });
+    report.goal({ label: '6 idle CPU (whole tree)', figure: `${idle.percent.toFixed(2)}% of a core`, target: '< 2%', baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`, met: Number(idle.percent.toFixed(2)) < 2 });
+    report.goal({ label: `6 paced ${s.natsPacedRate}/s: answered 200`, figure: `${paced.answered}/${paced.count}`, target: 'all', met: paced.answered === paced.count });
     report.goal({
       label: `6 paced ${s.natsPacedRate}/s: webhooks ≤ 5 s after`,
       figure: `${paced.deliveredWithin}/${paced.count}`,
@@ -454,12 +328,7 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
     });
     expressSection(report, express, headroom, s);
     connectionsSection(report, receiver, afterRaw);
-    report.section('idle', [
-      row(
-        'whole tree (4 apps + nats-server)',
-        `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s, after the warm-up)`,
-      ),
-    ]);
+    report.section('idle', [row('whole tree (4 apps + nats-server)', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s, after the warm-up)`)]);
     if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
     if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
     logNotes(report, system);

@@ -117,10 +117,7 @@ export class Child {
   }
 
   lastLines(count: number): string[] {
-    return this.tail
-      .split('\n')
-      .filter((l) => l.trim() !== '')
-      .slice(-count);
+    return this.tail.split('\n').filter((l) => l.trim() !== '').slice(-count);
   }
 
   stop(): Promise<void> {

@@ -1,5 +1,11 @@
 import { RecordedEvent } from './event-store.port';
-import { FollowedItem, FollowedSource, ResubscribingFollower, ResubscribingFollowerOptions, SourceSignals } from './resubscribing-follower';
+import {
+  FollowedItem,
+  FollowedSource,
+  ResubscribingFollower,
+  ResubscribingFollowerOptions,
+  SourceSignals,
+} from './resubscribing-follower';
 
 type Entry = { item: FollowedItem } | { error: unknown } | { end: true };
 

@@ -40,8 +40,7 @@ const CANONICAL_COLUMN = 'canonical';
 /** Every column but the canonical flag: what reads that return RecordedEvents select. */
 export const EVENT_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at';
 /** readAllForReplay's: the metadata's version where it is an integer, else the metadata text. */
-export const REPLAY_COLUMNS =
-  "position, stream_id, revision, type, data, CASE json_type(metadata, '$.version') WHEN 'integer' THEN json_extract(metadata, '$.version') ELSE metadata END";
+export const REPLAY_COLUMNS = "position, stream_id, revision, type, data, CASE json_type(metadata, '$.version') WHEN 'integer' THEN json_extract(metadata, '$.version') ELSE metadata END";
 /** readAllCanonical's: the texts and whether they are canonical. */
 export const CANONICAL_READ_COLUMNS = 'position, event_id, stream_id, revision, type, data, metadata, occurred_at, canonical';
 
@@ -91,7 +90,11 @@ export function addCanonicalColumn(db: Database.Database): void {
 }
 
 /** Whether these stored events are exactly what this append would have written: then it already ran. */
-export function isSameAppend(streamId: string, stored: (StoredEventRef | undefined)[], expected: ExpectedRevision): stored is StoredEventRef[] {
+export function isSameAppend(
+  streamId: string,
+  stored: (StoredEventRef | undefined)[],
+  expected: ExpectedRevision,
+): stored is StoredEventRef[] {
   const first = stored[0]?.revision;
   if (first === undefined) return false;
   const inPlace = stored.every((event, i) => event?.stream_id === streamId && event.revision === first + i);

@@ -205,13 +205,7 @@ function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { do
  * The replay answered then holds every model, at `upTo`, without states in memory (the catch-up
  * reads again the few streams it meets).
  */
-async function replayToHead(
-  eventStore: EventStore,
-  target: ReadModelRebuild,
-  models: readonly Projection[],
-  upTo: string | null,
-  options: RebuildOptions,
-): Promise<Replay> {
+async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly Projection[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
   const inThread = models.filter((model) => model.replayInThread);
   const here = models.filter((model) => !model.replayInThread);
   const standIns = target.standInTables?.();
@@ -285,12 +279,7 @@ async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, mo
  * writers off, the last events are applied just before the renames, and once more after them to
  * the swapped-in collections (revision-guarded, so a projection's own write is never undone).
  */
-export async function rebuildReadModels(
-  eventStore: EventStore,
-  readStore: ReadStore,
-  models: readonly Projection[],
-  options: RebuildOptions = {},
-): Promise<RebuildReport> {
+export async function rebuildReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions = {}): Promise<RebuildReport> {
   const started = Date.now();
   const replay = await replayAndCatchUp(eventStore, readStore, models, options);
   try {
@@ -360,12 +349,7 @@ export interface CheckReport {
  * written while it is compared may show the writes of the last moment as differences: run it
  * again to tell those from real ones.
  */
-export async function checkReadModels(
-  eventStore: EventStore,
-  readStore: ReadStore,
-  models: readonly Projection[],
-  options: RebuildOptions & { limit?: number } = {},
-): Promise<CheckReport> {
+export async function checkReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions & { limit?: number } = {}): Promise<CheckReport> {
   const replay = await replayAndCatchUp(eventStore, readStore, models, options);
   const limit = options.limit ?? 20;
   try {
@@ -421,8 +405,7 @@ async function compareCollections(name: string, live: Collection<Doc>, rebuilt: 
     } else {
       summary.live++;
       summary.rebuilt++;
-      if (JSON.stringify(x.value) !== JSON.stringify(y.value))
-        note({ collection: name, id: x.value!.id, kind: 'differs', live: x.value as Doc, rebuilt: y.value as Doc });
+      if (JSON.stringify(x.value) !== JSON.stringify(y.value)) note({ collection: name, id: x.value!.id, kind: 'differs', live: x.value as Doc, rebuilt: y.value as Doc });
       x = await a.next();
       y = await b.next();
     }

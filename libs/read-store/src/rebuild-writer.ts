@@ -41,9 +41,7 @@ export class RebuildWriter {
     while (this.inFlight.size >= MAX_IN_FLIGHT && !this.failure) await Promise.race(this.inFlight).catch(() => undefined);
     if (this.failure) throw this.failure;
     const id = this.sent++;
-    const committed: Promise<void> = new Promise<void>((resolve, reject) => this.waiting.set(id, { resolve, reject })).finally(() =>
-      this.inFlight.delete(committed),
-    );
+    const committed: Promise<void> = new Promise<void>((resolve, reject) => this.waiting.set(id, { resolve, reject })).finally(() => this.inFlight.delete(committed));
     // Awaited by drain or met by a later write (the failure is kept); never unhandled meanwhile.
     committed.catch(() => undefined);
     this.inFlight.add(committed);
@@ -91,10 +89,7 @@ export class StandInWriter implements Pick<ReadModelRebuild, 'upsertMany' | 'dra
   async upsertMany<T extends Doc>(name: string, entries: ReadonlyArray<{ doc: T; revision: number }>): Promise<void> {
     const table = Object.prototype.hasOwnProperty.call(this.standIns.tables, name) ? this.standIns.tables[name] : undefined;
     if (table === undefined) throw new Error(`${name} is not part of this rebuild`);
-    await this.writer.write(
-      table,
-      entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), doc]),
-    );
+    await this.writer.write(table, entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), doc]));
   }
 
   drain(): Promise<void> {

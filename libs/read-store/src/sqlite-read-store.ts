@@ -165,10 +165,7 @@ export class SqliteReadStore implements ReadStore {
     });
     // Until the swap, writes go through a thread of their own (a file-backed store only).
     const inFile = this.file !== ':memory:' && this.file !== '';
-    const tables: StandInTables = {
-      file: this.file,
-      tables: Object.fromEntries([...standIns].map(([name, { staged }]) => [name, quoteIdentifier(`coll_${staged}`)])),
-    };
+    const tables: StandInTables = { file: this.file, tables: Object.fromEntries([...standIns].map(([name, { staged }]) => [name, quoteIdentifier(`coll_${staged}`)])) };
     let writer: StandInWriter | null = inFile ? new StandInWriter(tables, BUSY_TIMEOUT_MS) : null;
     const stopWriter = async () => {
       const stopping = writer;
@@ -202,9 +199,7 @@ export class SqliteReadStore implements ReadStore {
             this.db.exec(`ALTER TABLE ${quoteIdentifier(`coll_${staged}`)} RENAME TO ${quoteIdentifier(`coll_${spec.name}`)}`);
           }
           // Directly, not through the write group: inside this transaction, now.
-          const setCheckpoint = this.statement(
-            'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position',
-          );
+          const setCheckpoint = this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position');
           for (const [name, position] of Object.entries(checkpoints)) setCheckpoint.run(name, position);
           this.db.exec('COMMIT');
         } catch (error) {

@@ -39,11 +39,7 @@ export class DispatchesController {
 
   @Post(':id/retry')
   @HttpCode(200)
-  @ApiOperation({
-    operationId: 'retryDispatch',
-    summary: 'Retry a failed dispatch',
-    description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.',
-  })
+  @ApiOperation({ operationId: 'retryDispatch', summary: 'Retry a failed dispatch', description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.' })
   @DispatchId()
   @ApiAnswer(DispatchResponse, { errors: ['dispatch_not_retryable'] })
   retry(@Caller() caller: Caller, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
@@ -51,11 +47,7 @@ export class DispatchesController {
   }
 
   @Get(':id/events')
-  @ApiOperation({
-    operationId: 'listDispatchEvents',
-    summary: "A dispatch's audit trail",
-    description: 'Its whole history from the event store, oldest first.',
-  })
+  @ApiOperation({ operationId: 'listDispatchEvents', summary: "A dispatch's audit trail", description: 'Its whole history from the event store, oldest first.' })
   @DispatchId()
   @ApiAnswer(DispatchEventResponse, { list: { paginated: false } })
   async events(@Caller() caller: Caller, @Param('id') id: string): Promise<ListPage<unknown>> {
