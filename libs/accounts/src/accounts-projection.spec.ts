@@ -1,5 +1,5 @@
 import { decideAll } from '@campaign-ops/decider';
-import { AccountCommand, accountDecider } from '@campaign-ops/account-domain';
+import { accountDecider } from '@campaign-ops/account-domain';
 import { documentsAfter } from '@campaign-ops/event-sourcing';
 import { accountsProjection } from './account-directory';
 
