@@ -41,7 +41,7 @@ export class DispatchesController {
   @HttpCode(200)
   @ApiOperation({ operationId: 'retryDispatch', summary: 'Retry a failed dispatch', description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.' })
   @DispatchId()
-  @ApiAnswer(DispatchResponse, { errors: ['dispatch_not_retryable'] })
+  @ApiAnswer(DispatchResponse, { errors: ['dispatch_not_retryable', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable'] })
   retry(@Caller() caller: Caller, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
     return this.services.call(SUBJECTS.dispatchRetry, { caller, id });
   }
