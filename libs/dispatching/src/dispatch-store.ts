@@ -2,7 +2,7 @@ import type { Mode } from '@campaign-ops/account-domain';
 import { AggregateRepository, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
-import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { Collection, IndexSpec, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import {
   DISPATCH_STREAM_PREFIX,
   Dispatch,
@@ -19,7 +19,12 @@ import { fold } from '@campaign-ops/decider';
 /** A dispatch as the `dispatches` read model keeps it: the resource plus its tenancy. */
 export type DispatchView = DispatchResource & { account_id: string; mode: Mode } & Record<string, unknown>;
 
-export const DISPATCH_VIEW_INDEXES = ['account_id', 'mode', 'status', 'channel'];
+/**
+ * What reads dispatches: a partner's list (always by account and mode, perhaps by status or
+ * channel too, in id order) and the metrics' counts by status. Two indexes, each kept up on every
+ * write of a dispatch: status and channel filters of a list are applied within the account's.
+ */
+export const DISPATCH_VIEW_INDEXES: IndexSpec[] = [['account_id', 'mode'], 'status'];
 
 /** The `dispatches` read model: one document per dispatch, its resource plus its tenancy. */
 export const dispatchesProjection: Projection<DispatchState> = {
@@ -65,7 +70,13 @@ export class DispatchStore {
   }
 }
 
-export const toView = (d: Dispatch): DispatchView => ({ ...toDispatchResource(d), account_id: d.accountId, mode: d.mode });
+export function toView(d: Dispatch): DispatchView {
+  // Added to the resource made here rather than spread into a copy of it: a view per dispatch written.
+  const view = toDispatchResource(d) as DispatchView;
+  view.account_id = d.accountId;
+  view.mode = d.mode;
+  return view;
+}
 
 export function fromView(view: DispatchView): DispatchResource {
   const { account_id: _account, mode: _mode, ...resource } = view;

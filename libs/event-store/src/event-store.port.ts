@@ -106,7 +106,7 @@ export interface EventStore {
    * one can: ids, times, and metadata other than a whole-number version are a good part of the
    * cost of reading every event). Stores without it are replayed with readAll.
    */
-  readAllForReplay?(options: ReadAllOptions): Promise<ReplayedEvent[]>;
+  readAllForReplay?(options: ReplayReadOptions): Promise<ReplayedEvent[]>;
   /** The position of the last event in the store (of any stream), or null when it is empty: how far a read of everything goes. */
   lastPosition(): Promise<string | null>;
   /** Reachable and answering, for /readyz. */
@@ -117,8 +117,20 @@ export interface EventStore {
 export const MAX_READ_ALL_COUNT = 10_000;
 
 /** What every adapter checks of a readAll's options before reading. */
-export function assertReadAllOptions(options: ReadAllOptions): void {
-  const { maxCount, streamPrefixes } = options;
+/** readAllForReplay's: readAll's, and perhaps one share of the streams (replays side by side each read one). */
+export interface ReplayReadOptions extends ReadAllOptions {
+  /**
+   * Only the streams of share `index` (0-based) of `of`, told by the last character of their id
+   * (its code point modulo `of`): each stream is in exactly one share, whole.
+   */
+  share?: { index: number; of: number };
+}
+
+export function assertReadAllOptions(options: ReplayReadOptions): void {
+  const { maxCount, streamPrefixes, share } = options;
+  if (share !== undefined && !(Number.isSafeInteger(share.of) && share.of >= 1 && Number.isSafeInteger(share.index) && share.index >= 0 && share.index < share.of)) {
+    throw new RangeError(`share must be { index, of } with 0 <= index < of, got ${JSON.stringify(share)}`);
+  }
   if (!Number.isSafeInteger(maxCount) || maxCount < 1 || maxCount > MAX_READ_ALL_COUNT) {
     throw new RangeError(`maxCount must be an integer in 1..${MAX_READ_ALL_COUNT}, got ${maxCount}`);
   }

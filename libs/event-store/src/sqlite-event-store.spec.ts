@@ -372,6 +372,12 @@ describe('SqliteEventStore', () => {
         [{ version: null }, { version: null }],
         [{ version: true }, { version: true }],
         [{ nested: { version: 2 } }, { nested: { version: 2 } }],
+        [{ accountId: 'acct_1', nested: { version: 2 } }, { accountId: 'acct_1', nested: { version: 2 } }],
+        [{ 'say"version': 5 }, { 'say"version': 5 }],
+        [{ 'a,"version': 5 }, { 'a,"version': 5 }],
+        [{ note: '{"version":6}' }, { note: '{"version":6}' }],
+        [{ accountId: 'acct_1', version: 2 ** 40 }, { version: 2 ** 40 }],
+        [{ version: 0 }, { version: 0 }],
       ];
       await store.append('replay-1', cases.map(([metadata], n) => withMetadata(metadata, n)), { expectedRevision: 'no_stream' });
       const read = await store.readAll({ maxCount: 100 });
@@ -383,6 +389,23 @@ describe('SqliteEventStore', () => {
       expect(replayed[0]).not.toHaveProperty('occurredAt');
     });
 
+    it('reads one share of the streams: the shares of a split are apart, each stream in one whole, and together all', async () => {
+      const store = open();
+      const streams = Array.from({ length: 40 }, (_, i) => `dispatch-dsp_${i.toString(36)}${'0123456789ABCDEFGHJKMNPQRSTVWXYZ'[i % 32]}`);
+      for (let i = 0; i < 120; i++) await store.append(streams[(i * 7) % streams.length], [withMetadata({ version: 1 }, i)], { expectedRevision: 'any' });
+      const everything = (await store.readAllForReplay({ maxCount: 1000 })).map((event) => event.position);
+      for (const count of [1, 2, 3]) {
+        const shares = await Promise.all(Array.from({ length: count }, (_, index) => store.readAllForReplay({ maxCount: 1000, share: { index, of: count } })));
+        const streamsOf = shares.map((events) => new Set(events.map((event) => event.streamId)));
+        expect(shares.flat().map((event) => event.position).sort((a, b) => Number(a) - Number(b))).toEqual(everything);
+        for (let a = 0; a < count; a++) for (let b = a + 1; b < count; b++) expect([...streamsOf[a]].filter((id) => streamsOf[b].has(id))).toEqual([]);
+        if (count > 1) for (const events of shares) expect(events.length).toBeGreaterThan(0);
+        // Paged as readAll pages: after fromPosition, at most maxCount.
+        const page = await store.readAllForReplay({ fromPosition: shares[0][1].position, maxCount: 3, share: { index: 0, of: count } });
+        expect(page.map((event) => event.position)).toEqual(shares[0].slice(2, 5).map((event) => event.position));
+      }
+    });
+
     it('selects as readAll does: after fromPosition, at most maxCount, by stream prefix; and refuses what it refuses', async () => {
       const store = open();
       for (let i = 0; i < 12; i++) await store.append(`${i % 2 ? 'webhook' : 'dispatch'}-${i % 4}`, [withMetadata({ version: 1 }, i)], { expectedRevision: 'any' });
@@ -391,6 +414,9 @@ describe('SqliteEventStore', () => {
         expect(positions(await store.readAllForReplay(options))).toEqual(positions(await store.readAll(options)));
       }
       await expect(store.readAllForReplay({ maxCount: 0 })).rejects.toThrow(/maxCount/);
+      for (const share of [{ index: 2, of: 2 }, { index: -1, of: 2 }, { index: 0, of: 0 }, { index: 0.5, of: 2 }]) {
+        await expect(store.readAllForReplay({ maxCount: 1, share })).rejects.toThrow(/share/);
+      }
       await expect(store.readAllForReplay({ maxCount: 1, streamPrefixes: [] })).rejects.toThrow(/streamPrefixes/);
       await expect(store.readAllForReplay({ maxCount: 1, fromPosition: 'x' })).rejects.toThrow(/position/);
       await store.close();

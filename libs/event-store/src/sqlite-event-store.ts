@@ -13,6 +13,7 @@ import {
   ReadAllOptions,
   CanonicalEvent,
   CanonicalReadOptions,
+  ReplayReadOptions,
   ReadStreamOptions,
   RecordedEvent,
   ReplayedEvent,
@@ -36,7 +37,7 @@ import {
   serializeEvent,
   StoredEventRef,
   toRecordedEvent,
-  versionMetadata,
+  replayMetadata,
 } from './sqlite-event-rows';
 import { BatchReader, SqliteSubscription, SUBSCRIPTION_BATCH_SIZE } from './sqlite-subscription';
 
@@ -215,18 +216,18 @@ export class SqliteEventStore implements EventStore {
 
   /**
    * readAll less ids and times, and with metadata read as `{ version }` alone when its version is
-   * a whole number (SQLite's JSON functions find it without making the text a string here); any
-   * other metadata (no version, a version written as text) is parsed whole, as readAll does.
+   * a whole number (replayMetadata: mostly without parsing it); any other metadata (no version, a
+   * version written as text) is parsed whole, as readAll does.
    */
-  async readAllForReplay(options: ReadAllOptions): Promise<ReplayedEvent[]> {
-    const rows = this.readAllRows(REPLAY_COLUMNS, options) as Array<[number, string, number, string, string, number | string]>;
-    return rows.map(([position, streamId, revision, type, data, versionOrMetadata]) => ({
+  async readAllForReplay(options: ReplayReadOptions): Promise<ReplayedEvent[]> {
+    const rows = this.readAllRows(REPLAY_COLUMNS, options) as Array<[number, string, number, string, string, string]>;
+    return rows.map(([position, streamId, revision, type, data, metadata]) => ({
       streamId,
       type,
       revision,
       position: String(position),
       data: JSON.parse(data),
-      metadata: typeof versionOrMetadata === 'number' ? versionMetadata(versionOrMetadata) : JSON.parse(versionOrMetadata),
+      metadata: replayMetadata(metadata),
     }));
   }
 
@@ -249,19 +250,20 @@ export class SqliteEventStore implements EventStore {
   }
 
   /** One page of readAll's rows, as arrays (a whole-store read spends a good part of its time making row objects). */
-  private readAllRows(columns: string, options: CanonicalReadOptions): unknown[] {
+  private readAllRows(columns: string, options: CanonicalReadOptions & ReplayReadOptions): unknown[] {
     if (this.closing) throw new Error('the event store is closed');
     assertReadAllOptions(options);
-    const prefixes = options.streamPrefixes;
-    const key = `${columns}|${prefixes ? JSON.stringify(prefixes) : ''}`;
+    const { streamPrefixes: prefixes, share } = options;
+    const key = `${columns}|${prefixes ? JSON.stringify(prefixes) : ''}|${share ? 'share' : ''}`;
     let query = this.readAllQueries.get(key);
     if (!query) {
-      query = this.db.prepare<unknown[], unknown[]>(`SELECT ${columns} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`).raw(true);
+      const shareFilter = share ? 'AND unicode(substr(stream_id, -1)) % ? = ?' : '';
+      query = this.db.prepare<unknown[], unknown[]>(`SELECT ${columns} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ${shareFilter} ORDER BY position LIMIT ?`).raw(true);
       if (this.readAllQueries.size >= 64) this.readAllQueries.clear();
       this.readAllQueries.set(key, query);
     }
     const upTo = options.toPosition === undefined ? Number.MAX_SAFE_INTEGER : parsePosition(options.toPosition);
-    return query.all(parsePosition(options.fromPosition), upTo, ...prefixParameters(prefixes), options.maxCount);
+    return query.all(parsePosition(options.fromPosition), upTo, ...prefixParameters(prefixes), ...(share ? [share.of, share.index] : []), options.maxCount);
   }
 
   async lastPosition(): Promise<string | null> {

@@ -109,7 +109,7 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     expect(pages).toBeGreaterThan(0);
   });
 
-  it('replays dispatches in a thread of their own beside the other models, making what one thread makes', async () => {
+  it('replays dispatches in two threads beside the other models, each one share of their streams, all written by one writer thread, making what one thread makes', async () => {
     const before = dump();
     await rebuildReadModels(events, reads, READ_MODELS, { threads: false });
     expect(dump()).toEqual(before);
@@ -129,7 +129,8 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     } finally {
       spy.mockRestore();
     }
-    expect(started.filter((file) => file.startsWith('replay.worker'))).toHaveLength(1);
+    expect(started.filter((file) => file.startsWith('replay.worker'))).toHaveLength(2);
+    expect(started.filter((file) => file.startsWith('rebuild-writer.worker'))).toHaveLength(1);
     expect(dump()).toEqual(before);
     expect(progress[progress.length - 1]).toEqual([stored.length, 1]);
   });

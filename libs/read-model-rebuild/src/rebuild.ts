@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { EventStore, ReadAllOptions, ReplayedEvent, SqliteEventStore } from '@campaign-ops/event-store';
-import { Collection, Doc, ReadModelRebuild, ReadStore, StandInTables } from '@campaign-ops/read-store';
+import { EventStore, ReplayedEvent, ReplayReadOptions, SqliteEventStore } from '@campaign-ops/event-store';
+import { Collection, Doc, ReadModelRebuild, ReadStore, StandInPort } from '@campaign-ops/read-store';
 import { startWorkerBeside } from '@campaign-ops/worker-start';
 import { Projection } from '@campaign-ops/event-sourcing';
 
@@ -16,6 +16,8 @@ export interface RebuildOptions {
    * replayToHead): true wherever they can, false never; by default from THREADS_FROM_EVENTS on.
    */
   threads?: boolean;
+  /** Only the streams of this share (see ReplayReadOptions): a replay thread's. */
+  share?: ReplayReadOptions['share'];
 }
 
 export interface RebuildReport {
@@ -42,6 +44,13 @@ const SMALL_ENOUGH = 1_000;
  * 0.6 s slower with it, a 1M one 1 to 1.5 s faster). Positions stand for events: they count them.
  */
 const THREADS_FROM_EVENTS = 400_000;
+/**
+ * Threads the models marked `replayInThread` are replayed in, each one share of their streams.
+ * Two: the dispatches are about two thirds of the work, so with the other models replayed here
+ * the work is in three parts of about a third each (on two cores, measured: one thread left this
+ * one idle half the time and was the whole rebuild's critical path).
+ */
+const REPLAY_THREADS = 2;
 
 interface Held {
   model: Projection;
@@ -69,7 +78,7 @@ export class Replay {
   position: string | null = null;
 
   /** A page of events: as a replay needs them, where the store can give only that (readAllForReplay). */
-  private readonly readPage: (options: ReadAllOptions) => Promise<ReplayedEvent[]>;
+  private readonly readPage: (options: ReplayReadOptions) => Promise<ReplayedEvent[]>;
 
   constructor(
     private readonly eventStore: EventStore,
@@ -79,6 +88,7 @@ export class Replay {
   ) {
     this.prefixes = models.map((model) => model.streamPrefix);
     this.maxStreams = Math.max(1, options.maxStreamsInMemory ?? DEFAULT_MAX_STREAMS);
+    if (options.share && !eventStore.readAllForReplay) throw new Error('a replay of one share of the streams needs a store that reads shares (readAllForReplay)');
     this.readPage = eventStore.readAllForReplay ? eventStore.readAllForReplay.bind(eventStore) : eventStore.readAll.bind(eventStore);
   }
 
@@ -87,7 +97,7 @@ export class Replay {
     if (upTo === null) return;
     const limit = BigInt(upTo);
     for (;;) {
-      const page = await this.readPage({ fromPosition: this.position ?? undefined, maxCount: PAGE, streamPrefixes: this.prefixes });
+      const page = await this.readPage({ fromPosition: this.position ?? undefined, maxCount: PAGE, streamPrefixes: this.prefixes, share: this.options.share });
       let reachedLimit = page.length < PAGE;
       // Positions only grow: when the page's last is within the limit, every one is.
       const allWithin = page.length === 0 || BigInt(page[page.length - 1].position) <= limit;
@@ -173,15 +183,17 @@ function fraction(position: string, upTo: string): number {
 /** What a replay thread is given (see replay.worker.ts). */
 export interface ReplayThreadData {
   eventStoreFile: string;
-  standIns: StandInTables;
+  /** Where it writes: a port to the rebuild's writer thread (transferred to it). */
+  standIns: StandInPort;
   models: string[];
   upTo: string;
   maxStreamsInMemory?: number;
+  share: NonNullable<RebuildOptions['share']>;
 }
 
 /** A replay running in a thread of its own: resolves with the events it applied once its documents are all written. */
 function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { done: Promise<number>; stop(): Promise<void> } {
-  const worker = startWorkerBeside(__filename, 'replay.worker', data);
+  const worker = startWorkerBeside(__filename, 'replay.worker', data, [data.standIns.port]);
   const done = new Promise<number>((resolve, reject) => {
     worker.on('message', (message: { progress?: { applied: number; fraction: number }; done?: { events: number }; error?: string }) => {
       if (message.progress) onProgress(message.progress.applied, message.progress.fraction);
@@ -200,21 +212,20 @@ function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { do
 /**
  * The models replayed into the stand-ins up to `upTo`. On the embedded stores (files both), with
  * more than one core and a store large enough (RebuildOptions.threads), the models marked
- * `replayInThread` are replayed in a thread of their own, reading and writing on connections of
- * its own, while this thread replays the others: two replays, each with its own writer thread.
- * The replay answered then holds every model, at `upTo`, without states in memory (the catch-up
- * reads again the few streams it meets).
+ * `replayInThread` are replayed in REPLAY_THREADS threads, each the streams of one share (see
+ * ReplayReadOptions), reading and writing on connections of its own, while this thread replays
+ * the others: each replay with its own writer thread. The replay answered then holds every model,
+ * at `upTo`, without states in memory (the catch-up reads again the few streams it meets).
  */
 async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly Projection[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
   const inThread = models.filter((model) => model.replayInThread);
   const here = models.filter((model) => !model.replayInThread);
-  const standIns = target.standInTables?.();
   const threaded =
     upTo !== null &&
     (options.threads ?? BigInt(upTo) >= BigInt(THREADS_FROM_EVENTS)) &&
     inThread.length > 0 &&
     here.length > 0 &&
-    standIns !== undefined &&
+    target.standInPort !== undefined &&
     eventStore instanceof SqliteEventStore &&
     eventStore.file !== ':memory:' &&
     availableParallelism() >= 2;
@@ -223,33 +234,30 @@ async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, mo
     await replay.runTo(upTo);
     return replay;
   }
-  // Progress: the events of both, and how far the one further behind is.
-  const progress = { here: [0, 0], thread: [0, 0] };
-  const tell = () => options.onProgress?.(progress.here[0] + progress.thread[0], Math.min(progress.here[1], progress.thread[1]));
-  const thread = replayThread(
-    { eventStoreFile: eventStore.file, standIns, models: inThread.map((model) => model.name), upTo, maxStreamsInMemory: options.maxStreamsInMemory },
-    (applied, fraction) => {
-      progress.thread = [applied, fraction];
-      tell();
-    },
+  // Progress: the events of all, and how far the one furthest behind is.
+  const progress = new Map<string, [applied: number, fraction: number]>();
+  const tell = (who: string) => (applied: number, fraction: number) => {
+    progress.set(who, [applied, fraction]);
+    const all = [...progress.values()];
+    if (all.length === REPLAY_THREADS + 1) options.onProgress?.(all.reduce((sum, [n]) => sum + n, 0), Math.min(...all.map(([, f]) => f)));
+  };
+  const threads = Array.from({ length: REPLAY_THREADS }, (_, index) =>
+    replayThread(
+      { eventStoreFile: eventStore.file, standIns: target.standInPort!(), models: inThread.map((model) => model.name), upTo, maxStreamsInMemory: options.maxStreamsInMemory, share: { index, of: REPLAY_THREADS } },
+      tell(`thread ${index}`),
+    ),
   );
-  const local = new Replay(eventStore, target, here, {
-    ...options,
-    onProgress: (applied, fraction) => {
-      progress.here = [applied, fraction];
-      tell();
-    },
-  });
+  const local = new Replay(eventStore, target, here, { ...options, onProgress: tell('here') });
   try {
     await local.runTo(upTo);
   } catch (error) {
-    await thread.stop();
+    await Promise.all(threads.map((thread) => thread.stop()));
     throw error;
   }
-  const threadEvents = await thread.done;
+  const threadEvents = await Promise.all(threads.map((thread) => thread.done));
   const replay = new Replay(eventStore, target, models, options);
   replay.position = local.position;
-  replay.events = local.events + threadEvents;
+  replay.events = local.events + threadEvents.reduce((sum, n) => sum + n, 0);
   return replay;
 }
 

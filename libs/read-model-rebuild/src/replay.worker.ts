@@ -1,20 +1,19 @@
 /**
- * A replay in a thread of its own (see replayThread): the models named, read from the embedded
+ * A replay in a thread of its own (see replayThread): the models named, one share of their streams, read from the embedded
  * event store's file on a connection of this thread, up to a position, written into the rebuild's
- * stand-ins through a writer of its own. Tells its progress, then how many events it applied.
+ * stand-ins through a port to the rebuild's writer thread. Tells its progress, then how many events it applied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { SqliteEventStore } from '@campaign-ops/event-store';
 import { ReadModelRebuild, StandInWriter } from '@campaign-ops/read-store';
-import { BUSY_TIMEOUT_MS } from '@campaign-ops/sqlite-wal';
 import { readModelNamed } from './read-models';
 import { Replay, ReplayThreadData } from './rebuild';
 
-const { eventStoreFile, standIns, models, upTo, maxStreamsInMemory } = workerData as ReplayThreadData;
+const { eventStoreFile, standIns, models, upTo, maxStreamsInMemory, share } = workerData as ReplayThreadData;
 
 async function run(): Promise<number> {
   const events = SqliteEventStore.open(eventStoreFile);
-  const writer = new StandInWriter(standIns, BUSY_TIMEOUT_MS);
+  const writer = StandInWriter.over(standIns);
   try {
     const elsewhere = () => {
       throw new Error("a replay thread only writes its documents; the rebuild's owner reads, swaps and discards");
@@ -22,6 +21,7 @@ async function run(): Promise<number> {
     const target: ReadModelRebuild = { upsertMany: (name, entries) => writer.upsertMany(name, entries), drain: () => writer.drain(), collection: elsewhere, swap: elsewhere, discard: elsewhere };
     const replay = new Replay(events, target, models.map(readModelNamed), {
       maxStreamsInMemory,
+      share,
       onProgress: (applied, fraction) => parentPort!.postMessage({ progress: { applied, fraction } }),
     });
     await replay.runTo(upTo);

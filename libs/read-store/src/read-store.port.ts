@@ -1,3 +1,5 @@
+import type { MessagePort } from 'node:worker_threads';
+
 /**
  * The read store port: read models (views) projected from events, and operational documents
  * such as webhook deliveries. Adapters: SQLite (embedded) and MongoDB (production).
@@ -156,18 +158,18 @@ export interface ReadModelRebuild {
   /** Drops the stand-ins that were not swapped in; the live collections stay as they are. */
   discard(): Promise<void>;
   /**
-   * Where another thread may write into the stand-ins on a connection of its own (StandInWriter),
-   * so that a replay can run there: the embedded store, in a file, has it; MongoDB and an
-   * in-memory store do not. Such writes are part of what drain and swap wait for only once that
-   * thread's writer is closed.
+   * A port to the thread that writes the stand-ins (StandInWriter.over writes through it), so that
+   * a replay can run in another thread: each call a port of its own. The embedded store, in a file,
+   * has it; MongoDB and an in-memory store do not. Such writes are part of what drain and swap wait
+   * for only once that thread's writer is closed.
    */
-  standInTables?(): StandInTables;
+  standInPort?(): StandInPort;
 }
 
-/** A rebuild's stand-ins in the embedded store: its file, and each collection's stand-in table (quoted). */
-export interface StandInTables {
-  file: string;
+/** A rebuild's stand-ins in the embedded store: each collection's stand-in table (quoted), and a port to their writer thread. */
+export interface StandInPort {
   tables: Record<string, string>;
+  port: MessagePort;
 }
 
 export interface ReadStore {

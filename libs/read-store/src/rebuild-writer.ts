@@ -1,43 +1,37 @@
-import type { Worker } from 'node:worker_threads';
+import { MessageChannel, MessagePort, Worker } from 'node:worker_threads';
 import { startWorkerBeside } from '@campaign-ops/worker-start';
 import { assertDocument, assertRevision } from './document-checks';
-import type { Doc, ReadModelRebuild, StandInTables } from './read-store.port';
+import type { Doc, ReadModelRebuild, StandInPort } from './read-store.port';
 
-/** Batches written or being written at once; upsertMany waits past it, so memory stays bounded. */
+/** Batches written or being written at once, per sender; upsertMany waits past it, so memory stays bounded. */
 const MAX_IN_FLIGHT = 4;
 
 /**
- * Writes a rebuild's stand-ins in a thread of its own, so that the replay (reading, folding) and
- * the writing (serializing, inserts, index upkeep) use two cores: a write is handed over and
- * the replay goes on. `drain` waits until everything handed over is committed.
+ * Batches handed to a rebuild's writer thread over one channel (the thread itself, or a port to
+ * it), each answered once committed: so that the replay (reading, folding) and the writing
+ * (inserts, index upkeep) use two cores, a write is handed over and the replay goes on.
  */
-export class RebuildWriter {
-  private readonly worker: Worker;
+class WriterChannel {
   private readonly waiting = new Map<number, { resolve(): void; reject(error: Error): void }>();
   private readonly inFlight = new Set<Promise<void>>();
   private sent = 0;
   private failure: Error | null = null;
-  private closing = false;
+  closing = false;
 
-  constructor(file: string, busyTimeoutMs: number) {
-    this.worker = startWorkerBeside(__filename, 'rebuild-writer.worker', { file, busyTimeoutMs });
-    this.worker.on('message', ({ id, error }: { id: number; error?: string }) => {
+  constructor(private readonly channel: Worker | MessagePort) {
+    channel.on('message', ({ id, error }: { id: number; error?: string }) => {
       if (error !== undefined) return this.fail(new Error(`the rebuild's writer thread failed: ${error}`));
       this.waiting.get(id)?.resolve();
       this.waiting.delete(id);
     });
-    this.worker.on('error', (error) => this.fail(error));
-    this.worker.on('exit', (code) => {
-      if (!this.closing) this.fail(new Error(`the rebuild's writer thread ended (exit code ${code})`));
-    });
   }
 
   /**
-   * Hands a batch over (`table` quoted, rows as [id, revision, document]); waits only while too many
-   * are under way. The documents are serialized there, from their structured clone (cheaper here
-   * than JSON.stringify): the same text for what a document is, plain JSON data.
+   * Hands a batch over (`table` quoted, rows as [id, revision, document's JSON text]); waits only
+   * while too many are under way. Texts, not objects: a string crosses to the thread as a copy of
+   * its bytes, where an object would be cloned here and rebuilt there before being serialized.
    */
-  async write(table: string, rows: Array<[string, number, Doc]>): Promise<void> {
+  async write(table: string, rows: Array<[string, number, string]>): Promise<void> {
     while (this.inFlight.size >= MAX_IN_FLIGHT && !this.failure) await Promise.race(this.inFlight).catch(() => undefined);
     if (this.failure) throw this.failure;
     const id = this.sent++;
@@ -45,7 +39,7 @@ export class RebuildWriter {
     // Awaited by drain or met by a later write (the failure is kept); never unhandled meanwhile.
     committed.catch(() => undefined);
     this.inFlight.add(committed);
-    this.worker.postMessage({ id, table, rows });
+    this.channel.postMessage({ id, table, rows });
   }
 
   /** Waits until every batch handed over is committed; throws the first failure. */
@@ -54,17 +48,7 @@ export class RebuildWriter {
     if (this.failure) throw this.failure;
   }
 
-  /** Drains, then ends the thread (and its connection). */
-  async close(): Promise<void> {
-    try {
-      await this.drain();
-    } finally {
-      this.closing = true;
-      await this.worker.terminate();
-    }
-  }
-
-  private fail(error: Error): void {
+  fail(error: Error): void {
     this.failure ??= error;
     for (const waiting of this.waiting.values()) waiting.reject(this.failure);
     this.waiting.clear();
@@ -72,31 +56,65 @@ export class RebuildWriter {
 }
 
 /**
- * Writes into a rebuild's stand-ins through a writer thread, by collection name: the embedded
- * store's own rebuild writes through one, and so does a replay running in another thread (given
- * the rebuild's standInTables), each on a connection of its own.
+ * Writes into a rebuild's stand-ins, by collection name, through the rebuild's one writer thread
+ * (one connection, so writers never wait on each other's locks): the embedded store's rebuild
+ * starts that thread, and a replay running in another thread writes through a port to it
+ * (`port()` makes one, `StandInWriter.over` writes through it).
  */
 export class StandInWriter implements Pick<ReadModelRebuild, 'upsertMany' | 'drain'> {
-  private readonly writer: RebuildWriter;
+  private constructor(
+    private readonly tables: Record<string, string>,
+    private readonly channel: WriterChannel,
+    private readonly end: () => Promise<void>,
+    private readonly worker?: Worker,
+  ) {}
 
-  constructor(
-    private readonly standIns: StandInTables,
-    busyTimeoutMs: number,
-  ) {
-    this.writer = new RebuildWriter(standIns.file, busyTimeoutMs);
+  /** Starts the writer thread, on a connection of its own to `file`. */
+  static start(file: string, tables: Record<string, string>, busyTimeoutMs: number): StandInWriter {
+    const worker = startWorkerBeside(__filename, 'rebuild-writer.worker', { file, busyTimeoutMs });
+    const channel = new WriterChannel(worker);
+    worker.on('error', (error) => channel.fail(error));
+    worker.on('exit', (code) => {
+      if (!channel.closing) channel.fail(new Error(`the rebuild's writer thread ended (exit code ${code})`));
+    });
+    return new StandInWriter(tables, channel, async () => void (await worker.terminate()), worker);
+  }
+
+  /** Writes through a port to a writer thread (made by its owner's `port()`, passed to this thread). */
+  static over({ tables, port }: StandInPort): StandInWriter {
+    const channel = new WriterChannel(port);
+    port.on('close', () => {
+      if (!channel.closing) channel.fail(new Error("the port to the rebuild's writer thread was closed"));
+    });
+    return new StandInWriter(tables, channel, async () => port.close());
+  }
+
+  /** A port of its own to this writer's thread, for a replay in another thread (its owner only). */
+  port(): StandInPort {
+    if (!this.worker) throw new Error("only the writer thread's owner makes ports to it");
+    const { port1, port2 } = new MessageChannel();
+    this.worker.postMessage({ port: port2 }, [port2]);
+    return { tables: this.tables, port: port1 };
   }
 
   async upsertMany<T extends Doc>(name: string, entries: ReadonlyArray<{ doc: T; revision: number }>): Promise<void> {
-    const table = Object.prototype.hasOwnProperty.call(this.standIns.tables, name) ? this.standIns.tables[name] : undefined;
+    const table = Object.prototype.hasOwnProperty.call(this.tables, name) ? this.tables[name] : undefined;
     if (table === undefined) throw new Error(`${name} is not part of this rebuild`);
-    await this.writer.write(table, entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), doc]));
+    await this.channel.write(table, entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), JSON.stringify(doc)]));
   }
 
+  /** Waits until every batch this writer handed over is committed (not those of other ports). */
   drain(): Promise<void> {
-    return this.writer.drain();
+    return this.channel.drain();
   }
 
-  close(): Promise<void> {
-    return this.writer.close();
+  /** Drains, then closes the port, or ends the thread (and its connection): its owner, once every port's writer is closed. */
+  async close(): Promise<void> {
+    try {
+      await this.drain();
+    } finally {
+      this.channel.closing = true;
+      await this.end();
+    }
   }
 }

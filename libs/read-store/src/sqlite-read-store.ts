@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { BUSY_TIMEOUT_MS, GroupCommit, openWal } from '@campaign-ops/sqlite-wal';
-import type { CheckpointStore, Collection, CollectionOptions, Doc, ReadModelRebuild, ReadStore, RebuildSpec, StandInTables } from './read-store.port';
+import type { CheckpointStore, Collection, CollectionOptions, Doc, ReadModelRebuild, ReadStore, RebuildSpec } from './read-store.port';
 import { StandInWriter } from './rebuild-writer';
 import { existingIndexKeys, indexFields, quoteIdentifier, SqliteCollection, Statement } from './sqlite-collection';
 import { fieldValue } from './sqlite-filter';
@@ -165,8 +165,8 @@ export class SqliteReadStore implements ReadStore {
     });
     // Until the swap, writes go through a thread of their own (a file-backed store only).
     const inFile = this.file !== ':memory:' && this.file !== '';
-    const tables: StandInTables = { file: this.file, tables: Object.fromEntries([...standIns].map(([name, { staged }]) => [name, quoteIdentifier(`coll_${staged}`)])) };
-    let writer: StandInWriter | null = inFile ? new StandInWriter(tables, BUSY_TIMEOUT_MS) : null;
+    const tables = Object.fromEntries([...standIns].map(([name, { staged }]) => [name, quoteIdentifier(`coll_${staged}`)]));
+    let writer: StandInWriter | null = inFile ? StandInWriter.start(this.file, tables, BUSY_TIMEOUT_MS) : null;
     const stopWriter = async () => {
       const stopping = writer;
       writer = null;
@@ -183,7 +183,14 @@ export class SqliteReadStore implements ReadStore {
       drain: async () => {
         await writer?.drain();
       },
-      ...(inFile ? { standInTables: () => tables } : {}),
+      ...(inFile
+        ? {
+            standInPort: () => {
+              assertActive();
+              return writer!.port();
+            },
+          }
+        : {}),
       swap: async (lastly) => {
         assertActive();
         await stopWriter();
