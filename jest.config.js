@@ -17,6 +17,7 @@ module.exports = {
   transform: { '^.+\\.ts$': swc },
   moduleNameMapper: {
     '^@campaign-ops/testing/([a-z0-9-]+)$': '<rootDir>/libs/$1/src/testing/index.ts',
+    '^@campaign-ops/adapters/([a-z0-9-]+)$': '<rootDir>/libs/$1/src/adapters/index.ts',
     '^@campaign-ops/([a-z0-9-]+)$': '<rootDir>/libs/$1/src/index.ts',
   },
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],

@@ -36,6 +36,8 @@ describe('module boundaries (eslint.config.mjs)', () => {
       { filePath: 'libs/bus/src/x.ts', source: "import { CHANNELS } from '@campaign-ops/channels';\nexport const c = CHANNELS;\n" },
       // allowed: a domain lib using the decider (domain) and ids (util)
       { filePath: 'libs/dispatch-domain/src/x.ts', source: "import { newId } from '@campaign-ops/ids';\nimport * as decider from '@campaign-ops/decider';\nexport const id = newId;\nexport const d = decider;\n" },
+      // a domain lib reaching an adapter through the adapters' entry point
+      { filePath: 'libs/dispatch-domain/src/y.ts', source: "import { SqliteEventStore } from '@campaign-ops/adapters/event-store';\nexport const s = SqliteEventStore;\n" },
     ]);
   }, 20_000);
 
@@ -49,5 +51,22 @@ describe('module boundaries (eslint.config.mjs)', () => {
 
   it('lets a domain lib use domain and util libs', () => {
     expect(results[2]).toEqual([]);
+  });
+
+  it("refuses a domain lib importing an infrastructure lib's adapters", () => {
+    expect(boundaryErrors(results[3]).map((f) => f.message)).toEqual([expect.stringMatching(/tagged with "type:domain" can only depend on libs tagged with "type:domain", "type:util"/)]);
+  });
+});
+
+describe("the ports' entry points", () => {
+  it.each([
+    ['bus', ['InProcessBus', 'NatsBus', 'renderNatsAuthorization']],
+    ['event-store', ['SqliteEventStore', 'EventStoreDbEventStore']],
+    ['read-store', ['SqliteReadStore', 'MongoReadStore', 'StandInWriter']],
+  ])('@campaign-ops/%s exports the port without its adapters (%j: @campaign-ops/adapters/ does)', async (lib, adapters) => {
+    const port = Object.keys(await import(`@campaign-ops/${lib}`));
+    const adapterEntry = Object.keys(await import(`@campaign-ops/adapters/${lib}`));
+    expect(port.filter((name) => /^(Sqlite|Mongo|Nats|InProcess|EventStoreDb|StandIn)/.test(name) || adapters.includes(name))).toEqual([]);
+    expect(adapterEntry).toEqual(expect.arrayContaining(adapters));
   });
 });

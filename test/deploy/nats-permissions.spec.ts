@@ -12,7 +12,7 @@ import { ConnectionsModule } from '@campaign-ops/connections';
 import { DispatchingModule } from '@campaign-ops/dispatching';
 import { BUS_ACCESS, BusService, natsAuthorizationFile } from '@campaign-ops/service-runtime';
 import { SUBJECTS } from '@campaign-ops/service-messages';
-import { NatsBus } from '@campaign-ops/bus';
+import { NatsBus } from '@campaign-ops/adapters/bus';
 import { NatsServerHandle, startNatsServer, waitFor } from '@campaign-ops/testing/bus';
 import { WebhookDeliveryModule } from '@campaign-ops/webhook-delivery';
 

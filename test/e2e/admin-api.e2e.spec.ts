@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ops } from '../support/ops-cli';
 import { eventually, PartnerClient } from '../support/partner-client';
 import { ServiceProcess } from '../support/service-process';

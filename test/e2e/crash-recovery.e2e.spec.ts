@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PartnerReceiver, startPartnerReceiver } from '@campaign-ops/testing/webhook-sender';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { newId, ulid, ulidToUuid } from '@campaign-ops/ids';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { metricValue } from '../support/metrics';

@@ -9,7 +9,7 @@ import { connect } from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ApiAnswer, eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { ServiceProcess } from '../support/service-process';
 

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { metricValue } from '../support/metrics';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { ServiceProcess } from '../support/service-process';

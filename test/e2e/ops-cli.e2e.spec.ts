@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Bus, Consumer, DeliveredMessage, InProcessBus, NatsBus } from '@campaign-ops/bus';
+import { Bus, Consumer, DeliveredMessage } from '@campaign-ops/bus';
+import { InProcessBus, NatsBus } from '@campaign-ops/adapters/bus';
 import { NatsServerHandle, startNatsServer } from '@campaign-ops/testing/bus';
 import { ops, runOps } from '../support/ops-cli';
 import { eventually, PartnerClient } from '../support/partner-client';

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TokenVault } from '@campaign-ops/connections';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { runOps } from '../support/ops-cli';
 

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { CREDIT_LEDGER_STREAM_PREFIX, DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { scrapeMetrics, sampleValue } from '../support/metrics';
 import { eventually, openAccountWithKeys, PartnerClient, sandboxCampaign } from '../support/partner-client';
 import { AppsOverNats, startAppsOverNats } from '../support/replicas';

@@ -12,9 +12,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportEvents } from '@campaign-ops/event-export';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { appendSyntheticHistory, READ_MODELS, rebuildReadModels } from '@campaign-ops/read-model-rebuild';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 
 /**
  * The V8 flags `npm run ops` runs with (package.json): an export or rebuild makes several KB of

@@ -1,5 +1,5 @@
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { indexedOnly } from '@campaign-ops/testing/read-store';
 import { AccountDirectory } from './account-directory';
 

@@ -8,7 +8,8 @@ import { CallHandler, Controller, ExecutionContext, INestMicroservice, Injectabl
 import { Test } from '@nestjs/testing';
 import { Ctx, EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { firstValueFrom, Observable } from 'rxjs';
-import { Bus, BusRemoteError, InProcessBus, NatsBus } from '@campaign-ops/bus';
+import { Bus, BusRemoteError } from '@campaign-ops/bus';
+import { InProcessBus, NatsBus } from '@campaign-ops/adapters/bus';
 import { deferred, NatsServerHandle, startNatsServer, waitFor } from '@campaign-ops/testing/bus';
 import { BusClient, BusContext, BusExceptionFilter, BusRecord, BusTransport, DurableConsumerOptions } from './index';
 

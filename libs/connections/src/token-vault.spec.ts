@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { ConnectionSettings } from './connection-settings';
 import { TokenVault, UnreadableTokensError } from './token-vault';

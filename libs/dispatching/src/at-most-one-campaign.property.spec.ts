@@ -1,11 +1,11 @@
 import { AdNetwork } from '@campaign-ops/ad-networks';
 import { providerRefusal, success } from '@campaign-ops/api-errors';
-import { InProcessBus } from '@campaign-ops/bus';
+import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { CampaignSpec, ProviderError, SandboxSimulator } from '@campaign-ops/channels';
 import { Dispatch, dispatchStreamId } from '@campaign-ops/dispatch-domain';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { SeededRandom, seededRandom } from '@campaign-ops/testing/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ConnectionAccessRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { DispatchExecutor } from './dispatch-executor';
 import { RelayedEvent } from './dispatch-relay';

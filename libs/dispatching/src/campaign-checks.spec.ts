@@ -1,9 +1,9 @@
 import { AdNetwork, CampaignCheck } from '@campaign-ops/ad-networks';
 import { failure, providerRefusal, success } from '@campaign-ops/api-errors';
-import { InProcessBus } from '@campaign-ops/bus';
+import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { CampaignSpec, ProviderError, SandboxSimulator } from '@campaign-ops/channels';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ConnectionAccessRequest, ResolvedConnection, SUBJECTS, ValidateCampaignRequest } from '@campaign-ops/service-messages';
 import { CampaignChecks } from './campaign-checks';
 import { ChargedDispatches } from './charged-dispatches';

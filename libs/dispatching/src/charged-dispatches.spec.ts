@@ -1,6 +1,6 @@
 import { creditLedgerStreamId } from '@campaign-ops/dispatch-domain';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchStore } from './dispatch-store';

@@ -1,7 +1,7 @@
-import { InProcessBus } from '@campaign-ops/bus';
+import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { creditLedgerStreamId } from '@campaign-ops/dispatch-domain';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { SUBJECTS } from '@campaign-ops/service-messages';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';

@@ -1,6 +1,7 @@
 import { InsufficientCredits, DispatchToCreate } from '@campaign-ops/dispatch-domain';
-import { SqliteEventStore, WrongExpectedRevisionError } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { WrongExpectedRevisionError } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { CreditLedgers } from './credit-ledgers';
 
 /**

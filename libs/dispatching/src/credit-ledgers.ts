@@ -9,7 +9,7 @@ import {
   Mode,
   upcastCreditLedgerEvent,
 } from '@campaign-ops/dispatch-domain';
-import { foldStream, inCanonicalOrder, LiveProjection, Projection, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
+import { inCanonicalOrder, LiveProjection, Projection, toDomainEvent, toStoredEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -174,13 +174,7 @@ export class CreditLedgers {
 
   /** The ledger as of its last event: the view, then whatever the stream has beyond it. */
   async load(accountId: string, mode: Mode): Promise<{ state: CreditLedger; revision: number | null }> {
-    const streamId = creditLedgerStreamId(accountId, mode);
-    // One read: a snapshot and its revision read apart could straddle a concurrent write.
-    const view = await this.views.get(`${accountId}:${mode}`);
-    const snapshot = view && creditLedgersProjection.resume!(view);
-    const tail = await this.eventStore.readStream(streamId, snapshot ? { fromRevision: snapshot.revision + 1 } : {});
-    const state = foldStream(creditLedgersProjection, streamId, tail, snapshot?.state);
-    const revision = tail.length ? tail[tail.length - 1].revision : (snapshot?.revision ?? null);
+    const { state, revision } = await this.live.current(creditLedgerStreamId(accountId, mode));
     return { state, revision };
   }
 

@@ -1,7 +1,7 @@
-import { InProcessBus } from '@campaign-ops/bus';
+import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { CampaignSpec } from '@campaign-ops/channels';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { CreateDispatchRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';

@@ -1,10 +1,10 @@
 import { AdNetwork, AdNetworks } from '@campaign-ops/ad-networks';
 import { failure, providerRefusal, success } from '@campaign-ops/api-errors';
-import { InProcessBus } from '@campaign-ops/bus';
+import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { CampaignSpec, ProviderError, SandboxSimulator } from '@campaign-ops/channels';
 import { Dispatch, dispatchStreamId } from '@campaign-ops/dispatch-domain';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ConnectionAccessRequest, ConnectionReauthRequiredRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { DispatchExecutor } from './dispatch-executor';
 import { RelayedEvent } from './dispatch-relay';

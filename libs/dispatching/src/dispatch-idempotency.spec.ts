@@ -1,4 +1,5 @@
-import { Collection, FindOptions, Filter, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { Collection, FindOptions, Filter, ReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { indexedOnly } from '@campaign-ops/testing/read-store';
 import { DispatchIdempotency, IDEMPOTENCY_WINDOW_MS } from './dispatch-idempotency';
 

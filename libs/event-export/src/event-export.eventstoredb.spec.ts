@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventStoreDbEventStore, EventToAppend } from '@campaign-ops/event-store';
+import { EventToAppend } from '@campaign-ops/event-store';
+import { EventStoreDbEventStore } from '@campaign-ops/adapters/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { describeWithContainers } from '@campaign-ops/testing/container-testing';
 import { startEventStoreDb } from '@campaign-ops/testing/event-store';

@@ -3,7 +3,7 @@
  * connection of its own and answers each asked range of positions with its prepared page.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { ExportFilter, prefixesOf, selector } from './export-filter';
 import { PAGE_SPAN, preparePage } from './prepared-pages';
 

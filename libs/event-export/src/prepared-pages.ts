@@ -1,7 +1,8 @@
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
 import canonicalize from 'canonicalize';
-import { CanonicalEvent, EventStore, RecordedEvent, SqliteEventStore } from '@campaign-ops/event-store';
+import { CanonicalEvent, EventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { startWorkerBeside } from '@campaign-ops/worker-start';
 import { canonicalLineOf, EncodedPieces, encodePieces, LinePieces, linePieces } from './export-line';
 import { ExportFilter, prefixesOf, selector } from './export-filter';

@@ -1,5 +1,6 @@
 import { Decider, DomainEvent, eventVersions } from '@campaign-ops/decider';
-import { EventStoreDbEventStore, RecordedEvent, SqliteEventStore, WrongExpectedRevisionError } from '@campaign-ops/event-store';
+import { RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-store';
+import { EventStoreDbEventStore, SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { FakeEventStoreDb } from '@campaign-ops/testing/event-store';
 import { AggregateRepository, toDomainEvent, toStoredEvent } from './aggregate-repository';
 

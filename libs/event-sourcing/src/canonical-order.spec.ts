@@ -1,6 +1,6 @@
 import canonicalize from 'canonicalize';
 import { Decider, DomainEvent, eventVersions } from '@campaign-ops/decider';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { AggregateRepository, toStoredEvent } from './aggregate-repository';
 import { inCanonicalOrder, sortedKeys } from './canonical-order';
 import { SeededRandom, seededRandom } from '@campaign-ops/testing/event-store';

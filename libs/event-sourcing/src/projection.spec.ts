@@ -1,5 +1,5 @@
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { documentsAfter, LiveProjection, Projection } from './projection';
 import { projectionProcessor } from './projection-processor';
 
@@ -71,6 +71,17 @@ describe('a projection kept live', () => {
     await expect(live.collection('marks').get('a')).resolves.not.toBeNull();
     await expect(live.refresh('counter-c1', 0)).resolves.toMatchObject({ revision: 0 });
     await expect(first.get('c1')).resolves.toMatchObject({ total: 2 });
+  });
+
+  it("answers the stream's current state (from its document, then the events after it) without writing anything", async () => {
+    await expect(live.current('counter-c1')).resolves.toEqual({ state: { total: 0, marks: [] }, revision: null, read: 0 });
+    await events.append('counter-c1', [added(2, 'a'), added(3, 'b')], { expectedRevision: 'no_stream' });
+    await live.refresh('counter-c1');
+    await events.append('counter-c1', [added(10, 'c')], { expectedRevision: 1 });
+    const read = jest.spyOn(events, 'readStream');
+    await expect(live.current('counter-c1')).resolves.toEqual({ state: { total: 15, marks: ['c'] }, revision: 2, read: 1 });
+    expect(read).toHaveBeenCalledWith('counter-c1', { fromRevision: 2 });
+    await expect(live.collection('counters').get('c1')).resolves.toEqual({ id: 'c1', total: 5, revision: 1 });
   });
 
   it('answers null for a stream with no event, writing nothing', async () => {

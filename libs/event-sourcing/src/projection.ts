@@ -86,13 +86,23 @@ export class LiveProjection<State = unknown> {
       const held = await this.first.revisionOf(id);
       if (held !== null && held >= atLeast) return null;
     }
-    const resumed = this.projection.resume ? await this.resumed(id) : null;
+    const { state, revision, read } = await this.current(streamId);
+    if (revision === null) return null;
+    if (read) await this.write(this.projection.documents(state, revision), revision);
+    return { state, revision };
+  }
+
+  /**
+   * The stream's state as of its last event, without writing anything: from its document where
+   * the projection resumes (one read of it: a state and its revision read apart could straddle a
+   * write), then the events after it. `revision` is null for a stream without events; `read`
+   * counts the events read from the stream.
+   */
+  async current(streamId: string): Promise<{ state: State; revision: number | null; read: number }> {
+    const resumed = this.projection.resume ? await this.resumed(this.projection.documentId(streamId)) : null;
     const tail = await this.events.readStream(streamId, resumed ? { fromRevision: resumed.revision + 1 } : {});
     const revision = tail.length ? tail[tail.length - 1].revision : (resumed?.revision ?? null);
-    if (revision === null) return null;
-    const state = foldStream(this.projection, streamId, tail, resumed?.state);
-    if (tail.length) await this.write(this.projection.documents(state, revision), revision);
-    return { state, revision };
+    return { state: foldStream(this.projection, streamId, tail, resumed?.state), revision, read: tail.length };
   }
 
   private async resumed(id: string): Promise<{ state: State; revision: number } | null> {

@@ -149,3 +149,23 @@ export class WrongExpectedRevisionError extends Error {
     this.name = 'WrongExpectedRevisionError';
   }
 }
+
+/**
+ * The event store refused a subscription's start position (EventStoreDB: INVALID_ARGUMENT): typically a checkpoint
+ * kept in the read store while the event store was recreated or restored. Resubscribing from it
+ * cannot succeed, so the subscription stops with this error.
+ */
+export class SubscriptionPositionRefusedError extends Error {
+  constructor(
+    readonly fromPosition: string | undefined,
+    override readonly cause: unknown,
+  ) {
+    const from = fromPosition === undefined ? 'the start' : `position ${fromPosition}`;
+    super(
+      `EventStoreDB refuses to subscribe from ${from}: ${cause instanceof Error ? cause.message : String(cause)}. Resubscribing from it cannot succeed: ` +
+        'if this is a processor checkpoint, it is not a position of this database (was the event store recreated ' +
+        'or restored while the read store kept its checkpoints?); reset the checkpoint',
+    );
+    this.name = 'SubscriptionPositionRefusedError';
+  }
+}

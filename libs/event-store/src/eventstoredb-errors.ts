@@ -44,25 +44,8 @@ export class NotLeaderRetriesExhaustedError extends Error {
   }
 }
 
-/**
- * EventStoreDB refused a subscription's start position (INVALID_ARGUMENT): typically a checkpoint
- * kept in the read store while the event store was recreated or restored. Resubscribing from it
- * cannot succeed, so the subscription stops with this error.
- */
-export class SubscriptionPositionRefusedError extends Error {
-  constructor(
-    readonly fromPosition: string | undefined,
-    override readonly cause: unknown,
-  ) {
-    const from = fromPosition === undefined ? 'the start' : `position ${fromPosition}`;
-    super(
-      `EventStoreDB refuses to subscribe from ${from}: ${describeError(cause)}. Resubscribing from it cannot succeed: ` +
-        'if this is a processor checkpoint, it is not a position of this database (was the event store recreated ' +
-        'or restored while the read store kept its checkpoints?); reset the checkpoint',
-    );
-    this.name = 'SubscriptionPositionRefusedError';
-  }
-}
+// SubscriptionPositionRefusedError is the port's (event-store.port.ts): what a processor recognizes.
+export { SubscriptionPositionRefusedError } from './event-store.port';
 
 export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { EventStore, ReplayedEvent, ReplayReadOptions, SqliteEventStore } from '@campaign-ops/event-store';
+import { EventStore, ReplayedEvent, ReplayReadOptions } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { Collection, Doc, ReadModelRebuild, ReadStore, StandInPort } from '@campaign-ops/read-store';
 import { startWorkerBeside } from '@campaign-ops/worker-start';
 import { Projection } from '@campaign-ops/event-sourcing';

@@ -1,4 +1,4 @@
-import { BusAccess, NatsUser, operatorPermissions, passwordVariableOf, renderNatsAuthorization, servicePermissions } from '@campaign-ops/bus';
+import { BusAccess, NatsUser, operatorPermissions, passwordVariableOf, renderNatsAuthorization, servicePermissions } from '@campaign-ops/adapters/bus';
 import { SUBJECTS } from '@campaign-ops/service-messages';
 import type { AppName } from './config';
 

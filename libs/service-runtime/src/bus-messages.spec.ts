@@ -6,7 +6,7 @@ import { INestMicroservice } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { EventPattern, MessagePattern } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
-import { InProcessBus } from '@campaign-ops/bus';
+import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { waitFor } from '@campaign-ops/testing/bus';
 import { BusClient, BusRecord, BusTransport } from '@campaign-ops/bus-transport';
 import { MessageController } from './bus-messages';

@@ -1,6 +1,8 @@
-import { SqliteEventStore, RecordedEvent } from '@campaign-ops/event-store';
+import { RecordedEvent } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
-import { CheckpointStore, LeaseFence, SqliteReadStore } from '@campaign-ops/read-store';
+import { CheckpointStore, LeaseFence } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { CheckpointedProcessor } from './checkpointed-processor';
 
 /** A checkpoint store (SQLite's, leases and all) that also keeps every saved position, in order. */

@@ -1,8 +1,8 @@
 import { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { InProcessBus } from '@campaign-ops/bus';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { InProcessBus } from '@campaign-ops/adapters/bus';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { HealthController } from './health.http.controller';
 import { Infrastructure } from './infrastructure';
 import { INFRASTRUCTURE } from './infrastructure.tokens';

@@ -1,8 +1,11 @@
 import { join } from 'node:path';
 import { Logger } from '@nestjs/common';
-import { Bus, InProcessBus, NatsBus, NatsBusOptions } from '@campaign-ops/bus';
-import { EventStore, EventStoreDbEventStore, SqliteEventStore } from '@campaign-ops/event-store';
-import { MongoReadStore, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { Bus } from '@campaign-ops/bus';
+import { InProcessBus, NatsBus, NatsBusOptions } from '@campaign-ops/adapters/bus';
+import { EventStore } from '@campaign-ops/event-store';
+import { EventStoreDbEventStore, SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { ReadStore } from '@campaign-ops/read-store';
+import { MongoReadStore, SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ConfigError, ServiceConfig } from './config';
 
 export interface Infrastructure {

@@ -1,6 +1,8 @@
-import { EventStore, RecordedEvent, SqliteEventStore, SubscriptionPositionRefusedError } from '@campaign-ops/event-store';
+import { EventStore, RecordedEvent, SubscriptionPositionRefusedError } from '@campaign-ops/event-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
-import { CheckpointStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { CheckpointStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { CheckpointedProcessor } from './checkpointed-processor';
 import { processorProblems } from './processor-status';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { Mode } from '@campaign-ops/service-messages';
 import { partnerEventsOf } from './delivery-store';
 import { EventQueries } from './event-queries';

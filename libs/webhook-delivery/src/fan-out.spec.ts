@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { PartnerEvent, WebhookEventType } from '@campaign-ops/webhook-domain';
 import { deliveriesOf, partnerEventsOf } from './delivery-store';
 import { EndpointStore, EndpointView } from './endpoint-store';

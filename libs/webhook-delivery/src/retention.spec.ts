@@ -1,5 +1,5 @@
-import { SqliteReadStore } from '@campaign-ops/read-store';
-import { SqliteEventStore } from '@campaign-ops/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { pendingDelivery } from '@campaign-ops/webhook-domain';
 import { deliveriesOf, partnerEventsOf } from './delivery-store';
 import { DeliveryQueries } from './delivery-queries';

@@ -1,8 +1,8 @@
 import type { Mode } from '@campaign-ops/account-domain';
 import { AdNetwork, AdNetworks, NetworkSettings, ProviderAccount, TokenSet } from '@campaign-ops/ad-networks';
 import { Channel, ProviderError } from '@campaign-ops/channels';
-import { SqliteEventStore } from '@campaign-ops/event-store';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { Caller } from '@campaign-ops/service-messages';
 import { ChannelSlots } from '../channel-slots';

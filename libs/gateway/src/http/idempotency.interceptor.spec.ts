@@ -4,7 +4,7 @@ import { Test } from '@nestjs/testing';
 import type { NextFunction, Response } from 'express';
 import { of } from 'rxjs';
 import { ApiError } from '@campaign-ops/api-errors';
-import { SqliteReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ApiDocument } from '../openapi/api-document';
 import { ApiExceptionFilter } from './api-exception.filter';
 import { EnvelopeInterceptor } from './envelope.interceptor';

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { Collection, READ_STORE, ReadStore, SqliteReadStore } from '@campaign-ops/read-store';
+import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { indexedOnly } from '@campaign-ops/testing/read-store';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import {
