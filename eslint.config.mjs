@@ -47,7 +47,9 @@ const knownExceptions = [
   { files: ['libs/event-store/src/**/*.spec.ts'], sourceTag: 'type:infrastructure', extra: ['type:application'] },
 ];
 const widened = (sourceTag, extra, base) =>
-  base.map((c) => (c.sourceTag === sourceTag ? { ...c, onlyDependOnLibsWithTags: extra.includes('*') ? ['*'] : [...c.onlyDependOnLibsWithTags, ...extra] } : c));
+  base.map((c) =>
+    c.sourceTag === sourceTag ? { ...c, onlyDependOnLibsWithTags: extra.includes('*') ? ['*'] : [...c.onlyDependOnLibsWithTags, ...extra] } : c,
+  );
 const testFiles = ['**/*.spec.ts', '**/testing/**/*.ts'];
 
 export default tseslint.config(
@@ -59,7 +61,10 @@ export default tseslint.config(
     rules: {
       '@nx/enforce-module-boundaries': boundaries(depConstraints),
       // `_name` marks a parameter or binding kept for its position or shape (fakes that implement a port).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_', ignoreRestSiblings: true },
+      ],
     },
   },
   {
@@ -88,7 +93,12 @@ export default tseslint.config(
     { files, rules: { '@nx/enforce-module-boundaries': boundaries(widened(sourceTag, extra, depConstraints)) } },
     {
       files: files.map((f) => f.replace(/\*\*\/\*\.(spec\.)?ts$/, '**/*.spec.ts')),
-      rules: { '@nx/enforce-module-boundaries': boundaries(widened(sourceTag, extra, testDepConstraints), { allowCircularSelfDependency: true, allow: ['^(\\.\\./)+test/support/'] }) },
+      rules: {
+        '@nx/enforce-module-boundaries': boundaries(widened(sourceTag, extra, testDepConstraints), {
+          allowCircularSelfDependency: true,
+          allow: ['^(\\.\\./)+test/support/'],
+        }),
+      },
     },
   ]),
 );

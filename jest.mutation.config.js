@@ -4,8 +4,20 @@
 const base = require('./jest.config');
 
 const LIBS = [
-  'account-domain', 'accounts', 'connection-domain', 'connections', 'decider', 'dispatch-domain', 'dispatching', 'gateway', 'secret-box',
-  'url-guard', 'webhook-delivery', 'webhook-domain', 'webhook-sender', 'webhook-signing',
+  'account-domain',
+  'accounts',
+  'connection-domain',
+  'connections',
+  'decider',
+  'dispatch-domain',
+  'dispatching',
+  'gateway',
+  'secret-box',
+  'url-guard',
+  'webhook-delivery',
+  'webhook-domain',
+  'webhook-sender',
+  'webhook-signing',
 ];
 
 module.exports = {

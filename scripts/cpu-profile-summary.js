@@ -38,5 +38,10 @@ for (const [id, micros] of selfMicros) {
 }
 
 const row = ([name, micros]) => `${(micros / 1000).toFixed(0).padStart(8)} ms ${((100 * micros) / total).toFixed(1).padStart(5)} %  ${name}`;
-const largest = (map) => [...map].sort((a, b) => b[1] - a[1]).slice(0, top).map(row).join('\n');
+const largest = (map) =>
+  [...map]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top)
+    .map(row)
+    .join('\n');
 console.log(`${file}: ${(total / 1e6).toFixed(1)} s sampled\n\nby area (self time)\n${largest(byArea)}\n\nby function (self time)\n${largest(byFunction)}`);

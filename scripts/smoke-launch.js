@@ -65,7 +65,12 @@ async function main() {
   const key = (await expectOk('key', 'POST', `/admin/v1/accounts/${account.id}/keys`, adminToken, { mode: 'test' })).key;
   const campaign = (name) => ({
     channel: 'meta_ads',
-    campaign: { name, objective: 'conversion', budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' }, schedule: { start_at: '2030-01-01T09:00:00Z', timezone: 'UTC' } },
+    campaign: {
+      name,
+      objective: 'conversion',
+      budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' },
+      schedule: { start_at: '2030-01-01T09:00:00Z', timezone: 'UTC' },
+    },
   });
 
   const launched = await expectOk('launch', 'POST', '/v1/campaigns', key, campaign('Smoke launch'), { 'Idempotency-Key': `smoke-${account.id}` });
@@ -92,7 +97,10 @@ async function main() {
   const { credits_balance } = await expectOk('balance', 'GET', '/v1/account', key);
   // 10 granted; the launch (once, though posted twice), the failing one and its retry (no new charge).
   if (credits_balance !== 8) fail('balance', `credits_balance is ${credits_balance}, not 8`);
-  process.stdout.write(JSON.stringify({ ok: true, base, dispatch: launched.id, completed_at: completed.completed_at, failed_then_retried: failing.id, events, credits_balance }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ ok: true, base, dispatch: launched.id, completed_at: completed.completed_at, failed_then_retried: failing.id, events, credits_balance }) +
+      '\n',
+  );
 }
 
 main().catch((error) => fail('unexpected', error.stack || error.message));

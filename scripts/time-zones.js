@@ -28,7 +28,11 @@ let out =
   ` * time zone database (tzdata ${version}, as Debian ships it) that Node's ICU also knows, exactly as\n` +
   ' * written (case included). Read from /usr/share/zoneinfo/tzdata.zi; regenerate with\n * scripts/time-zones.js when tzdata adds names.\n */\n' +
   'export const TIME_ZONES: readonly string[] = [\n';
-for (let i = 0; i < list.length; i += 6) out += `  ${list.slice(i, i + 6).map((name) => `'${name}'`).join(', ')},\n`;
+for (let i = 0; i < list.length; i += 6)
+  out += `  ${list
+    .slice(i, i + 6)
+    .map((name) => `'${name}'`)
+    .join(', ')},\n`;
 out += '];\n';
 writeFileSync(path.join(__dirname, '..', 'libs/api-contract/src/time-zones.ts'), out);
 console.log(`${list.length} names (tzdata ${version})`);

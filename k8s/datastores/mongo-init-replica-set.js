@@ -54,7 +54,9 @@ if (status.ok === 1) {
 }
 
 if (tlsDir) {
-  const primary = new Mongo('mongodb://' + members.map((m) => m.host).join(',') + '/?replicaSet=rs0&serverSelectionTimeoutMS=120000' + tlsOptions).getDB('admin');
+  const primary = new Mongo('mongodb://' + members.map((m) => m.host).join(',') + '/?replicaSet=rs0&serverSelectionTimeoutMS=120000' + tlsOptions).getDB(
+    'admin',
+  );
   for (const name of Object.keys(process.env).filter((key) => key.startsWith('MONGODB_PASSWORD_'))) {
     const user = name.slice('MONGODB_PASSWORD_'.length).toLowerCase().replace(/_/g, '-');
     const roles = [{ role: 'readWrite', db: 'campaign_ops' }];

@@ -66,15 +66,21 @@ describe('the GitHub Actions workflow', () => {
   it('fails the run when REQUIRE_CONTAINERS is set and no container runtime answers (there is none here)', async () => {
     const setup = join(ROOT, 'test', 'support', 'global-setup.js');
     const script = join(mkdtempSync(join(tmpdir(), 'ci-require-')), 'probe.js');
-    require('node:fs').writeFileSync(script, `require(${JSON.stringify(setup)})().then(() => process.exit(0), (e) => { console.error(e.message); process.exit(3); });`);
+    require('node:fs').writeFileSync(
+      script,
+      `require(${JSON.stringify(setup)})().then(() => process.exit(0), (e) => { console.error(e.message); process.exit(3); });`,
+    );
     const required = await runNode(script, { REQUIRE_CONTAINERS: 'true', NODE_PATH: join(ROOT, 'node_modules') });
-    expect({ code: required.code, stderr: required.stderr }).toEqual({ code: 3, stderr: expect.stringMatching(/^REQUIRE_CONTAINERS=true, but no container runtime/) });
+    expect({ code: required.code, stderr: required.stderr }).toEqual({
+      code: 3,
+      stderr: expect.stringMatching(/^REQUIRE_CONTAINERS=true, but no container runtime/),
+    });
     const optional = await runNode(script, { NODE_PATH: join(ROOT, 'node_modules') });
     expect(optional.code).toBe(0);
   });
 });
 
-describe('scripts/smoke-launch.js (the compose job\'s launch)', () => {
+describe("scripts/smoke-launch.js (the compose job's launch)", () => {
   const ADMIN_TOKEN = 'smoke-admin-token-0123456789';
   let dataDir: string;
   let service: ServiceProcess;
@@ -93,7 +99,12 @@ describe('scripts/smoke-launch.js (the compose job\'s launch)', () => {
   it('launches, sees the dispatch completed, retries a failed one and finds both in the Events API', async () => {
     const { code, stdout, stderr } = await smoke({ ADMIN_TOKEN });
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
-    expect(JSON.parse(stdout)).toMatchObject({ ok: true, dispatch: expect.stringMatching(/^dsp_/), failed_then_retried: expect.stringMatching(/^dsp_/), credits_balance: 8 });
+    expect(JSON.parse(stdout)).toMatchObject({
+      ok: true,
+      dispatch: expect.stringMatching(/^dsp_/),
+      failed_then_retried: expect.stringMatching(/^dsp_/),
+      credits_balance: 8,
+    });
   });
 
   it('fails, naming the step, when the deployment does not do what a partner needs', async () => {

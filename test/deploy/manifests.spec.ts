@@ -105,7 +105,7 @@ function run(bin: string, args: string[], options: { env?: NodeJS.ProcessEnv } =
 /** kubectl with kustomize v5+ (the manifests use `labels:` and multi-document patches), or why not. */
 function findKubectl(): { bin: string } | { missing: string } {
   const bin = findOnPath('kubectl');
-  if (!bin) return { missing: 'kubectl is not installed (kubectl 1.27+ with kustomize v5; Debian\'s kubernetes-client is too old)' };
+  if (!bin) return { missing: "kubectl is not installed (kubectl 1.27+ with kustomize v5; Debian's kubernetes-client is too old)" };
   const version = run(bin, ['version', '--client', '-o', 'json']);
   const kustomize = /"kustomizeVersion":\s*"v?(\d+)/.exec(version.stdout);
   if (!kustomize || Number(kustomize[1]) < 5) return { missing: `${bin} has no kustomize v5 (kubectl 1.27+ needed)` };
@@ -134,7 +134,7 @@ function parseYaml(text: string, source: string): Json[] {
 
 const composeTool = (() => {
   const bin = findOnPath('docker-compose');
-  return bin ? { bin } : { missing: "docker-compose is not installed (apt-get install -y docker-compose)" };
+  return bin ? { bin } : { missing: 'docker-compose is not installed (apt-get install -y docker-compose)' };
 })();
 
 // The NATS users of k8s/datastores/nats-auth.conf, and the variable each one's password is in.
@@ -207,7 +207,8 @@ describeWithTool('docker-compose.yml', composeTool, (compose) => {
       }
       const published = (service.ports ?? []).map((port: Json) => (typeof port === 'object' ? Number(port.published) : Number(String(port).split(':')[0])));
       const expected = app === 'api-gateway' ? [3000] : [];
-      if (JSON.stringify(published) !== JSON.stringify(expected)) failures.push(`${app}: publishes ${JSON.stringify(published)}, expected ${JSON.stringify(expected)}`);
+      if (JSON.stringify(published) !== JSON.stringify(expected))
+        failures.push(`${app}: publishes ${JSON.stringify(published)}, expected ${JSON.stringify(expected)}`);
     }
     expect(services['api-gateway']?.environment?.ADMIN_TOKEN).toBe(COMPOSE_SECRETS.ADMIN_TOKEN);
     expect(failures).toEqual([]);
@@ -219,16 +220,21 @@ describeWithTool('docker-compose.yml', composeTool, (compose) => {
     const nats = services.nats;
     expect(nats.command.slice(0, 2)).toEqual(['-c', '/etc/nats/nats-auth.conf']);
     // docker-compose 1.x writes a bind mount as "source:target:mode", compose v2 as an object.
-    const mounts = (nats.volumes as Json[]).map((volume) => (typeof volume === 'string' ? { source: volume.split(':')[0], target: volume.split(':')[1] } : volume));
+    const mounts = (nats.volumes as Json[]).map((volume) =>
+      typeof volume === 'string' ? { source: volume.split(':')[0], target: volume.split(':')[1] } : volume,
+    );
     const mounted = mounts.find((volume) => volume.target === '/etc/nats/nats-auth.conf');
     expect(relative(root, mounted?.source ?? '')).toBe(join('k8s', 'datastores', 'nats-auth.conf'));
     const failures: string[] = [];
     for (const { user, passwordVariable } of NATS_USERS) {
       if (nats.environment?.[passwordVariable] !== COMPOSE_SECRETS[passwordVariable]) failures.push(`nats: ${passwordVariable} not passed`);
       const client = user === 'ops' ? services['bus-setup'] : services[user];
-      if (client?.environment?.NATS_USER !== user || client?.environment?.NATS_PASSWORD !== COMPOSE_SECRETS[passwordVariable]) failures.push(`${user}: not signed in as ${user}`);
+      if (client?.environment?.NATS_USER !== user || client?.environment?.NATS_PASSWORD !== COMPOSE_SECRETS[passwordVariable])
+        failures.push(`${user}: not signed in as ${user}`);
     }
-    for (const app of APPS) if (services[app]?.depends_on?.['bus-setup']?.condition !== 'service_completed_successfully') failures.push(`${app}: starts before bus-setup made the streams`);
+    for (const app of APPS)
+      if (services[app]?.depends_on?.['bus-setup']?.condition !== 'service_completed_successfully')
+        failures.push(`${app}: starts before bus-setup made the streams`);
     expect(services['bus-setup']?.command).toEqual(['node', 'dist/apps/ops-cli/src/main.js', 'bus', 'setup']);
     expect(failures).toEqual([]);
   });
@@ -266,7 +272,13 @@ describeWithTool('docker-compose.yml', composeTool, (compose) => {
       const settings = loadNetworkSettings(environment);
       for (const channel of CHANNELS) {
         const { clientId, clientSecret, developerToken, apiUrl, oauthUrl, tokenUrl } = settings[channel];
-        expect({ channel, clientId, clientSecret, developerToken, apiUrl, oauthUrl, tokenUrl }).toEqual({ channel, clientId: null, clientSecret: null, developerToken: null, ...DEFAULT_ENDPOINTS[channel] });
+        expect({ channel, clientId, clientSecret, developerToken, apiUrl, oauthUrl, tokenUrl }).toEqual({
+          channel,
+          clientId: null,
+          clientSecret: null,
+          developerToken: null,
+          ...DEFAULT_ENDPOINTS[channel],
+        });
       }
       const config = loadConfig(app as 'connection-service' | 'dispatch-service', environment);
       expect(config.channelRetryMaxWaitMs).toBe(15 * 60_000);
@@ -328,7 +340,7 @@ function podSpecOf(object: Json): Json | null {
 }
 
 function podLabelsOf(object: Json): Record<string, string> {
-  return object.kind === 'CronJob' ? object.spec?.jobTemplate?.spec?.template?.metadata?.labels ?? {} : object.spec?.template?.metadata?.labels ?? {};
+  return object.kind === 'CronJob' ? (object.spec?.jobTemplate?.spec?.template?.metadata?.labels ?? {}) : (object.spec?.template?.metadata?.labels ?? {});
 }
 
 function containersOf(podSpec: Json): Json[] {
@@ -409,7 +421,9 @@ function ingressRoutes(ingress: Json, requestPath: string): string[] {
 
 /** The container port a Service port leads to, in the pods the Service selects (by name or number). */
 function containerPortBehind(objects: Json[], service: Json, servicePort: Json): { deployment: Json; port: Json } | null {
-  const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.namespace === service.metadata.namespace && selects({ matchLabels: service.spec.selector }, podLabelsOf(o)));
+  const deployment = objects.find(
+    (o) => o.kind === 'Deployment' && o.metadata.namespace === service.metadata.namespace && selects({ matchLabels: service.spec.selector }, podLabelsOf(o)),
+  );
   if (!deployment) return null;
   const target = servicePort.targetPort ?? servicePort.port;
   const port = podSpecOf(deployment)
@@ -423,7 +437,7 @@ function appConfigOf(objects: Json[]): Record<string, string> | null {
   const deployment = objects.find(isApp);
   const ref = deployment ? podSpecOf(deployment).containers[0].envFrom?.find((source: Json) => source.configMapRef)?.configMapRef.name : undefined;
   const configMap = ref && objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === ref);
-  return configMap ? configMap.data ?? {} : null;
+  return configMap ? (configMap.data ?? {}) : null;
 }
 
 /** A container's environment as built: its envFrom ConfigMaps, then its `env` (values and ConfigMap keys), which wins. Secrets are left out. */
@@ -460,7 +474,10 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       }
     }
     const result = run(kubectl(), ['kustomize', join('k8s', 'observability')]);
-    observability = result.status === 0 ? { objects: parseYaml(result.stdout, 'kubectl kustomize k8s/observability'), error: null } : { objects: [], error: result.stderr.trim() || `exit ${result.status}` };
+    observability =
+      result.status === 0
+        ? { objects: parseYaml(result.stdout, 'kubectl kustomize k8s/observability'), error: null }
+        : { objects: [], error: result.stderr.trim() || `exit ${result.status}` };
   });
 
   const observabilityObjects = (): Json[] => {
@@ -474,7 +491,9 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
     expect(objects.map((object) => [id(object), schemaErrors(object)]).filter(([, errors]) => errors !== null)).toEqual([]);
     const dashboard = objects.find((o) => o.kind === 'ConfigMap');
     expect(dashboard.metadata.labels?.grafana_dashboard).toBe('1');
-    expect(JSON.parse(dashboard.data['campaign-ops-dashboard.json'])).toEqual(JSON.parse(readFileSync(join(root, 'k8s', 'observability', 'campaign-ops-dashboard.json'), 'utf8')));
+    expect(JSON.parse(dashboard.data['campaign-ops-dashboard.json'])).toEqual(
+      JSON.parse(readFileSync(join(root, 'k8s', 'observability', 'campaign-ops-dashboard.json'), 'utf8')),
+    );
     // Applied into an overlay's namespace (kubectl -n … apply -k): none of its own.
     expect(objects.filter((o) => o.metadata.namespace)).toEqual([]);
   });
@@ -516,8 +535,13 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         if (env.APP !== appName(deployment)) failures.push(`${overlay}: ${id(deployment)}: APP=${env.APP}`);
         if (String(port) !== env.PORT) failures.push(`${overlay}: ${id(deployment)}: PORT=${env.PORT} but the http port is ${port}`);
         // The app serves /metrics on METRICS_PORT only (its config refuses PORT): the container port named `metrics`.
-        if (String(metricsPort) !== env.METRICS_PORT || metricsPort === port) failures.push(`${overlay}: ${id(deployment)}: METRICS_PORT=${env.METRICS_PORT} but the metrics port is ${metricsPort} (http ${port})`);
-        if (annotations['prometheus.io/scrape'] !== 'true' || annotations['prometheus.io/port'] !== String(metricsPort) || annotations['prometheus.io/path'] !== '/metrics') {
+        if (String(metricsPort) !== env.METRICS_PORT || metricsPort === port)
+          failures.push(`${overlay}: ${id(deployment)}: METRICS_PORT=${env.METRICS_PORT} but the metrics port is ${metricsPort} (http ${port})`);
+        if (
+          annotations['prometheus.io/scrape'] !== 'true' ||
+          annotations['prometheus.io/port'] !== String(metricsPort) ||
+          annotations['prometheus.io/path'] !== '/metrics'
+        ) {
           failures.push(`${overlay}: ${id(deployment)}: Prometheus annotations do not point at /metrics on the metrics port ${metricsPort}`);
         }
       }
@@ -576,22 +600,30 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       const policies = objects.filter((object) => object.kind === 'NetworkPolicy');
       const failures: string[] = [];
       const defaultDeny = policies.find(
-        (p) => Object.keys(p.spec.podSelector ?? {}).length === 0 && ['Ingress', 'Egress'].every((t) => p.spec.policyTypes?.includes(t)) && !p.spec.ingress && !p.spec.egress,
+        (p) =>
+          Object.keys(p.spec.podSelector ?? {}).length === 0 &&
+          ['Ingress', 'Egress'].every((t) => p.spec.policyTypes?.includes(t)) &&
+          !p.spec.ingress &&
+          !p.spec.egress,
       );
       if (!defaultDeny) failures.push(`${overlay}: no default-deny NetworkPolicy (podSelector {}, Ingress and Egress, no rules)`);
 
       for (const deployment of objects.filter(isApp)) {
         const labels = podLabelsOf(deployment);
         const applying = policies.filter((p) => Object.keys(p.spec.podSelector ?? {}).length > 0 && selects(p.spec.podSelector, labels));
-        const internet = applying.some((p) => (p.spec.egress ?? []).some((rule: Json) => (rule.to ?? []).some((peer: Json) => peer.ipBlock?.cidr === '0.0.0.0/0')));
+        const internet = applying.some((p) =>
+          (p.spec.egress ?? []).some((rule: Json) => (rule.to ?? []).some((peer: Json) => peer.ipBlock?.cidr === '0.0.0.0/0')),
+        );
         const name = appName(deployment);
         if (WORKERS.includes(name) && !internet) failures.push(`${overlay}: ${name} cannot reach providers/partners over the internet`);
         if (name === 'api-gateway' && internet) failures.push(`${overlay}: api-gateway may reach the internet`);
         const http = podSpecOf(deployment).containers[0].ports?.find((p: Json) => p.name === 'http');
         for (const policy of applying) {
           for (const rule of policy.spec.ingress ?? []) {
-            if (WORKERS.includes(name) && !(rule.from ?? []).length) failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} opens ${name} to any source`);
-            if (WORKERS.includes(name) && http && rulePassesPodPort(rule, http)) failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} opens ${name}'s http port`);
+            if (WORKERS.includes(name) && !(rule.from ?? []).length)
+              failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} opens ${name} to any source`);
+            if (WORKERS.includes(name) && http && rulePassesPodPort(rule, http))
+              failures.push(`${overlay}: NetworkPolicy/${policy.metadata.name} opens ${name}'s http port`);
           }
         }
       }
@@ -622,7 +654,12 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
           continue;
         }
         const rules = policies
-          .filter((p) => p.metadata.namespace === deployment.metadata.namespace && selects(p.spec.podSelector, podLabelsOf(deployment)) && (p.spec.policyTypes ?? ['Ingress']).includes('Ingress'))
+          .filter(
+            (p) =>
+              p.metadata.namespace === deployment.metadata.namespace &&
+              selects(p.spec.podSelector, podLabelsOf(deployment)) &&
+              (p.spec.policyTypes ?? ['Ingress']).includes('Ingress'),
+          )
           .flatMap((p) => (p.spec.ingress ?? []).map((rule: Json) => ({ policy: p.metadata.name, rule })))
           .filter(({ rule }) => rulePassesPodPort(rule, metrics));
         if (rules.length === 0) failures.push(`${overlay}: nothing may scrape ${name}'s metrics port ${metrics.containerPort}`);
@@ -631,7 +668,11 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
           if (peers.length === 0) failures.push(`${overlay}: NetworkPolicy/${policy} opens ${name}'s metrics port to any source`);
           for (const peer of peers) {
             const namespace = peer.namespaceSelector?.matchLabels?.['kubernetes.io/metadata.name'];
-            const exactlyMonitoring = namespace === MONITORING_NAMESPACE && Object.keys(peer.namespaceSelector.matchLabels).length === 1 && !peer.namespaceSelector.matchExpressions && !peer.ipBlock;
+            const exactlyMonitoring =
+              namespace === MONITORING_NAMESPACE &&
+              Object.keys(peer.namespaceSelector.matchLabels).length === 1 &&
+              !peer.namespaceSelector.matchExpressions &&
+              !peer.ipBlock;
             if (!exactlyMonitoring) failures.push(`${overlay}: NetworkPolicy/${policy} opens ${name}'s metrics port to ${JSON.stringify(peer)}`);
           }
         }
@@ -647,7 +688,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         for (const portName of ['http', 'metrics']) {
           const servicePort = service?.spec.ports?.find((p: Json) => p.name === portName);
           const behind = servicePort && containerPortBehind(objects, service, servicePort);
-          if (behind?.port.name !== portName || behind.deployment !== deployment) failures.push(`${overlay}: Service/${appName(deployment)} port ${portName} leads to ${JSON.stringify(behind?.port)}`);
+          if (behind?.port.name !== portName || behind.deployment !== deployment)
+            failures.push(`${overlay}: Service/${appName(deployment)} port ${portName} leads to ${JSON.stringify(behind?.port)}`);
         }
       }
       expect(failures).toEqual([]);
@@ -669,10 +711,17 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         for (const rule of ingress.spec.rules ?? []) {
           for (const path of rule.http?.paths ?? []) {
             const backend = path.backend?.service;
-            const service = objects.find((o) => o.kind === 'Service' && o.metadata.name === backend?.name && o.metadata.namespace === ingress.metadata.namespace);
-            const servicePort = service?.spec.ports?.find((p: Json) => (backend.port?.name !== undefined ? p.name === backend.port.name : p.port === backend.port?.number));
+            const service = objects.find(
+              (o) => o.kind === 'Service' && o.metadata.name === backend?.name && o.metadata.namespace === ingress.metadata.namespace,
+            );
+            const servicePort = service?.spec.ports?.find((p: Json) =>
+              backend.port?.name !== undefined ? p.name === backend.port.name : p.port === backend.port?.number,
+            );
             const behind = servicePort && containerPortBehind(objects, service, servicePort);
-            if (behind?.port.name !== 'http') failures.push(`${overlay}: ${id(ingress)} ${rule.host} ${path.path} leads to ${JSON.stringify(backend)} → container port ${JSON.stringify(behind?.port)}, not http`);
+            if (behind?.port.name !== 'http')
+              failures.push(
+                `${overlay}: ${id(ingress)} ${rule.host} ${path.path} leads to ${JSON.stringify(backend)} → container port ${JSON.stringify(behind?.port)}, not http`,
+              );
           }
         }
       }
@@ -693,9 +742,15 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
           const behind = servicePort && containerPortBehind(objects, service, servicePort);
           const container = behind && podSpecOf(behind.deployment).containers[0];
           const metricsPort = container && resolvedEnvOf(objects, container).METRICS_PORT;
-          if (!behind || String(behind.port.containerPort) !== metricsPort) failures.push(`${overlay}: Service/${service.metadata.name} port ${endpoint.port} leads to ${JSON.stringify(behind?.port)}, METRICS_PORT is ${metricsPort}`);
+          if (!behind || String(behind.port.containerPort) !== metricsPort)
+            failures.push(
+              `${overlay}: Service/${service.metadata.name} port ${endpoint.port} leads to ${JSON.stringify(behind?.port)}, METRICS_PORT is ${metricsPort}`,
+            );
         }
-        if (service.metadata.labels?.[monitor.spec.jobLabel] !== service.metadata.name) failures.push(`${overlay}: Service/${service.metadata.name} has ${monitor.spec.jobLabel}=${service.metadata.labels?.[monitor.spec.jobLabel]}: the job label would not be the app's name`);
+        if (service.metadata.labels?.[monitor.spec.jobLabel] !== service.metadata.name)
+          failures.push(
+            `${overlay}: Service/${service.metadata.name} has ${monitor.spec.jobLabel}=${service.metadata.labels?.[monitor.spec.jobLabel]}: the job label would not be the app's name`,
+          );
       }
       expect(failures).toEqual([]);
     });
@@ -715,8 +770,17 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
           const toInternet = rules.filter((rule) => (rule.to ?? []).some((peer: Json) => peer.ipBlock?.cidr === cidr));
           const reaches = (port: number) => toInternet.some((rule) => rulePassesPort(rule, 'TCP', port));
           const expected: Array<[number, boolean]> = ANY_PORT_WORKERS.includes(name)
-            ? [[443, true], [8443, true], [1, true], [65535, true]]
-            : [[443, true], [8443, false], [80, false]];
+            ? [
+                [443, true],
+                [8443, true],
+                [1, true],
+                [65535, true],
+              ]
+            : [
+                [443, true],
+                [8443, false],
+                [80, false],
+              ];
           for (const [port, allowed] of expected) {
             if (reaches(port) !== allowed) failures.push(`${overlay}: ${name} ${allowed ? 'cannot' : 'may'} reach ${cidr} on TCP ${port}`);
           }
@@ -725,7 +789,7 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       expect(failures).toEqual([]);
     });
 
-    it('replicates the JetStream streams on every NATS server (NATS_STREAM_REPLICAS equals the NATS StatefulSet\'s replicas)', () => {
+    it("replicates the JetStream streams on every NATS server (NATS_STREAM_REPLICAS equals the NATS StatefulSet's replicas)", () => {
       const objects = objectsOf(overlay);
       const config = appConfigOf(objects);
       const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
@@ -739,17 +803,23 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
     it('signs each app in to NATS as its own user, the nats-streams Job as the operators, and gives nats-server the users and their passwords', () => {
       const objects = objectsOf(overlay);
       const failures: string[] = [];
-      const clients = [...objects.filter(isApp).map((o) => [appName(o), o] as const), ['ops', objects.find((o) => o.kind === 'Job' && o.metadata.name === 'nats-streams')] as const];
+      const clients = [
+        ...objects.filter(isApp).map((o) => [appName(o), o] as const),
+        ['ops', objects.find((o) => o.kind === 'Job' && o.metadata.name === 'nats-streams')] as const,
+      ];
       for (const [user, object] of clients) {
         const { passwordVariable } = NATS_USERS.find((candidate) => candidate.user === user) ?? { passwordVariable: '(no such NATS user)' };
         const env = podSpecOf(object)?.containers[0].env ?? [];
         const userValue = env.find((e: Json) => e.name === 'NATS_USER')?.value;
         const password = env.find((e: Json) => e.name === 'NATS_PASSWORD')?.valueFrom?.secretKeyRef;
         if (userValue !== user || password?.name !== 'campaign-ops-nats' || password?.key !== passwordVariable)
-          failures.push(`${overlay}: ${id(object)}: NATS_USER=${userValue}, NATS_PASSWORD from ${password?.name}/${password?.key}; expected ${user} and campaign-ops-nats/${passwordVariable}`);
+          failures.push(
+            `${overlay}: ${id(object)}: NATS_USER=${userValue}, NATS_PASSWORD from ${password?.name}/${password?.key}; expected ${user} and campaign-ops-nats/${passwordVariable}`,
+          );
       }
       const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
-      if (!(podSpecOf(nats).containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === 'campaign-ops-nats')) failures.push(`${overlay}: nats-server does not read campaign-ops-nats`);
+      if (!(podSpecOf(nats).containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === 'campaign-ops-nats'))
+        failures.push(`${overlay}: nats-server does not read campaign-ops-nats`);
       const configName = podSpecOf(nats).volumes.find((v: Json) => v.configMap)?.configMap.name;
       const config = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === configName)?.data ?? {};
       if (config['nats-auth.conf'] !== natsAuthorizationFile()) failures.push(`${overlay}: nats-auth.conf in ${configName} is not the rendered authorization`);
@@ -767,7 +837,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
             ...Object.entries<string>(object.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')] as [string, string]),
           ];
           for (const [key, value] of values) {
-            if (value !== '' && !PLACEHOLDER.test(value)) failures.push(`${overlay}: ${id(object)} key ${key} holds a value that is not a REPLACE_ME placeholder`);
+            if (value !== '' && !PLACEHOLDER.test(value))
+              failures.push(`${overlay}: ${id(object)} key ${key} holds a value that is not a REPLACE_ME placeholder`);
           }
         }
         const pod = podSpecOf(object);
@@ -778,7 +849,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
             if (!ref) continue;
             const template = SECRET_TEMPLATES[ref.name];
             if (!template) failures.push(`${overlay}: ${id(object)} reads Secret ${ref.name}, not one of ${Object.keys(SECRET_TEMPLATES).join(', ')}`);
-            else if (!readEnvFile(join(root, 'k8s', template)).has(ref.key)) failures.push(`${overlay}: ${id(object)} reads ${ref.key}, which k8s/${template} does not list`);
+            else if (!readEnvFile(join(root, 'k8s', template)).has(ref.key))
+              failures.push(`${overlay}: ${id(object)} reads ${ref.key}, which k8s/${template} does not list`);
           }
         }
       }
@@ -797,7 +869,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
             const ref = variable.valueFrom?.secretKeyRef;
             if (!ref || !optional.includes(ref.key)) continue;
             readers.push(`${id(object)} ${ref.key}`);
-            if (ref.optional !== true) failures.push(`${overlay}: ${id(object)} reads ${ref.key} without optional: true (a Secret without the key would keep the pod from starting)`);
+            if (ref.optional !== true)
+              failures.push(`${overlay}: ${id(object)} reads ${ref.key} without optional: true (a Secret without the key would keep the pod from starting)`);
           }
         }
       }
@@ -810,13 +883,15 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       const readers: string[] = [];
       const failures: string[] = [];
       for (const object of objects) {
-        if (object.kind === 'Secret' && object.metadata.name.startsWith(CHANNELS_SECRET)) failures.push(`${overlay}: ${id(object)} is built (kubectl apply -k would overwrite the real one)`);
+        if (object.kind === 'Secret' && object.metadata.name.startsWith(CHANNELS_SECRET))
+          failures.push(`${overlay}: ${id(object)} is built (kubectl apply -k would overwrite the real one)`);
         const pod = podSpecOf(object);
         for (const container of pod ? containersOf(pod) : []) {
           for (const source of container.envFrom ?? []) {
             if (source.secretRef?.name !== CHANNELS_SECRET) continue;
             readers.push(isApp(object) ? appName(object) : id(object));
-            if (source.secretRef.optional !== true) failures.push(`${overlay}: ${id(object)} needs ${CHANNELS_SECRET} (not optional: pods wait until it exists)`);
+            if (source.secretRef.optional !== true)
+              failures.push(`${overlay}: ${id(object)} needs ${CHANNELS_SECRET} (not optional: pods wait until it exists)`);
             if (source.prefix) failures.push(`${overlay}: ${id(object)} prefixes ${CHANNELS_SECRET}'s names with ${source.prefix}`);
           }
           for (const variable of container.env ?? []) {
@@ -836,7 +911,13 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       const deployment = objects.find((o) => isApp(o) && appName(o) === 'connection-service');
       const env = resolvedEnvOf(objects, podSpecOf(deployment).containers[0]);
       expect(env.PUBLIC_BASE_URL).toEqual(expect.stringMatching(/^https?:\/\//));
-      const config = loadConfig('connection-service', { ...env, DATA_DIR: configDataDir, CONNECTION_ENCRYPTION_KEY: '1'.repeat(64), NATS_PASSWORD: 'from-the-secret', NATS_TLS_CA_FILE: undefined });
+      const config = loadConfig('connection-service', {
+        ...env,
+        DATA_DIR: configDataDir,
+        CONNECTION_ENCRYPTION_KEY: '1'.repeat(64),
+        NATS_PASSWORD: 'from-the-secret',
+        NATS_TLS_CA_FILE: undefined,
+      });
       expect(config.connections.publicBaseUrl).toBe(env.PUBLIC_BASE_URL!.replace(/\/+$/, ''));
     });
 
@@ -853,8 +934,10 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         const members = nats.spec.replicas ?? 1;
         const routes = natsConfig.match(/nats:\/\/[a-z0-9.-]+:6222/g) ?? [];
         const expected = members > 1 ? Array.from({ length: members }, (_, i) => `nats://nats-${i}.${nats.spec.serviceName}:6222`) : [];
-        if (JSON.stringify(routes) !== JSON.stringify(expected)) failures.push(`${overlay}: nats.conf routes ${JSON.stringify(routes)} for ${members} member(s), expected ${JSON.stringify(expected)}`);
-        if (members === 1 && /^\s*cluster\s*\{/m.test(natsConfig)) failures.push(`${overlay}: single NATS server with a cluster block (JetStream would wait for absent peers)`);
+        if (JSON.stringify(routes) !== JSON.stringify(expected))
+          failures.push(`${overlay}: nats.conf routes ${JSON.stringify(routes)} for ${members} member(s), expected ${JSON.stringify(expected)}`);
+        if (members === 1 && /^\s*cluster\s*\{/m.test(natsConfig))
+          failures.push(`${overlay}: single NATS server with a cluster block (JetStream would wait for absent peers)`);
       }
 
       const eventstore = statefulSet('eventstore');
@@ -866,7 +949,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       const mongo = statefulSet('mongo');
       const init = objects.find((o) => o.kind === 'Job' && o.metadata.name === 'mongo-init-replica-set');
       const members = init?.spec.template.spec.containers[0].env?.find((e: Json) => e.name === 'MEMBERS')?.value;
-      if (!mongo || !init || String(mongo.spec.replicas ?? 1) !== members) failures.push(`${overlay}: MongoDB runs ${mongo?.spec.replicas} member(s), the init Job initiates ${members}`);
+      if (!mongo || !init || String(mongo.spec.replicas ?? 1) !== members)
+        failures.push(`${overlay}: MongoDB runs ${mongo?.spec.replicas} member(s), the init Job initiates ${members}`);
 
       for (const store of [nats, eventstore, mongo].filter(Boolean)) {
         const headless = objects.find((o) => o.kind === 'Service' && o.metadata.name === store.spec.serviceName);
@@ -887,19 +971,26 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       for (const object of [...objects.filter(isApp), objects.find((o) => o.kind === 'Job' && o.metadata.name === 'nats-streams')]) {
         const env = resolvedEnvOf(objects, podSpecOf(object).containers[0]);
         if (!env.NATS_URL?.startsWith('tls://')) failures.push(`${id(object)}: NATS_URL=${env.NATS_URL}`);
-        for (const [name, value] of [['MONGODB_URL', env.MONGODB_URL], ['EVENTSTORE_URL', env.EVENTSTORE_URL]] as const)
+        for (const [name, value] of [
+          ['MONGODB_URL', env.MONGODB_URL],
+          ['EVENTSTORE_URL', env.EVENTSTORE_URL],
+        ] as const)
           if (!/[?&]tls=true(&|$)/.test(value ?? '') || !value?.includes(`tlsCAFile=${env.NATS_TLS_CA_FILE}`)) failures.push(`${id(object)}: ${name}=${value}`);
-        if (!env.NATS_TLS_CA_FILE || !mountedPaths(object).some((path: string) => env.NATS_TLS_CA_FILE!.startsWith(`${path}/`))) failures.push(`${id(object)}: NATS_TLS_CA_FILE=${env.NATS_TLS_CA_FILE} is not in a mounted volume`);
+        if (!env.NATS_TLS_CA_FILE || !mountedPaths(object).some((path: string) => env.NATS_TLS_CA_FILE!.startsWith(`${path}/`)))
+          failures.push(`${id(object)}: NATS_TLS_CA_FILE=${env.NATS_TLS_CA_FILE} is not in a mounted volume`);
       }
       const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
       const configName = podSpecOf(nats).volumes.find((v: Json) => v.configMap)?.configMap.name;
       const tlsConf: string = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === configName)?.data?.['nats-tls.conf'] ?? '';
       const certFiles = [...tlsConf.matchAll(/(?:cert|key)_file:\s*(\S+)/g)].map((m) => m[1]);
-      if (certFiles.length !== 2 || !certFiles.every((file) => mountedPaths(nats).some((path: string) => file.startsWith(`${path}/`)))) failures.push(`nats: nats-tls.conf names ${certFiles.join(', ') || 'no certificate'}, not in a mounted volume`);
+      if (certFiles.length !== 2 || !certFiles.every((file) => mountedPaths(nats).some((path: string) => file.startsWith(`${path}/`))))
+        failures.push(`nats: nats-tls.conf names ${certFiles.join(', ') || 'no certificate'}, not in a mounted volume`);
       const mongo = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'mongo');
-      for (const flag of ['--auth', '--tlsMode=requireTLS', '--clusterAuthMode=x509']) if (!podSpecOf(mongo).containers[0].command.includes(flag)) failures.push(`mongo: no ${flag}`);
+      for (const flag of ['--auth', '--tlsMode=requireTLS', '--clusterAuthMode=x509'])
+        if (!podSpecOf(mongo).containers[0].command.includes(flag)) failures.push(`mongo: no ${flag}`);
       const eventstore = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'eventstore');
-      if (resolvedEnvOf(objects, podSpecOf(eventstore).containers[0]).EVENTSTORE_INSECURE !== 'false') failures.push('eventstore: EVENTSTORE_INSECURE is not false');
+      if (resolvedEnvOf(objects, podSpecOf(eventstore).containers[0]).EVENTSTORE_INSECURE !== 'false')
+        failures.push('eventstore: EVENTSTORE_INSECURE is not false');
       expect(failures).toEqual([]);
     });
 
@@ -911,17 +1002,21 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         for (const store of ['MONGODB', 'EVENTSTORE']) {
           const ref = env.find((e: Json) => e.name === `${store}_PASSWORD`)?.valueFrom?.secretKeyRef;
           const expected = `${store}_PASSWORD_${appName(deployment).toUpperCase().replace(/-/g, '_')}`;
-          if (ref?.name !== 'campaign-ops-datastores' || ref?.key !== expected) failures.push(`${id(deployment)}: ${store}_PASSWORD from ${ref?.name}/${ref?.key}, expected campaign-ops-datastores/${expected}`);
+          if (ref?.name !== 'campaign-ops-datastores' || ref?.key !== expected)
+            failures.push(`${id(deployment)}: ${store}_PASSWORD from ${ref?.name}/${ref?.key}, expected campaign-ops-datastores/${expected}`);
         }
       }
       for (const job of ['mongo-init-replica-set', 'eventstore-users']) {
         const object = objects.find((o) => o.kind === 'Job' && o.metadata.name === job);
-        if (!(podSpecOf(object)?.containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === 'campaign-ops-datastores')) failures.push(`${job}: does not read campaign-ops-datastores`);
+        if (!(podSpecOf(object)?.containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === 'campaign-ops-datastores'))
+          failures.push(`${job}: does not read campaign-ops-datastores`);
       }
       expect(failures).toEqual([]);
     });
     const budgetsFor = (objects: Json[], workload: Json) =>
-      objects.filter((o) => o.kind === 'PodDisruptionBudget' && o.metadata.namespace === workload.metadata.namespace && selects(o.spec.selector, podLabelsOf(workload)));
+      objects.filter(
+        (o) => o.kind === 'PodDisruptionBudget' && o.metadata.namespace === workload.metadata.namespace && selects(o.spec.selector, podLabelsOf(workload)),
+      );
 
     it('autoscales every app (at least 2 replicas, the gateway 3) and gives each a disruption budget', () => {
       const objects = prod();
@@ -929,7 +1024,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       for (const deployment of objects.filter(isApp)) {
         const name = appName(deployment);
         const hpa = objects.find(
-          (o) => o.kind === 'HorizontalPodAutoscaler' && o.spec.scaleTargetRef?.kind === 'Deployment' && o.spec.scaleTargetRef?.name === deployment.metadata.name,
+          (o) =>
+            o.kind === 'HorizontalPodAutoscaler' && o.spec.scaleTargetRef?.kind === 'Deployment' && o.spec.scaleTargetRef?.name === deployment.metadata.name,
         );
         const minimum = name === 'api-gateway' ? 3 : 2;
         if (!hpa) failures.push(`${id(deployment)}: no HorizontalPodAutoscaler`);
@@ -960,7 +1056,7 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       expect(failures).toEqual([]);
     });
 
-    it('sets NATS_STREAM_REPLICAS=3 in the apps\' config, equal to the NATS StatefulSet\'s replicas', () => {
+    it("sets NATS_STREAM_REPLICAS=3 in the apps' config, equal to the NATS StatefulSet's replicas", () => {
       const objects = prod();
       const nats = objects.find((o) => o.kind === 'StatefulSet' && o.metadata.name === 'nats');
       expect(appConfigOf(objects)?.NATS_STREAM_REPLICAS).toBe('3');
@@ -1009,7 +1105,12 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
       const objects = prod();
       const deployment = objects.find((o) => isApp(o) && appName(o) === 'connection-service');
       const url = new URL(resolvedEnvOf(objects, podSpecOf(deployment).containers[0]).PUBLIC_BASE_URL ?? 'unset:');
-      expect({ protocol: url.protocol, host: url.host !== '', search: url.search, hash: url.hash }).toEqual({ protocol: 'https:', host: true, search: '', hash: '' });
+      expect({ protocol: url.protocol, host: url.host !== '', search: url.search, hash: url.hash }).toEqual({
+        protocol: 'https:',
+        host: true,
+        search: '',
+        hash: '',
+      });
     });
 
     it(`pins CHANNEL_ALLOW_HTTP=false in the env of the services that read ${CHANNELS_SECRET} (env wins over envFrom)`, () => {
@@ -1019,7 +1120,8 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
         const reads = (podSpecOf(deployment).containers[0].envFrom ?? []).some((source: Json) => source.secretRef?.name === CHANNELS_SECRET);
         if (!reads) continue;
         const pinned = (podSpecOf(deployment).containers[0].env ?? []).filter((e: Json) => e.name === 'CHANNEL_ALLOW_HTTP');
-        if (pinned.length !== 1 || pinned[0].value !== 'false') failures.push(`${id(deployment)}: CHANNEL_ALLOW_HTTP is ${JSON.stringify(pinned)}, expected one value "false"`);
+        if (pinned.length !== 1 || pinned[0].value !== 'false')
+          failures.push(`${id(deployment)}: CHANNEL_ALLOW_HTTP is ${JSON.stringify(pinned)}, expected one value "false"`);
       }
       expect(failures).toEqual([]);
     });
@@ -1030,12 +1132,19 @@ describeWithTool('Kubernetes manifests (k8s/)', findKubectl(), (kubectl) => {
 // Files, whatever tools are installed
 
 describe('committed deployment files', () => {
-  it('k8s/secrets.env.example lists the apps\' secrets with placeholders that the apps refuse to start with', () => {
+  it("k8s/secrets.env.example lists the apps' secrets with placeholders that the apps refuse to start with", () => {
     const template = readSecretTemplate();
-    expect([...template.keys()].sort()).toEqual(['ADMIN_TOKEN', 'CONNECTION_ENCRYPTION_KEY', 'CONNECTION_ENCRYPTION_KEY_PREVIOUS', 'IDEMPOTENCY_SECRET_KEY', 'WEBHOOK_SECRET_KEY']);
+    expect([...template.keys()].sort()).toEqual([
+      'ADMIN_TOKEN',
+      'CONNECTION_ENCRYPTION_KEY',
+      'CONNECTION_ENCRYPTION_KEY_PREVIOUS',
+      'IDEMPOTENCY_SECRET_KEY',
+      'WEBHOOK_SECRET_KEY',
+    ]);
     // Optional and empty: no rotation under way (empty is read as unset).
     const optional = ['CONNECTION_ENCRYPTION_KEY_PREVIOUS'];
-    for (const [key, value] of template) expect({ key, value: optional.includes(key) ? value : PLACEHOLDER.test(value) }).toEqual({ key, value: optional.includes(key) ? '' : true });
+    for (const [key, value] of template)
+      expect({ key, value: optional.includes(key) ? value : PLACEHOLDER.test(value) }).toEqual({ key, value: optional.includes(key) ? '' : true });
     // The config loader wants 64 hex characters for the keys, and 16 characters at least for the token.
     expect(template.get('WEBHOOK_SECRET_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
     expect(template.get('CONNECTION_ENCRYPTION_KEY')).not.toMatch(/^[0-9a-fA-F]{64}$/);
@@ -1046,9 +1155,18 @@ describe('committed deployment files', () => {
   it('k8s/channels.env.example lists every CHANNEL_* variable the services read (a set per channel of the CHANNELS catalog), all empty', () => {
     // The list comes from the code; these anchor it in the catalog, so a broken recording cannot pass.
     for (const channel of CHANNELS) {
-      for (const suffix of ['CLIENT_ID', 'CLIENT_SECRET', 'API_URL', 'OAUTH_URL', 'TOKEN_URL']) expect(CHANNEL_VARIABLES).toContain(`CHANNEL_${channel.toUpperCase()}_${suffix}`);
+      for (const suffix of ['CLIENT_ID', 'CLIENT_SECRET', 'API_URL', 'OAUTH_URL', 'TOKEN_URL'])
+        expect(CHANNEL_VARIABLES).toContain(`CHANNEL_${channel.toUpperCase()}_${suffix}`);
     }
-    expect(CHANNEL_VARIABLES).toEqual(expect.arrayContaining(['CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN', 'CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN', 'CHANNEL_TIMEOUT_MS', 'CHANNEL_RETRY_MAX_WAIT', 'CHANNEL_ALLOW_HTTP']));
+    expect(CHANNEL_VARIABLES).toEqual(
+      expect.arrayContaining([
+        'CHANNEL_GOOGLE_ADS_DEVELOPER_TOKEN',
+        'CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN',
+        'CHANNEL_TIMEOUT_MS',
+        'CHANNEL_RETRY_MAX_WAIT',
+        'CHANNEL_ALLOW_HTTP',
+      ]),
+    );
     const template = readEnvFile(join(root, 'k8s', 'channels.env.example'));
     expect([...template.keys()].sort()).toEqual(CHANNEL_VARIABLES);
     // Empty reads as unset: a copy filled in for some channels leaves the others unconfigured.

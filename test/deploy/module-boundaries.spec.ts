@@ -35,18 +35,29 @@ describe('module boundaries (eslint.config.mjs)', () => {
       // an infrastructure lib reaching into a domain
       { filePath: 'libs/bus/src/x.ts', source: "import { CHANNELS } from '@campaign-ops/channels';\nexport const c = CHANNELS;\n" },
       // allowed: a domain lib using the decider (domain) and ids (util)
-      { filePath: 'libs/dispatch-domain/src/x.ts', source: "import { newId } from '@campaign-ops/ids';\nimport * as decider from '@campaign-ops/decider';\nexport const id = newId;\nexport const d = decider;\n" },
+      {
+        filePath: 'libs/dispatch-domain/src/x.ts',
+        source:
+          "import { newId } from '@campaign-ops/ids';\nimport * as decider from '@campaign-ops/decider';\nexport const id = newId;\nexport const d = decider;\n",
+      },
       // a domain lib reaching an adapter through the adapters' entry point
-      { filePath: 'libs/dispatch-domain/src/y.ts', source: "import { SqliteEventStore } from '@campaign-ops/adapters/event-store';\nexport const s = SqliteEventStore;\n" },
+      {
+        filePath: 'libs/dispatch-domain/src/y.ts',
+        source: "import { SqliteEventStore } from '@campaign-ops/adapters/event-store';\nexport const s = SqliteEventStore;\n",
+      },
     ]);
   }, 20_000);
 
   it('refuses a domain lib importing a service lib', () => {
-    expect(boundaryErrors(results[0]).map((f) => f.message)).toEqual([expect.stringMatching(/tagged with "type:domain" can only depend on libs tagged with "type:domain", "type:util"/)]);
+    expect(boundaryErrors(results[0]).map((f) => f.message)).toEqual([
+      expect.stringMatching(/tagged with "type:domain" can only depend on libs tagged with "type:domain", "type:util"/),
+    ]);
   });
 
   it('refuses an infrastructure lib importing a domain lib', () => {
-    expect(boundaryErrors(results[1]).map((f) => f.message)).toEqual([expect.stringMatching(/tagged with "type:infrastructure" can only depend on libs tagged with "type:infrastructure", "type:util"/)]);
+    expect(boundaryErrors(results[1]).map((f) => f.message)).toEqual([
+      expect.stringMatching(/tagged with "type:infrastructure" can only depend on libs tagged with "type:infrastructure", "type:util"/),
+    ]);
   });
 
   it('lets a domain lib use domain and util libs', () => {
@@ -54,7 +65,9 @@ describe('module boundaries (eslint.config.mjs)', () => {
   });
 
   it("refuses a domain lib importing an infrastructure lib's adapters", () => {
-    expect(boundaryErrors(results[3]).map((f) => f.message)).toEqual([expect.stringMatching(/tagged with "type:domain" can only depend on libs tagged with "type:domain", "type:util"/)]);
+    expect(boundaryErrors(results[3]).map((f) => f.message)).toEqual([
+      expect.stringMatching(/tagged with "type:domain" can only depend on libs tagged with "type:domain", "type:util"/),
+    ]);
   });
 });
 

@@ -74,7 +74,9 @@ describe("the services' NATS permissions, as the code declares them", () => {
   it.each(Object.keys(SERVICES) as BusService[])('%s serves, consumes and calls exactly what its code does', (service) => {
     const { serves, consumes } = handlersOf(SERVICES[service].module);
     expect(sorted(BUS_ACCESS[service].serves)).toEqual(sorted(serves));
-    expect([...BUS_ACCESS[service].consumes].sort((a, b) => a.durable.localeCompare(b.durable))).toEqual(consumes.sort((a, b) => a.durable.localeCompare(b.durable)));
+    expect([...BUS_ACCESS[service].consumes].sort((a, b) => a.durable.localeCompare(b.durable))).toEqual(
+      consumes.sort((a, b) => a.durable.localeCompare(b.durable)),
+    );
     expect(sorted(BUS_ACCESS[service].requests)).toEqual(sorted(requestsIn(SERVICES[service].lib)));
   });
 
@@ -104,7 +106,12 @@ describe('a nats-server started from the repository configuration', () => {
   /** A plain nats.js connection as a service's user, its replies on that user's inbox. */
   const as = async (user: string, options: { password?: string; inboxPrefix?: string } = {}) => {
     const { NATS_USER, NATS_PASSWORD } = nats.credentialsOf(user);
-    const connection = await connect({ servers: nats.url, user: NATS_USER, pass: options.password ?? NATS_PASSWORD, inboxPrefix: options.inboxPrefix ?? `_INBOX.${user}` });
+    const connection = await connect({
+      servers: nats.url,
+      user: NATS_USER,
+      pass: options.password ?? NATS_PASSWORD,
+      inboxPrefix: options.inboxPrefix ?? `_INBOX.${user}`,
+    });
     open.push(connection);
     return connection;
   };
@@ -148,8 +155,13 @@ describe('a nats-server started from the repository configuration', () => {
   it("refuses the gateway's request for a token: the publish never reaches connection-service", async () => {
     const gateway = await as('api-gateway');
     const before = tokenRequests;
-    await expect(gateway.request(SUBJECTS.connectionAccess, encoder.encode('{}'), { timeout: 2000 })).rejects.toThrow(/Permissions Violation for Publish to "svc.connection.access"/);
-    await waitFor(() => /Publish Violation - User "api-gateway", Subject "svc.connection.access"/.test(nats.permissionViolations().join('\n')), 'the server to log the violation');
+    await expect(gateway.request(SUBJECTS.connectionAccess, encoder.encode('{}'), { timeout: 2000 })).rejects.toThrow(
+      /Permissions Violation for Publish to "svc.connection.access"/,
+    );
+    await waitFor(
+      () => /Publish Violation - User "api-gateway", Subject "svc.connection.access"/.test(nats.permissionViolations().join('\n')),
+      'the server to log the violation',
+    );
     expect(tokenRequests).toBe(before);
   });
 
@@ -157,7 +169,9 @@ describe('a nats-server started from the repository configuration', () => {
     const gateway = await as('api-gateway');
     expect(await subscribeOutcome(gateway, '_INBOX.dispatch-service.>')).toMatch(/Permissions Violation for Subscription/);
     expect(await subscribeOutcome(await as('api-gateway'), '_INBOX.>')).toMatch(/Permissions Violation for Subscription/);
-    expect(await subscribeOutcome(await as('api-gateway'), SUBJECTS.connectionCreate, SUBJECTS.connectionCreate)).toMatch(/Permissions Violation for Subscription/);
+    expect(await subscribeOutcome(await as('api-gateway'), SUBJECTS.connectionCreate, SUBJECTS.connectionCreate)).toMatch(
+      /Permissions Violation for Subscription/,
+    );
     // Its own inbox is its own.
     expect(await subscribeOutcome(await as('api-gateway'), '_INBOX.api-gateway.x')).toBe('accepted');
   });
@@ -169,13 +183,19 @@ describe('a nats-server started from the repository configuration', () => {
 
   it("refuses a service's changes to the streams (a stream's subjects could capture any inbox): only the operators' user makes them", async () => {
     const { NATS_USER: user, NATS_PASSWORD: password } = nats.credentialsOf('api-gateway');
-    await expect(NatsBus.connect({ servers: nats.url, name: 'gateway-as-admin', credentials: { user, password }, manageStreams: true })).rejects.toThrow(/cannot create JetStream stream/);
-    await expect(NatsBus.connect({ servers: nats.url, name: 'gateway', credentials: { user, password }, manageStreams: false })).rejects.toThrow(/does not exist: an operator creates it with `ops bus setup`/);
+    await expect(NatsBus.connect({ servers: nats.url, name: 'gateway-as-admin', credentials: { user, password }, manageStreams: true })).rejects.toThrow(
+      /cannot create JetStream stream/,
+    );
+    await expect(NatsBus.connect({ servers: nats.url, name: 'gateway', credentials: { user, password }, manageStreams: false })).rejects.toThrow(
+      /does not exist: an operator creates it with `ops bus setup`/,
+    );
     const { NATS_USER: opsUser, NATS_PASSWORD: opsPassword } = nats.credentialsOf('ops');
     const operators = await NatsBus.connect({ servers: nats.url, name: 'ops', credentials: { user: opsUser, password: opsPassword } });
     await operators.close();
     const gateway = await NatsBus.connect({ servers: nats.url, name: 'gateway', credentials: { user, password }, manageStreams: false });
-    await expect(gateway.consume({ durable: 'webhook-fan-out', subject: 'evt.partner.>' }, async () => undefined)).rejects.toThrow(/Permissions Violation|timeout/i);
+    await expect(gateway.consume({ durable: 'webhook-fan-out', subject: 'evt.partner.>' }, async () => undefined)).rejects.toThrow(
+      /Permissions Violation|timeout/i,
+    );
     await gateway.close();
   }, 30_000);
 });

@@ -71,16 +71,23 @@ function exportedMetrics(): Map<string, ExportedMetric> {
         const options = node.arguments?.[0];
         if (options && ts.isObjectLiteralExpression(options)) {
           const property = (key: string) =>
-            options.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === key)?.initializer;
+            options.properties.find((p): p is ts.PropertyAssignment => ts.isPropertyAssignment(p) && ts.isIdentifier(p.name) && p.name.text === key)
+              ?.initializer;
           const name = property('name');
           if (name && ts.isStringLiteralLike(name)) {
-            metrics.set(name.text, { type: METRIC_CLASSES[node.expression.text], labels: stringsOf(property('labelNames')) ?? [], source: where, definedBy: 'constructor' });
+            metrics.set(name.text, {
+              type: METRIC_CLASSES[node.expression.text],
+              labels: stringsOf(property('labelNames')) ?? [],
+              source: where,
+              definedBy: 'constructor',
+            });
           }
         }
       }
       if (ts.isCallExpression(node) && ts.isIdentifier(node.expression)) {
         const [name, , labelNames] = node.arguments;
-        if (node.expression.text === 'scrapeGauge' && name && ts.isStringLiteralLike(name)) metrics.set(name.text, { type: 'gauge', labels: stringsOf(labelNames) ?? [], source: where, definedBy: 'scrapeGauge' });
+        if (node.expression.text === 'scrapeGauge' && name && ts.isStringLiteralLike(name))
+          metrics.set(name.text, { type: 'gauge', labels: stringsOf(labelNames) ?? [], source: where, definedBy: 'scrapeGauge' });
         if (node.expression.text === 'collectDefaultMetrics') collectsDefaults = true;
       }
       ts.forEachChild(node, visit);
@@ -148,9 +155,29 @@ const strictParser = promqlParser.configure({ strict: true });
 
 /** Functions that take a range vector (a matrix selector or a subquery). */
 const RANGE_FUNCTIONS = new Set([
-  'rate', 'irate', 'increase', 'delta', 'idelta', 'deriv', 'predict_linear', 'changes', 'resets', 'holt_winters', 'double_exponential_smoothing',
-  'avg_over_time', 'min_over_time', 'max_over_time', 'sum_over_time', 'count_over_time', 'quantile_over_time', 'stddev_over_time', 'stdvar_over_time',
-  'last_over_time', 'present_over_time', 'absent_over_time', 'mad_over_time',
+  'rate',
+  'irate',
+  'increase',
+  'delta',
+  'idelta',
+  'deriv',
+  'predict_linear',
+  'changes',
+  'resets',
+  'holt_winters',
+  'double_exponential_smoothing',
+  'avg_over_time',
+  'min_over_time',
+  'max_over_time',
+  'sum_over_time',
+  'count_over_time',
+  'quantile_over_time',
+  'stddev_over_time',
+  'stdvar_over_time',
+  'last_over_time',
+  'present_over_time',
+  'absent_over_time',
+  'mad_over_time',
 ]);
 /** Of those, the ones only meaningful on counters (they assume resets, not ups and downs). */
 const COUNTER_FUNCTIONS = new Set(['rate', 'irate', 'increase', 'resets']);
@@ -160,8 +187,10 @@ const children = (node: SyntaxNode): SyntaxNode[] => {
   for (let child = node.firstChild; child; child = child.nextSibling) list.push(child);
   return list;
 };
-const descendants = (node: SyntaxNode, name: string): SyntaxNode[] => children(node).flatMap((child) => [...(child.name === name ? [child] : []), ...descendants(child, name)]);
-const unquote = (literal: string): string => (literal.startsWith('`') ? literal.slice(1, -1) : (JSON.parse(literal.startsWith("'") ? `"${literal.slice(1, -1).replace(/"/g, '\\"')}"` : literal) as string));
+const descendants = (node: SyntaxNode, name: string): SyntaxNode[] =>
+  children(node).flatMap((child) => [...(child.name === name ? [child] : []), ...descendants(child, name)]);
+const unquote = (literal: string): string =>
+  literal.startsWith('`') ? literal.slice(1, -1) : (JSON.parse(literal.startsWith("'") ? `"${literal.slice(1, -1).replace(/"/g, '\\"')}"` : literal) as string);
 
 interface Selector {
   metric: string | null;
@@ -177,7 +206,10 @@ function selectorOf(node: SyntaxNode, text: string): Selector {
     value: unquote(text.slice(matcher.getChild('StringLiteral')!.from, matcher.getChild('StringLiteral')!.to)),
   }));
   const byName = matchers.find((m) => m.label === '__name__' && m.op === '=');
-  return { metric: identifier ? text.slice(identifier.from, identifier.to) : byName?.value ?? null, matchers: matchers.filter((m) => m.label !== '__name__') };
+  return {
+    metric: identifier ? text.slice(identifier.from, identifier.to) : (byName?.value ?? null),
+    matchers: matchers.filter((m) => m.label !== '__name__'),
+  };
 }
 
 /**
@@ -191,7 +223,9 @@ function promqlProblems(expr: string): string[] {
     tree = strictParser.parse(expr);
   } catch (error) {
     const at = Number(/at (\d+)/.exec((error as Error).message)?.[1] ?? -1);
-    return [`syntax error${at >= 0 ? ` at ${at}: …${expr.slice(Math.max(0, at - 20), at)}⟨here⟩${expr.slice(at, at + 20)}…` : `: ${(error as Error).message}`}`];
+    return [
+      `syntax error${at >= 0 ? ` at ${at}: …${expr.slice(Math.max(0, at - 20), at)}⟨here⟩${expr.slice(at, at + 20)}…` : `: ${(error as Error).message}`}`,
+    ];
   }
   const problems: string[] = [];
   const top = tree.topNode;
@@ -206,13 +240,18 @@ function promqlProblems(expr: string): string[] {
     }
     for (const label of series.labels) known.add(label);
     for (const { label, op, value } of matchers) {
-      if (!series.labels.includes(label) && !TARGET_LABELS.includes(label)) problems.push(`${metric} has no label ${label} (it has ${[...series.labels, ...TARGET_LABELS].join(', ')})`);
+      if (!series.labels.includes(label) && !TARGET_LABELS.includes(label))
+        problems.push(`${metric} has no label ${label} (it has ${[...series.labels, ...TARGET_LABELS].join(', ')})`);
       if (op !== '=' && op !== '=~') continue;
       const values = op === '=~' ? value.replace(/^\(|\)$/g, '').split('|') : [value];
       if (LITERAL_LABELS.includes(label) && series.labels.includes(label)) {
-        for (const v of values) if (/^[\w-]+$/.test(v) && !/^\d+$/.test(v) && !SOURCE_TEXT.includes(`'${v}'`)) problems.push(`${metric}{${label}="${v}"}: the code never writes ${label} ${v}`);
+        for (const v of values)
+          if (/^[\w-]+$/.test(v) && !/^\d+$/.test(v) && !SOURCE_TEXT.includes(`'${v}'`))
+            problems.push(`${metric}{${label}="${v}"}: the code never writes ${label} ${v}`);
       }
-      if (label === 'job' && series.source !== 'kube-state-metrics') for (const v of values) if (!APP_JOBS.includes(v)) problems.push(`${metric}{job="${v}"}: job is the app's name (ServiceMonitor jobLabel), one of ${APP_JOBS.join(', ')}`);
+      if (label === 'job' && series.source !== 'kube-state-metrics')
+        for (const v of values)
+          if (!APP_JOBS.includes(v)) problems.push(`${metric}{job="${v}"}: job is the app's name (ServiceMonitor jobLabel), one of ${APP_JOBS.join(', ')}`);
     }
   }
   // Labels a label_replace creates may be grouped on too.
@@ -244,8 +283,20 @@ const GRAFANA_MACROS = /\$\{?__(rate_interval|interval|range)\}?/g;
 
 describe('the PromQL checker itself', () => {
   it("finds the metrics of the code: each of service-runtime's registry, the scrape-time gauges and prom-client's defaults", () => {
-    const runtime = (runtimeRegistry.getMetricsAsArray() as unknown as Array<{ name: string; labelNames: string[] }>).map((m) => [m.name, [...m.labelNames].sort()]);
-    expect(runtime.filter(([name, labels]) => JSON.stringify(EXPORTED.get(name as string)?.labels.slice().sort()) !== JSON.stringify(labels))).toEqual([]);
+    const runtime = (runtimeRegistry.getMetricsAsArray() as unknown as Array<{ name: string; labelNames: string[] }>).map((m) => [
+      m.name,
+      [...m.labelNames].sort(),
+    ]);
+    expect(
+      runtime.filter(
+        ([name, labels]) =>
+          JSON.stringify(
+            EXPORTED.get(name as string)
+              ?.labels.slice()
+              .sort(),
+          ) !== JSON.stringify(labels),
+      ),
+    ).toEqual([]);
     expect([...EXPORTED.values()].filter((m) => m.definedBy === 'scrapeGauge').length).toBeGreaterThanOrEqual(3);
     expect([...EXPORTED.values()].filter((m) => m.definedBy === 'defaults').length).toBeGreaterThanOrEqual(10);
   });
@@ -287,7 +338,12 @@ describe('the Grafana dashboard (k8s/observability/campaign-ops-dashboard.json)'
   const targets = queryPanels.flatMap((panel) => (panel.targets ?? []).map((target: Json) => ({ panel, target })));
 
   it('is a dashboard Grafana imports: title, uid, a schemaVersion, panels, a Prometheus datasource variable', () => {
-    expect(dashboard).toMatchObject({ title: expect.any(String), uid: expect.stringMatching(/^[A-Za-z0-9_-]{1,40}$/), schemaVersion: expect.any(Number), panels: expect.any(Array) });
+    expect(dashboard).toMatchObject({
+      title: expect.any(String),
+      uid: expect.stringMatching(/^[A-Za-z0-9_-]{1,40}$/),
+      schemaVersion: expect.any(Number),
+      panels: expect.any(Array),
+    });
     expect(dashboard.schemaVersion).toBeGreaterThanOrEqual(36);
     // Provisioned from a ConfigMap, a dashboard cannot ask for its inputs: the datasource is a variable.
     expect(dashboard.__inputs).toBeUndefined();
@@ -298,7 +354,8 @@ describe('the Grafana dashboard (k8s/observability/campaign-ops-dashboard.json)'
   it('gives every panel a unique id, a title, a type and a place on the 24-column grid, without overlaps', () => {
     const failures: string[] = [];
     const ids = panels.map((panel) => panel.id);
-    if (new Set(ids).size !== ids.length || !ids.every((id) => Number.isInteger(id) && id > 0)) failures.push(`panel ids are not unique positive integers: ${JSON.stringify(ids)}`);
+    if (new Set(ids).size !== ids.length || !ids.every((id) => Number.isInteger(id) && id > 0))
+      failures.push(`panel ids are not unique positive integers: ${JSON.stringify(ids)}`);
     const cells = new Map<string, string>();
     for (const panel of panels) {
       const where = `panel ${panel.id} "${panel.title}"`;
@@ -327,7 +384,8 @@ describe('the Grafana dashboard (k8s/observability/campaign-ops-dashboard.json)'
       if (!viaVariable(panel.datasource)) failures.push(`${where}: datasource ${JSON.stringify(panel.datasource)}`);
       if (!panel.targets?.length) failures.push(`${where}: no targets`);
       const refIds = (panel.targets ?? []).map((t: Json) => t.refId);
-      if (new Set(refIds).size !== refIds.length || refIds.some((id: unknown) => typeof id !== 'string' || !id)) failures.push(`${where}: refIds ${JSON.stringify(refIds)}`);
+      if (new Set(refIds).size !== refIds.length || refIds.some((id: unknown) => typeof id !== 'string' || !id))
+        failures.push(`${where}: refIds ${JSON.stringify(refIds)}`);
       for (const target of panel.targets ?? []) {
         if (typeof target.expr !== 'string' || !target.expr.trim()) failures.push(`${where} ${target.refId}: no expr`);
         if (target.datasource && !viaVariable(target.datasource)) failures.push(`${where} ${target.refId}: datasource ${JSON.stringify(target.datasource)}`);
@@ -339,7 +397,8 @@ describe('the Grafana dashboard (k8s/observability/campaign-ops-dashboard.json)'
   it('writes every query in valid PromQL on metrics and labels the apps export', () => {
     const failures: string[] = [];
     for (const { panel, target } of targets) {
-      for (const problem of promqlProblems(String(target.expr).replace(GRAFANA_MACROS, '5m'))) failures.push(`panel ${panel.id} "${panel.title}" ${target.refId}: ${problem}`);
+      for (const problem of promqlProblems(String(target.expr).replace(GRAFANA_MACROS, '5m')))
+        failures.push(`panel ${panel.id} "${panel.title}" ${target.refId}: ${problem}`);
     }
     for (const variable of variables.filter((v) => v.type === 'query')) {
       const query = typeof variable.query === 'string' ? variable.query : variable.query?.query;
@@ -355,7 +414,13 @@ describe('the Grafana dashboard (k8s/observability/campaign-ops-dashboard.json)'
 
   it('uses only the variables it defines', () => {
     const defined = new Set(variables.map((v) => v.name));
-    const used = targets.flatMap(({ target }) => [...String(target.expr).replace(GRAFANA_MACROS, '').matchAll(/\$\{?([A-Za-z_]\w*)\}?/g)].map((m) => m[1]));
+    const used = targets.flatMap(({ target }) =>
+      [
+        ...String(target.expr)
+          .replace(GRAFANA_MACROS, '')
+          .matchAll(/\$\{?([A-Za-z_]\w*)\}?/g),
+      ].map((m) => m[1]),
+    );
     expect([...new Set(used)].filter((name) => !defined.has(name))).toEqual([]);
   });
 
@@ -401,10 +466,12 @@ describe('the alert rules (k8s/observability/prometheus-rules.yaml)', () => {
     for (const alert of alerts) {
       const where = `${alert.group}/${alert.alert}`;
       if (!/^CampaignOps[A-Z]\w+$/.test(alert.alert)) failures.push(`${where}: name is not CampaignOps…`);
-      if (typeof alert.for !== 'string' || !/^([1-9]\d*(ms|s|m|h|d|w|y))+$/.test(alert.for)) failures.push(`${where}: for is ${JSON.stringify(alert.for)}, expected a duration such as 10m`);
+      if (typeof alert.for !== 'string' || !/^([1-9]\d*(ms|s|m|h|d|w|y))+$/.test(alert.for))
+        failures.push(`${where}: for is ${JSON.stringify(alert.for)}, expected a duration such as 10m`);
       if (!['critical', 'warning', 'info'].includes(alert.labels?.severity)) failures.push(`${where}: severity is ${JSON.stringify(alert.labels?.severity)}`);
       for (const annotation of ['summary', 'description', 'runbook']) {
-        if (typeof alert.annotations?.[annotation] !== 'string' || alert.annotations[annotation].trim().length < 10) failures.push(`${where}: no ${annotation} annotation`);
+        if (typeof alert.annotations?.[annotation] !== 'string' || alert.annotations[annotation].trim().length < 10)
+          failures.push(`${where}: no ${annotation} annotation`);
       }
       // Alertmanager renders annotations as Go templates: braces must pair.
       for (const [key, value] of Object.entries<string>(alert.annotations ?? {})) {

@@ -13,13 +13,14 @@ import { ServiceProcess } from '../support/service-process';
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
 
 /** Every Admin API route, aimed at a real account and key so that letting one through would change them. */
-const adminRoutes = (accountId: string, keyId: string) => [
-  ['POST', '/admin/v1/accounts', { name: 'Intruder' }],
-  ['POST', `/admin/v1/accounts/${accountId}/keys`, { mode: 'test' }],
-  ['POST', `/admin/v1/accounts/${accountId}/credits`, { mode: 'test', amount: 500 }],
-  ['PATCH', `/admin/v1/accounts/${accountId}`, { oauth_redirect_uris: ['https://intruder.example/back'] }],
-  ['DELETE', `/admin/v1/keys/${keyId}`, undefined],
-] as const;
+const adminRoutes = (accountId: string, keyId: string) =>
+  [
+    ['POST', '/admin/v1/accounts', { name: 'Intruder' }],
+    ['POST', `/admin/v1/accounts/${accountId}/keys`, { mode: 'test' }],
+    ['POST', `/admin/v1/accounts/${accountId}/credits`, { mode: 'test', amount: 500 }],
+    ['PATCH', `/admin/v1/accounts/${accountId}`, { oauth_redirect_uris: ['https://intruder.example/back'] }],
+    ['DELETE', `/admin/v1/keys/${keyId}`, undefined],
+  ] as const;
 
 describe('the Admin API', () => {
   let dataDir: string;
@@ -61,7 +62,11 @@ describe('the Admin API', () => {
         expect({ route: `${method} ${path}`, status: answer.status, body: answer.body }).toEqual({
           route: `${method} ${path}`,
           status: 404,
-          body: { success: false, error: { type: 'invalid_request_error', code: 'route_not_found', message: expect.any(String) }, request_id: expect.stringMatching(/^req_/) },
+          body: {
+            success: false,
+            error: { type: 'invalid_request_error', code: 'route_not_found', message: expect.any(String) },
+            request_id: expect.stringMatching(/^req_/),
+          },
         });
       }
     }
@@ -120,7 +125,10 @@ describe('the Admin API', () => {
 
   it("keeps an account's OAuth redirect URIs: set when opened, replaced by PATCH, shown to its keys; bad ones refused naming the item", async () => {
     const admin = new PartnerClient(service.url, ADMIN_TOKEN);
-    const opened = await admin.post('/admin/v1/accounts', { name: 'Redirects', oauth_redirect_uris: ['https://partner.example/connected', 'http://localhost:3000/back'] });
+    const opened = await admin.post('/admin/v1/accounts', {
+      name: 'Redirects',
+      oauth_redirect_uris: ['https://partner.example/connected', 'http://localhost:3000/back'],
+    });
     expect(opened.body.data).toEqual({
       id: expect.stringMatching(/^acct_/),
       name: 'Redirects',
@@ -131,8 +139,16 @@ describe('the Admin API', () => {
     const id = opened.body.data.id;
     const key = (await admin.post(`/admin/v1/accounts/${id}/keys`, { mode: 'live' })).body.data.key;
     const changed = await admin.patch(`/admin/v1/accounts/${id}`, { name: 'Redirects EU', oauth_redirect_uris: ['https://partner.example/eu'] });
-    expect(changed.body.data).toMatchObject({ id, name: 'Redirects EU', oauth_redirect_uris: ['https://partner.example/eu'], credits: { live: 1000, test: 1000 } });
-    expect((await new PartnerClient(service.url, key).get('/v1/account')).body.data).toMatchObject({ name: 'Redirects EU', oauth_redirect_uris: ['https://partner.example/eu'] });
+    expect(changed.body.data).toMatchObject({
+      id,
+      name: 'Redirects EU',
+      oauth_redirect_uris: ['https://partner.example/eu'],
+      credits: { live: 1000, test: 1000 },
+    });
+    expect((await new PartnerClient(service.url, key).get('/v1/account')).body.data).toMatchObject({
+      name: 'Redirects EU',
+      oauth_redirect_uris: ['https://partner.example/eu'],
+    });
 
     for (const [uris, param] of [
       [['https://partner.example/back?tenant=7'], 'oauth_redirect_uris.0'],

@@ -34,7 +34,11 @@ describe('a processor whose checkpoint is ahead of the event store', () => {
     const partner = new PartnerClient(app!.url, keys.testKey);
     const launch = await partner.post('/v1/campaigns', sandboxCampaign('Ahead'));
     expect(launch.status).toBe(200);
-    await eventually(async () => (await partner.get(`/v1/dispatches/${launch.body.data.id}`)).body.data?.status === 'completed', 30_000, 'the dispatch to complete');
+    await eventually(
+      async () => (await partner.get(`/v1/dispatches/${launch.body.data.id}`)).body.data?.status === 'completed',
+      30_000,
+      'the dispatch to complete',
+    );
   };
 
   it('refuses to run, not ready and saying why, until its checkpoint is reset; then runs', async () => {
@@ -45,13 +49,19 @@ describe('a processor whose checkpoint is ahead of the event store', () => {
     for (const file of readdirSync(dataDir).filter((f) => f.startsWith('events.sqlite'))) rmSync(join(dataDir, file));
 
     await app.start('alive');
-    const readiness = await eventually(async () => {
-      const answer = await fetch(`${app!.url}/readyz`);
-      const body = (await answer.json()) as { error: { checks: Record<string, string> } };
-      return answer.status === 503 && body.error.checks.processors !== 'ok' && body;
-    }, 15_000, '/readyz to say a processor refuses');
+    const readiness = await eventually(
+      async () => {
+        const answer = await fetch(`${app!.url}/readyz`);
+        const body = (await answer.json()) as { error: { checks: Record<string, string> } };
+        return answer.status === 503 && body.error.checks.processors !== 'ok' && body;
+      },
+      15_000,
+      '/readyz to say a processor refuses',
+    );
     expect(readiness.error.checks).toMatchObject({ eventStore: 'ok', readStore: 'ok', bus: 'ok' });
-    expect(readiness.error.checks.processors).toMatch(/dispatch-views: checkpoint \d+ is ahead of the event store's head \(none: the event store is empty\); reset it: npm run ops -- processors reset dispatch-views/);
+    expect(readiness.error.checks.processors).toMatch(
+      /dispatch-views: checkpoint \d+ is ahead of the event store's head \(none: the event store is empty\); reset it: npm run ops -- processors reset dispatch-views/,
+    );
     expect(app.logs()).toMatch(/refusing to run: checkpoint \d+ is ahead of the event store's head .*processors reset dispatch-views --to-start/);
     const refusing = [...(await scrapeMetrics(app)).matchAll(/^event_processor_checkpoint_ahead\{processor="([^"]+)"\} 1$/gm)].map((m) => m[1]);
     expect(refusing).toContain('dispatch-views');

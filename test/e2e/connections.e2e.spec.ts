@@ -34,7 +34,12 @@ describe('connections, end to end', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-connections-'));
     receiver = await startPartnerReceiver();
-    meta = await MetaAdsFake.start({ accounts: [{ id: '1234567890', currency: 'EUR', timezone: 'Europe/Berlin' }, { id: '555', currency: 'USD', timezone: 'America/New_York' }] });
+    meta = await MetaAdsFake.start({
+      accounts: [
+        { id: '1234567890', currency: 'EUR', timezone: 'Europe/Berlin' },
+        { id: '555', currency: 'USD', timezone: 'America/New_York' },
+      ],
+    });
     service = await ServiceProcess.start('standalone', {
       ADMIN_TOKEN,
       DATA_DIR: dataDir,
@@ -64,7 +69,11 @@ describe('connections, end to end', () => {
     return answer.body.data;
   };
   const expectError = (answer: ApiAnswer, status: number, code: string, param?: string) =>
-    expect({ status: answer.status, code: answer.body.error?.code, ...(param ? { param: answer.body.error?.param } : {}) }).toEqual({ status, code, ...(param ? { param } : {}) });
+    expect({ status: answer.status, code: answer.body.error?.code, ...(param ? { param: answer.body.error?.param } : {}) }).toEqual({
+      status,
+      code,
+      ...(param ? { param } : {}),
+    });
   /** The callback as a browser calls it: no key, redirects not followed. */
   const browse = async (url: string) => {
     const response = await fetch(url, { redirect: 'manual' });
@@ -79,7 +88,11 @@ describe('connections, end to end', () => {
 
   describe('sandbox connections with a test key', () => {
     it('connects at once, with the simulated ad account, and never shows a token', async () => {
-      const answer = await partner.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1001', credentials: { access_token: 'EAAB-sandbox-secret' } });
+      const answer = await partner.post('/v1/connections', {
+        channel: 'meta_ads',
+        provider_account_id: 'act_1001',
+        credentials: { access_token: 'EAAB-sandbox-secret' },
+      });
       const connection = ok(answer);
       expect(connection).toEqual({
         id: expect.stringMatching(/^con_[0-9A-Z]{26}$/),
@@ -97,14 +110,17 @@ describe('connections, end to end', () => {
       });
       expect(JSON.stringify(answer.body)).not.toContain('EAAB-sandbox-secret');
       expect(ok(await partner.get(`/v1/connections/${connection.id}`))).toEqual(connection);
-      const custom = ok(await partner.post('/v1/connections', { channel: 'tiktok_ads', provider_account_id: 'adv_1', sandbox: { currency: 'EUR', timezone: 'Europe/Berlin' } }));
+      const custom = ok(
+        await partner.post('/v1/connections', { channel: 'tiktok_ads', provider_account_id: 'adv_1', sandbox: { currency: 'EUR', timezone: 'Europe/Berlin' } }),
+      );
       expect(custom).toMatchObject({ status: 'active', currency: 'EUR', timezone: 'Europe/Berlin' });
     });
 
     it('lists newest first, filters by channel and status, and pages with starting_after', async () => {
       const lister = await freshPartner('Lister');
       const made: string[] = [];
-      for (const channel of ['meta_ads', 'google_ads', 'snapchat_ads']) made.push(ok(await lister.post('/v1/connections', { channel, provider_account_id: `acc_${channel}` })).id);
+      for (const channel of ['meta_ads', 'google_ads', 'snapchat_ads'])
+        made.push(ok(await lister.post('/v1/connections', { channel, provider_account_id: `acc_${channel}` })).id);
       ok(await lister.delete(`/v1/connections/${made[1]}`));
       const first = await lister.get('/v1/connections?limit=2');
       expect([first.body.data.map((c: { id: string }) => c.id), first.body.has_more]).toEqual([[made[2], made[1]], true]);
@@ -172,31 +188,67 @@ describe('connections, end to end', () => {
       expect(ok(await partner.get(`/v1/connections/${round.id}`))).toMatchObject({ status: 'active', currency: 'USD' });
 
       const again = await browse(callbackOf(round.authorization_url));
-      expect([again.status, new URL(again.location!).searchParams.get('error'), new URL(again.location!).searchParams.get('connection_id')]).toEqual([302, 'state_invalid', null]);
+      expect([again.status, new URL(again.location!).searchParams.get('error'), new URL(again.location!).searchParams.get('connection_id')]).toEqual([
+        302,
+        'state_invalid',
+        null,
+      ]);
     });
 
     it('answers a state it never issued with 400 state_invalid in the envelope', async () => {
       const answer = await browse(`${service.url}/v1/connections/oauth/callback?state=never-issued&code=x`);
-      expect([answer.status, answer.body.success, answer.body.error.code, answer.body.error.type]).toEqual([400, false, 'state_invalid', 'invalid_request_error']);
+      expect([answer.status, answer.body.success, answer.body.error.code, answer.body.error.type]).toEqual([
+        400,
+        false,
+        'state_invalid',
+        'invalid_request_error',
+      ]);
       expect((await browse(`${service.url}/v1/connections/oauth/callback`)).status).toBe(400);
     });
 
     it('answers 422 channel_not_configured to a live OAuth start on a channel without its client id and secret', async () => {
-      expectError(await live.post('/v1/connections', { channel: 'google_ads', provider_account_id: '1234567890', redirect_uri: BACK }), 422, 'channel_not_configured', 'channel');
+      expectError(
+        await live.post('/v1/connections', { channel: 'google_ads', provider_account_id: '1234567890', redirect_uri: BACK }),
+        422,
+        'channel_not_configured',
+        'channel',
+      );
     });
 
     it('wants an https redirect_uri (http only for localhost)', async () => {
-      expectError(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'http://partner.example/back' }), 400, 'url_not_https', 'redirect_uri');
-      expectError(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'back' }), 400, 'url_invalid', 'redirect_uri');
-      expect(ok(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'http://localhost:8080/back' })).status).toBe('pending');
+      expectError(
+        await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'http://partner.example/back' }),
+        400,
+        'url_not_https',
+        'redirect_uri',
+      );
+      expectError(
+        await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'back' }),
+        400,
+        'url_invalid',
+        'redirect_uri',
+      );
+      expect(
+        ok(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'http://localhost:8080/back' })).status,
+      ).toBe('pending');
     });
 
-    it("sends people back only where the account registered (no open redirect): another site or path is 400 redirect_uri_not_registered, and nothing is made", async () => {
+    it('sends people back only where the account registered (no open redirect): another site or path is 400 redirect_uri_not_registered, and nothing is made', async () => {
       const before = (await live.get('/v1/connections')).body.data.length;
       for (const redirectUri of ['https://evil.example/connected', 'https://partner.example/elsewhere', 'http://localhost:8080/back'])
-        expectError(await live.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_9', redirect_uri: redirectUri }), 400, 'redirect_uri_not_registered', 'redirect_uri');
+        expectError(
+          await live.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_9', redirect_uri: redirectUri }),
+          400,
+          'redirect_uri_not_registered',
+          'redirect_uri',
+        );
       // A test key may use any http://localhost URL, and nothing else unregistered either.
-      expectError(await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'https://evil.example/connected' }), 400, 'redirect_uri_not_registered', 'redirect_uri');
+      expectError(
+        await partner.post('/v1/connections', { channel: 'x_ads', provider_account_id: 'x1', redirect_uri: 'https://evil.example/connected' }),
+        400,
+        'redirect_uri_not_registered',
+        'redirect_uri',
+      );
       expect((await live.get('/v1/connections')).body.data.length).toBe(before);
     });
   });
@@ -207,7 +259,13 @@ describe('connections, end to end', () => {
       const client = new PartnerClient(service.url, owner.liveKey);
       const token = meta.issueAccessToken();
       const answer = await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1234567890', credentials: { access_token: token } });
-      expect(ok(answer)).toMatchObject({ status: 'active', environment: 'live', currency: 'EUR', timezone: 'Europe/Berlin', provider_account_id: 'act_1234567890' });
+      expect(ok(answer)).toMatchObject({
+        status: 'active',
+        environment: 'live',
+        currency: 'EUR',
+        timezone: 'Europe/Berlin',
+        provider_account_id: 'act_1234567890',
+      });
       expect(JSON.stringify(answer.body)).not.toContain(token);
       expect(meta.lastRequest(/act_1234567890$/).headers.authorization ?? meta.lastRequest(/act_1234567890$/).query.access_token).toContain(token);
       // the test key of the same account sees none of it
@@ -217,15 +275,21 @@ describe('connections, end to end', () => {
     it("gives dispatch-service the connection's token for a live launch", async () => {
       const client = new PartnerClient(service.url, (await openAccountWithKeys(admin, 'Live launcher')).liveKey);
       const token = meta.issueAccessToken();
-      const connection = ok(await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1234567890', credentials: { access_token: token } }));
+      const connection = ok(
+        await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1234567890', credentials: { access_token: token } }),
+      );
       const launch = sandboxCampaign('Live on Meta');
       launch.campaign.budget.currency = 'EUR';
       const dispatch = ok(await client.post('/v1/campaigns', launch));
       expect(dispatch.connection_id).toBe(connection.id);
-      const settled = await eventually(async () => {
-        const d = ok(await client.get(`/v1/dispatches/${dispatch.id}`));
-        return d.status !== 'accepted' && d;
-      }, 20_000, 'the live dispatch to settle');
+      const settled = await eventually(
+        async () => {
+          const d = ok(await client.get(`/v1/dispatches/${dispatch.id}`));
+          return d.status !== 'accepted' && d;
+        },
+        20_000,
+        'the live dispatch to settle',
+      );
       expect(settled).toMatchObject({ status: 'completed', provider_resource_id: expect.any(String) });
       const created = meta.lastRequest(/act_1234567890\/campaigns$/);
       expect(created.headers.authorization ?? created.query.access_token ?? JSON.stringify(created.body)).toContain(token);
@@ -233,7 +297,8 @@ describe('connections, end to end', () => {
 
     it('answers credentials_invalid, provider_account_unreachable and provider_unavailable as the network decides', async () => {
       const client = new PartnerClient(service.url, (await openAccountWithKeys(admin, 'Live refusals')).liveKey);
-      const connect = (token: string, account = 'act_1234567890') => client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: account, credentials: { access_token: token } });
+      const connect = (token: string, account = 'act_1234567890') =>
+        client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: account, credentials: { access_token: token } });
       expectError(await connect('forged-token'), 400, 'credentials_invalid', 'credentials.access_token');
       const denied = meta.issueAccessToken();
       meta.denyAccount('1234567890', denied);
@@ -248,7 +313,9 @@ describe('connections, end to end', () => {
     it("runs an OAuth round through the network's consent page, and the new connection replaces the imported one", async () => {
       const owner = await openAccountWithKeys(admin, 'Live OAuth');
       const client = new PartnerClient(service.url, owner.liveKey);
-      const imported = ok(await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_555', credentials: { access_token: meta.issueAccessToken() } }));
+      const imported = ok(
+        await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_555', credentials: { access_token: meta.issueAccessToken() } }),
+      );
       const round = ok(await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_555', redirect_uri: BACK }));
       const consent = new URL(round.authorization_url);
       expect(consent.origin).toBe(meta.url);
@@ -259,7 +326,12 @@ describe('connections, end to end', () => {
       const back = await browse(`${service.url}${location.pathname}${location.search}`);
       expect(back.status).toBe(302);
       expect(Object.fromEntries(new URL(back.location!).searchParams)).toEqual({ tenant: '7', connection_id: round.id, status: 'active' });
-      expect(ok(await client.get(`/v1/connections/${round.id}`))).toMatchObject({ status: 'active', currency: 'USD', timezone: 'America/New_York', scopes: expect.arrayContaining([expect.any(String)]) });
+      expect(ok(await client.get(`/v1/connections/${round.id}`))).toMatchObject({
+        status: 'active',
+        currency: 'USD',
+        timezone: 'America/New_York',
+        scopes: expect.arrayContaining([expect.any(String)]),
+      });
       expect(ok(await client.get(`/v1/connections/${imported.id}`)).status).toBe('revoked');
       const again = await browse(`${service.url}${location.pathname}${location.search}`);
       expect(new URL(again.location!).searchParams.get('error')).toBe('state_invalid');
@@ -280,17 +352,52 @@ describe('connections, end to end', () => {
     it.each<[string, string, string, Record<string, unknown>]>([
       ['a channel not in the catalog', 'parameter_invalid', 'channel', { channel: 'myspace_ads', provider_account_id: 'a' }],
       ['no provider account', 'parameter_missing', 'provider_account_id', { channel: 'meta_ads' }],
-      ['credentials without the access token', 'parameter_missing', 'credentials.access_token', { channel: 'meta_ads', provider_account_id: 'a', credentials: { refresh_token: 'r' } }],
-      ['an unknown credentials field', 'parameter_unknown', 'credentials.secret', { channel: 'meta_ads', provider_account_id: 'a', credentials: { access_token: 't', secret: 's' } }],
-      ['an expiry that is not UTC', 'parameter_invalid', 'credentials.expires_at', { channel: 'meta_ads', provider_account_id: 'a', credentials: { access_token: 't', expires_at: 'tomorrow' } }],
-      ['a sandbox currency that is not ISO 4217', 'parameter_invalid', 'sandbox.currency', { channel: 'meta_ads', provider_account_id: 'a', sandbox: { currency: 'usd' } }],
+      [
+        'credentials without the access token',
+        'parameter_missing',
+        'credentials.access_token',
+        { channel: 'meta_ads', provider_account_id: 'a', credentials: { refresh_token: 'r' } },
+      ],
+      [
+        'an unknown credentials field',
+        'parameter_unknown',
+        'credentials.secret',
+        { channel: 'meta_ads', provider_account_id: 'a', credentials: { access_token: 't', secret: 's' } },
+      ],
+      [
+        'an expiry that is not UTC',
+        'parameter_invalid',
+        'credentials.expires_at',
+        { channel: 'meta_ads', provider_account_id: 'a', credentials: { access_token: 't', expires_at: 'tomorrow' } },
+      ],
+      [
+        'a sandbox currency that is not ISO 4217',
+        'parameter_invalid',
+        'sandbox.currency',
+        { channel: 'meta_ads', provider_account_id: 'a', sandbox: { currency: 'usd' } },
+      ],
       ['an unknown field', 'parameter_unknown', 'token', { channel: 'meta_ads', provider_account_id: 'a', token: 't' }],
-      ['credentials and redirect_uri both', 'parameter_invalid', 'redirect_uri', { channel: 'meta_ads', provider_account_id: 'a', credentials: { access_token: 't' }, redirect_uri: BACK }],
+      [
+        'credentials and redirect_uri both',
+        'parameter_invalid',
+        'redirect_uri',
+        { channel: 'meta_ads', provider_account_id: 'a', credentials: { access_token: 't' }, redirect_uri: BACK },
+      ],
     ])('answers %s with %s at %s', async (_, code, param, body) => expectError(await partner.post('/v1/connections', body), 400, code, param));
 
     it('wants credentials or redirect_uri with a live key, and no sandbox account', async () => {
       expectError(await live.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1' }), 400, 'parameter_missing', 'credentials');
-      expectError(await live.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1', credentials: { access_token: 't' }, sandbox: { currency: 'EUR' } }), 400, 'parameter_invalid', 'sandbox');
+      expectError(
+        await live.post('/v1/connections', {
+          channel: 'meta_ads',
+          provider_account_id: 'act_1',
+          credentials: { access_token: 't' },
+          sandbox: { currency: 'EUR' },
+        }),
+        400,
+        'parameter_invalid',
+        'sandbox',
+      );
     });
   });
 
@@ -311,17 +418,32 @@ describe('connections, end to end', () => {
         data: { connection_id: connection.id, channel: 'meta_ads', status: 'active', provider_account_id: 'act_2002', environment: 'sandbox' },
       });
       expect(active.headers['x-service-signature']).toBe('sha256=' + createHmac('sha256', endpoint.signing_secret).update(active.rawBody).digest('hex'));
-      const listed = await eventually(async () => ok(await listener.get('/v1/events?type=connection.active')).find((e: { id: string }) => e.id === active.body.id), 10_000, 'the event in GET /v1/events');
+      const listed = await eventually(
+        async () => ok(await listener.get('/v1/events?type=connection.active')).find((e: { id: string }) => e.id === active.body.id),
+        10_000,
+        'the event in GET /v1/events',
+      );
       expect(listed).toEqual(active.body);
       expect(ok(await partner.get('/v1/events?type=connection.active&limit=100')).map((e: { id: string }) => e.id)).not.toContain(active.body.id);
 
       // dispatch-service reports the refusal of [sandbox:reauth] to connection-service
       ok(await listener.post('/v1/campaigns', sandboxCampaign('Expired [sandbox:reauth]')));
       const [required] = await receiver.waitFor(ofThis('connection.reauth_required'), 20_000);
-      expect(required.body.data).toEqual({ connection_id: connection.id, channel: 'meta_ads', status: 'reauth_required', provider_account_id: 'act_2002', environment: 'sandbox', reason: expect.any(String) });
+      expect(required.body.data).toEqual({
+        connection_id: connection.id,
+        channel: 'meta_ads',
+        status: 'reauth_required',
+        provider_account_id: 'act_2002',
+        environment: 'sandbox',
+        reason: expect.any(String),
+      });
       expect(ok(await listener.get(`/v1/connections/${connection.id}`))).toMatchObject({ status: 'reauth_required', reauth_reason: required.body.data.reason });
 
-      expect(ok(await listener.post(`/v1/connections/${connection.id}/reauthorize`, {}))).toMatchObject({ id: connection.id, status: 'active', reauth_reason: null });
+      expect(ok(await listener.post(`/v1/connections/${connection.id}/reauthorize`, {}))).toMatchObject({
+        id: connection.id,
+        status: 'active',
+        reauth_reason: null,
+      });
       await receiver.waitFor(ofThis('connection.active'), 20_000, 2);
     }, 60_000);
   });
@@ -329,7 +451,12 @@ describe('connections, end to end', () => {
   it('refuses to start connection-service without CONNECTION_ENCRYPTION_KEY, naming it', async () => {
     const child = spawn(process.execPath, [join(ROOT, 'dist', 'apps', 'connection-service', 'src', 'main.js')], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', DATA_DIR: mkdtempSync(join(tmpdir(), 'campaign-ops-nokey-')), NATS_URL: `nats://127.0.0.1:${await freePort()}`, PORT: String(await freePort()) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'campaign-ops-nokey-')),
+        NATS_URL: `nats://127.0.0.1:${await freePort()}`,
+        PORT: String(await freePort()),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

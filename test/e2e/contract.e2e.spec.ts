@@ -43,10 +43,14 @@ describe('API.md, the rest of the contract', () => {
   });
 
   const settled = (id: string) =>
-    eventually(async () => {
-      const d = (await partner.get(`/v1/dispatches/${id}`)).body.data;
-      return d.status !== 'accepted' && d;
-    }, 20_000, `dispatch ${id} to settle`);
+    eventually(
+      async () => {
+        const d = (await partner.get(`/v1/dispatches/${id}`)).body.data;
+        return d.status !== 'accepted' && d;
+      },
+      20_000,
+      `dispatch ${id} to settle`,
+    );
   const launch = async (name: string, edit: (b: ReturnType<typeof sandboxCampaign>) => void = () => undefined) => {
     const body = sandboxCampaign(name);
     edit(body);
@@ -75,7 +79,13 @@ describe('API.md, the rest of the contract', () => {
       const history = await partner.get(`/v1/dispatches/${id}/events`);
       expect(history.body.data.map((e: { type: string }) => e.type)).toEqual(['DispatchAccepted', 'DispatchFailed', 'DispatchRetried', 'DispatchFailed']);
       expect(history.body.data.map((e: { revision: number }) => e.revision)).toEqual([0, 1, 2, 3]);
-      expect(history.body.data[0]).toEqual({ id: expect.stringMatching(/^evt_/), type: 'DispatchAccepted', revision: 0, data: expect.any(Object), occurred_at: expect.any(String) });
+      expect(history.body.data[0]).toEqual({
+        id: expect.stringMatching(/^evt_/),
+        type: 'DispatchAccepted',
+        revision: 0,
+        data: expect.any(Object),
+        occurred_at: expect.any(String),
+      });
     });
 
     it('completes [sandbox:transient] on its second attempt', async () => {
@@ -103,14 +113,19 @@ describe('API.md, the rest of the contract', () => {
         b.channel = 'tiktok_ads';
         b.campaign.budget.amount_micros = 5_000_000;
       });
-      expect(await settled(id)).toMatchObject({ status: 'failed', channel: 'tiktok_ads', error: { code: 'provider_validation_failed', provider_code: 'budget_below_minimum' } });
+      expect(await settled(id)).toMatchObject({
+        status: 'failed',
+        channel: 'tiktok_ads',
+        error: { code: 'provider_validation_failed', provider_code: 'budget_below_minimum' },
+      });
     });
 
     it('lists newest first, filters by status and channel, and pages with starting_after', async () => {
       const other = await openAccountWithKeys(admin, 'Lister');
       const lister = new PartnerClient(service.url, other.testKey);
       const made: string[] = [];
-      for (const channel of ['meta_ads', 'google_ads', 'meta_ads']) made.push((await lister.post('/v1/campaigns', { ...sandboxCampaign(), channel })).body.data.id);
+      for (const channel of ['meta_ads', 'google_ads', 'meta_ads'])
+        made.push((await lister.post('/v1/campaigns', { ...sandboxCampaign(), channel })).body.data.id);
       const first = await lister.get('/v1/dispatches?limit=2');
       expect(first.body.data.map((d: { id: string }) => d.id)).toEqual([made[2], made[1]]);
       expect(first.body.has_more).toBe(true);
@@ -143,9 +158,14 @@ describe('API.md, the rest of the contract', () => {
       receiver.setSecret(secret);
 
       const dispatchId = await launch('Rotated');
-      const [completed] = await receiver.waitFor((e: AcceptedWebhook) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === dispatchId, 20_000);
+      const [completed] = await receiver.waitFor(
+        (e: AcceptedWebhook) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === dispatchId,
+        20_000,
+      );
       expect(completed.headers['x-service-signature']).toBe('sha256=' + createHmac('sha256', secret).update(completed.rawBody).digest('hex'));
-      expect(receiver.requests().some((r) => (r.body as { data?: { dispatch_id?: string } })?.data?.dispatch_id === dispatchId && !r.signatureValid)).toBe(false);
+      expect(receiver.requests().some((r) => (r.body as { data?: { dispatch_id?: string } })?.data?.dispatch_id === dispatchId && !r.signatureValid)).toBe(
+        false,
+      );
 
       const log = await eventually(async () => {
         const answer = await partner.get(`/v1/webhooks/${id}/deliveries`);
@@ -169,7 +189,9 @@ describe('API.md, the rest of the contract', () => {
       expect(again.body.data).toMatchObject({ event_id: completed.body.id, status: 'pending' });
       expect(again.body.data.id).not.toBe(delivery.id);
       await eventually(() =>
-        Promise.resolve(receiver.requests().some((r) => r.headers['x-service-delivery-id'] === again.body.data.id && (r.body as { id: string }).id === completed.body.id)),
+        Promise.resolve(
+          receiver.requests().some((r) => r.headers['x-service-delivery-id'] === again.body.data.id && (r.body as { id: string }).id === completed.body.id),
+        ),
       );
       await partner.delete(`/v1/webhooks/${id}`);
     });
@@ -184,16 +206,21 @@ describe('API.md, the rest of the contract', () => {
       // one's webhook was refused, until the endpoint is disabled. A retry of an earlier webhook can
       // disable it while a launch is on its way: that launch's webhook is then never sent, so each
       // wait ends on the refusal or on the endpoint being disabled, whichever comes first.
-      const refused = (dispatchId: string) => receiver.requests().some((r) => r.status === 500 && (r.body as { data?: { dispatch_id?: string } })?.data?.dispatch_id === dispatchId);
+      const refused = (dispatchId: string) =>
+        receiver.requests().some((r) => r.status === 500 && (r.body as { data?: { dispatch_id?: string } })?.data?.dispatch_id === dispatchId);
       const endpointIfDisabled = async () => {
         const endpoint = (await partner.get(`/v1/webhooks/${id}`)).body.data;
         return endpoint.enabled === false && endpoint;
       };
-      const disabled = await eventually(async () => {
-        const dispatchId = await launch('Into the void');
-        await eventually(async () => refused(dispatchId) || (await endpointIfDisabled()), 10_000, 'its webhook to be refused, or the endpoint disabled');
-        return endpointIfDisabled();
-      }, 25_000, 'the endpoint to be disabled');
+      const disabled = await eventually(
+        async () => {
+          const dispatchId = await launch('Into the void');
+          await eventually(async () => refused(dispatchId) || (await endpointIfDisabled()), 10_000, 'its webhook to be refused, or the endpoint disabled');
+          return endpointIfDisabled();
+        },
+        25_000,
+        'the endpoint to be disabled',
+      );
       expect(disabled.disabled_reason).toEqual(expect.any(String));
       receiver.failNext(0);
       const enabled = await partner.patch(`/v1/webhooks/${id}`, { enabled: true });
@@ -208,13 +235,25 @@ describe('API.md, the rest of the contract', () => {
       await settled(id);
       const all = await eventually(async () => {
         const answer = await partner.get('/v1/events?limit=100');
-        return answer.body.data.some((e: { data: { dispatch_id: string }; event: string }) => e.data.dispatch_id === id && e.event === 'dispatch.completed') && answer;
+        return (
+          answer.body.data.some((e: { data: { dispatch_id: string }; event: string }) => e.data.dispatch_id === id && e.event === 'dispatch.completed') &&
+          answer
+        );
       });
-      const completed = all.body.data.find((e: { data: { dispatch_id: string }; event: string }) => e.data.dispatch_id === id && e.event === 'dispatch.completed');
-      expect(completed).toEqual({ id: expect.stringMatching(/^evt_/), event: 'dispatch.completed', timestamp: expect.any(String), data: expect.objectContaining({ dispatch_id: id, status: 'completed' }) });
+      const completed = all.body.data.find(
+        (e: { data: { dispatch_id: string }; event: string }) => e.data.dispatch_id === id && e.event === 'dispatch.completed',
+      );
+      expect(completed).toEqual({
+        id: expect.stringMatching(/^evt_/),
+        event: 'dispatch.completed',
+        timestamp: expect.any(String),
+        data: expect.objectContaining({ dispatch_id: id, status: 'completed' }),
+      });
       const onlyAccepted = await partner.get('/v1/events?type=dispatch.accepted&limit=100');
       // Not empty (every() holds on an empty list): this dispatch's acceptance is there, alone of its kind.
-      expect(onlyAccepted.body.data.filter((e: { data: { dispatch_id: string } }) => e.data.dispatch_id === id).map((e: { event: string }) => e.event)).toEqual(['dispatch.accepted']);
+      expect(onlyAccepted.body.data.filter((e: { data: { dispatch_id: string } }) => e.data.dispatch_id === id).map((e: { event: string }) => e.event)).toEqual(
+        ['dispatch.accepted'],
+      );
       expect(onlyAccepted.body.data.every((e: { event: string }) => e.event === 'dispatch.accepted')).toBe(true);
       const future = await partner.get('/v1/events?created_after=2099-01-01T00:00:00Z');
       expect(future.body.data).toEqual([]);

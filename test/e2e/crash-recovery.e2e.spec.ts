@@ -37,39 +37,48 @@ describe('a standalone process killed with SIGKILL', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it.each([['while the provider call is under way', '[sandbox:slow] crash test']])('completes the dispatch and delivers its webhooks after a restart (killed %s)', async (_, name) => {
-    const keys = await openAccountWithKeys(new PartnerClient(service.url, ADMIN_TOKEN));
-    const partner = new PartnerClient(service.url, keys.testKey);
-    const endpoint = await partner.post('/v1/webhooks', { url: receiver.url, events: ['dispatch.accepted', 'dispatch.completed'] });
-    receiver.addSecret(endpoint.body.data.signing_secret);
+  it.each([['while the provider call is under way', '[sandbox:slow] crash test']])(
+    'completes the dispatch and delivers its webhooks after a restart (killed %s)',
+    async (_, name) => {
+      const keys = await openAccountWithKeys(new PartnerClient(service.url, ADMIN_TOKEN));
+      const partner = new PartnerClient(service.url, keys.testKey);
+      const endpoint = await partner.post('/v1/webhooks', { url: receiver.url, events: ['dispatch.accepted', 'dispatch.completed'] });
+      receiver.addSecret(endpoint.body.data.signing_secret);
 
-    const launch = await partner.post('/v1/campaigns', sandboxCampaign(name));
-    expect(launch.status).toBe(200);
-    const id: string = launch.body.data.id;
-    await service.kill();
-    await service.start();
+      const launch = await partner.post('/v1/campaigns', sandboxCampaign(name));
+      expect(launch.status).toBe(200);
+      const id: string = launch.body.data.id;
+      await service.kill();
+      await service.start();
 
-    const ofDispatch = (event: string, dispatchId = id) => (e: { body: { event: string; data: Record<string, unknown> } }) =>
-      e.body.event === event && e.body.data.dispatch_id === dispatchId;
-    await receiver.waitFor(ofDispatch('dispatch.accepted'), 30_000);
-    await receiver.waitFor(ofDispatch('dispatch.completed'), 30_000);
-    const dispatch = await eventually(async () => {
-      const answer = await partner.get(`/v1/dispatches/${id}`);
-      return answer.body.data?.status === 'completed' && answer.body.data;
-    }, 15_000, 'the dispatch to read completed');
-    expect(dispatch.attempts).toBe(1);
+      const ofDispatch =
+        (event: string, dispatchId = id) =>
+        (e: { body: { event: string; data: Record<string, unknown> } }) =>
+          e.body.event === event && e.body.data.dispatch_id === dispatchId;
+      await receiver.waitFor(ofDispatch('dispatch.accepted'), 30_000);
+      await receiver.waitFor(ofDispatch('dispatch.completed'), 30_000);
+      const dispatch = await eventually(
+        async () => {
+          const answer = await partner.get(`/v1/dispatches/${id}`);
+          return answer.body.data?.status === 'completed' && answer.body.data;
+        },
+        15_000,
+        'the dispatch to read completed',
+      );
+      expect(dispatch.attempts).toBe(1);
 
-    // Any extra event for the dispatch would come from its stream, stored before a launch made
-    // now; the relay forwards the store in order, so once this later launch's webhook has come
-    // through relay, fan-out and delivery, whatever the crash left for the first one has too.
-    const marker = await partner.post('/v1/campaigns', sandboxCampaign('after the crash'));
-    await receiver.waitFor(ofDispatch('dispatch.completed', marker.body.data.id), 30_000);
-    const events = receiver.events().filter((e) => e.body.data.dispatch_id === id);
-    expect(events.map((e) => e.body.event).sort()).toEqual(['dispatch.accepted', 'dispatch.completed']);
-    const history = await partner.get(`/v1/dispatches/${id}/events`);
-    expect(history.body.data.map((e: { type: string }) => e.type)).toEqual(['DispatchAccepted', 'DispatchCompleted']);
-    expect(events.find((e) => e.body.event === 'dispatch.completed')!.body.id).toBe(history.body.data[1].id);
-  });
+      // Any extra event for the dispatch would come from its stream, stored before a launch made
+      // now; the relay forwards the store in order, so once this later launch's webhook has come
+      // through relay, fan-out and delivery, whatever the crash left for the first one has too.
+      const marker = await partner.post('/v1/campaigns', sandboxCampaign('after the crash'));
+      await receiver.waitFor(ofDispatch('dispatch.completed', marker.body.data.id), 30_000);
+      const events = receiver.events().filter((e) => e.body.data.dispatch_id === id);
+      expect(events.map((e) => e.body.event).sort()).toEqual(['dispatch.accepted', 'dispatch.completed']);
+      const history = await partner.get(`/v1/dispatches/${id}/events`);
+      expect(history.body.data.map((e: { type: string }) => e.type)).toEqual(['DispatchAccepted', 'DispatchCompleted']);
+      expect(events.find((e) => e.body.event === 'dispatch.completed')!.body.id).toBe(history.body.data[1].id);
+    },
+  );
 
   it('finishes the work in flight on SIGTERM, then exits 0', async () => {
     const keys = await openAccountWithKeys(new PartnerClient(service.url, ADMIN_TOKEN));
@@ -105,7 +114,11 @@ describe('a standalone process killed with SIGKILL', () => {
         {
           id: ulidToUuid(ulid()),
           type: 'DispatchCharged',
-          data: { amount: 1, chargedAt: new Date().toISOString(), dispatch: { dispatchId, ...sandboxCampaign('Orphaned charge'), connectionId: null, idempotencyKey: null, requestId: null } },
+          data: {
+            amount: 1,
+            chargedAt: new Date().toISOString(),
+            dispatch: { dispatchId, ...sandboxCampaign('Orphaned charge'), connectionId: null, idempotencyKey: null, requestId: null },
+          },
           metadata: { accountId: keys.accountId, mode: 'test', version: 1 },
         },
       ],
@@ -114,10 +127,14 @@ describe('a standalone process killed with SIGKILL', () => {
     await events.close();
 
     await service.start();
-    const dispatch = await eventually(async () => {
-      const answer = await partner.get(`/v1/dispatches/${dispatchId}`);
-      return answer.status === 200 && answer.body.data.status === 'completed' && answer.body.data;
-    }, 15_000, 'the charged dispatch to be made and completed');
+    const dispatch = await eventually(
+      async () => {
+        const answer = await partner.get(`/v1/dispatches/${dispatchId}`);
+        return answer.status === 200 && answer.body.data.status === 'completed' && answer.body.data;
+      },
+      15_000,
+      'the charged dispatch to be made and completed',
+    );
     expect(dispatch).toMatchObject({ id: dispatchId, credits_charged: 1, campaign: expect.objectContaining({ name: 'Orphaned charge' }) });
     expect((await partner.get('/v1/account')).body.data.credits_balance).toBe(999);
     expect((await partner.get('/v1/dispatches')).body.data.map((d: { id: string }) => d.id)).toEqual([dispatchId]);

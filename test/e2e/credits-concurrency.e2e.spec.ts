@@ -14,14 +14,25 @@ const pool = new Agent({ keepAlive: true, maxSockets: 200 });
 function postOverPool(base: string, key: string, body: unknown): Promise<{ status: number; body: any }> {
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(`${base}/v1/campaigns`, { method: 'POST', agent: pool, headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-      res.on('end', () => {
-        const answer = { status: res.statusCode ?? 0, body: JSON.parse(text) };
-        assertAnswerMatchesDocument(base, 'POST', '/v1/campaigns', answer.status, String(res.headers['content-type'] ?? ''), answer.body).then(() => resolve(answer), reject);
-      });
-    });
+    const req = request(
+      `${base}/v1/campaigns`,
+      {
+        method: 'POST',
+        agent: pool,
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) },
+      },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => {
+          const answer = { status: res.statusCode ?? 0, body: JSON.parse(text) };
+          assertAnswerMatchesDocument(base, 'POST', '/v1/campaigns', answer.status, String(res.headers['content-type'] ?? ''), answer.body).then(
+            () => resolve(answer),
+            reject,
+          );
+        });
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -68,7 +79,10 @@ describe('credits under 1,000 parallel launches', () => {
     expect(ids.size).toBe(500);
     expect(new Set(answers.filter((a) => a.status === 200).map((a) => a.body.data.id))).toEqual(ids);
     expect((await partner.get('/v1/account')).body.data.credits_balance).toBe(0);
-    expect((await new PartnerClient(service.url, ADMIN_TOKEN).post(`/admin/v1/accounts/${account.body.data.id}/credits`, { mode: 'live', amount: 1 })).body.data.credits).toEqual({ live: 501, test: 0 });
+    expect(
+      (await new PartnerClient(service.url, ADMIN_TOKEN).post(`/admin/v1/accounts/${account.body.data.id}/credits`, { mode: 'live', amount: 1 })).body.data
+        .credits,
+    ).toEqual({ live: 501, test: 0 });
     // A deadline against a hang, not a speed requirement: 1,000 launches take about 10 s on an idle
     // 2-core machine and over 2 minutes on a busy one, and the outcome is the same.
   }, 300_000);

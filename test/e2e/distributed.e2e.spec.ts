@@ -95,14 +95,20 @@ describe('the four apps over NATS', () => {
     await nats.restart();
 
     // The apps reconnect on their own; a partner retrying a 503 gets through within seconds.
-    const launch = await eventually(async () => {
-      const answer = await partner.post('/v1/campaigns', sandboxCampaign('After the restart'), { 'Idempotency-Key': 'after-nats-restart' });
-      return answer.status === 200 && answer;
-    }, 20_000, 'a launch to succeed after the restart');
+    const launch = await eventually(
+      async () => {
+        const answer = await partner.post('/v1/campaigns', sandboxCampaign('After the restart'), { 'Idempotency-Key': 'after-nats-restart' });
+        return answer.status === 200 && answer;
+      },
+      20_000,
+      'a launch to succeed after the restart',
+    );
     const id = launch.body.data.id;
     await receiver.waitFor((e: AcceptedWebhook) => e.body.event === 'dispatch.completed' && e.body.data.dispatch_id === id, 30_000);
     expect((await partner.get(`/v1/dispatches/${id}`)).body.data.status).toBe('completed');
-    const withKey = (await partner.get('/v1/dispatches?limit=100')).body.data.filter((d: { idempotency_key: string }) => d.idempotency_key === 'after-nats-restart');
+    const withKey = (await partner.get('/v1/dispatches?limit=100')).body.data.filter(
+      (d: { idempotency_key: string }) => d.idempotency_key === 'after-nats-restart',
+    );
     expect(withKey.map((d: { id: string }) => d.id)).toEqual([id]);
     await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
   });
@@ -119,16 +125,28 @@ describe('the four apps over NATS', () => {
     const text = async (app: AppName) => scrapeMetrics(apps.get(app)!);
     expect(await text('api-gateway')).toMatch(/^http_requests_total\{method="POST",route="\/v1\/campaigns",status="200"\} [1-9]/m);
     // The read model and the attempt counter are updated just after the send the receiver saw.
-    const dispatch = await eventually(async () => {
-      const metrics = await text('dispatch-service');
-      return /^dispatches\{status="completed"\} [1-9]/m.test(metrics) && metrics;
-    }, 10_000, 'a completed dispatch in the dispatch-service metrics');
+    const dispatch = await eventually(
+      async () => {
+        const metrics = await text('dispatch-service');
+        return /^dispatches\{status="completed"\} [1-9]/m.test(metrics) && metrics;
+      },
+      10_000,
+      'a completed dispatch in the dispatch-service metrics',
+    );
     expect(dispatch).toMatch(/^bus_consumer_pending_messages\{durable="dispatch-executor"\} \d+/m);
     expect(dispatch).toMatch(/^event_processor_checkpoint_timestamp_seconds\{processor="dispatch-relay"\} \d+/m);
-    await eventually(async () => {
-      const metrics = await text('webhook-delivery-service');
-      return /^webhook_deliveries\{status="succeeded"\} [1-9]/m.test(metrics) && /^webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/m.test(metrics) && metrics;
-    }, 10_000, 'a succeeded delivery and attempt in the webhook-delivery-service metrics');
+    await eventually(
+      async () => {
+        const metrics = await text('webhook-delivery-service');
+        return (
+          /^webhook_deliveries\{status="succeeded"\} [1-9]/m.test(metrics) &&
+          /^webhook_delivery_attempts_total\{outcome="succeeded"\} [1-9]/m.test(metrics) &&
+          metrics
+        );
+      },
+      10_000,
+      'a succeeded delivery and attempt in the webhook-delivery-service metrics',
+    );
     expect(await text('connection-service')).toMatch(/^process_cpu_seconds_total/m);
     await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
   });
@@ -143,7 +161,8 @@ describe('the four apps over NATS', () => {
       const elsewhere = await fetch(`${app.metricsUrl}/healthz`);
       if (elsewhere.status !== 404) failures.push(`${name}: GET /healthz on the metrics port answered ${elsewhere.status}`);
       const scraped = await fetch(`${app.metricsUrl}/metrics`);
-      if (scraped.status !== 200 || !/^text\/plain; version=0\.0\.4/.test(scraped.headers.get('content-type') ?? '')) failures.push(`${name}: GET /metrics on the metrics port answered ${scraped.status} ${scraped.headers.get('content-type')}`);
+      if (scraped.status !== 200 || !/^text\/plain; version=0\.0\.4/.test(scraped.headers.get('content-type') ?? ''))
+        failures.push(`${name}: GET /metrics on the metrics port answered ${scraped.status} ${scraped.headers.get('content-type')}`);
       if (!/^process_cpu_seconds_total /m.test(await scraped.text())) failures.push(`${name}: no process_cpu_seconds_total on the metrics port`);
     }
     // A partner with a valid key, through the gateway: nothing to see at /metrics.
@@ -166,10 +185,14 @@ describe('the four apps over NATS', () => {
     }
     // The gateway gave up, but the request was delivered and is made once the service runs again.
     expect([first.status, first.body.error.code]).toEqual([503, 'service_unavailable']);
-    const retried = await eventually(async () => {
-      const answer = await partner.post('/v1/campaigns', sandboxCampaign('Hung'), key);
-      return answer.status === 200 && answer;
-    }, 20_000, 'the retry to succeed');
+    const retried = await eventually(
+      async () => {
+        const answer = await partner.post('/v1/campaigns', sandboxCampaign('Hung'), key);
+        return answer.status === 200 && answer;
+      },
+      20_000,
+      'the retry to succeed',
+    );
     await eventually(async () => (await partner.get(`/v1/dispatches/${retried.body.data.id}`)).body.data.status === 'completed');
     const listed = (await partner.get('/v1/dispatches')).body.data;
     expect(listed.map((d: { id: string }) => d.id)).toEqual([retried.body.data.id]);

@@ -30,7 +30,8 @@ describe('accounts and modes kept apart', () => {
     return answer.body.data.id;
   };
   const webhookOf = (event: string, dispatchId: string) => (e: AcceptedWebhook) => e.body.event === event && e.body.data.dispatch_id === dispatchId;
-  const dispatchIdsAt = (receiver: PartnerReceiver) => receiver.requests().map((r) => (r.body as { data?: { dispatch_id?: string } } | null)?.data?.dispatch_id);
+  const dispatchIdsAt = (receiver: PartnerReceiver) =>
+    receiver.requests().map((r) => (r.body as { data?: { dispatch_id?: string } } | null)?.data?.dispatch_id);
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-isolation-'));
@@ -43,7 +44,11 @@ describe('accounts and modes kept apart', () => {
     });
     const admin = new PartnerClient(service.url, ADMIN_TOKEN);
     [a, b] = await Promise.all([openAccountWithKeys(admin, 'A'), openAccountWithKeys(admin, 'B')]);
-    for (const [name, key] of [['aTest', a.testKey], ['aLive', a.liveKey], ['bTest', b.testKey]] as const) {
+    for (const [name, key] of [
+      ['aTest', a.testKey],
+      ['aLive', a.liveKey],
+      ['bTest', b.testKey],
+    ] as const) {
       receivers[name] = await startPartnerReceiver();
       const created = await client(key).post('/v1/webhooks', { url: receivers[name].url, events: EVENTS });
       receivers[name].setSecret(created.body.data.signing_secret);

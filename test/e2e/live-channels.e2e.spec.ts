@@ -99,10 +99,14 @@ describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, to
     const answer = await live.post('/v1/campaigns', { channel, campaign: campaign(name) });
     expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200, body: { data: { status: 'accepted', environment: 'live' } } });
     const id = answer.body.data.id as string;
-    return eventually(async () => {
-      const dispatch = (await live.get(`/v1/dispatches/${id}`)).body.data;
-      return until(dispatch) ? dispatch : undefined;
-    }, 30_000, `dispatch ${id} of ${channel}`);
+    return eventually(
+      async () => {
+        const dispatch = (await live.get(`/v1/dispatches/${id}`)).body.data;
+        return until(dispatch) ? dispatch : undefined;
+      },
+      30_000,
+      `dispatch ${id} of ${channel}`,
+    );
   }
 
   describe.each(CHANNELS)('%s', (channel) => {
@@ -146,13 +150,24 @@ describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, to
       const network = fakes[channel];
       await importToken(live, channel, fake(channel).credentials(network));
       const before = network.requests.length;
-      const answer = await live.post('/v1/campaigns', { channel, campaign: { ...campaign(`Euro ${channel}`), budget: { amount_micros: 50_000_000, currency: 'EUR', type: 'daily' } } });
+      const answer = await live.post('/v1/campaigns', {
+        channel,
+        campaign: { ...campaign(`Euro ${channel}`), budget: { amount_micros: 50_000_000, currency: 'EUR', type: 'daily' } },
+      });
       expect(answer.status).toBe(200);
-      const dispatch = await eventually(async () => {
-        const current = (await live.get(`/v1/dispatches/${answer.body.data.id}`)).body.data;
-        return current.status !== 'accepted' ? current : undefined;
-      }, 30_000, `dispatch of ${channel} in EUR`);
-      expect(dispatch).toMatchObject({ status: 'failed', attempts: 0, error: { code: 'provider_validation_failed', provider_code: 'currency_mismatch', retryable: false } });
+      const dispatch = await eventually(
+        async () => {
+          const current = (await live.get(`/v1/dispatches/${answer.body.data.id}`)).body.data;
+          return current.status !== 'accepted' ? current : undefined;
+        },
+        30_000,
+        `dispatch of ${channel} in EUR`,
+      );
+      expect(dispatch).toMatchObject({
+        status: 'failed',
+        attempts: 0,
+        error: { code: 'provider_validation_failed', provider_code: 'currency_mismatch', retryable: false },
+      });
       expect(network.requests.slice(before)).toEqual([]);
     });
 
@@ -195,7 +210,14 @@ describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, to
         expect(dispatch).toMatchObject({ status: 'failed', error: { code: 'connection_reauth_required', retryable: false } });
         expect((await live.get(`/v1/connections/${connection.id}`)).body.data).toMatchObject({ status: 'reauth_required', reauth_reason: expect.any(String) });
         const [webhook] = await receiver.waitFor((e) => e.body.event === 'connection.reauth_required' && e.body.data.connection_id === connection.id, 15_000);
-        expect(webhook.body.data).toMatchObject({ connection_id: connection.id, channel, status: 'reauth_required', provider_account_id: fake(channel).accountId, environment: 'live', reason: expect.any(String) });
+        expect(webhook.body.data).toMatchObject({
+          connection_id: connection.id,
+          channel,
+          status: 'reauth_required',
+          provider_account_id: fake(channel).accountId,
+          environment: 'live',
+          reason: expect.any(String),
+        });
         const refused = await live.post('/v1/campaigns', { channel, campaign: campaign('after') });
         expect(refused.status).toBe(422);
         expect(refused.body.error.code).toBe('connection_reauth_required');
@@ -208,10 +230,14 @@ describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, to
         expect((await live.get(`/v1/connections/${connection.id}`)).body.data.status).toBe('revoked');
         const retried = await live.post(`/v1/dispatches/${dispatch.id}/retry`);
         expect(retried.body.data).toMatchObject({ status: 'accepted', connection_id: replacement.id });
-        const done = await eventually(async () => {
-          const current = (await live.get(`/v1/dispatches/${dispatch.id}`)).body.data;
-          return current.status !== 'accepted' ? current : undefined;
-        }, 30_000, `retried dispatch of ${channel}`);
+        const done = await eventually(
+          async () => {
+            const current = (await live.get(`/v1/dispatches/${dispatch.id}`)).body.data;
+            return current.status !== 'accepted' ? current : undefined;
+          },
+          30_000,
+          `retried dispatch of ${channel}`,
+        );
         expect(done).toMatchObject({ status: 'completed', connection_id: replacement.id });
       } finally {
         network.acceptRefresh();
@@ -234,13 +260,21 @@ describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, to
   });
 
   it('never shows a token: a known token planted on every network is in no log line, answer, webhook, event, stored row or file of the whole run', async () => {
-    const planted = CHANNELS.map((channel) => ({ channel, access: `PLANTEDat${channel}${randomBytes(12).toString('hex')}`, refresh: `PLANTEDrt${channel}${randomBytes(12).toString('hex')}` }));
+    const planted = CHANNELS.map((channel) => ({
+      channel,
+      access: `PLANTEDat${channel}${randomBytes(12).toString('hex')}`,
+      refresh: `PLANTEDrt${channel}${randomBytes(12).toString('hex')}`,
+    }));
     const live = await livePartner('token search');
     for (const { channel, access, refresh } of planted) {
       const network = fakes[channel];
       network.issueAccessToken(access);
       network.issueRefreshToken(refresh);
-      const connection = await importToken(live, channel, fake(channel).plantedCredentials?.(network, access, refresh) ?? { access_token: access, refresh_token: refresh });
+      const connection = await importToken(
+        live,
+        channel,
+        fake(channel).plantedCredentials?.(network, access, refresh) ?? { access_token: access, refresh_token: refresh },
+      );
       // A launch with it, a refusal of it (refreshed with the planted refresh token), and the reads a partner makes.
       expect(await launched(live, channel, `Planted ${channel}`, (d) => d.status !== 'accepted')).toMatchObject({ status: 'completed' });
       // Refreshed with the planted refresh token where the network issues them, else the connection needs reauthorizing.

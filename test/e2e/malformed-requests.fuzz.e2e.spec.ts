@@ -58,14 +58,35 @@ const RUNS_PER_ROUTE = Number(process.env.FUZZ_RUNS ?? 250);
 const REPLAY_PATH = process.env.FUZZ_PATH;
 /** Each route's share of the time (a route takes 1 to 5 s here); past it fast-check stops, and the cases run so far are reported. */
 const TIME_PER_ROUTE_MS = 10_000;
-const CHANNELS = ['google_ads', 'meta_ads', 'tiktok_ads', 'linkedin_ads', 'microsoft_ads', 'snapchat_ads', 'pinterest_ads', 'reddit_ads', 'x_ads', 'amazon_ads'];
+const CHANNELS = [
+  'google_ads',
+  'meta_ads',
+  'tiktok_ads',
+  'linkedin_ads',
+  'microsoft_ads',
+  'snapchat_ads',
+  'pinterest_ads',
+  'reddit_ads',
+  'x_ads',
+  'amazon_ads',
+];
 
 /** API.md §1's table: per status, the types and the codes each may carry. 5xx is never an answer to bad input. */
 const ERROR_TABLE: Record<number, Record<string, string[]>> = {
   400: {
     invalid_request_error: [
-      'body_invalid_json', 'parameter_missing', 'parameter_invalid', 'parameter_unknown', 'url_invalid', 'url_not_https', 'url_forbidden_host',
-      'event_unknown', 'credentials_invalid', 'provider_account_unreachable', 'state_invalid', 'redirect_uri_not_registered',
+      'body_invalid_json',
+      'parameter_missing',
+      'parameter_invalid',
+      'parameter_unknown',
+      'url_invalid',
+      'url_not_https',
+      'url_forbidden_host',
+      'event_unknown',
+      'credentials_invalid',
+      'provider_account_unreachable',
+      'state_invalid',
+      'redirect_uri_not_registered',
     ],
   },
   401: { authentication_error: ['api_key_missing', 'api_key_invalid', 'api_key_revoked'] },
@@ -75,7 +96,15 @@ const ERROR_TABLE: Record<number, Record<string, string[]>> = {
   409: { idempotency_error: ['idempotency_key_reused', 'idempotency_key_in_use'], invalid_request_error: ['dispatch_not_retryable', 'connection_exists'] },
   413: { invalid_request_error: ['payload_too_large'] },
   415: { invalid_request_error: ['unsupported_media_type'] },
-  422: { invalid_request_error: ['connection_required', 'connection_reauth_required', 'channel_live_unavailable', 'channel_not_configured', 'provider_validation_failed'] },
+  422: {
+    invalid_request_error: [
+      'connection_required',
+      'connection_reauth_required',
+      'channel_live_unavailable',
+      'channel_not_configured',
+      'provider_validation_failed',
+    ],
+  },
   429: { rate_limit_error: ['rate_limited'] },
 };
 
@@ -140,10 +169,16 @@ class StorageWitness {
    * before, so only records that hold a key (kept answers, reservations) count.
    */
   read(): Record<string, string | number> {
-    const state: Record<string, string | number> = { last_event: (this.events.prepare('SELECT COALESCE(MAX(position), 0) AS n FROM events').get() as { n: number }).n };
+    const state: Record<string, string | number> = {
+      last_event: (this.events.prepare('SELECT COALESCE(MAX(position), 0) AS n FROM events').get() as { n: number }).n,
+    };
     for (const table of this.collections) {
       const holding = table === 'coll_idempotency_keys' ? "WHERE json_extract(doc, '$.expires_at') <> 0" : '';
-      const rows = this.views.prepare(`SELECT id, revision, doc FROM "${table}" ${holding} ORDER BY id`).all() as Array<{ id: string; revision: number | null; doc: string }>;
+      const rows = this.views.prepare(`SELECT id, revision, doc FROM "${table}" ${holding} ORDER BY id`).all() as Array<{
+        id: string;
+        revision: number | null;
+        doc: string;
+      }>;
       const digest = createHash('sha256');
       for (const row of rows) digest.update(`${row.id}\u0000${row.revision}\u0000${row.doc}\u0001`);
       state[table.slice('coll_'.length)] = `${rows.length}:${digest.digest('hex').slice(0, 16)}`;
@@ -167,12 +202,21 @@ function mustBeRefused(route: RouteUnderFuzz, recipe: RequestRecipe): boolean {
   const bodyRefuses = 'edits' in body ? editsRefuse(body.edits) : 'text' in body || 'value' in body;
   const sendsBody = !('none' in body);
   const key = recipe.idempotencyKey;
-  const keyRefuses = route.method === 'POST' && route.path !== '/v1/campaigns/validate' && typeof key !== 'undefined' && !Array.isArray(key) && (textOf(key).length === 0 || textOf(key).length > 255);
-  return bodyRefuses || (sendsBody && contentTypeRefuses(recipe.contentType)) || recipe.authorization !== undefined || recipe.pathId !== undefined || keyRefuses;
+  const keyRefuses =
+    route.method === 'POST' &&
+    route.path !== '/v1/campaigns/validate' &&
+    typeof key !== 'undefined' &&
+    !Array.isArray(key) &&
+    (textOf(key).length === 0 || textOf(key).length > 255);
+  return (
+    bodyRefuses || (sendsBody && contentTypeRefuses(recipe.contentType)) || recipe.authorization !== undefined || recipe.pathId !== undefined || keyRefuses
+  );
 }
 
 /** A field named `prototype` (not an Object.prototype member, but what Nest's ValidationPipe deletes silently before validating): it was accepted on every route. */
-const prototypeField = (at: string[] = []): RequestRecipe => ({ body: { edits: [{ set: [...at, 'prototype'], to: { json: { polluted: true } }, what: `unknown field ${[...at, 'prototype'].join('.')}`, refused: true }] } });
+const prototypeField = (at: string[] = []): RequestRecipe => ({
+  body: { edits: [{ set: [...at, 'prototype'], to: { json: { polluted: true } }, what: `unknown field ${[...at, 'prototype'].join('.')}`, refused: true }] },
+});
 
 /** The cases that found bugs, per route (run first, before the generated ones). */
 const EXAMPLES: Record<string, RequestRecipe[]> = {
@@ -231,7 +275,9 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
     await new Promise<void>((done) => receiver.listen(0, '127.0.0.1', done));
     receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks`;
     const networks = Object.fromEntries(
-      CHANNELS.flatMap((channel) => ['API', 'OAUTH', 'TOKEN'].map((kind) => [`CHANNEL_${channel.toUpperCase()}_${kind}_URL`, `http://127.0.0.1:9/${channel}/${kind.toLowerCase()}`])),
+      CHANNELS.flatMap((channel) =>
+        ['API', 'OAUTH', 'TOKEN'].map((kind) => [`CHANNEL_${channel.toUpperCase()}_${kind}_URL`, `http://127.0.0.1:9/${channel}/${kind.toLowerCase()}`]),
+      ),
     );
     service = await ServiceProcess.start('standalone', {
       ADMIN_TOKEN,
@@ -263,20 +309,43 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
       const connection = await client.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_fuzz' });
       const dispatch = await client.post('/v1/campaigns', sandboxCampaign('[sandbox:fail] fuzz'));
       for (const answer of [webhook, connection, dispatch]) expect(answer.status).toBe(200);
-      const failed = await eventually(async () => (await client.get(`/v1/dispatches/${dispatch.body.data.id}`)).body.data?.status === 'failed', 15_000, 'the dispatch to fail');
+      const failed = await eventually(
+        async () => (await client.get(`/v1/dispatches/${dispatch.body.data.id}`)).body.data?.status === 'failed',
+        15_000,
+        'the dispatch to fail',
+      );
       expect(failed).toBe(true);
-      const delivery = await eventually(async () => (await client.get(`/v1/webhooks/${webhook.body.data.id}/deliveries`)).body.data.find((d: { status: string }) => d.status === 'succeeded'), 15_000, 'the delivery');
-      return { webhook: webhook.body.data.id as string, connection: connection.body.data.id as string, dispatch: dispatch.body.data.id as string, delivery: delivery.id as string };
+      const delivery = await eventually(
+        async () => (await client.get(`/v1/webhooks/${webhook.body.data.id}/deliveries`)).body.data.find((d: { status: string }) => d.status === 'succeeded'),
+        15_000,
+        'the delivery',
+      );
+      return {
+        webhook: webhook.body.data.id as string,
+        connection: connection.body.data.id as string,
+        dispatch: dispatch.body.data.id as string,
+        delivery: delivery.id as string,
+      };
     };
     const mine = await made(partner);
     const theirs = await made(other);
-    ids = { ...mine, account: opened.accountId, targetAccount: targetKeys.accountId, otherAccount: [otherKeys.accountId, theirs.webhook, theirs.connection, theirs.dispatch, theirs.delivery] };
+    ids = {
+      ...mine,
+      account: opened.accountId,
+      targetAccount: targetKeys.accountId,
+      otherAccount: [otherKeys.accountId, theirs.webhook, theirs.connection, theirs.dispatch, theirs.delivery],
+    };
     witness = new StorageWitness(dataDir);
     await settled(async () => null);
   }, 60_000);
 
   afterAll(async () => {
-    const lines = [...tallies].map(([route, { runs, statuses }]) => `${route.padEnd(52)} ${String(runs).padStart(4)} cases  ${Object.entries(statuses).map(([status, n]) => `${status}:${n}`).join(' ')}`);
+    const lines = [...tallies].map(
+      ([route, { runs, statuses }]) =>
+        `${route.padEnd(52)} ${String(runs).padStart(4)} cases  ${Object.entries(statuses)
+          .map(([status, n]) => `${status}:${n}`)
+          .join(' ')}`,
+    );
     if (lines.length > 0) console.log(`malformed-requests fuzz, seed ${SEED}:\n${lines.join('\n')}`);
     closeRawConnections();
     witness?.close();
@@ -307,19 +376,58 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
   }
 
   const routes = (): Record<string, RouteUnderFuzz> => ({
-    'POST /v1/campaigns': { method: 'POST', path: '/v1/campaigns', shape: CAMPAIGN, valid: sandboxCampaign('Fuzzed launch'), caller: 'partner', view: async () => [await read(partner, '/v1/dispatches?limit=100'), await read(partner, '/v1/account')] },
-    'POST /v1/campaigns/validate': { method: 'POST', path: '/v1/campaigns/validate', shape: CAMPAIGN, valid: sandboxCampaign('Fuzzed dry run'), caller: 'partner', view: async () => [await read(partner, '/v1/dispatches?limit=100'), await read(partner, '/v1/account')] },
+    'POST /v1/campaigns': {
+      method: 'POST',
+      path: '/v1/campaigns',
+      shape: CAMPAIGN,
+      valid: sandboxCampaign('Fuzzed launch'),
+      caller: 'partner',
+      view: async () => [await read(partner, '/v1/dispatches?limit=100'), await read(partner, '/v1/account')],
+    },
+    'POST /v1/campaigns/validate': {
+      method: 'POST',
+      path: '/v1/campaigns/validate',
+      shape: CAMPAIGN,
+      valid: sandboxCampaign('Fuzzed dry run'),
+      caller: 'partner',
+      view: async () => [await read(partner, '/v1/dispatches?limit=100'), await read(partner, '/v1/account')],
+    },
     'POST /v1/connections': {
       method: 'POST',
       path: '/v1/connections',
       shape: CONNECTION,
-      valid: { channel: 'tiktok_ads', provider_account_id: 'act_fuzz_new', credentials: { access_token: 'token', refresh_token: 'refresh', expires_at: '2030-01-01T00:00:00Z' }, sandbox: { currency: 'EUR', timezone: 'Europe/Berlin' } },
+      valid: {
+        channel: 'tiktok_ads',
+        provider_account_id: 'act_fuzz_new',
+        credentials: { access_token: 'token', refresh_token: 'refresh', expires_at: '2030-01-01T00:00:00Z' },
+        sandbox: { currency: 'EUR', timezone: 'Europe/Berlin' },
+      },
       caller: 'partner',
       view: () => read(partner, '/v1/connections?limit=100'),
     },
-    'POST /v1/connections/:id/reauthorize': { method: 'POST', path: '/v1/connections/:id/reauthorize', shape: REAUTHORIZE, valid: { credentials: { access_token: 'token2' } }, caller: 'partner', view: () => read(partner, `/v1/connections/${ids.connection}`) },
-    'POST /v1/dispatches/:id/retry': { method: 'POST', path: '/v1/dispatches/:id/retry', shape: NO_BODY, caller: 'partner', view: async () => [await read(partner, `/v1/dispatches/${ids.dispatch}`), await read(partner, '/v1/account')] },
-    'POST /v1/webhooks': { method: 'POST', path: '/v1/webhooks', shape: WEBHOOK, valid: { url: receiverUrl, events: ['dispatch.completed'] }, caller: 'partner', view: () => read(partner, '/v1/webhooks?limit=100') },
+    'POST /v1/connections/:id/reauthorize': {
+      method: 'POST',
+      path: '/v1/connections/:id/reauthorize',
+      shape: REAUTHORIZE,
+      valid: { credentials: { access_token: 'token2' } },
+      caller: 'partner',
+      view: () => read(partner, `/v1/connections/${ids.connection}`),
+    },
+    'POST /v1/dispatches/:id/retry': {
+      method: 'POST',
+      path: '/v1/dispatches/:id/retry',
+      shape: NO_BODY,
+      caller: 'partner',
+      view: async () => [await read(partner, `/v1/dispatches/${ids.dispatch}`), await read(partner, '/v1/account')],
+    },
+    'POST /v1/webhooks': {
+      method: 'POST',
+      path: '/v1/webhooks',
+      shape: WEBHOOK,
+      valid: { url: receiverUrl, events: ['dispatch.completed'] },
+      caller: 'partner',
+      view: () => read(partner, '/v1/webhooks?limit=100'),
+    },
     'PATCH /v1/webhooks/:id': {
       method: 'PATCH',
       path: '/v1/webhooks/:id',
@@ -328,7 +436,13 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
       caller: 'partner',
       view: () => read(partner, `/v1/webhooks/${ids.webhook}`),
     },
-    'POST /v1/webhooks/:id/rotate-secret': { method: 'POST', path: '/v1/webhooks/:id/rotate-secret', shape: NO_BODY, caller: 'partner', view: () => read(partner, `/v1/webhooks/${ids.webhook}`) },
+    'POST /v1/webhooks/:id/rotate-secret': {
+      method: 'POST',
+      path: '/v1/webhooks/:id/rotate-secret',
+      shape: NO_BODY,
+      caller: 'partner',
+      view: () => read(partner, `/v1/webhooks/${ids.webhook}`),
+    },
     'POST /v1/webhooks/:id/deliveries/:delivery_id/redeliver': {
       method: 'POST',
       path: '/v1/webhooks/:id/deliveries/:delivery_id/redeliver',
@@ -336,16 +450,50 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
       caller: 'partner',
       view: () => read(partner, `/v1/webhooks/${ids.webhook}/deliveries?limit=100`),
     },
-    'POST /admin/v1/accounts': { method: 'POST', path: '/admin/v1/accounts', shape: ACCOUNT, valid: { name: 'Fuzzed account', credits: 5, oauth_redirect_uris: ['https://partner.example/fuzz'] }, caller: 'admin', view: async () => null },
-    'PATCH /admin/v1/accounts/:id': { method: 'PATCH', path: '/admin/v1/accounts/:id', shape: ACCOUNT_PATCH, valid: { name: 'Renamed', oauth_redirect_uris: ['https://partner.example/renamed'] }, caller: 'admin', view: () => targetAccount() },
-    'POST /admin/v1/accounts/:id/keys': { method: 'POST', path: '/admin/v1/accounts/:id/keys', shape: KEY, valid: { mode: 'test' }, caller: 'admin', view: () => targetAccount() },
-    'POST /admin/v1/accounts/:id/credits': { method: 'POST', path: '/admin/v1/accounts/:id/credits', shape: CREDITS, valid: { mode: 'live', amount: 7 }, caller: 'admin', view: () => targetAccount() },
+    'POST /admin/v1/accounts': {
+      method: 'POST',
+      path: '/admin/v1/accounts',
+      shape: ACCOUNT,
+      valid: { name: 'Fuzzed account', credits: 5, oauth_redirect_uris: ['https://partner.example/fuzz'] },
+      caller: 'admin',
+      view: async () => null,
+    },
+    'PATCH /admin/v1/accounts/:id': {
+      method: 'PATCH',
+      path: '/admin/v1/accounts/:id',
+      shape: ACCOUNT_PATCH,
+      valid: { name: 'Renamed', oauth_redirect_uris: ['https://partner.example/renamed'] },
+      caller: 'admin',
+      view: () => targetAccount(),
+    },
+    'POST /admin/v1/accounts/:id/keys': {
+      method: 'POST',
+      path: '/admin/v1/accounts/:id/keys',
+      shape: KEY,
+      valid: { mode: 'test' },
+      caller: 'admin',
+      view: () => targetAccount(),
+    },
+    'POST /admin/v1/accounts/:id/credits': {
+      method: 'POST',
+      path: '/admin/v1/accounts/:id/credits',
+      shape: CREDITS,
+      valid: { mode: 'live', amount: 7 },
+      caller: 'admin',
+      view: () => targetAccount(),
+    },
   });
   const targetAccount = async () => [await read(target.test, '/v1/account'), await read(target.live, '/v1/account')];
 
   /** The route's ids: the partner's webhook, connection, dispatch and delivery; the operators' target account. */
   const pathOf = (route: RouteUnderFuzz, recipe: RequestRecipe) => {
-    const id = route.path.startsWith('/admin/') ? ids.targetAccount : route.path.startsWith('/v1/webhooks') ? ids.webhook : route.path.startsWith('/v1/connections') ? ids.connection : ids.dispatch;
+    const id = route.path.startsWith('/admin/')
+      ? ids.targetAccount
+      : route.path.startsWith('/v1/webhooks')
+        ? ids.webhook
+        : route.path.startsWith('/v1/connections')
+          ? ids.connection
+          : ids.dispatch;
     const withIds = route.path.replace(':delivery_id', ids.delivery).replace(':id', recipe.pathId === undefined ? id : textOf(recipe.pathId));
     const query = recipe.query === undefined ? '' : textOf(recipe.query);
     return withIds + (query === '' || query.startsWith('?') ? query : `?${query}`);
@@ -367,11 +515,30 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
     const notThisCallers = badPathId(route.caller === 'admin' ? [] : ids.otherAccount);
     const own = route.caller === 'admin' ? ADMIN_TOKEN : keys.partner;
     const wrongCredential = route.caller === 'admin' ? keys.partner : ADMIN_TOKEN;
-    const badAuthorization = fc.constantFrom<string | null>(null, 'Bearer', 'Bearer ', 'Basic Zm9vOmJhcg==', 'Bearer mk_test_short', `Bearer mk_live_${'A'.repeat(40)}`, `Bearer ${keys.revoked}`, `Bearer ${wrongCredential}`, `Token ${own}`, own, `Bearer ${own}x`, `Bearer ${own} ${own}`);
-    const badIdempotencyKey = fc.oneof<fc.Arbitrary<Text>[]>(fc.integer({ min: 256, max: 2000 }).map((times) => ({ repeat: 'k', times })), fc.constant(''));
+    const badAuthorization = fc.constantFrom<string | null>(
+      null,
+      'Bearer',
+      'Bearer ',
+      'Basic Zm9vOmJhcg==',
+      'Bearer mk_test_short',
+      `Bearer mk_live_${'A'.repeat(40)}`,
+      `Bearer ${keys.revoked}`,
+      `Bearer ${wrongCredential}`,
+      `Token ${own}`,
+      own,
+      `Bearer ${own}x`,
+      `Bearer ${own} ${own}`,
+    );
+    const badIdempotencyKey = fc.oneof<fc.Arbitrary<Text>[]>(
+      fc.integer({ min: 256, max: 2000 }).map((times) => ({ repeat: 'k', times })),
+      fc.constant(''),
+    );
     const broken = fc.record(
       {
-        body: fc.oneof({ weight: 3, arbitrary: fc.array(bodyEdit(route.shape, route.valid), { minLength: 1, maxLength: 3 }).map((edits): BodyRecipe => ({ edits })) }, { weight: 1, arbitrary: wholeBody(route.valid) }),
+        body: fc.oneof(
+          { weight: 3, arbitrary: fc.array(bodyEdit(route.shape, route.valid), { minLength: 1, maxLength: 3 }).map((edits): BodyRecipe => ({ edits })) },
+          { weight: 1, arbitrary: wholeBody(route.valid) },
+        ),
         contentType: sometimes(contentType, 8),
         pathId: hasId ? sometimes(notThisCallers, 10) : fc.constant(undefined),
         query: sometimes(query, 6),
@@ -388,8 +555,12 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
       ...[
         hasId ? notThisCallers.map((pathId): RequestRecipe => ({ body: validBody, pathId })) : null,
         badAuthorization.map((authorization): RequestRecipe => ({ body: validBody, authorization })),
-        route.method === 'POST' && route.path !== '/v1/campaigns/validate' ? badIdempotencyKey.map((key): RequestRecipe => ({ body: validBody, idempotencyKey: key })) : null,
-        fc.constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'text/json').map((type): RequestRecipe => ({ body: { edits: [] }, contentType: type })),
+        route.method === 'POST' && route.path !== '/v1/campaigns/validate'
+          ? badIdempotencyKey.map((key): RequestRecipe => ({ body: validBody, idempotencyKey: key }))
+          : null,
+        fc
+          .constantFrom('text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'text/json')
+          .map((type): RequestRecipe => ({ body: { edits: [] }, contentType: type })),
       ].filter((arbitrary): arbitrary is fc.Arbitrary<RequestRecipe> => arbitrary !== null),
     );
     return fc.oneof({ weight: 5, arbitrary: broken }, { weight: 1, arbitrary: refusedOtherwise });
@@ -401,7 +572,8 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
     const credential = route.caller === 'admin' ? ADMIN_TOKEN : keys.partner;
     if (recipe.authorization !== null) headers.push(['Authorization', recipe.authorization ?? `Bearer ${credential}`]);
     if (body !== undefined && recipe.contentType !== null) headers.push(['Content-Type', recipe.contentType ?? 'application/json']);
-    if (recipe.idempotencyKey !== undefined) headers.push(['Idempotency-Key', Array.isArray(recipe.idempotencyKey) ? recipe.idempotencyKey : textOf(recipe.idempotencyKey)]);
+    if (recipe.idempotencyKey !== undefined)
+      headers.push(['Idempotency-Key', Array.isArray(recipe.idempotencyKey) ? recipe.idempotencyKey : textOf(recipe.idempotencyKey)]);
     if (recipe.requestId !== undefined) headers.push(['X-Request-Id', textOf(recipe.requestId)]);
     for (const header of recipe.otherHeaders ?? []) headers.push(header);
     return sendRaw(service.url, route.method, pathOf(route, recipe), headers, body, recipe.chunked);
@@ -423,7 +595,11 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
     expect(body.request_id).toBe(header);
     // A well-formed client id is echoed, unless the request line and headers are past what Node reads (16 KiB): then no header of it is known.
     const sent = recipe.requestId === undefined ? undefined : textOf(recipe.requestId);
-    const readable = pathOf(route, recipe).length + JSON.stringify(recipe.otherHeaders ?? []).length + (recipe.idempotencyKey === undefined ? 0 : JSON.stringify(recipe.idempotencyKey).length) < 15_000;
+    const readable =
+      pathOf(route, recipe).length +
+        JSON.stringify(recipe.otherHeaders ?? []).length +
+        (recipe.idempotencyKey === undefined ? 0 : JSON.stringify(recipe.idempotencyKey).length) <
+      15_000;
     if (sent !== undefined && readable && /^[A-Za-z0-9_-]{1,64}$/.test(sent)) expect(header).toBe(sent.startsWith('req_') ? sent : `req_${sent}`);
     if (answer.status < 300) {
       expect(Object.keys(body).sort()).toEqual(['data', 'request_id', 'success']);
@@ -435,7 +611,8 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
     const error = body.error as Record<string, unknown>;
     const allowed = ERROR_TABLE[answer.status];
     if (!allowed) throw new Error(`answered a status API.md does not have for errors: ${show}`);
-    if (!allowed[error.type as string]?.includes(error.code as string)) throw new Error(`${answer.status} with type ${String(error.type)} and code ${String(error.code)} is not in API.md's table: ${show}`);
+    if (!allowed[error.type as string]?.includes(error.code as string))
+      throw new Error(`${answer.status} with type ${String(error.type)} and code ${String(error.code)} is not in API.md's table: ${show}`);
     expect(typeof error.message).toBe('string');
     expect((error.message as string).length).toBeGreaterThan(0);
     for (const name of Object.keys(error)) expect(['type', 'code', 'message', 'param', 'provider_code']).toContain(name);
@@ -456,45 +633,63 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
 
   // Found beside the fuzz: Nest's ValidationPipe deleted these names from a list's query (and
   // class-transformer skipped the methods' names), so they passed where `?colour=red` is refused.
-  it.each(['toString', 'valueOf', 'constructor', '__proto__', 'prototype', 'hasOwnProperty'])('refuses a list query parameter named %s as unknown', async (name) => {
-    const answer = await sendRaw(service.url, 'GET', `/v1/webhooks?${name}=1`, [['Authorization', `Bearer ${keys.partner}`]], undefined);
-    expect({ status: answer.status, error: JSON.parse(answer.text).error }).toEqual({ status: 400, error: expect.objectContaining({ code: 'parameter_unknown', param: name }) });
-  });
+  it.each(['toString', 'valueOf', 'constructor', '__proto__', 'prototype', 'hasOwnProperty'])(
+    'refuses a list query parameter named %s as unknown',
+    async (name) => {
+      const answer = await sendRaw(service.url, 'GET', `/v1/webhooks?${name}=1`, [['Authorization', `Bearer ${keys.partner}`]], undefined);
+      expect({ status: answer.status, error: JSON.parse(answer.text).error }).toEqual({
+        status: 400,
+        error: expect.objectContaining({ code: 'parameter_unknown', param: name }),
+      });
+    },
+  );
 
   const routeNames = Object.keys(routes());
-  it.each(routeNames)('%s: no 5xx, always the envelope, and a refused request changes nothing', async (name) => {
-    const route = routes()[name];
-    const tally: Tally = { runs: 0, statuses: {} };
-    tallies.set(name, tally);
-    // The state a refused request must leave as it is; null after anything that may have changed it (read again, once it is at rest).
-    let before: unknown = null;
-    await fc.assert(
-      fc.asyncProperty(malformed(route), async (recipe) => {
-        before ??= await settled(route.view);
-        const answer = await send(route, recipe);
-        tally.runs += 1;
-        tally.statuses[answer.status] = (tally.statuses[answer.status] ?? 0) + 1;
-        try {
-          expectEnvelope(route, answer, recipe);
-          if (answer.status < 300 && mustBeRefused(route, recipe)) throw new Error(`accepted with ${answer.status} a request API.md has refused: ${answer.text.slice(0, 300)}`);
-        } catch (error) {
-          before = null; // the shrinking runs that follow compare with what is there now
-          throw error;
-        }
-        // Accepted after all (the change happened to be valid): its effects are not under test.
-        if (answer.status < 300) return void (before = null);
-        const after = JSON.parse(JSON.stringify([witness.read(), await route.view()]));
-        if (JSON.stringify(after) !== JSON.stringify(before)) {
-          const [storageBefore, viewBefore] = before as [unknown, unknown];
-          const [storageAfter, viewAfter] = after as [unknown, unknown];
-          before = null;
-          throw new Error(
-            `refused with ${answer.status} ${answer.text.slice(0, 300)}\nbut changed ${JSON.stringify(storageBefore) === JSON.stringify(storageAfter) ? 'what a partner reads' : 'the storage'}:\n` +
-              `storage before ${JSON.stringify(storageBefore)}\nstorage after  ${JSON.stringify(storageAfter)}\nview before ${JSON.stringify(viewBefore).slice(0, 2000)}\nview after  ${JSON.stringify(viewAfter).slice(0, 2000)}`,
-          );
-        }
-      }),
-      { seed: SEED, numRuns: RUNS_PER_ROUTE, interruptAfterTimeLimit: TIME_PER_ROUTE_MS, markInterruptAsFailure: false, examples: (EXAMPLES[name] ?? []).map((recipe) => [recipe]), ...(REPLAY_PATH ? { path: REPLAY_PATH } : {}) },
-    );
-  }, TIME_PER_ROUTE_MS * 2 + 15_000);
+  it.each(routeNames)(
+    '%s: no 5xx, always the envelope, and a refused request changes nothing',
+    async (name) => {
+      const route = routes()[name];
+      const tally: Tally = { runs: 0, statuses: {} };
+      tallies.set(name, tally);
+      // The state a refused request must leave as it is; null after anything that may have changed it (read again, once it is at rest).
+      let before: unknown = null;
+      await fc.assert(
+        fc.asyncProperty(malformed(route), async (recipe) => {
+          before ??= await settled(route.view);
+          const answer = await send(route, recipe);
+          tally.runs += 1;
+          tally.statuses[answer.status] = (tally.statuses[answer.status] ?? 0) + 1;
+          try {
+            expectEnvelope(route, answer, recipe);
+            if (answer.status < 300 && mustBeRefused(route, recipe))
+              throw new Error(`accepted with ${answer.status} a request API.md has refused: ${answer.text.slice(0, 300)}`);
+          } catch (error) {
+            before = null; // the shrinking runs that follow compare with what is there now
+            throw error;
+          }
+          // Accepted after all (the change happened to be valid): its effects are not under test.
+          if (answer.status < 300) return void (before = null);
+          const after = JSON.parse(JSON.stringify([witness.read(), await route.view()]));
+          if (JSON.stringify(after) !== JSON.stringify(before)) {
+            const [storageBefore, viewBefore] = before as [unknown, unknown];
+            const [storageAfter, viewAfter] = after as [unknown, unknown];
+            before = null;
+            throw new Error(
+              `refused with ${answer.status} ${answer.text.slice(0, 300)}\nbut changed ${JSON.stringify(storageBefore) === JSON.stringify(storageAfter) ? 'what a partner reads' : 'the storage'}:\n` +
+                `storage before ${JSON.stringify(storageBefore)}\nstorage after  ${JSON.stringify(storageAfter)}\nview before ${JSON.stringify(viewBefore).slice(0, 2000)}\nview after  ${JSON.stringify(viewAfter).slice(0, 2000)}`,
+            );
+          }
+        }),
+        {
+          seed: SEED,
+          numRuns: RUNS_PER_ROUTE,
+          interruptAfterTimeLimit: TIME_PER_ROUTE_MS,
+          markInterruptAsFailure: false,
+          examples: (EXAMPLES[name] ?? []).map((recipe) => [recipe]),
+          ...(REPLAY_PATH ? { path: REPLAY_PATH } : {}),
+        },
+      );
+    },
+    TIME_PER_ROUTE_MS * 2 + 15_000,
+  );
 });

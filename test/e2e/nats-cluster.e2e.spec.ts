@@ -152,7 +152,9 @@ describe('the four apps over a 3-node NATS cluster, one node killed during 1,000
         for (let index = next++; index < LAUNCHES; index = next++) await launchOne(index);
       }),
     );
-    timeline.push(`${Date.now() - startedAt} ms: ${launched.length} launches answered 200, ${launched.filter((l) => l.attempts > 1).length} of them after a retry`);
+    timeline.push(
+      `${Date.now() - startedAt} ms: ${launched.length} launches answered 200, ${launched.filter((l) => l.attempts > 1).length} of them after a retry`,
+    );
 
     expect(lost).toEqual([]);
     expect(launched).toHaveLength(LAUNCHES);
@@ -182,7 +184,12 @@ describe('the four apps over a 3-node NATS cluster, one node killed during 1,000
       eventIdsByDispatch.set(id, (eventIdsByDispatch.get(id) ?? new Set()).add(body.id));
     }
     expect([...dispatchIds].filter((id) => eventIdsByDispatch.get(id)?.size !== 1)).toEqual([]);
-    expect(receiver.events().filter(isCompleted).every((event) => event.body.data.status === 'completed')).toBe(true);
+    expect(
+      receiver
+        .events()
+        .filter(isCompleted)
+        .every((event) => event.body.data.status === 'completed'),
+    ).toBe(true);
 
     // Charged once each: every account spent one credit per launch, no more.
     const balances = await Promise.all(partners.map(async (partner) => (await partner.get('/v1/account')).body.data.credits_balance));

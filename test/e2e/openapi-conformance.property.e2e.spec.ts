@@ -44,7 +44,13 @@ describe('the served document and the server agree (requests generated from /ope
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-conformance-'));
-    service = await ServiceProcess.start('standalone', { ADMIN_TOKEN, DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST: '100000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    service = await ServiceProcess.start('standalone', {
+      ADMIN_TOKEN,
+      DATA_DIR: dataDir,
+      RATE_LIMIT_PER_SECOND: '100000',
+      RATE_LIMIT_BURST: '100000',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    });
     admin = new PartnerClient(service.url, ADMIN_TOKEN);
     const keys = await openAccountWithKeys(admin, 'Conformance');
     partner = new PartnerClient(service.url, keys.testKey);
@@ -69,7 +75,9 @@ describe('the served document and the server agree (requests generated from /ope
       for (const [method, operation] of Object.entries(item)) {
         if (path.includes('oauth/callback')) continue;
         const parameters = ((operation.parameters ?? []) as Schema[]).map((p) => (p.$ref ? document.components.parameters![p.$ref.split('/').pop()!] : p));
-        const query = parameters.filter((p) => p.in === 'query').map((p) => ({ name: p.name as string, required: p.required === true, schema: p.schema as Schema }));
+        const query = parameters
+          .filter((p) => p.in === 'query')
+          .map((p) => ({ name: p.name as string, required: p.required === true, schema: p.schema as Schema }));
         const body = operation.requestBody?.content?.['application/json']?.schema as Schema | undefined;
         if (body || query.length > 0) found.push({ method: method.toUpperCase(), path, body, query });
       }
@@ -79,7 +87,13 @@ describe('the served document and the server agree (requests generated from /ope
 
   /** The path with a real resource's id where it names one. */
   function pathOf(template: string): string {
-    const kind = template.startsWith('/admin/v1/accounts') ? 'account' : template.startsWith('/v1/dispatches') ? 'dispatch' : template.startsWith('/v1/webhooks') ? 'webhook' : 'connection';
+    const kind = template.startsWith('/admin/v1/accounts')
+      ? 'account'
+      : template.startsWith('/v1/dispatches')
+        ? 'dispatch'
+        : template.startsWith('/v1/webhooks')
+          ? 'webhook'
+          : 'connection';
     return template.replace(/\{[^}]+\}/g, () => ids[kind]);
   }
 
@@ -89,7 +103,8 @@ describe('the served document and the server agree (requests generated from /ope
     return entries.length ? `?${new URLSearchParams(entries.map(([k, v]): [string, string] => [k, String(v)])).toString()}` : '';
   };
   /** What the document says in words and not in the schema: a schedule's end after its start. */
-  const saysInWords = (body: any) => body?.campaign?.schedule?.end_at === undefined || Date.parse(body.campaign.schedule.end_at) > Date.parse(body.campaign.schedule.start_at);
+  const saysInWords = (body: any) =>
+    body?.campaign?.schedule?.end_at === undefined || Date.parse(body.campaign.schedule.end_at) > Date.parse(body.campaign.schedule.start_at);
 
   const querySchema = (op: Operation): Schema => ({
     type: 'object',
@@ -100,7 +115,16 @@ describe('the served document and the server agree (requests generated from /ope
 
   it('finds the operations to judge', () => {
     const names = operations().map((op) => `${op.method} ${op.path}`);
-    expect(names).toEqual(expect.arrayContaining(['POST /v1/campaigns', 'POST /v1/webhooks', 'PATCH /v1/webhooks/{id}', 'POST /v1/connections', 'GET /v1/dispatches', 'POST /admin/v1/accounts']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'POST /v1/campaigns',
+        'POST /v1/webhooks',
+        'PATCH /v1/webhooks/{id}',
+        'POST /v1/connections',
+        'GET /v1/dispatches',
+        'POST /admin/v1/accounts',
+      ]),
+    );
   });
 
   it('takes every request the document says is valid', async () => {

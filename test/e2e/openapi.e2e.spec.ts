@@ -32,8 +32,16 @@ describe('standalone service, its OpenAPI document and docs', () => {
     const document = (await response.json()) as { paths: object; webhooks: object };
     expect(document).toMatchObject({ openapi: '3.1.0', info: { version: VERSION }, servers: [{ url: '/' }] });
     expect(document).not.toHaveProperty('success');
-    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/v1/campaigns', '/v1/dispatches/{id}', '/v1/webhooks/{id}/deliveries', '/v1/events', '/openapi.json', '/docs']));
-    expect(Object.keys(document.webhooks)).toEqual(['dispatch.accepted', 'dispatch.completed', 'dispatch.failed', 'connection.active', 'connection.reauth_required']);
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/v1/campaigns', '/v1/dispatches/{id}', '/v1/webhooks/{id}/deliveries', '/v1/events', '/openapi.json', '/docs']),
+    );
+    expect(Object.keys(document.webhooks)).toEqual([
+      'dispatch.accepted',
+      'dispatch.completed',
+      'dispatch.failed',
+      'connection.active',
+      'connection.reauth_required',
+    ]);
   });
 
   it('serves GET /docs without a key: Swagger UI, its scripts and styles from this service only (swagger-ui-dist), on this document', async () => {

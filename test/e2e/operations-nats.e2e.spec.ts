@@ -24,7 +24,13 @@ function notJsonLogLines(app: AppName, lines: string[]): string[] {
   return lines.filter((line) => {
     try {
       const entry = JSON.parse(line);
-      return !(typeof entry.time === 'string' && !Number.isNaN(Date.parse(entry.time)) && typeof entry.level === 'string' && entry.app === app && typeof entry.msg === 'string');
+      return !(
+        typeof entry.time === 'string' &&
+        !Number.isNaN(Date.parse(entry.time)) &&
+        typeof entry.level === 'string' &&
+        entry.app === app &&
+        typeof entry.msg === 'string'
+      );
     } catch {
       return true;
     }
@@ -50,7 +56,8 @@ describe('the four apps over NATS, operated', () => {
       IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
       CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
     };
-    const start = async (name: AppName, extra: Record<string, string> = {}) => apps.set(name, await ServiceProcess.start(name, { ...common, ...nats.credentialsOf(name), DATA_DIR: join(dataDir, name), ...extra }));
+    const start = async (name: AppName, extra: Record<string, string> = {}) =>
+      apps.set(name, await ServiceProcess.start(name, { ...common, ...nats.credentialsOf(name), DATA_DIR: join(dataDir, name), ...extra }));
     await Promise.all([start('connection-service'), start('dispatch-service'), start('webhook-delivery-service')]);
     await start('api-gateway', { ADMIN_TOKEN });
   }, 60_000);
@@ -80,13 +87,27 @@ describe('the four apps over NATS, operated', () => {
       [422, 'req_abc-123', 'req_abc-123'],
     ]);
 
-    const linesOf = (name: AppName) => app(name).outputLines().stdout.filter((line) => line.includes('"req_abc-123"'));
-    await eventually(async () => APPS.every((name) => linesOf(name).length > 0), 15_000, `every app to log req_abc-123 (${APPS.map((n) => `${n}: ${linesOf(n).length}`).join(', ')})`);
+    const linesOf = (name: AppName) =>
+      app(name)
+        .outputLines()
+        .stdout.filter((line) => line.includes('"req_abc-123"'));
+    await eventually(
+      async () => APPS.every((name) => linesOf(name).length > 0),
+      15_000,
+      `every app to log req_abc-123 (${APPS.map((n) => `${n}: ${linesOf(n).length}`).join(', ')})`,
+    );
     for (const name of APPS) {
       for (const line of linesOf(name)) {
         expect({ app: name, entry: JSON.parse(line) }).toEqual({
           app: name,
-          entry: expect.objectContaining({ time: expect.any(String), level: expect.any(String), app: name, context: expect.any(String), msg: expect.any(String), request_id: 'req_abc-123' }),
+          entry: expect.objectContaining({
+            time: expect.any(String),
+            level: expect.any(String),
+            app: name,
+            context: expect.any(String),
+            msg: expect.any(String),
+            request_id: 'req_abc-123',
+          }),
         });
       }
     }
@@ -96,10 +117,17 @@ describe('the four apps over NATS, operated', () => {
     nats.kill();
     await nats.restart();
     // Every app noticed and said so (whatever the format), and is back at work.
-    const said = (name: AppName) => Object.values(app(name).outputLines()).flat().some((line) => line.includes('reconnected to NATS'));
+    const said = (name: AppName) =>
+      Object.values(app(name).outputLines())
+        .flat()
+        .some((line) => line.includes('reconnected to NATS'));
     await eventually(async () => APPS.every(said), 20_000, 'every app to log its reconnection');
     const keys = await openAccountWithKeys(new PartnerClient(app('api-gateway').url, ADMIN_TOKEN));
-    await eventually(async () => (await new PartnerClient(app('api-gateway').url, keys.testKey).post('/v1/campaigns', sandboxCampaign('After the blip'))).status === 200, 20_000, 'a launch after the restart');
+    await eventually(
+      async () => (await new PartnerClient(app('api-gateway').url, keys.testKey).post('/v1/campaigns', sandboxCampaign('After the blip'))).status === 200,
+      20_000,
+      'a launch after the restart',
+    );
 
     for (const name of APPS) {
       const { stdout, stderr } = app(name).outputLines();
@@ -121,15 +149,23 @@ describe('the four apps over NATS, operated', () => {
       await sender.kill();
       await sender.start();
 
-      const [first, second] = await eventually(async () => receiver.requests().length >= 2 && receiver.requests(), LEASE_MS + 15_000, 'the delivery to be sent again');
+      const [first, second] = await eventually(
+        async () => receiver.requests().length >= 2 && receiver.requests(),
+        LEASE_MS + 15_000,
+        'the delivery to be sent again',
+      );
       expect(second.eventId).toBe(first.eventId);
       expect(second.deliveryId).toBe(first.deliveryId);
       // Not released by the restart: another replica may still hold a lease; it has to run out.
       expect(second.arrivedAt - first.arrivedAt).toBeGreaterThanOrEqual(LEASE_MS - 500);
-      const delivery = await eventually(async () => {
-        const [row] = (await partner.get(`/v1/webhooks/${endpoint.body.data.id}/deliveries`)).body.data;
-        return row?.status === 'succeeded' && row;
-      }, 10_000, 'the delivery to be recorded as succeeded');
+      const delivery = await eventually(
+        async () => {
+          const [row] = (await partner.get(`/v1/webhooks/${endpoint.body.data.id}/deliveries`)).body.data;
+          return row?.status === 'succeeded' && row;
+        },
+        10_000,
+        'the delivery to be recorded as succeeded',
+      );
       expect(delivery).toMatchObject({ event_id: first.eventId, last_error: null, last_status_code: 200 });
     } finally {
       await receiver.close();

@@ -27,10 +27,14 @@ async function launchSlow(partner: PartnerClient, name: string): Promise<string>
 
 /** When the dispatch's outcome was recorded, once it is completed (from its audit trail). */
 async function completedAt(partner: PartnerClient, id: string, timeoutMs = 20_000): Promise<number> {
-  const completed = await eventually(async () => {
-    const history = await partner.get(`/v1/dispatches/${id}/events`);
-    return history.body.data?.find((e: { type: string }) => e.type === 'DispatchCompleted');
-  }, timeoutMs, `dispatch ${id} to complete`);
+  const completed = await eventually(
+    async () => {
+      const history = await partner.get(`/v1/dispatches/${id}/events`);
+      return history.body.data?.find((e: { type: string }) => e.type === 'DispatchCompleted');
+    },
+    timeoutMs,
+    `dispatch ${id} to complete`,
+  );
   return Date.parse(completed.occurred_at);
 }
 

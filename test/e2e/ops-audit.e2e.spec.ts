@@ -65,7 +65,11 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
     // The first deliveries meet a failing receiver, and are retried.
     receiver.failNext(2, 503);
 
-    const connection = await partner.post('/v1/connections', { channel: 'meta_ads', provider_account_id: 'act_1001', credentials: { access_token: PLANTED_TOKEN } });
+    const connection = await partner.post('/v1/connections', {
+      channel: 'meta_ads',
+      provider_account_id: 'act_1001',
+      credentials: { access_token: PLANTED_TOKEN },
+    });
     expect(connection.status).toBe(200);
     connectionId = connection.body.data.id;
 
@@ -79,15 +83,23 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
     dispatches.failed = await launch('Broken [sandbox:fail]');
     for (let i = 0; i < 5; i++) await launch(`Batch ${i}`);
     await new PartnerClient(service.url, other.testKey).post('/v1/campaigns', sandboxCampaign('Other account'));
-    await eventually(async () => (await partner.get(`/v1/dispatches/${dispatches.failed}`)).body.data?.status === 'failed', 20_000, 'the failing launch to fail');
+    await eventually(
+      async () => (await partner.get(`/v1/dispatches/${dispatches.failed}`)).body.data?.status === 'failed',
+      20_000,
+      'the failing launch to fail',
+    );
     expect((await partner.post(`/v1/dispatches/${dispatches.failed}/retry`)).status).toBe(200);
     await admin.post(`/admin/v1/accounts/${keys.accountId}/credits`, { mode: 'test', amount: 50 });
     await admin.delete(`/admin/v1/keys/${other.testKeyId}`);
     // Settled: every dispatch finished and its webhooks delivered.
-    await eventually(async () => {
-      const list = await partner.get('/v1/dispatches?limit=100');
-      return list.body.data.length === 8 && list.body.data.every((d: { status: string }) => d.status !== 'accepted');
-    }, 30_000, 'every launch to finish');
+    await eventually(
+      async () => {
+        const list = await partner.get('/v1/dispatches?limit=100');
+        return list.body.data.length === 8 && list.body.data.every((d: { status: string }) => d.status !== 'accepted');
+      },
+      30_000,
+      'every launch to finish',
+    );
     await receiver.waitFor((event) => event.body.event === 'dispatch.completed', 30_000, 7);
   }, 120_000);
 
@@ -144,14 +156,22 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
     const rebuilt = await runOps(['rebuild', '--all', '--json'], env(), 60_000);
 
     expect(rebuilt.code).toBe(0);
-    expect(rebuilt.json).toMatchObject({ read_models: ['accounts', 'dispatches', 'credit_ledgers', 'connections', 'webhook_endpoints'], checkpoints: ['account-views', 'dispatch-views', 'webhook-endpoint-views'] });
+    expect(rebuilt.json).toMatchObject({
+      read_models: ['accounts', 'dispatches', 'credit_ledgers', 'connections', 'webhook_endpoints'],
+      checkpoints: ['account-views', 'dispatch-views', 'webhook-endpoint-views'],
+    });
     expect(dump()).toEqual(before);
     // Progress went to stderr as plain lines (not a terminal), the result alone to stdout.
     expect(rebuilt.stderr).toMatch(/^rebuild: 100% \d+ events \d+ events\/s$/m);
     // The running service reads the swapped-in models, and its projections write to them.
     expect((await partner.get(`/v1/dispatches/${dispatches.plain}`)).body.data).toMatchObject({ id: dispatches.plain, status: 'completed' });
     const after = (await partner.post('/v1/campaigns', sandboxCampaign('After the rebuild'))).body.data.id;
-    await eventually(async () => (await partner.get('/v1/dispatches?limit=100')).body.data.find((d: { id: string; status: string }) => d.id === after && d.status === 'completed'), 20_000, 'the launch after the rebuild in the list');
+    await eventually(
+      async () =>
+        (await partner.get('/v1/dispatches?limit=100')).body.data.find((d: { id: string; status: string }) => d.id === after && d.status === 'completed'),
+      20_000,
+      'the launch after the rebuild in the list',
+    );
     const again = await runOps(['rebuild', '--check', 'dispatches'], env(), 60_000);
     expect([again.code, again.stdout]).toEqual([0, expect.stringContaining('no differences')]);
   }, 180_000);
@@ -163,15 +183,23 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
     const exported = readFileSync(file, 'utf8');
     expect(exported.trimEnd().split('\n')).toHaveLength(manifest.count);
     const events = new Database(join(serviceDir, 'events.sqlite'), { readonly: true });
-    const sealed = (events.prepare("SELECT data FROM events WHERE type IN ('WebhookEndpointCreated', 'WebhookSecretRotated')").all() as { data: string }[]).map((row) => JSON.parse(row.data).sealedSecret as string);
-    const keyHashes = (events.prepare("SELECT data FROM events WHERE type = 'ApiKeyIssued'").all() as { data: string }[]).map((row) => JSON.parse(row.data).keyHash as string);
+    const sealed = (events.prepare("SELECT data FROM events WHERE type IN ('WebhookEndpointCreated', 'WebhookSecretRotated')").all() as { data: string }[]).map(
+      (row) => JSON.parse(row.data).sealedSecret as string,
+    );
+    const keyHashes = (events.prepare("SELECT data FROM events WHERE type = 'ApiKeyIssued'").all() as { data: string }[]).map(
+      (row) => JSON.parse(row.data).keyHash as string,
+    );
     events.close();
     expect(sealed).toHaveLength(3);
-    for (const secret of [...secrets, ...sealed, ...keyHashes, PLANTED_TOKEN, keys.testKey, keys.liveKey, IDEMPOTENCY_KEY]) expect(exported).not.toContain(secret);
+    for (const secret of [...secrets, ...sealed, ...keyHashes, PLANTED_TOKEN, keys.testKey, keys.liveKey, IDEMPOTENCY_KEY])
+      expect(exported).not.toContain(secret);
     expect(exported).toContain(connectionId);
 
     const verified = await runOps(['verify', file], env());
-    expect([verified.code, verified.stdout]).toEqual([0, `${file}: ${manifest.count} lines, chain intact, the manifest matches, every line as in the event store, none missing from the manifest's selection ({} up to position ${manifest.read_up_to})\nfinal hash ${manifest.final_hash}\n`]);
+    expect([verified.code, verified.stdout]).toEqual([
+      0,
+      `${file}: ${manifest.count} lines, chain intact, the manifest matches, every line as in the event store, none missing from the manifest's selection ({} up to position ${manifest.read_up_to})\nfinal hash ${manifest.final_hash}\n`,
+    ]);
 
     const lines = exported.split('\n');
     lines[4] = lines[4].replace('"revision":', '"revision": ');

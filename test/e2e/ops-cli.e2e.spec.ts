@@ -30,19 +30,53 @@ describe('the ops command line', () => {
 
   it('opens an account and issues keys that work against the running service at once, grants credits, revokes a key', async () => {
     const account = await ops(['accounts', 'create', '--name', 'Acme', '--credits', '250'], env());
-    expect(account).toEqual({ id: expect.stringMatching(/^acct_/), name: 'Acme', credits_granted: { live: 250, test: 250 }, oauth_redirect_uris: [], created_at: expect.any(String) });
+    expect(account).toEqual({
+      id: expect.stringMatching(/^acct_/),
+      name: 'Acme',
+      credits_granted: { live: 250, test: 250 },
+      oauth_redirect_uris: [],
+      created_at: expect.any(String),
+    });
 
     const key = await ops(['keys', 'create', '--account', account.id, '--mode', 'test'], env());
-    expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^mk_test_/), mode: 'test', account_id: account.id, created_at: expect.any(String) });
+    expect(key).toEqual({
+      id: expect.stringMatching(/^key_/),
+      key: expect.stringMatching(/^mk_test_/),
+      mode: 'test',
+      account_id: account.id,
+      created_at: expect.any(String),
+    });
     const partner = new PartnerClient(service.url, key.key);
     // The running service applies the starting credits when it sees the account's event.
     await eventually(async () => (await partner.get('/v1/account')).body.data?.credits_balance === 250, 15_000, 'the starting credits');
-    expect((await partner.get('/v1/account')).body.data).toEqual({ id: account.id, name: 'Acme', environment: 'sandbox', credits_balance: 250, oauth_redirect_uris: [] });
+    expect((await partner.get('/v1/account')).body.data).toEqual({
+      id: account.id,
+      name: 'Acme',
+      environment: 'sandbox',
+      credits_balance: 250,
+      oauth_redirect_uris: [],
+    });
 
     // Where its OAuth rounds may send people back, and a new name.
-    const updated = await ops(['accounts', 'update', account.id, '--name', 'Acme EU', '--redirect-uri', 'https://acme.example/connected', '--redirect-uri', 'http://localhost:3000/back'], env());
+    const updated = await ops(
+      [
+        'accounts',
+        'update',
+        account.id,
+        '--name',
+        'Acme EU',
+        '--redirect-uri',
+        'https://acme.example/connected',
+        '--redirect-uri',
+        'http://localhost:3000/back',
+      ],
+      env(),
+    );
     expect(updated).toMatchObject({ id: account.id, name: 'Acme EU', oauth_redirect_uris: ['https://acme.example/connected', 'http://localhost:3000/back'] });
-    expect((await partner.get('/v1/account')).body.data).toMatchObject({ name: 'Acme EU', oauth_redirect_uris: ['https://acme.example/connected', 'http://localhost:3000/back'] });
+    expect((await partner.get('/v1/account')).body.data).toMatchObject({
+      name: 'Acme EU',
+      oauth_redirect_uris: ['https://acme.example/connected', 'http://localhost:3000/back'],
+    });
     expect(await ops(['accounts', 'update', account.id, '--no-redirect-uris'], env())).toMatchObject({ name: 'Acme EU', oauth_redirect_uris: [] });
 
     const granted = await ops(['credits', 'grant', '--account', account.id, '--mode', 'test', '--amount', '500'], env());
@@ -68,7 +102,10 @@ describe('the ops command line', () => {
     [['bus', 'replay'], 'bus replay needs the id of a parked message'],
     [['accounts', 'update'], 'accounts update needs the account id'],
     [['accounts', 'update', 'acct_x'], 'accounts update needs --name, --redirect-uri or --no-redirect-uris'],
-    [['accounts', 'create', '--name', 'X', '--redirect-uri', 'https://acme.example/back?x=1'], '--redirect-uri https://acme.example/back?x=1: must be an absolute https URL'],
+    [
+      ['accounts', 'create', '--name', 'X', '--redirect-uri', 'https://acme.example/back?x=1'],
+      '--redirect-uri https://acme.example/back?x=1: must be an absolute https URL',
+    ],
   ])('refuses %j with exit code 2, saying why, and the usage', async (args, message) => {
     const run = await runOps(args, env());
     expect([run.code, run.stdout]).toEqual([2, '']);

@@ -13,7 +13,12 @@ import { SecretBox } from '@campaign-ops/secret-box';
 import { runOps } from '../support/ops-cli';
 
 const keyId = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex').slice(0, 8);
-const settings = (encryptionKey: string, previousEncryptionKey: string | null = null) => ({ encryptionKey, previousEncryptionKey, publicBaseUrl: 'http://localhost:3000', refreshSweepMs: 60_000 });
+const settings = (encryptionKey: string, previousEncryptionKey: string | null = null) => ({
+  encryptionKey,
+  previousEncryptionKey,
+  publicBaseUrl: 'http://localhost:3000',
+  refreshSweepMs: 60_000,
+});
 
 describe('ops vault', () => {
   const [oldKey, newKey, lostKey] = [SecretBox.generateHexKey(), SecretBox.generateHexKey(), SecretBox.generateHexKey()];
@@ -53,12 +58,20 @@ describe('ops vault', () => {
     expect(run.stdout).toContain('stay unreadable');
     expect(run.stderr).toMatch(/resealing/);
     // Done: the old key is no longer needed for any record it sealed.
-    const again = await runOps(['vault', 'status', '--json'], { DATA_DIR: dataDir, CONNECTION_ENCRYPTION_KEY: newKey, CONNECTION_ENCRYPTION_KEY_PREVIOUS: lostKey });
+    const again = await runOps(['vault', 'status', '--json'], {
+      DATA_DIR: dataDir,
+      CONNECTION_ENCRYPTION_KEY: newKey,
+      CONNECTION_ENCRYPTION_KEY_PREVIOUS: lostKey,
+    });
     expect(again.json.keys).toEqual([
       { keyId: keyId(newKey), key: 'current', records: 151 },
       { keyId: keyId(lostKey), key: 'previous', records: 1 },
     ]);
-    const finished = await runOps(['vault', 'reseal', '--json'], { DATA_DIR: dataDir, CONNECTION_ENCRYPTION_KEY: newKey, CONNECTION_ENCRYPTION_KEY_PREVIOUS: lostKey });
+    const finished = await runOps(['vault', 'reseal', '--json'], {
+      DATA_DIR: dataDir,
+      CONNECTION_ENCRYPTION_KEY: newKey,
+      CONNECTION_ENCRYPTION_KEY_PREVIOUS: lostKey,
+    });
     expect([finished.code, finished.json.report]).toEqual([0, { resealed: 1, changedMeanwhile: 0, unreadable: 0 }]);
   });
 

@@ -14,7 +14,11 @@ import { ServiceProcess } from '../support/service-process';
 
 const TTL_MS = 3_000;
 const RENEW_MS = 500;
-const PROCESSORS = { 'dispatch-relay': DISPATCH_STREAM_PREFIX, 'dispatch-views': DISPATCH_STREAM_PREFIX, 'credit-ledgers': CREDIT_LEDGER_STREAM_PREFIX } as const;
+const PROCESSORS = {
+  'dispatch-relay': DISPATCH_STREAM_PREFIX,
+  'dispatch-views': DISPATCH_STREAM_PREFIX,
+  'credit-ledgers': CREDIT_LEDGER_STREAM_PREFIX,
+} as const;
 type Processor = keyof typeof PROCESSORS;
 
 describe('three replicas of dispatch-service: each processor runs in one of them', () => {
@@ -23,7 +27,10 @@ describe('three replicas of dispatch-service: each processor runs in one of them
   const launched: string[] = [];
 
   beforeAll(async () => {
-    apps = await startAppsOverNats({ gateways: 1, dispatchServices: 3 }, { PROCESSOR_LEASE_TTL_MS: String(TTL_MS), PROCESSOR_LEASE_RENEW_MS: String(RENEW_MS) });
+    apps = await startAppsOverNats(
+      { gateways: 1, dispatchServices: 3 },
+      { PROCESSOR_LEASE_TTL_MS: String(TTL_MS), PROCESSOR_LEASE_RENEW_MS: String(RENEW_MS) },
+    );
     partner = new PartnerClient(apps.gateways[0].url, (await openAccountWithKeys(apps.admin, 'Leases')).testKey);
   }, 90_000);
 
@@ -38,7 +45,10 @@ describe('three replicas of dispatch-service: each processor runs in one of them
         const metrics = await scrapeMetrics(replica);
         const of = (name: string, processor: Processor) => sampleValue(metrics, name, { processor }) ?? 0;
         return Object.fromEntries(
-          Object.keys(PROCESSORS).map((processor) => [processor, { handled: of('event_processor_events_total', processor as Processor), active: of('event_processor_active', processor as Processor) }]),
+          Object.keys(PROCESSORS).map((processor) => [
+            processor,
+            { handled: of('event_processor_events_total', processor as Processor), active: of('event_processor_active', processor as Processor) },
+          ]),
         ) as Record<Processor, { handled: number; active: number }>;
       }),
     );
@@ -63,10 +73,14 @@ describe('three replicas of dispatch-service: each processor runs in one of them
 
   /** Every launch completed (the relay published it to the executor) and reads so (the projection wrote it). */
   const allCompleted = () =>
-    eventually(async () => {
-      const listed = (await partner.get('/v1/dispatches?limit=100')).body.data as Array<{ id: string; status: string }>;
-      return listed.length === launched.length && listed.every((d) => d.status === 'completed') && listed;
-    }, 60_000, 'every dispatch to read completed');
+    eventually(
+      async () => {
+        const listed = (await partner.get('/v1/dispatches?limit=100')).body.data as Array<{ id: string; status: string }>;
+        return listed.length === launched.length && listed.every((d) => d.status === 'completed') && listed;
+      },
+      60_000,
+      'every dispatch to read completed',
+    );
 
   it('relays and projects each event once, in the replica that holds the lease', async () => {
     await launch(12, 'Once');
@@ -74,11 +88,18 @@ describe('three replicas of dispatch-service: each processor runs in one of them
     for (const [processor, prefix] of Object.entries(PROCESSORS) as Array<[Processor, string]>) {
       const stored = await storedEvents(prefix);
       expect(stored).toBeGreaterThanOrEqual(12);
-      const scraped = await eventually(async () => {
-        const now = await scrape(apps.dispatchServices);
-        return now.reduce((sum, replica) => sum + replica[processor].handled, 0) >= stored && now;
-      }, 15_000, `${processor} to handle every stored event`);
-      expect({ processor, handled: scraped.map((replica) => replica[processor].handled).sort((a, b) => b - a) }).toEqual({ processor, handled: [stored, 0, 0] });
+      const scraped = await eventually(
+        async () => {
+          const now = await scrape(apps.dispatchServices);
+          return now.reduce((sum, replica) => sum + replica[processor].handled, 0) >= stored && now;
+        },
+        15_000,
+        `${processor} to handle every stored event`,
+      );
+      expect({ processor, handled: scraped.map((replica) => replica[processor].handled).sort((a, b) => b - a) }).toEqual({
+        processor,
+        handled: [stored, 0, 0],
+      });
       expect(scraped.map((replica) => replica[processor].active).sort()).toEqual([0, 0, 1]);
     }
   });
@@ -92,10 +113,14 @@ describe('three replicas of dispatch-service: each processor runs in one of them
     await holder.kill();
     const killedAt = Date.now();
     const launches = launch(8, 'After the kill');
-    const takenOver = await eventually(async () => {
-      const now = await scrape(survivors);
-      return heldThere.every((processor) => now.some((replica) => replica[processor].active === 1)) && Date.now();
-    }, TTL_MS + 10_000, 'the survivors to take over');
+    const takenOver = await eventually(
+      async () => {
+        const now = await scrape(survivors);
+        return heldThere.every((processor) => now.some((replica) => replica[processor].active === 1)) && Date.now();
+      },
+      TTL_MS + 10_000,
+      'the survivors to take over',
+    );
     // Within the TTL, plus a standby's renewal interval and this test's scraping.
     expect(takenOver - killedAt).toBeLessThan(TTL_MS + RENEW_MS + 1_500);
     await launches;

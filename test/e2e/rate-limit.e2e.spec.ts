@@ -139,17 +139,25 @@ describe('rate limits, against the standalone service', () => {
     expect(refused!.body.error).toMatchObject({ type: 'rate_limit_error', code: 'rate_limited' });
     expectRateLimitHeaders(refused!);
     // Refused requests take no token: ask until the bucket has one again.
-    const list = await eventually(async () => {
-      const answer = await partner.get('/v1/dispatches?limit=100');
-      return answer.status !== 429 && answer;
-    }, 10_000, 'a token for the key');
+    const list = await eventually(
+      async () => {
+        const answer = await partner.get('/v1/dispatches?limit=100');
+        return answer.status !== 429 && answer;
+      },
+      10_000,
+      'a token for the key',
+    );
     expect(list.status).toBe(200);
     expect(list.body.data.filter((d: { campaign: { name: string } }) => d.campaign.name === 'Throttled')).toHaveLength(accepted);
     // the refused request left no trace under its key: the same request now runs (neither replay nor in use)
-    const retried = await eventually(async () => {
-      const answer = await partner.post('/v1/campaigns', campaign, { 'Idempotency-Key': refusedKey });
-      return answer.status !== 429 && answer;
-    }, 10_000, 'a token for the key');
+    const retried = await eventually(
+      async () => {
+        const answer = await partner.post('/v1/campaigns', campaign, { 'Idempotency-Key': refusedKey });
+        return answer.status !== 429 && answer;
+      },
+      10_000,
+      'a token for the key',
+    );
     expect(retried.status).toBe(200);
     expect(retried.headers.get('idempotent-replayed')).toBeNull();
   });
@@ -181,7 +189,7 @@ describe('rate limits, against the standalone service', () => {
     expect(partner.status).toBe(200);
   });
 
-  it("believes no X-Forwarded-For without TRUST_PROXY: a client cannot pick the address it is limited as, and the OAuth callback keeps a budget of its own", async () => {
+  it('believes no X-Forwarded-For without TRUST_PROXY: a client cannot pick the address it is limited as, and the OAuth callback keeps a budget of its own', async () => {
     // This address's bucket is empty after the test above; another claimed address changes nothing.
     const spoofed = await anonymous.get('/v1/account', { 'X-Forwarded-For': '203.0.113.77' });
     expect([spoofed.status, spoofed.body.error?.code]).toEqual([429, 'rate_limited']);
@@ -204,7 +212,12 @@ describe('rate limits behind a proxy named in TRUST_PROXY', () => {
 
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-e2e-trust-proxy-'));
-    service = await ServiceProcess.start('standalone', { DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: String(PER_SECOND), RATE_LIMIT_BURST: String(BURST), TRUST_PROXY: '127.0.0.1/32,::1/128' });
+    service = await ServiceProcess.start('standalone', {
+      DATA_DIR: dataDir,
+      RATE_LIMIT_PER_SECOND: String(PER_SECOND),
+      RATE_LIMIT_BURST: String(BURST),
+      TRUST_PROXY: '127.0.0.1/32,::1/128',
+    });
   });
 
   afterAll(async () => {

@@ -50,10 +50,14 @@ describe('readiness of an app over NATS', () => {
       expect((await probe('/readyz')).body.data.checks).toEqual({ eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' });
 
       nats.kill();
-      const unready = await eventually(async () => {
-        const answer = await probe('/readyz');
-        return answer.status !== 200 && answer;
-      }, 10_000, '/readyz to answer 503 without NATS');
+      const unready = await eventually(
+        async () => {
+          const answer = await probe('/readyz');
+          return answer.status !== 200 && answer;
+        },
+        10_000,
+        '/readyz to answer 503 without NATS',
+      );
       expect(unready.status).toBe(503);
       expect(unready.retryAfter).toEqual(expect.stringMatching(/^\d+$/));
       expect(unready.body).toEqual({
@@ -70,10 +74,14 @@ describe('readiness of an app over NATS', () => {
       expect((await probe('/healthz')).status).toBe(200);
 
       await nats.restart();
-      const ready = await eventually(async () => {
-        const answer = await probe('/readyz');
-        return answer.status === 200 && answer;
-      }, 15_000, '/readyz to answer 200 once NATS is back');
+      const ready = await eventually(
+        async () => {
+          const answer = await probe('/readyz');
+          return answer.status === 200 && answer;
+        },
+        15_000,
+        '/readyz to answer 200 once NATS is back',
+      );
       expect(ready.body.data).toEqual({ status: 'ready', checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' } });
     } finally {
       sampling = false;

@@ -58,7 +58,12 @@ describe('two replicas of dispatch-service and of the gateway', () => {
     const partner = new PartnerClient(apps.gateways[0].url, key);
     expect((await partner.get('/v1/account')).body.data.credits_balance).toBe(0);
     const listed = (await partner.get('/v1/dispatches?limit=100')).body.data.map((d: { id: string }) => d.id);
-    expect(listed.sort()).toEqual(answers.filter((a) => a.status === 200).map((a) => a.body.data.id).sort());
+    expect(listed.sort()).toEqual(
+      answers
+        .filter((a) => a.status === 200)
+        .map((a) => a.body.data.id)
+        .sort(),
+    );
   });
 
   describe('Idempotency-Key across gateways', () => {

@@ -53,7 +53,13 @@ describe('standalone service, as a partner sees it', () => {
     expect(account.status).toBe(200);
     expect(account.body).toEqual({
       success: true,
-      data: { id: keys.accountId, name: 'Acme Media', environment: 'sandbox', credits_balance: 1000, oauth_redirect_uris: ['https://partner.example/connected'] },
+      data: {
+        id: keys.accountId,
+        name: 'Acme Media',
+        environment: 'sandbox',
+        credits_balance: 1000,
+        oauth_redirect_uris: ['https://partner.example/connected'],
+      },
       request_id: expect.stringMatching(/^req_/),
     });
     expect(account.headers.get('x-request-id')).toBe(account.body.request_id);

@@ -61,7 +61,8 @@ describe('webhook settings', () => {
     return endpoint.body.data.id;
   }
 
-  const deliveriesOf = async (partner: PartnerClient, endpointId: string): Promise<DeliveryRow[]> => (await partner.get(`/v1/webhooks/${endpointId}/deliveries`)).body.data;
+  const deliveriesOf = async (partner: PartnerClient, endpointId: string): Promise<DeliveryRow[]> =>
+    (await partner.get(`/v1/webhooks/${endpointId}/deliveries`)).body.data;
 
   it('counts an answer later than WEBHOOK_TIMEOUT_MS as a failed attempt (last_error timeout) and retries it', async () => {
     const partner = await newPartner();
@@ -71,13 +72,17 @@ describe('webhook settings', () => {
 
     // Every state the delivery goes through, until it is done.
     const seen: string[] = [];
-    const final = await eventually(async () => {
-      const [delivery] = await deliveriesOf(partner, endpointId);
-      if (!delivery) return false;
-      const state = `${delivery.status} attempts=${delivery.attempts} last_error=${delivery.last_error}`;
-      if (seen[seen.length - 1] !== state) seen.push(state);
-      return delivery.status !== 'pending' && delivery;
-    }, 20_000, 'the delivery to be done');
+    const final = await eventually(
+      async () => {
+        const [delivery] = await deliveriesOf(partner, endpointId);
+        if (!delivery) return false;
+        const state = `${delivery.status} attempts=${delivery.attempts} last_error=${delivery.last_error}`;
+        if (seen[seen.length - 1] !== state) seen.push(state);
+        return delivery.status !== 'pending' && delivery;
+      },
+      20_000,
+      'the delivery to be done',
+    );
 
     expect(seen).toContain('pending attempts=1 last_error=timeout');
     expect(final).toMatchObject({ status: 'succeeded', attempts: 2, last_error: null });
@@ -94,7 +99,11 @@ describe('webhook settings', () => {
     for (let i = 0; i < endpoints; i++) await subscribe(partner, receiver.url);
     await partner.post('/v1/campaigns', sandboxCampaign('Fanned out to five endpoints'));
 
-    await eventually(async () => new Set(receiver.requests().map((r) => r.deliveryId)).size === endpoints && receiver.open() === 0, 20_000, 'every delivery to have been sent');
+    await eventually(
+      async () => new Set(receiver.requests().map((r) => r.deliveryId)).size === endpoints && receiver.open() === 0,
+      20_000,
+      'every delivery to have been sent',
+    );
     expect(receiver.mostOpen()).toBe(CONCURRENCY);
   });
 
@@ -111,10 +120,14 @@ describe('webhook settings', () => {
     expect(launch.status).toBe(200);
 
     // Both events were tried: the sender got as far as it ever would, and was refused.
-    const tried = await eventually(async () => {
-      const rows = await deliveriesOf(partner, endpointId);
-      return rows.length === 2 && rows.every((d) => d.attempts >= 1) && rows;
-    }, 20_000, 'both deliveries to have been tried');
+    const tried = await eventually(
+      async () => {
+        const rows = await deliveriesOf(partner, endpointId);
+        return rows.length === 2 && rows.every((d) => d.attempts >= 1) && rows;
+      },
+      20_000,
+      'both deliveries to have been tried',
+    );
     expect(tried.map((d) => [d.event, d.status, d.last_error]).sort()).toEqual([
       ['dispatch.accepted', 'pending', 'forbidden_host'],
       ['dispatch.completed', 'pending', 'forbidden_host'],

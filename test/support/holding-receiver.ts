@@ -33,7 +33,12 @@ export async function startHoldingReceiver(holdMs: (index: number) => number | n
   let mostOpen = 0;
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const index = held.length;
-    const request: HeldRequest = { eventId: String(req.headers['x-service-event-id'] ?? ''), deliveryId: String(req.headers['x-service-delivery-id'] ?? ''), arrivedAt: Date.now(), closedAt: null };
+    const request: HeldRequest = {
+      eventId: String(req.headers['x-service-event-id'] ?? ''),
+      deliveryId: String(req.headers['x-service-delivery-id'] ?? ''),
+      arrivedAt: Date.now(),
+      closedAt: null,
+    };
     held.push(request);
     mostOpen = Math.max(mostOpen, ++open);
     res.on('close', () => {

@@ -35,7 +35,12 @@ export interface FieldAt {
 export function fieldsOf(shape: BodyShape, prefix: string[] = []): FieldAt[] {
   return Object.entries(shape).flatMap(([name, field]) => {
     const path = [...prefix, name];
-    const inner = field.kind === 'object' && field.fields ? fieldsOf(field.fields, path) : field.kind === 'array' && field.items ? [{ path: [...path, '0'], shape: field.items }] : [];
+    const inner =
+      field.kind === 'object' && field.fields
+        ? fieldsOf(field.fields, path)
+        : field.kind === 'array' && field.items
+          ? [{ path: [...path, '0'], shape: field.items }]
+          : [];
     return [{ path, shape: field }, ...inner];
   });
 }
@@ -47,11 +52,7 @@ export const PROTOTYPE_NAMES = [...Object.getOwnPropertyNames(Object.prototype),
 // Recipes
 
 /** A JSON value to put somewhere, as a recipe: plain JSON, raw JSON text, deep nesting, or a huge string. */
-export type ValueRecipe =
-  | { json: unknown }
-  | { raw: string }
-  | { nested: 'object' | 'array'; depth: number; key: string }
-  | { repeat: string; times: number };
+export type ValueRecipe = { json: unknown } | { raw: string } | { nested: 'object' | 'array'; depth: number; key: string } | { repeat: string; times: number };
 
 /** An edit of the valid body; `refused`: this edit alone makes any body refused (an unknown field, a wrong type…). */
 export type BodyEdit = ({ set: string[]; to: ValueRecipe } | { remove: string[] }) & { what: string; refused: boolean };
@@ -169,7 +170,10 @@ const NUMBER_TEXTS = ['NaN', 'Infinity', '-Infinity', '1e400', '-1e400', '1e-400
 const NUMBERS_AS_STRINGS = ['"NaN"', '"Infinity"', '"-0"', '"1e3"', '" 5"', '"0x10"', '"5"'];
 const numberLike = (kind: FieldKind): fc.Arbitrary<ValueRecipe> =>
   kind === 'integer'
-    ? fc.oneof(fc.constantFrom(...NUMBER_TEXTS, ...NUMBERS_AS_STRINGS).map((raw) => ({ raw })), fc.integer().map((n) => ({ json: String(n) })))
+    ? fc.oneof(
+        fc.constantFrom(...NUMBER_TEXTS, ...NUMBERS_AS_STRINGS).map((raw) => ({ raw })),
+        fc.integer().map((n) => ({ json: String(n) })),
+      )
     : fc.constantFrom(...NUMBER_TEXTS).map((raw) => ({ raw }));
 
 /** A name no field of the route has: the prototype's members first of all, then anything. */
@@ -179,7 +183,8 @@ function unknownName(known: Set<string>): fc.Arbitrary<string> {
     { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 16 }).filter((name) => !known.has(name)) },
   ];
   // A known name in another case or with a space is another name.
-  if (known.size > 0) names.push({ weight: 1, arbitrary: fc.constantFrom(...known).chain((name) => fc.constantFrom(name.toUpperCase(), `${name} `, ` ${name}`)) });
+  if (known.size > 0)
+    names.push({ weight: 1, arbitrary: fc.constantFrom(...known).chain((name) => fc.constantFrom(name.toUpperCase(), `${name} `, ` ${name}`)) });
   return fc.oneof(...names);
 }
 
@@ -192,7 +197,10 @@ const deepNesting = fc.record({
 /** Longer than the field may be: up to 80,000 characters (past the 64 KiB body limit). Characters, not UTF-16 units: 😀 is one (API.md's lengths count characters). */
 const hugeString = (maxLength: number): fc.Arbitrary<ValueRecipe> =>
   fc
-    .record({ repeat: fc.string({ minLength: 1, maxLength: 3, unit: fc.constantFrom('x', 'é', '€', '😀', '"', '\\', '\u0000', '<') }), length: fc.integer({ min: maxLength + 1, max: 80_000 }) })
+    .record({
+      repeat: fc.string({ minLength: 1, maxLength: 3, unit: fc.constantFrom('x', 'é', '€', '😀', '"', '\\', '\u0000', '<') }),
+      length: fc.integer({ min: maxLength + 1, max: 80_000 }),
+    })
     .map(({ repeat, length }) => ({ repeat, times: Math.ceil(length / [...repeat].length) }));
 
 /** One way to break the valid body of a route of this shape. */
@@ -201,10 +209,14 @@ export function bodyEdit(shape: BodyShape, valid: Record<string, unknown> | unde
   const known = new Set(fields.map((field) => field.path[field.path.length - 1]).filter((name) => name !== '0'));
   const objects: string[][] = [[], ...fields.filter((field) => field.shape.kind === 'object').map((field) => field.path)];
   // Required where its object is present (not an array's item: an array without it may be fine).
-  const presentRequired = fields.filter((field) => field.shape.required && field.path[field.path.length - 1] !== '0' && valueAt(valid, field.path) !== undefined);
+  const presentRequired = fields.filter(
+    (field) => field.shape.required && field.path[field.path.length - 1] !== '0' && valueAt(valid, field.path) !== undefined,
+  );
   const edits: Array<fc.Arbitrary<BodyEdit>> = [
     // An unknown field, at the top or inside any object of the body.
-    fc.tuple(fc.constantFrom(...objects), unknownName(known), smallJson).map(([at, name, json]) => ({ set: [...at, name], to: { json }, what: `unknown field ${[...at, name].join('.')}`, refused: true })),
+    fc
+      .tuple(fc.constantFrom(...objects), unknownName(known), smallJson)
+      .map(([at, name, json]) => ({ set: [...at, name], to: { json }, what: `unknown field ${[...at, name].join('.')}`, refused: true })),
   ];
   if (fields.length > 0) {
     const field = fc.constantFrom(...fields);
@@ -212,7 +224,14 @@ export function bodyEdit(shape: BodyShape, valid: Record<string, unknown> | unde
     edits.push(
       field.chain((f) => wrongType(f.shape.kind).map((to) => ({ set: f.path, to, what: `wrong type at ${at(f)}`, refused: true }))),
       // `[]` may be a fine array; anything deeper, or an object, is not.
-      field.chain((f) => deepNesting.map((to) => ({ set: f.path, to, what: `deep nesting at ${at(f)}`, refused: !(to.nested === 'array' && to.depth === 1 && f.shape.kind === 'array') }))),
+      field.chain((f) =>
+        deepNesting.map((to) => ({
+          set: f.path,
+          to,
+          what: `deep nesting at ${at(f)}`,
+          refused: !(to.nested === 'array' && to.depth === 1 && f.shape.kind === 'array'),
+        })),
+      ),
       field.chain((f) => hugeString(f.shape.maxLength ?? 256).map((to) => ({ set: f.path, to, what: `huge string at ${at(f)}`, refused: true }))),
       // 0, -0 and 1E2 are integers (a valid amount for some fields).
       field.chain((f) => numberLike(f.shape.kind).map((to) => ({ set: f.path, to, what: `number-like at ${at(f)}`, refused: f.shape.kind !== 'integer' }))),
@@ -223,12 +242,17 @@ export function bodyEdit(shape: BodyShape, valid: Record<string, unknown> | unde
   const objectFields = fields.filter((field) => field.shape.kind === 'object');
   if (objectFields.length > 0) {
     edits.push(
-      fc.constantFrom(...objectFields).chain((f) =>
-        fc.constantFrom<ValueRecipe>({ json: [] }, { json: [valueAt(valid, f.path) ?? {}] }).map((to) => ({ set: f.path, to, what: `array for the object ${f.path.join('.')}`, refused: true })),
-      ),
+      fc
+        .constantFrom(...objectFields)
+        .chain((f) =>
+          fc
+            .constantFrom<ValueRecipe>({ json: [] }, { json: [valueAt(valid, f.path) ?? {}] })
+            .map((to) => ({ set: f.path, to, what: `array for the object ${f.path.join('.')}`, refused: true })),
+        ),
     );
   }
-  if (presentRequired.length > 0) edits.push(fc.constantFrom(...presentRequired).map((f) => ({ remove: f.path, what: `missing ${f.path.join('.')}`, refused: true })));
+  if (presentRequired.length > 0)
+    edits.push(fc.constantFrom(...presentRequired).map((f) => ({ remove: f.path, what: `missing ${f.path.join('.')}`, refused: true })));
   return fc.oneof(...edits);
 }
 
@@ -279,8 +303,13 @@ export function wholeBody(valid: Record<string, unknown> | undefined): fc.Arbitr
   return fc.oneof(
     fc.constantFrom(...INVALID_JSON_TEXTS).map((text) => ({ text, what: 'invalid JSON' })),
     fc.integer({ min: 1, max: validText.length - 1 }).map((cut) => ({ text: validText.slice(0, cut), what: 'a valid body cut short' })),
-    fc.string({ minLength: 1, maxLength: 40 }).filter((text) => !parses(text)).map((text) => ({ text, what: 'random text' })),
-    fc.oneof(otherKinds.array, otherKinds.string, otherKinds.integer, otherKinds.boolean, otherKinds.null).map((json) => ({ value: { json }, what: 'a body that is not an object' })),
+    fc
+      .string({ minLength: 1, maxLength: 40 })
+      .filter((text) => !parses(text))
+      .map((text) => ({ text, what: 'random text' })),
+    fc
+      .oneof(otherKinds.array, otherKinds.string, otherKinds.integer, otherKinds.boolean, otherKinds.null)
+      .map((json) => ({ value: { json }, what: 'a body that is not an object' })),
     fc.constant({ value: { json: [valid ?? {}] }, what: 'the valid body inside an array' }),
     deepNesting.map((value) => ({ value, what: 'a body nested deep' })),
   );
@@ -305,19 +334,47 @@ const ODD_CONTENT_TYPES = [
 export const contentType: fc.Arbitrary<string | null> = fc.oneof(fc.constantFrom(...ODD_CONTENT_TYPES), fc.constant(null));
 
 /** Types that are not `application/json` at all (API.md §1: 415), or none: a body sent with them is refused whatever it holds. */
-const NOT_JSON = new Set(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonx', 'application/vnd.api+json', 'text/json', '*/*', '']);
+const NOT_JSON = new Set([
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/jsonx',
+  'application/vnd.api+json',
+  'text/json',
+  '*/*',
+  '',
+]);
 export const contentTypeRefuses = (type: string | null | undefined): boolean => type === null || (type !== undefined && NOT_JSON.has(type));
 
 /** Odd query strings (with or without their `?`): repeated names, prototype names, names no route takes, bad percent-encoding, very long. */
 export const query: fc.Arbitrary<Text> = fc.oneof<fc.Arbitrary<Text>[]>(
-  fc.constantFrom('?a=1&a=2', '?__proto__=1', '?constructor=x', '?prototype=1', '?toString=1&toString=2', '?limit=0&limit=1', '?%E0%A4%A=1', '?x', '?=', '?&&&', '?a[b]=1', '?a%00=b'),
+  fc.constantFrom(
+    '?a=1&a=2',
+    '?__proto__=1',
+    '?constructor=x',
+    '?prototype=1',
+    '?toString=1&toString=2',
+    '?limit=0&limit=1',
+    '?%E0%A4%A=1',
+    '?x',
+    '?=',
+    '?&&&',
+    '?a[b]=1',
+    '?a%00=b',
+  ),
   fc.integer({ min: 1000, max: 20_000 }).map((times) => ({ repeat: 'q&', times })), // past the 16 KiB Node reads of a request's head
-  fc.array(fc.tuple(fc.string({ maxLength: 10 }), fc.string({ maxLength: 10 })), { minLength: 1, maxLength: 4 }).map((pairs) => `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`),
+  fc
+    .array(fc.tuple(fc.string({ maxLength: 10 }), fc.string({ maxLength: 10 })), { minLength: 1, maxLength: 4 })
+    .map((pairs) => `?${pairs.map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`).join('&')}`),
 );
 
 /** Header values Node's client lets through (no control characters; Latin-1 allowed). */
 const headerText = (min: number, max: number) =>
-  fc.string({ minLength: min, maxLength: max, unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff })).map((code) => String.fromCharCode(code)) });
+  fc.string({
+    minLength: min,
+    maxLength: max,
+    unit: fc.oneof(fc.integer({ min: 0x20, max: 0x7e }), fc.integer({ min: 0xa0, max: 0xff })).map((code) => String.fromCharCode(code)),
+  });
 
 export const idempotencyKey: fc.Arbitrary<Text | string[]> = fc.oneof<fc.Arbitrary<Text | string[]>[]>(
   fc.uuid().map((id) => `fuzz-${id}`), // well-formed, new
@@ -335,7 +392,14 @@ export const requestId: fc.Arbitrary<Text> = fc.oneof<fc.Arbitrary<Text>[]>(
 
 export const otherHeaders: fc.Arbitrary<Array<[string, string]>> = fc.array(
   fc.oneof(
-    fc.constantFrom<[string, string]>(['Accept', 'text/html'], ['Accept', '*/*;q=0'], ['X-HTTP-Method-Override', 'DELETE'], ['X-Forwarded-For', '10.0.0.1, ::1'], ['Origin', 'null'], ['Expect', '100-continue']),
+    fc.constantFrom<[string, string]>(
+      ['Accept', 'text/html'],
+      ['Accept', '*/*;q=0'],
+      ['X-HTTP-Method-Override', 'DELETE'],
+      ['X-Forwarded-For', '10.0.0.1, ::1'],
+      ['Origin', 'null'],
+      ['Expect', '100-continue'],
+    ),
     fc.tuple(fc.stringMatching(/^X-[A-Za-z0-9-]{1,20}$/), headerText(0, 60)),
   ),
   { maxLength: 3 },
@@ -365,7 +429,14 @@ const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 export const closeRawConnections = () => agent.destroy();
 
 /** Sends exactly this request over loopback and reads the whole answer (10 s at most). */
-export function sendRaw(baseUrl: string, method: string, path: string, headers: Array<[string, string | string[]]>, body: string | undefined, chunked = false): Promise<RawAnswer> {
+export function sendRaw(
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Array<[string, string | string[]]>,
+  body: string | undefined,
+  chunked = false,
+): Promise<RawAnswer> {
   const { hostname, port } = new URL(baseUrl);
   const bytes = body === undefined ? undefined : Buffer.from(body, 'utf8');
   return new Promise((resolve, reject) => {

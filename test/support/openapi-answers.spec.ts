@@ -6,13 +6,18 @@ import { GatewayModule } from '../../libs/gateway/src/gateway.module';
 import { buildOpenApiDocument } from '../../libs/gateway/src/openapi/openapi.document';
 
 /** The document describes exactly what the server answers: an undeclared field, or a missing one, is caught. */
-const CONTROLLERS = [...(Reflect.getMetadata('controllers', GatewayModule) as Function[]), ...(InfrastructureModule.forRoot({} as ServiceConfig).controllers ?? [])];
+const CONTROLLERS = [
+  ...(Reflect.getMetadata('controllers', GatewayModule) as Function[]),
+  ...(InfrastructureModule.forRoot({} as ServiceConfig).controllers ?? []),
+];
 
 let app: INestApplication;
 let validate: AnswerValidator;
 
 beforeAll(async () => {
-  const moduleRef = await Test.createTestingModule({ controllers: CONTROLLERS as Type[] }).useMocker(() => ({})).compile();
+  const moduleRef = await Test.createTestingModule({ controllers: CONTROLLERS as Type[] })
+    .useMocker(() => ({}))
+    .compile();
   app = moduleRef.createNestApplication({ logger: false });
   validate = answerValidator(JSON.parse(JSON.stringify(buildOpenApiDocument(app, '0.0.0'))));
 });
@@ -43,7 +48,8 @@ const dispatch = {
   failed_at: '2026-12-01T09:00:01.000Z',
 };
 const answer = (data: unknown) => ({ success: true, data, request_id: 'req_01JBZ8KQ4T7W3X9M2N5P6R8S0V' });
-const getDispatch = (body: unknown, status = 200) => validate('GET', '/v1/dispatches/dsp_01JBZ8KQ4T7W3X9M2N5P6R8S0V', status, 'application/json; charset=utf-8', body);
+const getDispatch = (body: unknown, status = 200) =>
+  validate('GET', '/v1/dispatches/dsp_01JBZ8KQ4T7W3X9M2N5P6R8S0V', status, 'application/json; charset=utf-8', body);
 
 describe('answers validated against the document', () => {
   it('passes a dispatch as the server answers it', () => {
@@ -52,7 +58,9 @@ describe('answers validated against the document', () => {
   });
 
   it('fails a dispatch with a field its schema does not declare', () => {
-    expect(getDispatch(answer({ ...dispatch, internal_state: 'x' }))).toMatch(/GET \/v1\/dispatches\/\{id\}.*200[\s\S]*must NOT have additional properties[\s\S]*internal_state/);
+    expect(getDispatch(answer({ ...dispatch, internal_state: 'x' }))).toMatch(
+      /GET \/v1\/dispatches\/\{id\}.*200[\s\S]*must NOT have additional properties[\s\S]*internal_state/,
+    );
     expect(getDispatch(answer({ ...dispatch, error: { ...dispatch.error, stack: 'x' } }))).toMatch(/additional properties/);
     expect(getDispatch({ ...answer(dispatch), extra: true })).toMatch(/additional properties/);
   });

@@ -51,7 +51,9 @@ export function answerValidator(document: unknown): AnswerValidator {
     if (!found) {
       // Not an operation of the document (an unknown route or method): only an error can answer it.
       if (status < 400) return `${method.toUpperCase()} ${path} is not an operation of /openapi.json, yet it answered ${status}`;
-      return errorSchema(body) ? undefined : `${method.toUpperCase()} ${path} (no such operation) answered ${status} with a body that is not the error envelope:\n${describe(errorSchema.errors, body)}`;
+      return errorSchema(body)
+        ? undefined
+        : `${method.toUpperCase()} ${path} (no such operation) answered ${status} with a body that is not the error envelope:\n${describe(errorSchema.errors, body)}`;
     }
     const operation = `${method.toUpperCase()} ${found.template}`;
     const responses = doc.paths[found.template][verb].responses ?? {};
@@ -59,14 +61,18 @@ export function answerValidator(document: unknown): AnswerValidator {
     if (!declared) return `${operation} answered ${status}, which the document does not declare for it (declared: ${Object.keys(responses).join(', ')})`;
     const media = (contentType ?? '').split(';')[0].trim().toLowerCase();
     const content = responses[declared].content ?? {};
-    if (!content[media]?.schema) return `${operation} answered ${status} as ${media || 'no content type'}, which the document does not declare (declared: ${Object.keys(content).join(', ') || 'none'})`;
+    if (!content[media]?.schema)
+      return `${operation} answered ${status} as ${media || 'no content type'}, which the document does not declare (declared: ${Object.keys(content).join(', ') || 'none'})`;
     const validate = schemaAt(`/paths/${escapePointer(found.template)}/${verb}/responses/${declared}/content/${escapePointer(media)}/schema`);
     return validate(body) ? undefined : `${operation} answered ${status} with a body that does not match the document:\n${describe(validate.errors, body)}`;
   };
 }
 
 function describe(errors: ErrorObject[] | null | undefined, body: unknown): string {
-  const lines = (errors ?? []).map((error) => `  ${error.instancePath || '(body)'} ${error.message}${error.params && Object.keys(error.params).length ? ' ' + JSON.stringify(error.params) : ''}`);
+  const lines = (errors ?? []).map(
+    (error) =>
+      `  ${error.instancePath || '(body)'} ${error.message}${error.params && Object.keys(error.params).length ? ' ' + JSON.stringify(error.params) : ''}`,
+  );
   return [...lines, `  body: ${JSON.stringify(body).slice(0, 1000)}`].join('\n');
 }
 
@@ -87,7 +93,14 @@ export function answerValidatorOf(baseUrl: string): Promise<AnswerValidator> {
 }
 
 /** Throws when the answer does not match the document of the server at `baseUrl`. */
-export async function assertAnswerMatchesDocument(baseUrl: string, method: string, url: string, status: number, contentType: string | null, body: unknown): Promise<void> {
+export async function assertAnswerMatchesDocument(
+  baseUrl: string,
+  method: string,
+  url: string,
+  status: number,
+  contentType: string | null,
+  body: unknown,
+): Promise<void> {
   const problem = (await answerValidatorOf(baseUrl))(method, url, status, contentType, body);
   if (problem) throw new Error(`The answer does not match /openapi.json: ${problem}`);
 }

@@ -62,7 +62,10 @@ export const sandboxCampaign = (name = 'Spring sale') => ({
 export const PARTNER_REDIRECT_URI = 'https://partner.example/connected';
 
 /** An account with a key of each mode, through the Admin API; it registers PARTNER_REDIRECT_URI for its OAuth rounds. */
-export async function openAccountWithKeys(admin: PartnerClient, name = 'Partner'): Promise<{ accountId: string; testKey: string; liveKey: string; testKeyId: string }> {
+export async function openAccountWithKeys(
+  admin: PartnerClient,
+  name = 'Partner',
+): Promise<{ accountId: string; testKey: string; liveKey: string; testKeyId: string }> {
   const account = await admin.post('/admin/v1/accounts', { name, oauth_redirect_uris: [PARTNER_REDIRECT_URI] });
   if (account.status !== 200) throw new Error(`opening an account answered ${account.status}: ${JSON.stringify(account.body)}`);
   const accountId = account.body.data.id;

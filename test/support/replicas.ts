@@ -45,7 +45,9 @@ export async function startAppsOverNats(replicas: { gateways: number; dispatchSe
   };
   const start = async (app: AppName, count: number, extra: Record<string, string> = {}) => {
     // Started together, as an orchestrator does: they also race to create the schema.
-    const processes = await Promise.all(Array.from({ length: count }, () => ServiceProcess.start(app, { ...common, ...nats.credentialsOf(app), DATA_DIR: join(dataDir, app), ...extra })));
+    const processes = await Promise.all(
+      Array.from({ length: count }, () => ServiceProcess.start(app, { ...common, ...nats.credentialsOf(app), DATA_DIR: join(dataDir, app), ...extra })),
+    );
     started.push(...processes);
     return processes;
   };

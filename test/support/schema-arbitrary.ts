@@ -40,7 +40,10 @@ const resolve = (document: OpenApi, schema: Schema): Schema => {
 
 /** RFC 3339 date-times of every form `format: date-time` takes (offsets, no fraction, lower case); a pattern beside it narrows them (by the filter). */
 const DATE_TIME = fc
-  .tuple(fc.date({ min: new Date('0000-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), fc.constantFrom('Z', 'no-fraction', '+01:00', 'lower'))
+  .tuple(
+    fc.date({ min: new Date('0000-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }),
+    fc.constantFrom('Z', 'no-fraction', '+01:00', 'lower'),
+  )
   .map(([date, form]) => {
     const text = date.toISOString();
     if (form === 'no-fraction') return text.replace(/\.\d{3}Z$/, 'Z');
@@ -63,10 +66,14 @@ export function validValue(document: OpenApi, check: (schema: Schema, value: unk
         const required = new Set((s.required ?? []) as string[]);
         // Deep optional objects only now and then: the document's nest at most three levels.
         const keys = Object.keys(properties).filter((key) => required.has(key) || depth < 4);
-        return fc.record(Object.fromEntries(keys.map((key) => [key, validValue(document, check, properties[key], depth + 1)])), { requiredKeys: keys.filter((key) => required.has(key)) });
+        return fc.record(Object.fromEntries(keys.map((key) => [key, validValue(document, check, properties[key], depth + 1)])), {
+          requiredKeys: keys.filter((key) => required.has(key)),
+        });
       }
       case 'array':
-        return fc.array(validValue(document, check, s.items ?? {}, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) }).map((items) => (s.uniqueItems ? [...new Set(items)] : items));
+        return fc
+          .array(validValue(document, check, s.items ?? {}, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 4, 4) })
+          .map((items) => (s.uniqueItems ? [...new Set(items)] : items));
       case 'integer':
         return fc.integer({ min: s.minimum ?? -1_000_000, max: s.maximum ?? 1_000_000_000_000 });
       case 'number':
@@ -91,21 +98,28 @@ export function validValue(document: OpenApi, check: (schema: Schema, value: unk
  * out, a property the schema does not know, a value of another type, a string outside its enum or
  * pattern, a number out of its range (anywhere in the tree). Answers the broken value and a word on how.
  */
-export function brokenValue(document: OpenApi, check: (schema: Schema, value: unknown) => boolean, schema: Schema, valid: unknown): fc.Arbitrary<{ value: unknown; how: string }> {
+export function brokenValue(
+  document: OpenApi,
+  check: (schema: Schema, value: unknown) => boolean,
+  schema: Schema,
+  valid: unknown,
+): fc.Arbitrary<{ value: unknown; how: string }> {
   const edits: Array<{ path: string[]; how: string; apply(parent: any, key: string): void }> = [];
   const walk = (node: Schema, value: unknown, path: string[]) => {
     const s = resolve(document, node);
     if (value === null || typeof value !== 'object' || Array.isArray(value)) {
       if (path.length > 0) {
         edits.push({ path, how: 'another type', apply: (parent, key) => void (parent[key] = typeof value === 'string' ? 42 : 'not-this-type') });
-        if (s.enum || s.pattern || s.format) edits.push({ path, how: 'outside its enum, pattern or format', apply: (parent, key) => void (parent[key] = '\u0000not-allowed') });
+        if (s.enum || s.pattern || s.format)
+          edits.push({ path, how: 'outside its enum, pattern or format', apply: (parent, key) => void (parent[key] = '\u0000not-allowed') });
         if (typeof s.maximum === 'number') edits.push({ path, how: 'above its maximum', apply: (parent, key) => void (parent[key] = s.maximum + 1) });
         if (typeof s.minimum === 'number') edits.push({ path, how: 'below its minimum', apply: (parent, key) => void (parent[key] = s.minimum - 1) });
       }
       return;
     }
     const properties = (s.properties ?? {}) as Record<string, Schema>;
-    for (const key of (s.required ?? []) as string[]) edits.push({ path: [...path, key], how: `without ${[...path, key].join('.')}`, apply: (parent, k) => void delete parent[k] });
+    for (const key of (s.required ?? []) as string[])
+      edits.push({ path: [...path, key], how: `without ${[...path, key].join('.')}`, apply: (parent, k) => void delete parent[k] });
     edits.push({ path: [...path, 'unknown_field'], how: `with unknown ${[...path, 'unknown_field'].join('.')}`, apply: (parent, k) => void (parent[k] = 1) });
     for (const [key, child] of Object.entries(value as Record<string, unknown>)) if (properties[key]) walk(properties[key], child, [...path, key]);
   };

@@ -17,7 +17,10 @@ export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'conne
 export class ServiceProcess {
   private child: ChildProcess | null = null;
   private output = '';
-  private lines: Record<'stdout' | 'stderr', { complete: string[]; partial: string }> = { stdout: { complete: [], partial: '' }, stderr: { complete: [], partial: '' } };
+  private lines: Record<'stdout' | 'stderr', { complete: string[]; partial: string }> = {
+    stdout: { complete: [], partial: '' },
+    stderr: { complete: [], partial: '' },
+  };
   readonly url: string;
   /** METRICS_PORT: the one in `env` if given, else a free one chosen at the first start and kept across restarts. */
   metricsPort: number | null;

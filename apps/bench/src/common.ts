@@ -7,7 +7,8 @@ export class BenchFailure extends Error {}
 export function envInt(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new BenchFailure(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(raw)}`);
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max)
+    throw new BenchFailure(`${name} must be a whole number from ${min} to ${max}, not ${JSON.stringify(raw)}`);
   return Number(raw);
 }
 
@@ -44,7 +45,12 @@ export async function call(method: string, url: string, token: string, body?: un
  * A test-mode account with a balance no run can exhaust, and one webhook endpoint per route on
  * the receiver; returns the API key's headers for a launch.
  */
-export async function openAccount(base: string, receiver: WebhookReceiver, name: string, endpoints: { route: string; events: string[] }[]): Promise<Record<string, string>> {
+export async function openAccount(
+  base: string,
+  receiver: WebhookReceiver,
+  name: string,
+  endpoints: { route: string; events: string[] }[],
+): Promise<Record<string, string>> {
   const account = await call('POST', `${base}/admin/v1/accounts`, ADMIN_TOKEN, { name, credits: 1_000_000 });
   const key: string = (await call('POST', `${base}/admin/v1/accounts/${account.data.id}/keys`, ADMIN_TOKEN, { mode: 'test' })).data.key;
   for (const { route, events } of endpoints) {

@@ -51,7 +51,14 @@ function pool(url: string, sockets: number, ca?: string): Pool {
  * answer is fully read, until `count` requests have been sent. The baseline and the service are
  * driven by exactly the same client at exactly the same concurrency.
  */
-export async function closedLoop(count: number, concurrency: number, url: string, headers: Record<string, string>, body: string, options: { ca?: string } = {}): Promise<RunResult> {
+export async function closedLoop(
+  count: number,
+  concurrency: number,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: { ca?: string } = {},
+): Promise<RunResult> {
   const client = pool(url, concurrency, options.ca);
   const payload = Buffer.from(body, 'utf8');
   const requestHeaders = { ...headers, 'Content-Length': String(payload.length) };
@@ -80,7 +87,14 @@ export async function closedLoop(count: number, concurrency: number, url: string
  * running. Each is bounded by REQUEST_TIMEOUT_MS from its due time: the run ends at most that long
  * after the last send.
  */
-export async function pacedLoop(rate: number, durationMs: number, maxSockets: number, url: string, headers: Record<string, string>, body: string): Promise<PacedResult> {
+export async function pacedLoop(
+  rate: number,
+  durationMs: number,
+  maxSockets: number,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+): Promise<PacedResult> {
   const client = pool(url, maxSockets);
   const payload = Buffer.from(body, 'utf8');
   const requestHeaders = { ...headers, 'Content-Length': String(payload.length) };
@@ -108,7 +122,13 @@ export async function pacedLoop(rate: number, durationMs: number, maxSockets: nu
     });
     await Promise.all(answers);
     const sortedLags = ascending(lags);
-    return { wallMs: performance.now() - start, sent, sendLagP99Ms: percentile(sortedLags, 99), sendLagMaxMs: sortedLags[sortedLags.length - 1], loadEndedAt: dueAt(count - 1) };
+    return {
+      wallMs: performance.now() - start,
+      sent,
+      sendLagP99Ms: percentile(sortedLags, 99),
+      sendLagMaxMs: sortedLags[sortedLags.length - 1],
+      loadEndedAt: dueAt(count - 1),
+    };
   } finally {
     client.agent.destroy();
   }

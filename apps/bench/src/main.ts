@@ -53,62 +53,25 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { createTestCertificates } from '@campaign-ops/testing/webhook-sender';
-import { acceptedOf, BenchFailure, envInt, LAUNCH_BODY, openAccount, progress, waitForCompletions, waitQuiet } from './common';
+import { acceptedOf, BenchFailure, LAUNCH_BODY, openAccount, progress, waitForCompletions, waitQuiet } from './common';
 import { closedLoop } from './load';
-import {
-  closedLaunches,
-  ExpressBaseline,
-  fairness,
-  idleCpu,
-  measureExpress,
-  measureHeadroom,
-  measureReceiverRaw,
-  pacedLaunches,
-  webhookBurst,
-} from './phases';
+import { closedLaunches, fairness, idleCpu, measureExpress, measureHeadroom, measureReceiverRaw, pacedLaunches, webhookBurst } from './phases';
 import { cleanup, makeTempDir } from './processes';
 import { memoryMb, procAvailable, RssSampler } from './proc-stats';
 import { ms, perSecond, Report, row, times } from './report';
 import { RunningSystem, startFourApps, startStandalone } from './systems';
 import { WebhookReceiver } from './webhook-receiver';
 import { measureOpsThroughputAsTheCliRuns } from './ops-throughput';
+import { connectionsSection, cpuGoal, expressSection, headroomGoal, launchRateGoal, logNotes } from './report-sections';
+import { settings, Settings } from './settings';
 
 const ROOT = resolve(__dirname, '../../../..'); // dist/apps/bench/src -> repository root
 const WARMUP_LAUNCHES = 100;
-const HEADROOM_GOAL = 10_000;
 /**
  * Retries for the bench: short, so a failing endpoint's events come through within the run, yet
  * 39 s in all, so an event first refused at the outage's start still has tries after it ends.
  */
 const RETRY_SCHEDULE = '1s,2s,4s,8s,8s,8s,8s';
-
-function settings() {
-  const launches = envInt('BENCH_LAUNCHES', 2000, 1, 100_000);
-  return {
-    launches,
-    concurrency: envInt('BENCH_CONCURRENCY', 32, 1, 1024),
-    baselineRequests: envInt('BENCH_BASELINE_REQUESTS', 10_000, 1, 1_000_000),
-    headroomRequests: envInt('BENCH_HEADROOM_REQUESTS', 30_000, 1, 1_000_000),
-    pacedRate: envInt('BENCH_PACED_RATE', 500, 1, 100_000),
-    pacedMs: envInt('BENCH_PACED_SECONDS', 10, 1, 600) * 1000,
-    maxSockets: envInt('BENCH_PACED_MAX_SOCKETS', 256, 1, 10_000),
-    webhookEndpoints: envInt('BENCH_WEBHOOK_ENDPOINTS', 20, 1, 50),
-    webhookLaunches: envInt('BENCH_WEBHOOK_LAUNCHES', 100, 1, 100_000),
-    fairnessRate: envInt('BENCH_FAIRNESS_RATE', 10, 1, 1000),
-    fairnessControlMs: envInt('BENCH_FAIRNESS_CONTROL_S', 5, 1, 600) * 1000,
-    fairnessOutageMs: envInt('BENCH_FAIRNESS_OUTAGE_S', 20, 1, 600) * 1000,
-    fairnessRecoveryMs: envInt('BENCH_FAIRNESS_RECOVERY_S', 45, 1, 3600) * 1000,
-    idleMs: envInt('BENCH_IDLE_S', 10, 1, 600) * 1000,
-    natsLaunches: envInt('BENCH_NATS_LAUNCHES', launches, 1, 100_000),
-    gentleRate: envInt('BENCH_GENTLE_RATE', 40, 1, 100_000),
-    gentleMs: envInt('BENCH_GENTLE_SECONDS', 10, 1, 600) * 1000,
-    natsPacedRate: envInt('BENCH_NATS_PACED_RATE', 200, 1, 100_000),
-    natsPacedMs: envInt('BENCH_NATS_PACED_SECONDS', 10, 1, 600) * 1000,
-    webhookTimeoutMs: envInt('BENCH_WEBHOOK_TIMEOUT_S', 120, 1, 3600) * 1000,
-    deadlineMs: envInt('BENCH_DEADLINE_S', 900, 10, 24 * 3600) * 1000,
-  };
-}
-type Settings = ReturnType<typeof settings>;
 
 /** The receiver's URL, its CA (for NODE_EXTRA_CA_CERTS) and the raw keep-alive baseline. */
 async function startReceiver(s: Settings) {
@@ -124,85 +87,25 @@ async function warmUp(system: RunningSystem, receiver: WebhookReceiver, headers:
   progress(`service: ${WARMUP_LAUNCHES} warm-up launches`);
   const warmup = await closedLoop(WARMUP_LAUNCHES, concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
   const { ids } = acceptedOf(warmup);
-  if (ids.length < WARMUP_LAUNCHES) throw new BenchFailure(`only ${ids.length} of ${WARMUP_LAUNCHES} warm-up launches answered 200: ${warmup.sent.find((x) => x.status !== 200)?.error ?? ''}`);
+  if (ids.length < WARMUP_LAUNCHES)
+    throw new BenchFailure(`only ${ids.length} of ${WARMUP_LAUNCHES} warm-up launches answered 200: ${warmup.sent.find((x) => x.status !== 200)?.error ?? ''}`);
   const arrived = await waitForCompletions(receiver.route('main'), ids, 60_000);
   if (arrived < ids.length) throw new BenchFailure(`only ${arrived}/${ids.length} warm-up webhooks arrived within 60 s`);
 }
 
 /** Between phases: whatever an earlier phase left (launches the client gave up on) is worked off first. */
 async function drain(receiver: WebhookReceiver, s: Settings): Promise<void> {
-  if (!(await waitQuiet(receiver, 2_000, s.webhookTimeoutMs))) progress(`the receiver was still getting webhooks after ${s.webhookTimeoutMs / 1000} s; going on`);
-}
-
-function headroomGoal(report: Report, headroom: { perSecond: number }): void {
-  report.goal({
-    label: 'client headroom: bare node:http',
-    figure: `${perSecond(headroom.perSecond)} req/s`,
-    target: `≥ ${HEADROOM_GOAL}/s`,
-    baseline: '(this is the client check)',
-    met: headroom.perSecond >= HEADROOM_GOAL,
-  });
-  if (headroom.perSecond < HEADROOM_GOAL) report.notes.push(`the client drove bare node:http at only ${perSecond(headroom.perSecond)} req/s: the ratios below flatter the service`);
-}
-
-function launchRateGoal(report: Report, label: string, launchesPerSecond: number, express: ExpressBaseline): void {
-  const ratio = launchesPerSecond / express.perSecond;
-  report.goal({ label, figure: `${perSecond(launchesPerSecond)} launches/s`, target: '≥ 0.5×', baseline: `${perSecond(express.perSecond)} req/s bare Express`, ratio: times(ratio), met: ratio >= 0.5 });
-}
-
-function cpuGoal(report: Report, label: string, cpuMsPerLaunch: number, targetMs: number, express: ExpressBaseline): void {
-  report.goal({
-    label,
-    figure: ms(cpuMsPerLaunch),
-    target: `≤ ${targetMs} ms`,
-    baseline: `${ms(express.cpuMsPerRequest)}/req bare Express`,
-    ratio: times(cpuMsPerLaunch / express.cpuMsPerRequest),
-    met: cpuMsPerLaunch <= targetMs,
-  });
-}
-
-function expressSection(report: Report, express: ExpressBaseline, headroom: { perSecond: number }, s: Settings): void {
-  report.section('baselines (same client, same machine, each server in its own process)', [
-    row('bare node:http (client headroom)', `${perSecond(headroom.perSecond)} req/s   (${s.headroomRequests} requests at concurrency ${s.concurrency})`),
-    row('bare Express, closed loop', `${perSecond(express.perSecond)} req/s   p50 ${ms(express.p50)}  p99 ${ms(express.p99)}  CPU ${ms(express.cpuMsPerRequest)}/request  (${s.baselineRequests} requests)`),
-    ...(express.paced
-      ? [
-          row(`bare Express, paced ${s.pacedRate}/s`, `${express.paced.answered}/${express.paced.count} answered 200  p50 ${ms(express.paced.p50)}  p99 ${ms(express.paced.p99)}  CPU ${ms(express.paced.cpuMsPerRequest)}/request  (client send lag p99 ${ms(express.paced.sendLagP99Ms)})`),
-        ]
-      : []),
-  ]);
-}
-
-/**
- * Over the whole run (the sender may keep connections from one phase to the next): every request
- * the service made to the receiver's one origin, per TLS handshake it needed.
- */
-function connectionsSection(report: Report, receiver: WebhookReceiver, afterRaw: ReturnType<WebhookReceiver['counters']>) {
-  const requests = receiver.requests - afterRaw.requests;
-  const handshakes = receiver.handshakes - afterRaw.handshakes;
-  const perHandshake = handshakes > 0 ? requests / handshakes : Infinity;
-  report.section('connections to the receiver over the whole run (one origin, every phase)', [
-    row('requests from the service', `${requests}`),
-    row('TLS handshakes, TCP connections', `${handshakes}, ${receiver.connections - afterRaw.connections}  (${Number.isFinite(perHandshake) ? perHandshake.toFixed(1) : '∞'} requests per handshake)`),
-  ]);
-  return { handshakes, perHandshake };
-}
-
-function logNotes(report: Report, system: RunningSystem): void {
-  for (const { app, lines, tail } of system.logged()) {
-    // The fairness phase's failing endpoint makes one warning per refused delivery: expected.
-    const unexpected = tail.filter((line) => !line.includes('failed (http_503)')).slice(-3);
-    if (lines > 0)
-      report.notes.push(
-        `${app} logged ${lines} line(s) at LOG_LEVEL=warn during the run (a failed delivery is one)` +
-          (unexpected.length > 0 ? `; the last besides the 503s:\n      ${unexpected.join('\n      ')}` : ''),
-      );
-  }
+  if (!(await waitQuiet(receiver, 2_000, s.webhookTimeoutMs)))
+    progress(`the receiver was still getting webhooks after ${s.webhookTimeoutMs / 1000} s; going on`);
 }
 
 async function runStandalone(report: Report, s: Settings, baselineHeaders: Record<string, string>): Promise<void> {
   const headroom = await measureHeadroom(ROOT, s.headroomRequests, s.concurrency, baselineHeaders);
-  const express = await measureExpress(ROOT, s.concurrency, s.baselineRequests, baselineHeaders, { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets });
+  const express = await measureExpress(ROOT, s.concurrency, s.baselineRequests, baselineHeaders, {
+    rate: s.pacedRate,
+    durationMs: s.pacedMs,
+    maxSockets: s.maxSockets,
+  });
   const { receiver, caCertPath, raw, afterRaw } = await startReceiver(s);
   progress('service: starting the standalone process');
   const system = await startStandalone(ROOT, caCertPath, RETRY_SCHEDULE);
@@ -210,7 +113,12 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
   try {
     const main = await openAccount(system.base, receiver, 'bench', [{ route: 'main', events: ['dispatch.completed'] }]);
     const burstRoutes = Array.from({ length: s.webhookEndpoints }, (_, i) => `burst-${i + 1}`);
-    const burst = await openAccount(system.base, receiver, 'bench-webhooks', burstRoutes.map((route) => ({ route, events: ['dispatch.accepted', 'dispatch.completed'] })));
+    const burst = await openAccount(
+      system.base,
+      receiver,
+      'bench-webhooks',
+      burstRoutes.map((route) => ({ route, events: ['dispatch.accepted', 'dispatch.completed'] })),
+    );
     const accountA = await openAccount(system.base, receiver, 'bench-failing', [{ route: 'failing', events: ['dispatch.accepted', 'dispatch.completed'] }]);
     const accountB = await openAccount(system.base, receiver, 'bench-healthy', [{ route: 'healthy', events: ['dispatch.completed'] }]);
     system.markReady();
@@ -219,10 +127,28 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     rss?.setPhase('closed loop');
     const closed = await closedLaunches(report, 'standalone', system, receiver.route('main'), main, s.launches, s.concurrency, s.webhookTimeoutMs);
     rss?.setPhase('paced');
-    const paced = await pacedLaunches(report, 'standalone, paced', system, receiver.route('main'), main, { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+    const paced = await pacedLaunches(
+      report,
+      'standalone, paced',
+      system,
+      receiver.route('main'),
+      main,
+      { rate: s.pacedRate, durationMs: s.pacedMs, maxSockets: s.maxSockets },
+      5_000,
+      s.webhookTimeoutMs,
+    );
     await drain(receiver, s);
     rss?.setPhase('webhooks');
-    const hooks = await webhookBurst(report, system, receiver, burstRoutes.map((r) => receiver.route(r)), burst, s.webhookLaunches, s.concurrency, s.webhookTimeoutMs);
+    const hooks = await webhookBurst(
+      report,
+      system,
+      receiver,
+      burstRoutes.map((r) => receiver.route(r)),
+      burst,
+      s.webhookLaunches,
+      s.concurrency,
+      s.webhookTimeoutMs,
+    );
     await drain(receiver, s);
     rss?.setPhase('fairness');
     const fair = await fairness(report, system, receiver.route('failing'), receiver.route('healthy'), accountA, accountB, {
@@ -235,7 +161,16 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     });
     await drain(receiver, s);
     rss?.setPhase('gentle');
-    const gentle = await pacedLaunches(report, 'standalone, paced gently', system, receiver.route('main'), main, { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+    const gentle = await pacedLaunches(
+      report,
+      'standalone, paced gently',
+      system,
+      receiver.route('main'),
+      main,
+      { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets },
+      5_000,
+      s.webhookTimeoutMs,
+    );
     await drain(receiver, s);
     rss?.setPhase('idle');
     const idle = procAvailable() ? await idleCpu(system, s.idleMs) : null;
@@ -247,9 +182,29 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     launchRateGoal(report, '1 launches/s through the gateway', closed.launchesPerSecond, express);
     const p = `2 paced ${s.pacedRate}/s ${s.pacedMs / 1000} s:`;
     const ep = express.paced!;
-    report.goal({ label: `${p} answered 200`, figure: `${paced.answered}/${paced.count}`, target: 'all', baseline: `${ep.answered}/${ep.count} bare Express`, met: paced.answered === paced.count });
-    report.goal({ label: `${p} POST p50`, figure: ms(paced.p50), target: '≤ 20 ms', baseline: `${ms(ep.p50)} bare Express`, ratio: times(paced.p50 / ep.p50), met: paced.p50 <= 20 });
-    report.goal({ label: `${p} POST p99`, figure: ms(paced.p99), target: '≤ 100 ms', baseline: `${ms(ep.p99)} bare Express`, ratio: times(paced.p99 / ep.p99), met: paced.p99 <= 100 });
+    report.goal({
+      label: `${p} answered 200`,
+      figure: `${paced.answered}/${paced.count}`,
+      target: 'all',
+      baseline: `${ep.answered}/${ep.count} bare Express`,
+      met: paced.answered === paced.count,
+    });
+    report.goal({
+      label: `${p} POST p50`,
+      figure: ms(paced.p50),
+      target: '≤ 20 ms',
+      baseline: `${ms(ep.p50)} bare Express`,
+      ratio: times(paced.p50 / ep.p50),
+      met: paced.p50 <= 20,
+    });
+    report.goal({
+      label: `${p} POST p99`,
+      figure: ms(paced.p99),
+      target: '≤ 100 ms',
+      baseline: `${ms(ep.p99)} bare Express`,
+      ratio: times(paced.p99 / ep.p99),
+      met: paced.p99 <= 100,
+    });
     report.goal({ label: `${p} launch -> webhook p99`, figure: ms(paced.e2eP99), target: '≤ 1000 ms', met: paced.e2eP99 <= 1000 });
     report.goal({
       label: '3 webhooks: signed deliveries/s',
@@ -267,7 +222,14 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
       baseline: `${(5000 / Math.max(1, raw.handshakes)).toFixed(0)} keep-alive client`,
       met: perHandshake >= 50,
     });
-    report.goal({ label: '4 fairness: healthy endpoint p99', figure: ms(fair.bP99), target: '< 2000 ms', baseline: `${ms(fair.bControlP99)} before the outage`, ratio: times(fair.bP99 / fair.bControlP99), met: fair.bP99 < 2000 });
+    report.goal({
+      label: '4 fairness: healthy endpoint p99',
+      figure: ms(fair.bP99),
+      target: '< 2000 ms',
+      baseline: `${ms(fair.bControlP99)} before the outage`,
+      ratio: times(fair.bP99 / fair.bControlP99),
+      met: fair.bP99 < 2000,
+    });
     report.goal({
       label: '4 fairness: failing endpoint gets all',
       figure: `${fair.aReceived}/${fair.aExpected}${Number.isFinite(fair.afterOutageMs) ? ` +${(fair.afterOutageMs / 1000).toFixed(1)} s` : ''}`,
@@ -276,15 +238,40 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
       met: fair.aReceived === fair.aExpected,
     });
     if (peakMb === null) report.notMeasured('5 peak RSS of the standalone process', '≤ 250 MB', 'no /proc here');
-    else report.goal({ label: '5 peak RSS of the standalone process', figure: `${peakMb.toFixed(0)} MB`, target: '≤ 250 MB', baseline: 'VmHWM over the whole run', met: peakMb <= 250 });
+    else
+      report.goal({
+        label: '5 peak RSS of the standalone process',
+        figure: `${peakMb.toFixed(0)} MB`,
+        target: '≤ 250 MB',
+        baseline: 'VmHWM over the whole run',
+        met: peakMb <= 250,
+      });
     cpuGoal(report, '6 CPU/launch, full load (standalone)', closed.cpuMsPerLaunch, 1, express);
     cpuGoal(report, `6 CPU/launch, paced ${s.gentleRate}/s (standalone)`, gentle.cpuMsPerLaunch, 2, express);
-    if (idle) report.goal({ label: '6 idle CPU (standalone)', figure: `${idle.percent.toFixed(2)}% of a core`, target: '< 2%', baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`, met: Number(idle.percent.toFixed(2)) < 2 });
-    report.notes.push('the goals of the four apps over NATS (CPU per launch of the whole tree, idle CPU, paced 200/s) are measured by `npm run bench -- --nats`');
+    if (idle)
+      report.goal({
+        label: '6 idle CPU (standalone)',
+        figure: `${idle.percent.toFixed(2)}% of a core`,
+        target: '< 2%',
+        baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`,
+        met: Number(idle.percent.toFixed(2)) < 2,
+      });
+    report.notes.push(
+      'the goals of the four apps over NATS (CPU per launch of the whole tree, idle CPU, paced 200/s) are measured by `npm run bench -- --nats`',
+    );
 
     expressSection(report, express, headroom, s);
-    if (rss) report.section('memory of the standalone process (VmRSS sampled every 200 ms; VmHWM is the peak)', [...rss.peakByPhase].map(([phase, mb]) => row(phase, `${mb.toFixed(0)} MB`)).concat(row('VmHWM at the end', peakMb === null ? '-' : `${peakMb.toFixed(0)} MB`)));
-    if (idle) report.section('idle', [row('standalone process', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s)`)]);
+    if (rss)
+      report.section(
+        'memory of the standalone process (VmRSS sampled every 200 ms; VmHWM is the peak)',
+        [...rss.peakByPhase]
+          .map(([phase, mb]) => row(phase, `${mb.toFixed(0)} MB`))
+          .concat(row('VmHWM at the end', peakMb === null ? '-' : `${peakMb.toFixed(0)} MB`)),
+      );
+    if (idle)
+      report.section('idle', [
+        row('standalone process', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s)`),
+      ]);
     if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
     if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
     logNotes(report, system);
@@ -309,16 +296,45 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
     const idle = await idleCpu(system, s.idleMs);
     const closed = await closedLaunches(report, 'four apps over NATS', system, receiver.route('main'), main, s.natsLaunches, s.concurrency, s.webhookTimeoutMs);
     await drain(receiver, s);
-    const gentle = await pacedLaunches(report, `four apps over NATS, paced gently`, system, receiver.route('main'), main, { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+    const gentle = await pacedLaunches(
+      report,
+      `four apps over NATS, paced gently`,
+      system,
+      receiver.route('main'),
+      main,
+      { rate: s.gentleRate, durationMs: s.gentleMs, maxSockets: s.maxSockets },
+      5_000,
+      s.webhookTimeoutMs,
+    );
     await drain(receiver, s);
-    const paced = await pacedLaunches(report, `four apps over NATS, paced`, system, receiver.route('main'), main, { rate: s.natsPacedRate, durationMs: s.natsPacedMs, maxSockets: s.maxSockets }, 5_000, s.webhookTimeoutMs);
+    const paced = await pacedLaunches(
+      report,
+      `four apps over NATS, paced`,
+      system,
+      receiver.route('main'),
+      main,
+      { rate: s.natsPacedRate, durationMs: s.natsPacedMs, maxSockets: s.maxSockets },
+      5_000,
+      s.webhookTimeoutMs,
+    );
 
     headroomGoal(report, headroom);
     launchRateGoal(report, '1 launches/s through the gateway (NATS)', closed.launchesPerSecond, express);
     cpuGoal(report, '6 CPU/launch, full load (whole tree)', closed.cpuMsPerLaunch, 1, express);
     cpuGoal(report, `6 CPU/launch, paced ${s.gentleRate}/s (whole tree)`, gentle.cpuMsPerLaunch, 2, express);
-    report.goal({ label: '6 idle CPU (whole tree)', figure: `${idle.percent.toFixed(2)}% of a core`, target: '< 2%', baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`, met: Number(idle.percent.toFixed(2)) < 2 });
-    report.goal({ label: `6 paced ${s.natsPacedRate}/s: answered 200`, figure: `${paced.answered}/${paced.count}`, target: 'all', met: paced.answered === paced.count });
+    report.goal({
+      label: '6 idle CPU (whole tree)',
+      figure: `${idle.percent.toFixed(2)}% of a core`,
+      target: '< 2%',
+      baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s`,
+      met: Number(idle.percent.toFixed(2)) < 2,
+    });
+    report.goal({
+      label: `6 paced ${s.natsPacedRate}/s: answered 200`,
+      figure: `${paced.answered}/${paced.count}`,
+      target: 'all',
+      met: paced.answered === paced.count,
+    });
     report.goal({
       label: `6 paced ${s.natsPacedRate}/s: webhooks ≤ 5 s after`,
       figure: `${paced.deliveredWithin}/${paced.count}`,
@@ -328,7 +344,12 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
     });
     expressSection(report, express, headroom, s);
     connectionsSection(report, receiver, afterRaw);
-    report.section('idle', [row('whole tree (4 apps + nats-server)', `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s, after the warm-up)`)]);
+    report.section('idle', [
+      row(
+        'whole tree (4 apps + nats-server)',
+        `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s, after the warm-up)`,
+      ),
+    ]);
     if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
     if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
     logNotes(report, system);

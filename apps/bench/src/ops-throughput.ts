@@ -55,7 +55,8 @@ async function measureOne(size: number): Promise<Measured> {
       const reads = SqliteReadStore.open(readsFile);
       try {
         const report = await timed(measured.rebuildSeconds, () => rebuildReadModels(events, reads, READ_MODELS));
-        if (manifest.count !== measured.events || report.events !== measured.events) throw new Error(`appended ${measured.events} events, exported ${manifest.count}, rebuilt from ${report.events}`);
+        if (manifest.count !== measured.events || report.events !== measured.events)
+          throw new Error(`appended ${measured.events} events, exported ${manifest.count}, rebuilt from ${report.events}`);
       } finally {
         await reads.close();
         for (const suffix of ['', '-wal', '-shm']) rmSync(`${readsFile}${suffix}`, { force: true });
@@ -85,7 +86,10 @@ export async function measureOpsThroughput(sizes: number[] = [100_000, 1_000_000
   for (const size of sizes) {
     const m = await measureOne(size);
     measured.push(m);
-    for (const [what, seconds] of [['export', m.exportSeconds], ['rebuild --all', m.rebuildSeconds]] as const) {
+    for (const [what, seconds] of [
+      ['export', m.exportSeconds],
+      ['rebuild --all', m.rebuildSeconds],
+    ] as const) {
       const rate = perSecond(m.events, median(seconds));
       const spread = `${RUNS} runs: ${perSecond(m.events, seconds[seconds.length - 1])}-${perSecond(m.events, seconds[0])}`;
       say(
@@ -125,7 +129,10 @@ export function measureOpsThroughputAsTheCliRuns(tell: (line: string) => void): 
 }
 
 if (require.main === module) {
-  const sizes = process.argv.slice(2).map(Number).filter((n) => Number.isSafeInteger(n) && n > 0);
+  const sizes = process.argv
+    .slice(2)
+    .map(Number)
+    .filter((n) => Number.isSafeInteger(n) && n > 0);
   measureOpsThroughput(sizes.length ? sizes : undefined, (line) => console.log(line)).catch((error: Error) => {
     console.error(error);
     process.exit(1);

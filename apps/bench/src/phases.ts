@@ -80,7 +80,12 @@ export async function measureExpress(
     const closedCpu = cpu.stop();
     requireAllOk('the Express baseline', run);
     const sorted = latencies(run.sent);
-    const result: ExpressBaseline = { perSecond: requests / (run.wallMs / 1000), p50: percentile(sorted, 50), p99: percentile(sorted, 99), cpuMsPerRequest: closedCpu.cpuMs / requests };
+    const result: ExpressBaseline = {
+      perSecond: requests / (run.wallMs / 1000),
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      cpuMsPerRequest: closedCpu.cpuMs / requests,
+    };
     if (paced) {
       progress(`baseline: bare Express handler paced at ${paced.rate}/s for ${paced.durationMs / 1000} s`);
       cpu.start();
@@ -165,14 +170,21 @@ export async function closedLaunches(
       : []),
     row(
       'signed dispatch.completed rate',
-      arrivals.length > 0 ? `${perSecond(completionsPerSecond)} webhooks/s   (first POST -> last webhook; the last came ${ms(lastArrival - postsDoneAt)} after the last POST)` : '-',
+      arrivals.length > 0
+        ? `${perSecond(completionsPerSecond)} webhooks/s   (first POST -> last webhook; the last came ${ms(lastArrival - postsDoneAt)} after the last POST)`
+        : '-',
     ),
-    row('CPU per launch', `${ms(used.cpuMs / launches)}   (${(used.cpuMs / 1000).toFixed(1)} s CPU over ${(used.wallMs / 1000).toFixed(1)} s, first POST -> last webhook)`),
+    row(
+      'CPU per launch',
+      `${ms(used.cpuMs / launches)}   (${(used.cpuMs / 1000).toFixed(1)} s CPU over ${(used.wallMs / 1000).toFixed(1)} s, first POST -> last webhook)`,
+    ),
   ]);
   if (failures.count > 0) report.problem(`${title}: ${failures.count} of ${launches} launches did not answer 200:\n    ${failures.summary.join('\n    ')}`);
   if (delivered < ids.length) {
     const missing = ids.filter((id) => !route.completedAt.has(id));
-    report.problem(`${title}: only ${delivered}/${ids.length} signed dispatch.completed webhooks arrived within ${webhookTimeoutMs / 1000} s after the last POST; ${missing.length} missing, e.g. ${missing.slice(0, 3).join(', ')}`);
+    report.problem(
+      `${title}: only ${delivered}/${ids.length} signed dispatch.completed webhooks arrived within ${webhookTimeoutMs / 1000} s after the last POST; ${missing.length} missing, e.g. ${missing.slice(0, 3).join(', ')}`,
+    );
   }
   return { launches, launchesPerSecond, cpuMsPerLaunch: used.cpuMs / launches, delivered, accepted: ids.length };
 }
@@ -236,11 +248,16 @@ export async function pacedLaunches(
     row('POST latency', dist(sorted)),
     row('launch -> signed dispatch.completed', `${dist(e2e)}  (${delivered}/${ids.length} delivered; a missing one counts as never)`),
     row(`webhooks within ${withinMs / 1000} s of the load's end`, `${countedWithin}/${ids.length}`),
-    row('CPU per launch', `${ms(figures.cpuMsPerLaunch)}   (${(used.cpuMs / 1000).toFixed(1)} s CPU over ${(used.wallMs / 1000).toFixed(1)} s, first send -> last webhook)`),
+    row(
+      'CPU per launch',
+      `${ms(figures.cpuMsPerLaunch)}   (${(used.cpuMs / 1000).toFixed(1)} s CPU over ${(used.wallMs / 1000).toFixed(1)} s, first send -> last webhook)`,
+    ),
     row('client send lag', `p99 ${ms(run.sendLagP99Ms)}  max ${ms(run.sendLagMaxMs)}  (how late this client sent behind schedule)`),
   ]);
   if (delivered < ids.length) {
-    report.problem(`${title}: only ${delivered}/${ids.length} signed dispatch.completed webhooks of answered launches arrived within ${webhookTimeoutMs / 1000} s after the load`);
+    report.problem(
+      `${title}: only ${delivered}/${ids.length} signed dispatch.completed webhooks of answered launches arrived within ${webhookTimeoutMs / 1000} s after the load`,
+    );
   }
   return figures;
 }
@@ -281,9 +298,15 @@ export async function webhookBurst(
   const connections = after.connections - before.connections;
   const failures = failuresOf(run.sent);
   report.section(`webhooks (${launches} launches at concurrency ${concurrency}, ${routes.length} endpoints of one origin, 2 events each)`, [
-    row('signed deliveries', `${deliveries}/${expectedAccepted} in ${ms(arrivals[deliveries - 1] - startedAt)} from the first POST (POSTs took ${ms(postsDoneAt - startedAt)})`),
+    row(
+      'signed deliveries',
+      `${deliveries}/${expectedAccepted} in ${ms(arrivals[deliveries - 1] - startedAt)} from the first POST (POSTs took ${ms(postsDoneAt - startedAt)})`,
+    ),
     row('delivery rate', `${perSecond(perSecondRate)} deliveries/s   (first -> last arrival, ${ms(spanMs)})`),
-    row('connections at the receiver', `${handshakes} TLS handshakes, ${connections} TCP connections for ${requests} requests in this phase (connections kept from earlier phases need none)`),
+    row(
+      'connections at the receiver',
+      `${handshakes} TLS handshakes, ${connections} TCP connections for ${requests} requests in this phase (connections kept from earlier phases need none)`,
+    ),
   ]);
   if (failures.count > 0) report.problem(`webhooks: ${failures.count} of ${launches} launches did not answer 200:\n    ${failures.summary.join('\n    ')}`);
   if (deliveries < expectedAccepted) report.problem(`webhooks: only ${deliveries}/${expectedAccepted} signed deliveries arrived within ${timeoutMs / 1000} s`);
@@ -307,7 +330,9 @@ export async function fairness(
   opts: { rate: number; controlMs: number; outageMs: number; recoveryMs: number; maxSockets: number; webhookTimeoutMs: number },
 ) {
   const totalMs = opts.controlMs + opts.outageMs;
-  progress(`fairness: accounts A and B at ${opts.rate} launches/s each for ${totalMs / 1000} s; A's endpoint answers 503 after 500 ms for the last ${opts.outageMs / 1000} s`);
+  progress(
+    `fairness: accounts A and B at ${opts.rate} launches/s each for ${totalMs / 1000} s; A's endpoint answers 503 after 500 ms for the last ${opts.outageMs / 1000} s`,
+  );
   const startedAt = performance.now();
   const outageStart = startedAt + opts.controlMs;
   const outageEnd = outageStart + opts.outageMs;
@@ -338,15 +363,22 @@ export async function fairness(
   const eventsDuringOutage = failing.refusedEvents.size;
   const offeredDuringOutage = 2 * a.sent.filter((x) => x.startedAt >= outageStart).length;
   report.section(`fairness (A and B at ${opts.rate} launches/s each; A's endpoint answers 503 after 500 ms for ${opts.outageMs / 1000} s)`, [
-    row("B: launch -> webhook, before", bControl.length > 0 ? dist(bControl) : '-'),
+    row('B: launch -> webhook, before', bControl.length > 0 ? dist(bControl) : '-'),
     row("B: launch -> webhook, during A's outage", bOutage.length > 0 ? `${dist(bOutage)}  (${deliveredB}/${b.ids.length} delivered in all)` : '-'),
-    row("A: events refused during the outage", `${eventsDuringOutage} distinct events (of ${offeredDuringOutage} launched for it meanwhile), ${failing.refused} requests refused`),
-    row("A: every event received later", `${receivedA()}/${expectedA.length}${Number.isFinite(allOfAAt) ? `, the last ${ms(allOfAAt - outageEnd)} after the outage ended` : ` after waiting ${opts.recoveryMs / 1000} s past the outage`}`),
+    row(
+      'A: events refused during the outage',
+      `${eventsDuringOutage} distinct events (of ${offeredDuringOutage} launched for it meanwhile), ${failing.refused} requests refused`,
+    ),
+    row(
+      'A: every event received later',
+      `${receivedA()}/${expectedA.length}${Number.isFinite(allOfAAt) ? `, the last ${ms(allOfAAt - outageEnd)} after the outage ended` : ` after waiting ${opts.recoveryMs / 1000} s past the outage`}`,
+    ),
     row('answered 200', `A ${a.ids.length}/${runA.sent.length}, B ${b.ids.length}/${runB.sent.length}`),
   ]);
   const failures = failuresOf([...runA.sent, ...runB.sent]);
   if (failures.count > 0) report.problem(`fairness: ${failures.count} launches did not answer 200:\n    ${failures.summary.join('\n    ')}`);
-  if (deliveredB < b.ids.length) report.problem(`fairness: only ${deliveredB}/${b.ids.length} of the healthy endpoint's webhooks arrived within ${opts.webhookTimeoutMs / 1000} s`);
+  if (deliveredB < b.ids.length)
+    report.problem(`fairness: only ${deliveredB}/${b.ids.length} of the healthy endpoint's webhooks arrived within ${opts.webhookTimeoutMs / 1000} s`);
   return {
     bP99: percentile(bOutage, 99),
     bControlP99: percentile(bControl, 99),

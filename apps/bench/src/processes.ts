@@ -117,7 +117,10 @@ export class Child {
   }
 
   lastLines(count: number): string[] {
-    return this.tail.split('\n').filter((l) => l.trim() !== '').slice(-count);
+    return this.tail
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(-count);
   }
 
   stop(): Promise<void> {

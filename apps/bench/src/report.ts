@@ -16,7 +16,8 @@ export type GoalLine = {
 
 export const ms = (value: number) => (!Number.isFinite(value) ? 'never' : value >= 100 ? `${value.toFixed(0)} ms` : `${value.toFixed(1)} ms`);
 export const perSecond = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
-export const times = (ratio: number) => (!Number.isFinite(ratio) ? '-' : ratio >= 10 ? `${ratio.toFixed(0)}×` : ratio >= 0.1 ? `${ratio.toFixed(2)}×` : `${ratio.toFixed(3)}×`);
+export const times = (ratio: number) =>
+  !Number.isFinite(ratio) ? '-' : ratio >= 10 ? `${ratio.toFixed(0)}×` : ratio >= 0.1 ? `${ratio.toFixed(2)}×` : `${ratio.toFixed(3)}×`;
 
 export class Report {
   private readonly goals: GoalLine[] = [];
@@ -49,7 +50,9 @@ export class Report {
         out.push(`  ${g.label.padEnd(44)} ${g.figure}  (target ${g.target})  ${verdict}`);
         continue;
       }
-      out.push(`  ${g.label.padEnd(44)} ${g.figure.padEnd(19)} ${g.target.padEnd(13)} ${(g.baseline ?? '-').padEnd(31)} ${(g.ratio ?? '-').padEnd(9)} ${verdict}`);
+      out.push(
+        `  ${g.label.padEnd(44)} ${g.figure.padEnd(19)} ${g.target.padEnd(13)} ${(g.baseline ?? '-').padEnd(31)} ${(g.ratio ?? '-').padEnd(9)} ${verdict}`,
+      );
     }
     for (const s of this.sections) {
       out.push('', s.title);

@@ -48,14 +48,22 @@ async function started(app: string, child: Child, url: string): Promise<void> {
 
 function logsOf(apps: [string, Child][]) {
   return () =>
-    apps.map(([app, child]) => ({ app, lines: child.linesSinceReady, tail: child.linesSinceReady > 0 ? child.lastLines(Math.min(100, child.linesSinceReady)) : [] }));
+    apps.map(([app, child]) => ({
+      app,
+      lines: child.linesSinceReady,
+      tail: child.linesSinceReady > 0 ? child.lastLines(Math.min(100, child.linesSinceReady)) : [],
+    }));
 }
 
 export async function startStandalone(root: string, caCertPath: string, retrySchedule: string): Promise<RunningSystem> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const main = join(root, 'dist', 'apps', 'standalone', 'src', 'main.js');
-  const child = Child.spawn(main, { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN }, { cwd: root });
+  const child = Child.spawn(
+    main,
+    { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN },
+    { cwd: root },
+  );
   await started('the standalone service', child, base);
   return {
     base,
@@ -80,7 +88,13 @@ export function natsServerBinary(): string | null {
     }
   };
   if (process.env.NATS_SERVER_BIN) return executable(process.env.NATS_SERVER_BIN) ? process.env.NATS_SERVER_BIN : null;
-  const candidates = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'nats-server')), NATS_DEBIAN_BINARY];
+  const candidates = [
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'nats-server')),
+    NATS_DEBIAN_BINARY,
+  ];
   return candidates.find(executable) ?? null;
 }
 
@@ -122,11 +136,19 @@ export async function startFourApps(root: string, caCertPath: string, retrySched
   const base = `http://127.0.0.1:${gatewayPort}`;
   const start = async (app: string, extra: Record<string, string>, port?: number): Promise<[string, Child]> => {
     const appPort = port ?? (await freePort());
-    const child = Child.spawn(join(root, 'dist', 'apps', app, 'src', 'main.js'), { ...common, DATA_DIR: join(dataDir, app), PORT: String(appPort), ...extra }, { cwd: root });
+    const child = Child.spawn(
+      join(root, 'dist', 'apps', app, 'src', 'main.js'),
+      { ...common, DATA_DIR: join(dataDir, app), PORT: String(appPort), ...extra },
+      { cwd: root },
+    );
     await started(app, child, `http://127.0.0.1:${appPort}`);
     return [app, child];
   };
-  const services = await Promise.all([start('connection-service', { PUBLIC_BASE_URL: base }), start('dispatch-service', {}), start('webhook-delivery-service', {})]);
+  const services = await Promise.all([
+    start('connection-service', { PUBLIC_BASE_URL: base }),
+    start('dispatch-service', {}),
+    start('webhook-delivery-service', {}),
+  ]);
   const gateway = await start('api-gateway', { ADMIN_TOKEN }, gatewayPort);
   const apps: [string, Child][] = [gateway, ...services, ['nats-server', nats]];
   return {

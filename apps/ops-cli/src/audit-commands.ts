@@ -44,7 +44,13 @@ export async function runAudit(command: string, args: string[], values: Values, 
 async function runExport(values: Values, { eventStore }: Stores): Promise<Outcome> {
   const out = text(values, 'out');
   if (!out) throw new AuditUsageError('export needs --out FILE');
-  const filter: ExportFilter = { stream: text(values, 'stream'), category: text(values, 'category'), account: text(values, 'account'), from: text(values, 'from'), to: text(values, 'to') };
+  const filter: ExportFilter = {
+    stream: text(values, 'stream'),
+    category: text(values, 'category'),
+    account: text(values, 'account'),
+    from: text(values, 'from'),
+    to: text(values, 'to'),
+  };
   const progress = progressOn(process.stderr, 'export');
   const manifest = await exportEvents(eventStore, filter, out, (done, fraction) => progress.update(done, fraction));
   progress.stop();
@@ -58,7 +64,9 @@ async function runExport(values: Values, { eventStore }: Stores): Promise<Outcom
 async function runVerify(file: string | undefined, values: Values, { eventStore }: Stores): Promise<Outcome> {
   if (!file) throw new AuditUsageError('verify needs the export file');
   const progress = progressOn(process.stderr, 'verify', 'lines');
-  const result = await verifyExport(file, eventStore, (done, fraction) => progress.update(done, fraction), { allowMissingManifest: values['no-manifest'] === true });
+  const result = await verifyExport(file, eventStore, (done, fraction) => progress.update(done, fraction), {
+    allowMissingManifest: values['no-manifest'] === true,
+  });
   progress.stop();
   if (!result.ok) return { json: result, text: `${file}${result.line === null ? '' : `, line ${result.line}`}: ${result.reason}`, code: 1 };
   const manifest = result.manifest === 'matches' ? 'the manifest matches' : 'no manifest beside it (--no-manifest)';
@@ -89,7 +97,9 @@ async function runRebuild(names: string[], values: Values, { eventStore, readSto
     progress.stop();
     const lines = report.collections.map((c) => `${c.name}: ${c.live} live, ${c.rebuilt} rebuilt, ${c.differences} different`);
     for (const d of report.differences) {
-      lines.push(`  ${d.collection} ${d.id}: ${d.kind.replace(/_/g, ' ')}${d.kind === 'differs' ? `\n    live:    ${JSON.stringify(d.live)}\n    rebuilt: ${JSON.stringify(d.rebuilt)}` : ''}`);
+      lines.push(
+        `  ${d.collection} ${d.id}: ${d.kind.replace(/_/g, ' ')}${d.kind === 'differs' ? `\n    live:    ${JSON.stringify(d.live)}\n    rebuilt: ${JSON.stringify(d.rebuilt)}` : ''}`,
+      );
     }
     const different = report.collections.reduce((sum, c) => sum + c.differences, 0);
     lines.push(different === 0 ? `no differences (${report.events} events replayed, up to position ${report.position ?? '-'})` : `${different} differences`);

@@ -38,17 +38,34 @@ function providerAttempt(event: RecordedEvent): TimelineEntry | null {
   const unknown = data.outcomeUnknown ? '; the network may have created the campaign: the next try looks first' : '';
   switch (event.type) {
     case 'DispatchAttemptStarted':
-      return { ...base, what: `attempt ${data.attempt}: started${data.lookup ? ', looking for the campaign before creating one' : ''}`, details: { attempt: data.attempt, lookup: data.lookup } };
+      return {
+        ...base,
+        what: `attempt ${data.attempt}: started${data.lookup ? ', looking for the campaign before creating one' : ''}`,
+        details: { attempt: data.attempt, lookup: data.lookup },
+      };
     case 'DispatchCompleted':
       return {
         ...base,
         what: `attempt ${data.attempt}: ${data.reconciled ? 'found the campaign an earlier try created (reconciled)' : 'succeeded'}${data.warning ? ` (warning: ${data.warning})` : ''}`,
-        details: { attempt: data.attempt, provider_resource_id: data.providerResourceId, reconciled: data.reconciled === true, ...(data.warning ? { warning: data.warning } : {}) },
+        details: {
+          attempt: data.attempt,
+          provider_resource_id: data.providerResourceId,
+          reconciled: data.reconciled === true,
+          ...(data.warning ? { warning: data.warning } : {}),
+        },
       };
     case 'DispatchAttemptFailed':
-      return { ...base, what: `attempt ${data.attempt}: failed, to be retried (${data.error?.code}${unknown})`, details: { attempt: data.attempt, error: data.error, outcome_unknown: data.outcomeUnknown === true } };
+      return {
+        ...base,
+        what: `attempt ${data.attempt}: failed, to be retried (${data.error?.code}${unknown})`,
+        details: { attempt: data.attempt, error: data.error, outcome_unknown: data.outcomeUnknown === true },
+      };
     case 'DispatchFailed':
-      return { ...base, what: `attempt ${data.attempt}: failed (${data.error?.code}${unknown})`, details: { attempt: data.attempt, error: data.error, outcome_unknown: data.outcomeUnknown === true } };
+      return {
+        ...base,
+        what: `attempt ${data.attempt}: failed (${data.error?.code}${unknown})`,
+        details: { attempt: data.attempt, error: data.error, outcome_unknown: data.outcomeUnknown === true },
+      };
     default:
       return null;
   }
@@ -70,7 +87,13 @@ export async function inspect(eventStore: EventStore, readStore: ReadStore, id: 
   const deliveries = deliveriesOf(readStore);
   for (const event of events) {
     const eventId = publicEventId(event.id);
-    entries.push({ at: event.occurredAt, kind: 'event', what: `${event.type} (revision ${event.revision})`, request_id: requestIdOf(event), details: { event_id: eventId, revision: event.revision, data: event.data } });
+    entries.push({
+      at: event.occurredAt,
+      kind: 'event',
+      what: `${event.type} (revision ${event.revision})`,
+      request_id: requestIdOf(event),
+      details: { event_id: eventId, revision: event.revision, data: event.data },
+    });
     const attempt = kind === 'dispatch' ? providerAttempt(event) : null;
     if (attempt) entries.push(attempt);
     for (const delivery of (await deliveries.find({ event_id: eventId }, { order: 'asc', limit: 100 })).items) {

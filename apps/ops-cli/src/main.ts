@@ -75,7 +75,8 @@ function redirectUris(values: Values[string]): string[] | undefined {
   const uris = [values].flat().map((value) => (typeof value === 'string' ? value : ''));
   if (uris.length > 20) throw new UsageError('--redirect-uri: at most 20');
   for (const uri of uris)
-    if (!isRegistrableRedirectUri(uri)) throw new UsageError(`--redirect-uri ${uri}: must be an absolute https URL (http only for localhost) without query or fragment`);
+    if (!isRegistrableRedirectUri(uri))
+      throw new UsageError(`--redirect-uri ${uri}: must be an absolute https URL (http only for localhost) without query or fragment`);
   return uris;
 }
 
@@ -155,7 +156,11 @@ function parse(argv: string[]) {
 }
 
 /** A command's outcome, printed; its own usage error shown as the command line's; the stores closed either way. */
-async function printed(stores: Awaited<ReturnType<typeof openStores>>, usageError: new (message: string) => Error, command: () => Promise<Outcome>): Promise<Printed> {
+async function printed(
+  stores: Awaited<ReturnType<typeof openStores>>,
+  usageError: new (message: string) => Error,
+  command: () => Promise<Outcome>,
+): Promise<Printed> {
   try {
     return new Printed(await command());
   } catch (error) {
@@ -199,7 +204,13 @@ async function run(argv: string[]): Promise<unknown> {
         // The running service applies the starting credits when it sees the account's event.
         const credits = values.credits === undefined ? undefined : count(option(values, 'credits'), 'credits');
         const { account } = await directory.openAccount(option(values, 'name'), credits, redirectUris(values['redirect-uri']) ?? []);
-        return { id: account.id, name: account.name, credits_granted: account.credits, oauth_redirect_uris: account.oauth_redirect_uris, created_at: account.created_at };
+        return {
+          id: account.id,
+          name: account.name,
+          credits_granted: account.credits,
+          oauth_redirect_uris: account.oauth_redirect_uris,
+          created_at: account.created_at,
+        };
       }
       case 'accounts update': {
         if (!id) throw new UsageError('accounts update needs the account id');

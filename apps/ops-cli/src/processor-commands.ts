@@ -24,7 +24,8 @@ export async function runProcessors(argv: string[], stores: { eventStore: EventS
     throw new ProcessorUsageError((error as Error).message);
   }
   const [action, name] = parsed.positionals;
-  if ((action !== 'show' && action !== 'reset') || !name) throw new ProcessorUsageError(`processors ${action ?? ''} needs show|reset and a processor's name (e.g. dispatch-views)`);
+  if ((action !== 'show' && action !== 'reset') || !name)
+    throw new ProcessorUsageError(`processors ${action ?? ''} needs show|reset and a processor's name (e.g. dispatch-views)`);
   const { checkpoints } = stores.readStore;
   const describe = async () => {
     const [checkpoint, head, lease] = await Promise.all([checkpoints.get(name), stores.eventStore.lastPosition(), checkpoints.lease(name)]);
@@ -34,12 +35,18 @@ export async function runProcessors(argv: string[], stores: { eventStore: EventS
       checkpoint: checkpoint ?? null,
       head,
       ahead,
-      lease: lease && { holder: lease.holder || null, epoch: lease.epoch, expires_at: lease.expiresAt.toISOString(), held: lease.expiresAt.getTime() > Date.now() },
+      lease: lease && {
+        holder: lease.holder || null,
+        epoch: lease.epoch,
+        expires_at: lease.expiresAt.toISOString(),
+        held: lease.expiresAt.getTime() > Date.now(),
+      },
     };
   };
   if (action === 'show') return describe();
   const { 'to-start': toStart, 'to-head': toHead } = parsed.values;
-  if (toStart === toHead) throw new ProcessorUsageError('processors reset needs one of --to-start (handle every event again) or --to-head (skip every event stored now)');
+  if (toStart === toHead)
+    throw new ProcessorUsageError('processors reset needs one of --to-start (handle every event again) or --to-head (skip every event stored now)');
   const before = await checkpoints.get(name);
   const position = toStart ? undefined : ((await stores.eventStore.lastPosition()) ?? undefined);
   await checkpoints.reset(name, position);

@@ -15,13 +15,18 @@ export class VaultUsageError extends Error {}
 /** `ops vault status|reseal`, on the read store of DATA_DIR / MONGODB_URL, with the keys connection-service has. */
 export async function runVault(action: string | undefined, readStore: ReadStore, settings: ConnectionSettings): Promise<Outcome> {
   if (action !== 'status' && action !== 'reseal') throw new VaultUsageError(`unknown command: vault ${action ?? ''}`);
-  if (!settings.encryptionKey) throw new VaultUsageError('vault needs CONNECTION_ENCRYPTION_KEY (and CONNECTION_ENCRYPTION_KEY_PREVIOUS during a rotation), as connection-service has them');
+  if (!settings.encryptionKey)
+    throw new VaultUsageError(
+      'vault needs CONNECTION_ENCRYPTION_KEY (and CONNECTION_ENCRYPTION_KEY_PREVIOUS during a rotation), as connection-service has them',
+    );
   const vault = new TokenVault(readStore, settings);
   const before = await vault.keyCounts();
   if (action === 'status') return { text: table(before), json: { keys: before }, code: 0 };
   const toDo = before.filter((count) => count.key === 'previous').reduce((sum, count) => sum + count.records, 0);
   const progress = progressOn(process.stderr, 'resealing', 'records');
-  const report = await vault.reseal((so) => progress.update(so.resealed + so.changedMeanwhile, toDo === 0 ? 1 : Math.min(1, (so.resealed + so.changedMeanwhile) / toDo)));
+  const report = await vault.reseal((so) =>
+    progress.update(so.resealed + so.changedMeanwhile, toDo === 0 ? 1 : Math.min(1, (so.resealed + so.changedMeanwhile) / toDo)),
+  );
   progress.stop();
   const after = await vault.keyCounts();
   const left = after.filter((count) => count.key !== 'current' && count.records > 0);
@@ -32,7 +37,9 @@ export async function runVault(action: string | undefined, readStore: ReadStore,
     'after:',
     table(after),
     ...(left.some((count) => count.key === 'unknown')
-      ? ['records under an unknown key stay unreadable: set that key as CONNECTION_ENCRYPTION_KEY_PREVIOUS and run this again, or have those connections reauthorized']
+      ? [
+          'records under an unknown key stay unreadable: set that key as CONNECTION_ENCRYPTION_KEY_PREVIOUS and run this again, or have those connections reauthorized',
+        ]
       : []),
   ].join('\n');
   return { text, json: { before, report, after }, code: left.length > 0 ? 1 : 0 };

@@ -4,7 +4,10 @@ import { Mode, MODES } from './mode';
 export const DEFAULT_STARTING_CREDITS = 1000;
 
 /** `oauthRedirectUris`: absent on accounts opened before they could be registered (none then). */
-export type AccountOpened = DomainEvent<'AccountOpened', { accountId: string; name: string; credits: Record<Mode, number>; oauthRedirectUris?: string[]; openedAt: string }>;
+export type AccountOpened = DomainEvent<
+  'AccountOpened',
+  { accountId: string; name: string; credits: Record<Mode, number>; oauthRedirectUris?: string[]; openedAt: string }
+>;
 /** What an operator changed of the account; only the fields that changed are present. */
 export type AccountSettingsChanged = DomainEvent<'AccountSettingsChanged', { name?: string; oauthRedirectUris?: string[]; changedAt: string }>;
 export type ApiKeyIssued = DomainEvent<'ApiKeyIssued', { keyId: string; mode: Mode; keyHash: string; issuedAt: string }>;
@@ -100,7 +103,15 @@ export function decide(command: AccountCommand, state: AccountState): AccountEve
 export function evolve(state: AccountState, event: AccountEvent): AccountState {
   if (event.type === 'AccountOpened') {
     const d = event.data;
-    return { status: 'open', id: d.accountId, name: d.name, credits: { ...d.credits }, oauthRedirectUris: d.oauthRedirectUris ?? [], keys: {}, createdAt: d.openedAt };
+    return {
+      status: 'open',
+      id: d.accountId,
+      name: d.name,
+      credits: { ...d.credits },
+      oauthRedirectUris: d.oauthRedirectUris ?? [],
+      keys: {},
+      createdAt: d.openedAt,
+    };
   }
   if (state.status === 'none') return state;
   switch (event.type) {

@@ -17,7 +17,14 @@ describeEventFixtures<AccountEvent, AccountState>({
   stateBefore: (type) => fold(accountDecider, type === 'AccountOpened' ? [] : type === 'ApiKeyRevoked' ? [opened, issued] : [opened]),
   written: {
     'AccountOpened.v1': decided([], { type: 'OpenAccount', accountId: 'acct_1', name: 'A', credits: 10, now: T }),
-    'AccountOpened.v1.redirect-uris': decided([], { type: 'OpenAccount', accountId: 'acct_1', name: 'A', credits: 10, oauthRedirectUris: ['https://a.example/back'], now: T }),
+    'AccountOpened.v1.redirect-uris': decided([], {
+      type: 'OpenAccount',
+      accountId: 'acct_1',
+      name: 'A',
+      credits: 10,
+      oauthRedirectUris: ['https://a.example/back'],
+      now: T,
+    }),
     'AccountSettingsChanged.v1': decided([opened], { type: 'ChangeAccountSettings', oauthRedirectUris: ['https://a.example/back'], now: T }),
     'AccountSettingsChanged.v1.name': decided([opened], { type: 'ChangeAccountSettings', name: 'Renamed', now: T }),
     'ApiKeyIssued.v1': decided([opened], { type: 'IssueApiKey', keyId: 'key_1', mode: 'live', keyHash: 'h', now: T }),

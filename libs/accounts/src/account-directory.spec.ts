@@ -28,8 +28,17 @@ describe('account directory', () => {
 
   it('opens an account with its starting credits in each mode, as grants for the ledgers', async () => {
     const { account, grants } = await directory.openAccount('Acme', 250);
-    expect(account).toEqual({ id: expect.stringMatching(/^acct_/), name: 'Acme', credits: { live: 250, test: 250 }, oauth_redirect_uris: [], created_at: expect.any(String) });
-    expect(grants.map(({ mode, amount }) => [mode, amount])).toEqual([['live', 250], ['test', 250]]);
+    expect(account).toEqual({
+      id: expect.stringMatching(/^acct_/),
+      name: 'Acme',
+      credits: { live: 250, test: 250 },
+      oauth_redirect_uris: [],
+      created_at: expect.any(String),
+    });
+    expect(grants.map(({ mode, amount }) => [mode, amount])).toEqual([
+      ['live', 250],
+      ['test', 250],
+    ]);
     expect(await directory.account(account.id)).toEqual(account);
     const [opened] = await events.readStream(`account-${account.id}`);
     expect(opened.metadata).toMatchObject({ accountId: account.id });
@@ -38,11 +47,26 @@ describe('account directory', () => {
   it("keeps the account's OAuth redirect URIs, and changes them and its name; an account that does not exist is resource_missing", async () => {
     const { account } = await directory.openAccount('Acme', 0, ['https://partner.example/connected']);
     expect(account.oauth_redirect_uris).toEqual(['https://partner.example/connected']);
-    const changed = await directory.changeSettings(account.id, { name: 'Acme EU', oauthRedirectUris: ['https://partner.example/eu', 'http://localhost:3000/back'] });
-    expect(changed).toEqual({ ok: true, value: { ...account, name: 'Acme EU', oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] } });
-    expect(await directory.account(account.id)).toMatchObject({ name: 'Acme EU', oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] });
-    expect(await directory.changeSettings(account.id, { name: 'Acme EU' })).toMatchObject({ ok: true, value: { oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] } });
-    expect(await directory.changeSettings('acct_missing', { name: 'x' })).toEqual({ ok: false, error: { code: 'resource_missing', message: 'No such account: acct_missing', param: 'id' } });
+    const changed = await directory.changeSettings(account.id, {
+      name: 'Acme EU',
+      oauthRedirectUris: ['https://partner.example/eu', 'http://localhost:3000/back'],
+    });
+    expect(changed).toEqual({
+      ok: true,
+      value: { ...account, name: 'Acme EU', oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] },
+    });
+    expect(await directory.account(account.id)).toMatchObject({
+      name: 'Acme EU',
+      oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'],
+    });
+    expect(await directory.changeSettings(account.id, { name: 'Acme EU' })).toMatchObject({
+      ok: true,
+      value: { oauth_redirect_uris: ['https://partner.example/eu', 'http://localhost:3000/back'] },
+    });
+    expect(await directory.changeSettings('acct_missing', { name: 'x' })).toEqual({
+      ok: false,
+      error: { code: 'resource_missing', message: 'No such account: acct_missing', param: 'id' },
+    });
     // Any other failure is not an account that does not exist.
     jest.spyOn(events, 'append').mockRejectedValueOnce(new Error('disk full'));
     await expect(directory.changeSettings(account.id, { name: 'Again' })).rejects.toThrow('disk full');
@@ -94,7 +118,10 @@ describe('account directory', () => {
   it('grants credits to one mode and answers the grant', async () => {
     const id = (await directory.openAccount('A', 10)).account.id;
     const granted = await directory.grantCredits(id, 'test', 5);
-    expect(granted).toMatchObject({ ok: true, value: { account: { id, credits: { live: 10, test: 15 } }, grants: [{ mode: 'test', amount: 5, grantId: expect.any(String) }] } });
+    expect(granted).toMatchObject({
+      ok: true,
+      value: { account: { id, credits: { live: 10, test: 15 } }, grants: [{ mode: 'test', amount: 5, grantId: expect.any(String) }] },
+    });
   });
 
   it.each<[string, (d: AccountDirectory) => Promise<unknown>, string]>([
@@ -102,7 +129,8 @@ describe('account directory', () => {
     ['credits for an account that does not exist', (d) => d.grantCredits('acct_nope', 'live', 1), 'No such account: acct_nope'],
     ['the revocation of a key that does not exist', (d) => d.revokeKey('key_nope'), 'No such key: key_nope'],
   ])('answers resource_missing (param id) to %s', async (_, call, message) =>
-    expect(await call(directory)).toEqual({ ok: false, error: { code: 'resource_missing', message, param: 'id' } }));
+    expect(await call(directory)).toEqual({ ok: false, error: { code: 'resource_missing', message, param: 'id' } }),
+  );
 
   it("answers resource_missing to the revocation of a key its view still shows but its account's stream does not", async () => {
     const id = (await directory.openAccount('A')).account.id;

@@ -59,7 +59,14 @@ export type Authentication = { ok: true; accountId: string; mode: Mode; keyId: s
 export function toAccountViews(state: Account, issued: ReadonlyArray<ApiKeyIssued['data']>): { account: AccountView; keys: ApiKeyView[] } {
   return {
     account: { id: state.id, name: state.name, credits: state.credits, oauth_redirect_uris: state.oauthRedirectUris, created_at: state.createdAt },
-    keys: issued.map(({ keyId, mode, keyHash, issuedAt }) => ({ id: keyId, account_id: state.id, mode, key_hash: keyHash, revoked: state.keys[keyId].revoked, created_at: issuedAt })),
+    keys: issued.map(({ keyId, mode, keyHash, issuedAt }) => ({
+      id: keyId,
+      account_id: state.id,
+      mode,
+      key_hash: keyHash,
+      revoked: state.keys[keyId].revoked,
+      created_at: issuedAt,
+    })),
   };
 }
 
@@ -89,7 +96,13 @@ export const accountsProjection: Projection<AccountFold> = {
 };
 
 // A view written before redirect URIs existed has none.
-const toResource = (v: AccountView): AccountResource => ({ id: v.id, name: v.name, credits: v.credits, oauth_redirect_uris: v.oauth_redirect_uris ?? [], created_at: v.created_at });
+const toResource = (v: AccountView): AccountResource => ({
+  id: v.id,
+  name: v.name,
+  credits: v.credits,
+  oauth_redirect_uris: v.oauth_redirect_uris ?? [],
+  created_at: v.created_at,
+});
 
 /**
  * Accounts and their API keys: opened, issued and revoked through the Admin API and the ops
@@ -110,7 +123,11 @@ export class AccountDirectory {
   }
 
   /** Opens an account; its starting credits are grants that dispatch-service's ledgers apply. */
-  async openAccount(name: string, credits = DEFAULT_STARTING_CREDITS, oauthRedirectUris: string[] = []): Promise<{ account: AccountResource; grants: CreditGrant[] }> {
+  async openAccount(
+    name: string,
+    credits = DEFAULT_STARTING_CREDITS,
+    oauthRedirectUris: string[] = [],
+  ): Promise<{ account: AccountResource; grants: CreditGrant[] }> {
     const accountId = newId('acct');
     const grants = await this.run(accountId, { type: 'OpenAccount', accountId, name, credits, oauthRedirectUris, now: new Date().toISOString() });
     return { account: toResource((await this.accounts.get(accountId))!), grants };

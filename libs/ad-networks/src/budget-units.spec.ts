@@ -13,9 +13,30 @@ const refusal = (run: () => unknown): ProviderError => {
 
 describe('ISO 4217 exponents', () => {
   it.each([
-    ['USD', 2], ['EUR', 2], ['GBP', 2], ['BRL', 2], ['INR', 2], ['CNY', 2], ['MXN', 2], ['HUF', 2], ['IDR', 2], ['TWD', 2],
-    ['JPY', 0], ['KRW', 0], ['CLP', 0], ['VND', 0], ['ISK', 0], ['PYG', 0], ['UGX', 0],
-    ['KWD', 3], ['BHD', 3], ['JOD', 3], ['OMR', 3], ['TND', 3], ['IQD', 3], ['LYD', 3],
+    ['USD', 2],
+    ['EUR', 2],
+    ['GBP', 2],
+    ['BRL', 2],
+    ['INR', 2],
+    ['CNY', 2],
+    ['MXN', 2],
+    ['HUF', 2],
+    ['IDR', 2],
+    ['TWD', 2],
+    ['JPY', 0],
+    ['KRW', 0],
+    ['CLP', 0],
+    ['VND', 0],
+    ['ISK', 0],
+    ['PYG', 0],
+    ['UGX', 0],
+    ['KWD', 3],
+    ['BHD', 3],
+    ['JOD', 3],
+    ['OMR', 3],
+    ['TND', 3],
+    ['IQD', 3],
+    ['LYD', 3],
     ['CLF', 4],
   ])('%s has %i decimals', (currency, exponent) => expect(currencyExponent(currency)).toBe(exponent));
 
@@ -24,7 +45,36 @@ describe('ISO 4217 exponents', () => {
   });
 
   it('covers every currency the sandbox bills in', () => {
-    for (const code of ['USD', 'EUR', 'GBP', 'CHF', 'CAD', 'AUD', 'NZD', 'JPY', 'KRW', 'CNY', 'HKD', 'SGD', 'INR', 'BRL', 'MXN', 'SEK', 'NOK', 'DKK', 'PLN', 'CZK', 'ZAR', 'AED', 'SAR', 'ILS', 'TRY', 'KWD', 'BHD', 'CLP'])
+    for (const code of [
+      'USD',
+      'EUR',
+      'GBP',
+      'CHF',
+      'CAD',
+      'AUD',
+      'NZD',
+      'JPY',
+      'KRW',
+      'CNY',
+      'HKD',
+      'SGD',
+      'INR',
+      'BRL',
+      'MXN',
+      'SEK',
+      'NOK',
+      'DKK',
+      'PLN',
+      'CZK',
+      'ZAR',
+      'AED',
+      'SAR',
+      'ILS',
+      'TRY',
+      'KWD',
+      'BHD',
+      'CLP',
+    ])
       expect(ISO_4217_EXPONENTS[code]).toBeDefined();
   });
 });
@@ -57,7 +107,7 @@ describe('conversions from amount_micros', () => {
     expect(error.message).toContain(currency);
   });
 
-  it('takes a network\'s own exponent over ISO\'s (Meta writes BHD with two decimals)', () => {
+  it("takes a network's own exponent over ISO's (Meta writes BHD with two decimals)", () => {
     expect(toMinorUnits(1_250_000, 'BHD', 2)).toBe(125);
     expect(refusal(() => toMinorUnits(1_255_000, 'BHD', 2))).toMatchObject({ providerCode: 'budget_not_whole_minor_units' });
   });

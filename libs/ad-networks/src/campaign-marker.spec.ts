@@ -3,7 +3,8 @@ import { carriesMarker, markedName } from './campaign-marker';
 const DSP = 'dsp_01JD8XQ4T7W3X9M2N5P6R8S0VA';
 
 describe('the marker of a dispatch on the campaigns it creates', () => {
-  it('is a suffix of the name: the partner sees their name, then the dispatch id', () => expect(markedName('Spring sale', DSP, 255)).toBe(`Spring sale · ${DSP}`));
+  it('is a suffix of the name: the partner sees their name, then the dispatch id', () =>
+    expect(markedName('Spring sale', DSP, 255)).toBe(`Spring sale · ${DSP}`));
 
   it("shortens the partner's part, never the marker, to fit the network's limit", () => {
     const name = markedName('A'.repeat(200), DSP, 100);

@@ -1,5 +1,12 @@
 import { ProviderError } from '@campaign-ops/channels';
-import { FakeAnswer, FakeNetwork, RecordedRequest, closeFakeNetworkDispatcher, fakeNetworkDispatcher, refusingLoopbackUrl } from '../../../test/support/fake-networks';
+import {
+  FakeAnswer,
+  FakeNetwork,
+  RecordedRequest,
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  refusingLoopbackUrl,
+} from '../../../test/support/fake-networks';
 import { NetworkHttp, closeNetworkConnections, parseRetryAfter } from './network-http';
 
 /** The smallest fake: echoes what it received; the base supplies faults and the token endpoint. */
@@ -37,7 +44,13 @@ describe('NetworkHttp', () => {
   });
 
   it('sends JSON with its content type and parses the JSON answer', async () => {
-    const answer = await http.call({ method: 'POST', url: `${fake.url}/echo`, query: { a: '1', skipped: undefined }, headers: { 'x-one': 'yes' }, json: { n: 1 } });
+    const answer = await http.call({
+      method: 'POST',
+      url: `${fake.url}/echo`,
+      query: { a: '1', skipped: undefined },
+      headers: { 'x-one': 'yes' },
+      json: { n: 1 },
+    });
     expect(answer.status).toBe(200);
     expect(answer.json).toEqual({ echoed: { n: 1 } });
     const seen = fake.lastRequest('/echo');

@@ -62,7 +62,11 @@ export class NetworkHttp {
     const where = `${call.method} ${new URL(url).pathname}`;
     try {
       const answer = await request(url, { method: call.method, headers, body, signal, dispatcher: this.dispatcher });
-      const text = await readCapped(answer.body, answer.headers['content-length'], `${this.label} answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB for ${where}`);
+      const text = await readCapped(
+        answer.body,
+        answer.headers['content-length'],
+        `${this.label} answered more than ${MAX_ANSWER_BYTES / 1024 / 1024} MiB for ${where}`,
+      );
       const flat = flattenHeaders(answer.headers);
       return { status: answer.statusCode, headers: flat, text, json: parseJson(text), retryAfterMs: parseRetryAfter(flat['retry-after']) };
     } catch (error) {
@@ -71,13 +75,13 @@ export class NetworkHttp {
       throw new ProviderError('transient', `${this.label} could not be reached for ${where}: ${describe(error)}`, null);
     }
   }
-
 }
 
 /** 429 and 5xx, as every network means them; null for anything the channel must read itself. */
 export function statusFault(channel: string, answer: NetworkAnswer, providerCode: string | null = null): ProviderError | null {
   if (answer.status === 429) return new ProviderError('rate_limited', `${channel} asks to slow down (HTTP 429)`, providerCode, 429, answer.retryAfterMs);
-  if (answer.status >= 500) return new ProviderError('transient', `${channel} failed with HTTP ${answer.status}`, providerCode, answer.status, answer.retryAfterMs);
+  if (answer.status >= 500)
+    return new ProviderError('transient', `${channel} failed with HTTP ${answer.status}`, providerCode, answer.status, answer.retryAfterMs);
   return null;
 }
 

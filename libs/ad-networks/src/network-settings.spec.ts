@@ -53,12 +53,17 @@ describe('loadNetworkSettings', () => {
     const run = () => loadNetworkSettings({ CHANNEL_TIKTOK_ADS_API_URL: 'http://127.0.0.1:9000' });
     expect(run).toThrow(ConfigError);
     expect(run).toThrow(/^CHANNEL_TIKTOK_ADS_API_URL must use https:\/\//);
-    expect(loadNetworkSettings({ CHANNEL_TIKTOK_ADS_API_URL: 'http://127.0.0.1:9000', CHANNEL_ALLOW_HTTP: 'true' }).tiktok_ads.apiUrl).toBe('http://127.0.0.1:9000');
+    expect(loadNetworkSettings({ CHANNEL_TIKTOK_ADS_API_URL: 'http://127.0.0.1:9000', CHANNEL_ALLOW_HTTP: 'true' }).tiktok_ads.apiUrl).toBe(
+      'http://127.0.0.1:9000',
+    );
   });
 
   it.each([
     [{ CHANNEL_GOOGLE_ADS_TOKEN_URL: 'not a url' }, /^CHANNEL_GOOGLE_ADS_TOKEN_URL must be a URL/],
-    [{ CHANNEL_GOOGLE_ADS_OAUTH_URL: 'ftp://accounts.example/auth', CHANNEL_ALLOW_HTTP: 'true' }, /^CHANNEL_GOOGLE_ADS_OAUTH_URL must use https:\/\/ or http:\/\//],
+    [
+      { CHANNEL_GOOGLE_ADS_OAUTH_URL: 'ftp://accounts.example/auth', CHANNEL_ALLOW_HTTP: 'true' },
+      /^CHANNEL_GOOGLE_ADS_OAUTH_URL must use https:\/\/ or http:\/\//,
+    ],
     [{ CHANNEL_LINKEDIN_ADS_API_URL: 'https://user:pw@api.example' }, /^CHANNEL_LINKEDIN_ADS_API_URL must not carry credentials/],
     [{ CHANNEL_ALLOW_HTTP: 'maybe' }, /^CHANNEL_ALLOW_HTTP must be true or false/],
     [{ CHANNEL_TIMEOUT_MS: '0' }, /^CHANNEL_TIMEOUT_MS must be a whole number/],

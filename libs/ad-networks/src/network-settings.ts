@@ -131,7 +131,12 @@ function providerUrl(env: Env, name: string, fallback: string, allowHttp: boolea
     throw new ConfigError(name, `must be a URL such as https://host/path, not "${raw}"`);
   }
   if (parsed.protocol !== 'https:' && !(allowHttp && parsed.protocol === 'http:'))
-    throw new ConfigError(name, allowHttp ? `must use https:// or http://, not "${parsed.protocol}"` : `must use https:// (http:// only with CHANNEL_ALLOW_HTTP=true), not "${parsed.protocol}"`);
+    throw new ConfigError(
+      name,
+      allowHttp
+        ? `must use https:// or http://, not "${parsed.protocol}"`
+        : `must use https:// (http:// only with CHANNEL_ALLOW_HTTP=true), not "${parsed.protocol}"`,
+    );
   if (parsed.username || parsed.password) throw new ConfigError(name, 'must not carry credentials in the URL');
   return raw;
 }

@@ -21,7 +21,8 @@ describe('tokenRefusal: a token endpoint that refuses, as RFC 6749 §5.2 says it
     ['invalid_scope', answer(400, { error: 'invalid_scope' }), 'invalid_scope'],
     ['a 400 without a code', answer(400, {}), 'token_refused'],
   ])('keeps %s auth: the grant cannot be used, the person must consent again', (_, refused, providerCode) =>
-    expect(tokenRefusal('snapchat_ads', refused)).toMatchObject({ kind: 'auth', providerCode }));
+    expect(tokenRefusal('snapchat_ads', refused)).toMatchObject({ kind: 'auth', providerCode }),
+  );
 
   it('keeps 429 rate_limited and 5xx transient', () => {
     expect(tokenRefusal('snapchat_ads', answer(429, { error: 'invalid_client' })).kind).toBe('rate_limited');

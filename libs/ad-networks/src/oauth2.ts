@@ -33,7 +33,13 @@ export interface TokenRequestOptions {
 }
 
 /** `grant_type=authorization_code`. */
-export function exchangeAuthorizationCode(http: NetworkHttp, settings: NetworkSettings, code: string, redirectUri: string, options: TokenRequestOptions = {}): Promise<TokenSet> {
+export function exchangeAuthorizationCode(
+  http: NetworkHttp,
+  settings: NetworkSettings,
+  code: string,
+  redirectUri: string,
+  options: TokenRequestOptions = {},
+): Promise<TokenSet> {
   const grant: Record<string, string> = { grant_type: 'authorization_code', code, redirect_uri: redirectUri };
   if (options.codeVerifier) grant.code_verifier = options.codeVerifier;
   return tokenGrant(http, settings, grant, options);
@@ -90,7 +96,8 @@ export function tokenRefusal(channel: string, answer: NetworkAnswer): ProviderEr
   const body = (answer.json ?? {}) as { error?: unknown; error_description?: unknown };
   const code = typeof body.error === 'string' ? body.error : null;
   if (answer.status === 429) return new ProviderError('rate_limited', `${channel} token endpoint asks to slow down`, code, 429, answer.retryAfterMs);
-  if (answer.status >= 500) return new ProviderError('transient', `${channel} token endpoint failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
+  if (answer.status >= 500)
+    return new ProviderError('transient', `${channel} token endpoint failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
   return grantRefusal(channel, answer.status, code, typeof body.error_description === 'string' ? body.error_description : null);
 }
 

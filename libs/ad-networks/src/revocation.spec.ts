@@ -63,7 +63,11 @@ const CASES: Array<[string, Case]> = [
       start: () => LinkedinAdsFake.start(),
       adapter: (fake, http) => new LinkedinAds(fake.settings(), http),
       refreshes: true,
-      expected: (fake, tokens) => ({ method: 'POST', path: '/oauth/v2/revoke', body: { token: tokens.refreshToken, client_id: fake.clientId, client_secret: fake.clientSecret } }),
+      expected: (fake, tokens) => ({
+        method: 'POST',
+        path: '/oauth/v2/revoke',
+        body: { token: tokens.refreshToken, client_id: fake.clientId, client_secret: fake.clientSecret },
+      }),
       authorization: () => undefined,
       unknown: neverIssued(true),
     },
@@ -97,7 +101,8 @@ const CASES: Array<[string, Case]> = [
       adapter: (fake, http) => new XAds(fake.settings(), http),
       refreshes: false,
       expected: () => ({ method: 'POST', path: '/1.1/oauth/invalidate_token', body: undefined }),
-      authorization: (fake, tokens) => expect.stringMatching(new RegExp(`^OAuth .*oauth_consumer_key="${fake.clientId}".*oauth_token="${tokens.accessToken.split(':')[0]}"`)),
+      authorization: (fake, tokens) =>
+        expect.stringMatching(new RegExp(`^OAuth .*oauth_consumer_key="${fake.clientId}".*oauth_token="${tokens.accessToken.split(':')[0]}"`)),
       unknown: { accessToken: 'at-never-issued:st-never-issued', refreshToken: null },
     },
   ],
@@ -107,7 +112,11 @@ describe.each(CASES)('revoking the grant, %s', (_name, { start, adapter, refresh
   let fake: FakeNetwork;
   let network: AdNetwork;
   const issue = (): Tokens => ({ accessToken: fake.issueAccessToken(), refreshToken: refreshes ? fake.issueRefreshToken() : null });
-  const shape = (sent: RecordedRequest) => ({ method: sent.method, path: sent.path, body: sent.body && Object.keys(sent.body as object).length > 0 ? sent.body : undefined });
+  const shape = (sent: RecordedRequest) => ({
+    method: sent.method,
+    path: sent.path,
+    body: sent.body && Object.keys(sent.body as object).length > 0 ? sent.body : undefined,
+  });
 
   beforeAll(async () => {
     fake = await start();

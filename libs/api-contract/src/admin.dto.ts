@@ -15,26 +15,42 @@ const REDIRECT_URIS_DOC = {
 /** POST /admin/v1/accounts. */
 export class CreateAccountDto {
   @JSONSchema({ examples: ['Acme Media'] })
-  @IsString() @MinLength(1) @MaxLength(255)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(255)
   name!: string;
 
   @JSONSchema({ description: 'Starting credits in each mode; default 1000.' })
-  @Omittable() @IsInt() @Min(0) @Max(MAX_CREDITS)
+  @Omittable()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_CREDITS)
   credits?: number;
 
   @JSONSchema(REDIRECT_URIS_DOC)
-  @Omittable() @IsArray() @ArrayMaxSize(MAX_REDIRECT_URIS) @IsString(eachItem(isString)) @IsRegistrableRedirectUri(eachItem(isRegistrableRedirectUri))
+  @Omittable()
+  @IsArray()
+  @ArrayMaxSize(MAX_REDIRECT_URIS)
+  @IsString(eachItem(isString))
+  @IsRegistrableRedirectUri(eachItem(isRegistrableRedirectUri))
   oauth_redirect_uris?: string[];
 }
 
 /** PATCH /admin/v1/accounts/:id: what is given replaces what the account has. */
 export class UpdateAccountDto {
   @JSONSchema({ examples: ['Acme Media EU'] })
-  @Omittable() @IsString() @MinLength(1) @MaxLength(255)
+  @Omittable()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(255)
   name?: string;
 
   @JSONSchema(REDIRECT_URIS_DOC)
-  @Omittable() @IsArray() @ArrayMaxSize(MAX_REDIRECT_URIS) @IsString(eachItem(isString)) @IsRegistrableRedirectUri(eachItem(isRegistrableRedirectUri))
+  @Omittable()
+  @IsArray()
+  @ArrayMaxSize(MAX_REDIRECT_URIS)
+  @IsString(eachItem(isString))
+  @IsRegistrableRedirectUri(eachItem(isRegistrableRedirectUri))
   oauth_redirect_uris?: string[];
 }
 
@@ -49,7 +65,9 @@ export class GrantCreditsDto {
   @IsIn(MODES)
   mode!: Mode;
 
-  @IsInt() @Min(1) @Max(MAX_CREDITS)
+  @IsInt()
+  @Min(1)
+  @Max(MAX_CREDITS)
   amount!: number;
 }
 

@@ -6,7 +6,9 @@ import { IsAfter, IsCurrencyCode, IsTimeZone, IsUtcTimestamp, Omittable, RuleCon
 
 export class BudgetDto {
   @JSONSchema({ description: 'Amount in millionths of the currency unit.', examples: [50_000_000] })
-  @IsInt() @Min(1) @Max(Number.MAX_SAFE_INTEGER)
+  @IsInt()
+  @Min(1)
+  @Max(Number.MAX_SAFE_INTEGER)
   amount_micros!: number;
 
   @JSONSchema({ examples: ['USD'] })
@@ -24,11 +26,18 @@ export class ScheduleDto {
   start_at!: string;
 
   @JSONSchema({ description: 'IANA time zone name.', examples: ['Europe/Berlin'] })
-  @IsString() @MaxLength(64) @IsTimeZone()
+  @IsString()
+  @MaxLength(64)
+  @IsTimeZone()
   timezone!: string;
 
-  @JSONSchema({ description: 'After start_at (not expressed in this schema: a request whose end_at is not later is answered 400 parameter_invalid); required with a lifetime budget.' })
-  @Omittable() @IsUtcTimestamp() @IsAfter('start_at')
+  @JSONSchema({
+    description:
+      'After start_at (not expressed in this schema: a request whose end_at is not later is answered 400 parameter_invalid); required with a lifetime budget.',
+  })
+  @Omittable()
+  @IsUtcTimestamp()
+  @IsAfter('start_at')
   end_at?: string;
 }
 
@@ -51,18 +60,28 @@ const EndsWithLifetimeBudget = () =>
   then: { properties: { schedule: { properties: { end_at: {} }, required: ['end_at'] } } },
 } as Parameters<typeof JSONSchema>[0])
 export class CampaignDto implements CampaignSpec {
-  @JSONSchema({ description: 'Campaign name. Sandbox magic names: `[sandbox:fail]`, `[sandbox:transient]`, `[sandbox:reauth]`, `[sandbox:slow]`.', examples: ['Spring sale'] })
-  @IsString() @MinLength(1) @MaxLength(255)
+  @JSONSchema({
+    description: 'Campaign name. Sandbox magic names: `[sandbox:fail]`, `[sandbox:transient]`, `[sandbox:reauth]`, `[sandbox:slow]`.',
+    examples: ['Spring sale'],
+  })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(255)
   name!: string;
 
   @JSONSchema({ examples: ['conversion'] })
   @IsIn(OBJECTIVES)
   objective!: string;
 
-  @IsObject() @ValidateNested() @Type(() => BudgetDto)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => BudgetDto)
   budget!: BudgetDto;
 
-  @IsObject() @ValidateNested() @Type(() => ScheduleDto) @EndsWithLifetimeBudget()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ScheduleDto)
+  @EndsWithLifetimeBudget()
   schedule!: ScheduleDto;
 }
 
@@ -72,6 +91,8 @@ export class CreateCampaignDto {
   @IsIn(CHANNELS)
   channel!: Channel;
 
-  @IsObject() @ValidateNested() @Type(() => CampaignDto)
+  @IsObject()
+  @ValidateNested()
+  @Type(() => CampaignDto)
   campaign!: CampaignDto;
 }

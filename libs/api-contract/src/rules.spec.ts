@@ -2,7 +2,14 @@ import { CURRENCY_CODES, isTimeZone, isUtcTimestamp, UTC_TIMESTAMP_PATTERN } fro
 import { TIME_ZONES } from './time-zones';
 
 describe('isUtcTimestamp', () => {
-  it.each(['2026-11-28T10:00:00Z', '2026-11-28T10:00:00.123456789Z', '2024-02-29T00:00:00Z', '0000-02-29T00:00:00Z', '0001-01-01T00:00:00Z', '0099-12-31T23:59:59Z'])('takes %s', (value) => {
+  it.each([
+    '2026-11-28T10:00:00Z',
+    '2026-11-28T10:00:00.123456789Z',
+    '2024-02-29T00:00:00Z',
+    '0000-02-29T00:00:00Z',
+    '0001-01-01T00:00:00Z',
+    '0099-12-31T23:59:59Z',
+  ])('takes %s', (value) => {
     expect(isUtcTimestamp(value)).toBe(true);
     expect(new RegExp(UTC_TIMESTAMP_PATTERN).test(value)).toBe(true);
   });
@@ -27,9 +34,12 @@ describe('isUtcTimestamp', () => {
 });
 
 describe('isTimeZone', () => {
-  it.each(['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'Asia/Calcutta', 'Europe/Kyiv', 'US/Eastern', 'Etc/GMT+5', 'America/Argentina/Buenos_Aires'])('takes %s (a name of the tz database)', (value) => {
-    expect(isTimeZone(value)).toBe(true);
-  });
+  it.each(['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'Asia/Calcutta', 'Europe/Kyiv', 'US/Eastern', 'Etc/GMT+5', 'America/Argentina/Buenos_Aires'])(
+    'takes %s (a name of the tz database)',
+    (value) => {
+      expect(isTimeZone(value)).toBe(true);
+    },
+  );
 
   it.each(['europe/berlin', 'Mars/Olympus', 'Factory', '', ' UTC', 'UTC ', 42])('refuses %s', (value) => {
     expect(isTimeZone(value)).toBe(false);

@@ -17,7 +17,10 @@ export interface RuleContext {
 }
 
 /** Options for a rule applied to each item of an array: its error names the first bad item (`events.0`). */
-export const eachItem = (item: (value: unknown) => boolean, code?: ValidationCode): ValidationOptions => ({ each: true, context: { item, ...(code && { code }) } satisfies RuleContext });
+export const eachItem = (item: (value: unknown) => boolean, code?: ValidationCode): ValidationOptions => ({
+  each: true,
+  context: { item, ...(code && { code }) } satisfies RuleContext,
+});
 
 /** May be left out; when given it must be valid (unlike `@IsOptional()`, `null` is not "left out"). */
 export const Omittable = () => ValidateIf((_object, value) => value !== undefined);
@@ -72,21 +75,45 @@ export function isRegistrableRedirectUri(value: unknown): boolean {
 
 export const IsRegistrableRedirectUri = (options?: ValidationOptions) =>
   ValidateBy(
-    { name: 'isRegistrableRedirectUri', validator: { validate: isRegistrableRedirectUri, defaultMessage: () => 'must be an absolute https URL (http only for localhost) without query or fragment' } },
+    {
+      name: 'isRegistrableRedirectUri',
+      validator: {
+        validate: isRegistrableRedirectUri,
+        defaultMessage: () => 'must be an absolute https URL (http only for localhost) without query or fragment',
+      },
+    },
     options,
   );
 
 export const IsUtcTimestamp = (options?: ValidationOptions) =>
-  ValidateBy({ name: 'isUtcTimestamp', validator: { validate: isUtcTimestamp, defaultMessage: () => 'must be an RFC 3339 UTC timestamp with seconds, ending in Z, such as 2026-12-01T09:00:00Z' } }, options);
+  ValidateBy(
+    {
+      name: 'isUtcTimestamp',
+      validator: {
+        validate: isUtcTimestamp,
+        defaultMessage: () => 'must be an RFC 3339 UTC timestamp with seconds, ending in Z, such as 2026-12-01T09:00:00Z',
+      },
+    },
+    options,
+  );
 
 export const IsTimeZone = (options?: ValidationOptions) =>
-  ValidateBy({ name: 'isTimeZone', validator: { validate: isTimeZone, defaultMessage: () => 'must be an IANA time zone name as the tz database writes it, such as Europe/Berlin' } }, options);
+  ValidateBy(
+    {
+      name: 'isTimeZone',
+      validator: { validate: isTimeZone, defaultMessage: () => 'must be an IANA time zone name as the tz database writes it, such as Europe/Berlin' },
+    },
+    options,
+  );
 
 export const IsCurrencyCode = (options?: ValidationOptions) =>
   ValidateBy(
     {
       name: 'isCurrencyCode',
-      validator: { validate: (value) => typeof value === 'string' && /^[A-Z]{3}$/.test(value) && ISO_CURRENCIES.has(value), defaultMessage: () => 'must be a three-letter uppercase ISO 4217 code' },
+      validator: {
+        validate: (value) => typeof value === 'string' && /^[A-Z]{3}$/.test(value) && ISO_CURRENCIES.has(value),
+        defaultMessage: () => 'must be a three-letter uppercase ISO 4217 code',
+      },
     },
     options,
   );

@@ -11,24 +11,37 @@ const MAX_EVENTS = WEBHOOK_EVENT_TYPES.length * 4;
 /** POST /v1/webhooks. */
 export class CreateWebhookDto {
   @JSONSchema(URL_DOC)
-  @IsString() @MaxLength(2048)
+  @IsString()
+  @MaxLength(2048)
   url!: string;
 
   @JSONSchema(EVENTS_DOC)
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(MAX_EVENTS) @IsString(eachItem(isString)) @IsIn(WEBHOOK_EVENT_TYPES, eachItem(isWebhookEventType, 'event_unknown'))
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_EVENTS)
+  @IsString(eachItem(isString))
+  @IsIn(WEBHOOK_EVENT_TYPES, eachItem(isWebhookEventType, 'event_unknown'))
   events!: string[];
 }
 
 /** PATCH /v1/webhooks/:id: any of the fields. */
 export class UpdateWebhookDto {
   @JSONSchema(URL_DOC)
-  @Omittable() @IsString() @MaxLength(2048)
+  @Omittable()
+  @IsString()
+  @MaxLength(2048)
   url?: string;
 
   @JSONSchema(EVENTS_DOC)
-  @Omittable() @IsArray() @ArrayMinSize(1) @ArrayMaxSize(MAX_EVENTS) @IsString(eachItem(isString)) @IsIn(WEBHOOK_EVENT_TYPES, eachItem(isWebhookEventType, 'event_unknown'))
+  @Omittable()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_EVENTS)
+  @IsString(eachItem(isString))
+  @IsIn(WEBHOOK_EVENT_TYPES, eachItem(isWebhookEventType, 'event_unknown'))
   events?: string[];
 
-  @Omittable() @IsBoolean()
+  @Omittable()
+  @IsBoolean()
   enabled?: boolean;
 }

@@ -74,7 +74,12 @@ export class ApiError extends Error {
   }
 
   toBody(): ErrorBody {
-    return { code: this.code, message: this.message, ...(this.param ? { param: this.param } : {}), ...(this.providerCode !== undefined ? { provider_code: this.providerCode } : {}) };
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.param ? { param: this.param } : {}),
+      ...(this.providerCode !== undefined ? { provider_code: this.providerCode } : {}),
+    };
   }
 
   static fromBody(body: ErrorBody): ApiError {

@@ -51,12 +51,17 @@ class ProbeController {
     return context.getDeliveryCount() === 1 ? { retryInMs: 50 } : undefined;
   }
 
-  @EventPattern('evt.probe.patient', { durable: 'probe-patient', ackWaitMs: (config: { lanes: number; ackWaitMs: number }) => config.ackWaitMs } satisfies DurableConsumerOptions<{ lanes: number; ackWaitMs: number }>)
+  @EventPattern('evt.probe.patient', {
+    durable: 'probe-patient',
+    ackWaitMs: (config: { lanes: number; ackWaitMs: number }) => config.ackWaitMs,
+  } satisfies DurableConsumerOptions<{ lanes: number; ackWaitMs: number }>)
   patient() {
     return undefined;
   }
 
-  @EventPattern('evt.probe.slow', { durable: 'probe-slow', lanes: (config: { lanes: number }) => config.lanes } satisfies DurableConsumerOptions<{ lanes: number }>)
+  @EventPattern('evt.probe.slow', { durable: 'probe-slow', lanes: (config: { lanes: number }) => config.lanes } satisfies DurableConsumerOptions<{
+    lanes: number;
+  }>)
   async slow() {
     probe.running++;
     probe.mostAtOnce = Math.max(probe.mostAtOnce, probe.running);
@@ -80,15 +85,27 @@ class RecordingInterceptor implements NestInterceptor {
 }
 
 const adapters: [string, () => Promise<{ bus: Bus; stop: () => Promise<void> }>][] = [
-  ['in-process', async () => {
-    const bus = InProcessBus.open({ pollIntervalMs: 20 });
-    return { bus, stop: () => bus.close() };
-  }],
-  ['NATS JetStream', async () => {
-    const server: NatsServerHandle = await startNatsServer();
-    const bus = await NatsBus.connect({ servers: server.url, name: 'transport-spec' });
-    return { bus, stop: async () => { await bus.close(); await server.stop(); } };
-  }],
+  [
+    'in-process',
+    async () => {
+      const bus = InProcessBus.open({ pollIntervalMs: 20 });
+      return { bus, stop: () => bus.close() };
+    },
+  ],
+  [
+    'NATS JetStream',
+    async () => {
+      const server: NatsServerHandle = await startNatsServer();
+      const bus = await NatsBus.connect({ servers: server.url, name: 'transport-spec' });
+      return {
+        bus,
+        stop: async () => {
+          await bus.close();
+          await server.stop();
+        },
+      };
+    },
+  ],
 ];
 
 describe.each(adapters)('BusTransport over the %s bus', (_, open) => {
@@ -157,7 +174,7 @@ describe.each(adapters)('BusTransport over the %s bus', (_, open) => {
     expect(probe.seen.map((s) => s.deliveryCount)).toEqual([1, 2]);
   });
 
-  it('takes a durable consumer\'s ack wait from the configuration when it is a function of it', () => {
+  it("takes a durable consumer's ack wait from the configuration when it is a function of it", () => {
     const patient = consumed.mock.calls.map(([options]) => options).find((options) => options.durable === 'probe-patient');
     expect(patient).toMatchObject({ subject: 'evt.probe.patient', ackWaitMs: 4_321 });
   });

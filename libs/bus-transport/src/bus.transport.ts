@@ -59,8 +59,9 @@ export class BusTransport<Config = unknown> extends Server implements CustomTran
     const options = { durable: extras.durable, subject, ackWaitMs, maxHandlingMs, maxDeliver: extras.maxDeliver };
     for (let lane = 0; lane < lanes; lane++) {
       this.consumers.push(
-        await this.bus.consume(options, (message) =>
-          this.invoke(handler, message.data, new BusContext([message.subject, message.headers, message.deliveryCount])) as Promise<HandlerOutcome>,
+        await this.bus.consume(
+          options,
+          (message) => this.invoke(handler, message.data, new BusContext([message.subject, message.headers, message.deliveryCount])) as Promise<HandlerOutcome>,
         ),
       );
     }

@@ -140,7 +140,10 @@ export class BusTimeoutError extends Error {
 }
 
 export class BusUnavailableError extends Error {
-  constructor(readonly subject: string, reason: string) {
+  constructor(
+    readonly subject: string,
+    reason: string,
+  ) {
     super(`cannot reach ${subject}: ${reason}`);
     this.name = 'BusUnavailableError';
   }
@@ -155,7 +158,10 @@ export class ParkedMessageNotFoundError extends Error {
 
 /** The responder threw: its message, never its stack. */
 export class BusRemoteError extends Error {
-  constructor(readonly subject: string, message: string) {
+  constructor(
+    readonly subject: string,
+    message: string,
+  ) {
     super(message);
     this.name = 'BusRemoteError';
   }

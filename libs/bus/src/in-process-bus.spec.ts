@@ -178,7 +178,10 @@ describe('InProcessBus parked messages on a file', () => {
         },
       ]);
       const seen: Array<[string, number]> = [];
-      await beside.consume<{ id: string }>({ durable: 'old', subject: 'evt.old.>' }, async (message) => void seen.push([message.data.id, message.deliveryCount]));
+      await beside.consume<{ id: string }>(
+        { durable: 'old', subject: 'evt.old.>' },
+        async (message) => void seen.push([message.data.id, message.deliveryCount]),
+      );
       // Replayed through one bus, delivered by the consumer of the other (which polls the file).
       await bus.replayParked('old:1');
       await waitFor(() => seen.length >= 1, 'the replayed message');
@@ -192,7 +195,7 @@ describe('InProcessBus parked messages on a file', () => {
 });
 
 describe('in-process bus owned by one process', () => {
-  it('releases a dead run\'s leases on open, so the work resumes at once rather than after the ack wait', async () => {
+  it("releases a dead run's leases on open, so the work resumes at once rather than after the ack wait", async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'bus-release-')), 'bus.sqlite');
     const options = { durable: 'owned', subject: 'evt.owned.>', ackWaitMs: 60_000 };
     const publisher = InProcessBus.open({ file });
@@ -249,7 +252,10 @@ describe('in-process bus retention (purge)', () => {
   const storedMessages = () => {
     const db = new Database(file, { readonly: true });
     try {
-      return db.prepare<[], { data: string }>('SELECT data FROM bus_messages ORDER BY seq').all().map((row) => (JSON.parse(row.data) as { id: string }).id);
+      return db
+        .prepare<[], { data: string }>('SELECT data FROM bus_messages ORDER BY seq')
+        .all()
+        .map((row) => (JSON.parse(row.data) as { id: string }).id);
     } finally {
       db.close();
     }
@@ -354,11 +360,9 @@ describe('in-process bus retention (purge)', () => {
 /** Runs testing/hung-consumer.fixture.ts in a child process and resolves once its handler holds a message. */
 async function startHungConsumer(file: string, options: { durable: string; subject: string; ackWaitMs: number }): Promise<ChildProcess> {
   const fixture = resolve(__dirname, 'testing/hung-consumer.fixture.ts');
-  const child = spawn(
-    process.execPath,
-    ['-r', '@swc-node/register', fixture, file, options.durable, options.subject, String(options.ackWaitMs)],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn(process.execPath, ['-r', '@swc-node/register', fixture, file, options.durable, options.subject, String(options.ackWaitMs)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -379,7 +383,8 @@ describe('in-process bus lanes', () => {
     const bus = InProcessBus.open({ logger: quietLogger, pollIntervalMs: 60_000 });
     const seen: number[] = [];
     const claim = jest.spyOn(SqliteBusStore.prototype, 'claim');
-    for (let lane = 0; lane < 8; lane++) await bus.consume<{ n: number }>({ durable: 'lanes', subject: 'evt.lanes.>' }, async (message) => void seen.push(message.data.n));
+    for (let lane = 0; lane < 8; lane++)
+      await bus.consume<{ n: number }>({ durable: 'lanes', subject: 'evt.lanes.>' }, async (message) => void seen.push(message.data.n));
     // Every lane has looked once, found nothing and is asleep (the poll is a minute away).
     await waitFor(() => claim.mock.calls.length === 8, "each lane's first look");
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -120,10 +120,7 @@ export class InProcessBus implements Bus {
     }
   }
 
-  async respond<Req = unknown, Res = unknown>(
-    subject: string,
-    handler: (data: Req, context: RequestContext) => Promise<Res>,
-  ): Promise<void> {
+  async respond<Req = unknown, Res = unknown>(subject: string, handler: (data: Req, context: RequestContext) => Promise<Res>): Promise<void> {
     this.assertOpen(subject);
     let group = this.responderGroups.find((candidate) => candidate.pattern === subject);
     if (!group) {

@@ -46,7 +46,9 @@ describe('NatsBus', () => {
       await ensureStream(late, { name: 'RACED', subjects: ['raced.>'], duplicateWindowMs: 120_000, replicas: 1, maxAgeMs: DAY_MS });
       expect((await jsm.streams.info('RACED')).config).toMatchObject({ duplicate_window: nanos(120_000), max_age: nanos(DAY_MS) });
       // A refused add with no stream there after all is reported (here: a window longer than the age).
-      await expect(ensureStream(jsm, { name: 'NEVER', subjects: ['never.>'], duplicateWindowMs: 120_000, replicas: 1, maxAgeMs: 60_000 })).rejects.toThrow(/cannot create JetStream stream NEVER/);
+      await expect(ensureStream(jsm, { name: 'NEVER', subjects: ['never.>'], duplicateWindowMs: 120_000, replicas: 1, maxAgeMs: 60_000 })).rejects.toThrow(
+        /cannot create JetStream stream NEVER/,
+      );
     } finally {
       await nc.close();
       await fresh.stop();
@@ -56,8 +58,7 @@ describe('NatsBus', () => {
   it('creates its stream idempotently when services start together on a fresh server', async () => {
     const fresh = await startNatsServer();
     try {
-      const connectAll = () =>
-        Promise.all([1, 2, 3].map((i) => NatsBus.connect({ servers: fresh.url, name: `service-${i}`, logger: quietLogger })));
+      const connectAll = () => Promise.all([1, 2, 3].map((i) => NatsBus.connect({ servers: fresh.url, name: `service-${i}`, logger: quietLogger })));
       for (const bus of await connectAll()) await bus.close();
       // Reconnecting with a changed duplicate window updates the stream in place.
       const updated = await NatsBus.connect({ servers: fresh.url, name: 'updated', duplicateWindowMs: 60_000, logger: quietLogger });
@@ -68,7 +69,13 @@ describe('NatsBus', () => {
       const { config } = await jsm.streams.info('CAMPAIGN_OPS_EVENTS');
       const { config: parkedConfig } = await jsm.streams.info('CAMPAIGN_OPS_EVENTS_PARKED');
       await nc.close();
-      expect(config).toMatchObject({ subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(60_000), num_replicas: 1, max_age: nanos(DAY_MS * 7) });
+      expect(config).toMatchObject({
+        subjects: ['evt.>'],
+        storage: StorageType.File,
+        duplicate_window: nanos(60_000),
+        num_replicas: 1,
+        max_age: nanos(DAY_MS * 7),
+      });
       expect(parkedConfig).toMatchObject({
         subjects: ['parked.>'],
         storage: StorageType.File,
@@ -89,7 +96,12 @@ describe('NatsBus', () => {
       const legacyJsm = await legacy.jetstreamManager();
       // As NatsBus created its streams before retention was set.
       await legacyJsm.streams.add({ name: 'CAMPAIGN_OPS_EVENTS', subjects: ['evt.>'], storage: StorageType.File, duplicate_window: nanos(2 * 60_000) });
-      await legacyJsm.streams.add({ name: 'CAMPAIGN_OPS_EVENTS_PARKED', subjects: ['parked.>'], storage: StorageType.File, duplicate_window: nanos(2 * 60_000) });
+      await legacyJsm.streams.add({
+        name: 'CAMPAIGN_OPS_EVENTS_PARKED',
+        subjects: ['parked.>'],
+        storage: StorageType.File,
+        duplicate_window: nanos(2 * 60_000),
+      });
       expect((await legacyJsm.streams.info('CAMPAIGN_OPS_EVENTS')).config.max_age).toBe(0);
 
       const bus = await NatsBus.connect({ servers: fresh.url, name: 'retention', streamMaxAgeMs: DAY_MS, parkedMaxAgeMs: DAY_MS * 2, logger: quietLogger });
@@ -116,7 +128,11 @@ describe('NatsBus', () => {
 
   it('parks with the msgId of neither the original nor a previous parking, and logs each parking as an error', async () => {
     const errors: string[] = [];
-    const bus = await NatsBus.connect({ servers: server.url, name: 'parking-log', logger: { warn: () => undefined, error: (message) => errors.push(message) } });
+    const bus = await NatsBus.connect({
+      servers: server.url,
+      name: 'parking-log',
+      logger: { warn: () => undefined, error: (message) => errors.push(message) },
+    });
     try {
       const durable = `park_${Math.random().toString(36).slice(2, 8)}`;
       const subject = `evt.${durable}.happened`;
@@ -126,7 +142,10 @@ describe('NatsBus', () => {
       const [parked] = await bus.listParked({ durable });
       await bus.replayParked(parked.id);
       // Parked again on the replay's only delivery: a second entry, not a duplicate of the first parking.
-      await waitFor(async () => (await bus.listParked({ durable })).length === 1 && (await bus.listParked({ durable }))[0].id !== parked.id, 'the second parking');
+      await waitFor(
+        async () => (await bus.listParked({ durable })).length === 1 && (await bus.listParked({ durable }))[0].id !== parked.id,
+        'the second parking',
+      );
       await consumer.stop();
       expect(errors.filter((message) => message.includes(durable) && message.includes('parked (id'))).toHaveLength(2);
     } finally {
@@ -237,10 +256,19 @@ describe('NatsBus', () => {
         // Two instances of v1 start together on a fresh durable: creates (identical) only. Then two
         // instances of v2 with another ackWaitMs: the durable exists, so updates only. The tap may see
         // the requests late, so they are told apart by the ack wait they ask for, not by arrival.
-        await Promise.all([v1a.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, handler), v1b.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, handler)]);
-        await Promise.all([v2a.consume({ durable, subject, ackWaitMs: 10_000, maxDeliver: 7 }, handler), v2b.consume({ durable, subject, ackWaitMs: 10_000, maxDeliver: 7 }, handler)]);
+        await Promise.all([
+          v1a.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, handler),
+          v1b.consume({ durable, subject, ackWaitMs: 30_000, maxDeliver: 5 }, handler),
+        ]);
+        await Promise.all([
+          v2a.consume({ durable, subject, ackWaitMs: 10_000, maxDeliver: 7 }, handler),
+          v2b.consume({ durable, subject, ackWaitMs: 10_000, maxDeliver: 7 }, handler),
+        ]);
         await tap.flush();
-        await waitFor(() => asked.some((request) => request.ackWait === nanos(30_000)) && asked.some((request) => request.ackWait === nanos(10_000)), 'the requests of both versions at the tap');
+        await waitFor(
+          () => asked.some((request) => request.ackWait === nanos(30_000)) && asked.some((request) => request.ackWait === nanos(10_000)),
+          'the requests of both versions at the tap',
+        );
         const actions = (ackWaitMs: number) => [...new Set(asked.filter((request) => request.ackWait === nanos(ackWaitMs)).map((request) => request.action))];
         expect(actions(30_000)).toEqual(['create']);
         expect(actions(10_000)).toEqual(['update']);
@@ -298,7 +326,10 @@ describe('NatsBus', () => {
       try {
         // Two instances of the old version (maxDeliver 2) keep running; the new one (maxDeliver 3)
         // starts, updates the durable, and is rolled back.
-        const old = [await v1.consume(({ durable, subject, maxDeliver: 2, ackWaitMs: 500 }), handler), await v1.consume({ durable, subject, maxDeliver: 2, ackWaitMs: 500 }, handler)];
+        const old = [
+          await v1.consume({ durable, subject, maxDeliver: 2, ackWaitMs: 500 }, handler),
+          await v1.consume({ durable, subject, maxDeliver: 2, ackWaitMs: 500 }, handler),
+        ];
         await (await v2.consume({ durable, subject, maxDeliver: 3, ackWaitMs: 500 }, handler)).stop();
 
         await v1.publish(subject, { id: 'fails' });
@@ -355,4 +386,3 @@ describe('NatsBus', () => {
     }
   });
 });
-

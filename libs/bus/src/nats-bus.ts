@@ -25,13 +25,7 @@ import { decodePayload, encodePayload, errorMessage } from './payload';
 import { NOT_ACKED_ON_LAST_DELIVERY, parkedQuery } from './parking';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject } from './subjects';
 import { DEFAULT_STREAM_NAME, inboxPrefixOf, PARKED_STREAM_SUFFIX, PARKED_SUBJECT_ROOT } from './nats-permissions';
-import {
-  DEFAULT_DUPLICATE_WINDOW_MS,
-  DEFAULT_PARKED_MAX_AGE_MS,
-  DEFAULT_STREAM_MAX_AGE_MS,
-  DEFAULT_STREAM_REPLICAS,
-  NatsBusOptions,
-} from './nats-bus-options';
+import { DEFAULT_DUPLICATE_WINDOW_MS, DEFAULT_PARKED_MAX_AGE_MS, DEFAULT_STREAM_MAX_AGE_MS, DEFAULT_STREAM_REPLICAS, NatsBusOptions } from './nats-bus-options';
 import { assertMaxAge, ensureStream } from './nats-streams';
 import { ConsumerSettings, ensureDurableConsumer, MessageHandler, NatsConsumer } from './nats-consumer';
 import {
@@ -108,7 +102,9 @@ export class NatsBus implements Bus {
       // CPU under load in a profile of `npm run bench -- --nats`. Our errors name the subject and
       // the operation themselves.
       noAsyncTraces: true,
-      ...(options.credentials ? { user: options.credentials.user, pass: options.credentials.password, inboxPrefix: inboxPrefixOf(options.credentials.user) } : {}),
+      ...(options.credentials
+        ? { user: options.credentials.user, pass: options.credentials.password, inboxPrefix: inboxPrefixOf(options.credentials.user) }
+        : {}),
       ...(options.tlsCaFile ? { tls: { caFile: options.tlsCaFile } } : {}),
     });
     try {
@@ -155,10 +151,7 @@ export class NatsBus implements Bus {
     return envelope.data;
   }
 
-  async respond<Req = unknown, Res = unknown>(
-    subject: string,
-    handler: (data: Req, context: RequestContext) => Promise<Res>,
-  ): Promise<void> {
+  async respond<Req = unknown, Res = unknown>(subject: string, handler: (data: Req, context: RequestContext) => Promise<Res>): Promise<void> {
     // The queue group is the subject itself: replicas of a service split its requests.
     const subscription = this.nc.subscribe(subject, {
       queue: subject,
@@ -251,7 +244,7 @@ export class NatsBus implements Bus {
     this.assertReachable(this.parkedStreamName);
     const filter = `${PARKED_SUBJECT_ROOT}.${durable ?? '>'}`;
     const parked: ParkedMessage[] = [];
-    for (let seq = 1; parked.length < limit; ) {
+    for (let seq = 1; parked.length < limit;) {
       // `next_by_subj` is in the server's API but missing from nats.js's type of this request.
       const query: SeqMsgRequest & { next_by_subj: string } = { seq, next_by_subj: filter };
       const stored = await this.jsm.streams.getMessage(this.parkedStreamName, query).catch((error: unknown) => {

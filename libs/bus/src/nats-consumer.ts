@@ -1,16 +1,6 @@
 // A durable pull consumer on the events stream: the durable created or brought to its settings,
 // and the loop that pulls, handles, acks, retries and parks one message at a time.
-import {
-  AckPolicy,
-  ConsumerMessages,
-  Consumer as JetStreamConsumer,
-  ConsumerConfig,
-  ConsumerInfo,
-  DeliverPolicy,
-  JetStreamManager,
-  JsMsg,
-  nanos,
-} from 'nats';
+import { AckPolicy, ConsumerMessages, Consumer as JetStreamConsumer, ConsumerConfig, ConsumerInfo, DeliverPolicy, JetStreamManager, JsMsg, nanos } from 'nats';
 import { Consumer, DeliveredMessage, HandlerOutcome } from './bus.port';
 import { BusLogger } from './bus-logger';
 import { decodePayload, errorMessage } from './payload';
@@ -201,9 +191,7 @@ export class NatsConsumer implements Consumer {
     } catch (error) {
       // Not parked (server away?). A nak on the last delivery makes JetStream give up on it and send
       // the max-deliveries advisory, which parks it (see NatsBus.watchMaxDeliveries).
-      this.logger.error(
-        `consumer ${durable}: could not park ${msg.subject} #${msg.seq} (${errorMessage(error)}); left to JetStream's max-deliveries advisory`,
-      );
+      this.logger.error(`consumer ${durable}: could not park ${msg.subject} #${msg.seq} (${errorMessage(error)}); left to JetStream's max-deliveries advisory`);
       msg.nak();
       return;
     }

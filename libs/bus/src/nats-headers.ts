@@ -14,8 +14,8 @@ export const PARKED_AT_HEADER = 'Campaign-Ops-Parked-At';
 // On a replayed message: the only durable that handles it (see NatsConsumer.handle).
 export const REPLAY_FOR_HEADER = 'Campaign-Ops-Replay-For';
 export const INTERNAL_HEADERS = new Set(
-  [PARKED_SUBJECT_HEADER, PARKED_DURABLE_HEADER, PARKED_DELIVERY_COUNT_HEADER, PARKED_REASON_HEADER, PARKED_AT_HEADER, REPLAY_FOR_HEADER].map(
-    (name) => name.toLowerCase(),
+  [PARKED_SUBJECT_HEADER, PARKED_DURABLE_HEADER, PARKED_DELIVERY_COUNT_HEADER, PARKED_REASON_HEADER, PARKED_AT_HEADER, REPLAY_FOR_HEADER].map((name) =>
+    name.toLowerCase(),
   ),
 );
 

@@ -46,13 +46,7 @@ export const inboxPrefixOf = (user: string): string => `${NATS_INBOX_ROOT}.${use
 
 export function servicePermissions(user: string, access: BusAccess, streamName = DEFAULT_STREAM_NAME): NatsPermissions {
   const parkedStream = `${streamName}${PARKED_STREAM_SUFFIX}`;
-  const publish = [
-    '$JS.API.INFO',
-    `$JS.API.STREAM.INFO.${streamName}`,
-    `$JS.API.STREAM.INFO.${parkedStream}`,
-    ...access.requests,
-    ...access.publishes,
-  ];
+  const publish = ['$JS.API.INFO', `$JS.API.STREAM.INFO.${streamName}`, `$JS.API.STREAM.INFO.${parkedStream}`, ...access.requests, ...access.publishes];
   const subscribe = [`${inboxPrefixOf(user)}.>`, ...access.serves];
   if (access.consumes.length > 0) publish.push(`$JS.API.STREAM.MSG.GET.${streamName}`);
   for (const { durable } of access.consumes) {

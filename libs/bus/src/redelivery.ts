@@ -18,10 +18,13 @@ export function backoffAfterFailureMs(deliveryCount: number): number {
 export function keepWhileHandling(ackWaitMs: number, maxHandlingMs: number | undefined, renew: () => void): () => void {
   if (maxHandlingMs === undefined || maxHandlingMs <= ackWaitMs) return () => undefined;
   const until = Date.now() + maxHandlingMs - ackWaitMs;
-  const timer = setInterval(() => {
-    if (Date.now() > until) return clearInterval(timer);
-    renew();
-  }, Math.max(1, Math.floor(ackWaitMs / 3)));
+  const timer = setInterval(
+    () => {
+      if (Date.now() > until) return clearInterval(timer);
+      renew();
+    },
+    Math.max(1, Math.floor(ackWaitMs / 3)),
+  );
   timer.unref();
   return () => clearInterval(timer);
 }

@@ -89,8 +89,7 @@ const SCHEMA = `
   );
 `;
 
-const INSERT_MESSAGE_SQL =
-  'INSERT INTO bus_messages (subject, msg_id, data, headers, published_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (msg_id) DO NOTHING';
+const INSERT_MESSAGE_SQL = 'INSERT INTO bus_messages (subject, msg_id, data, headers, published_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (msg_id) DO NOTHING';
 
 // Columns added after the first files were written: added in place to a file that lacks them.
 const ADDED_DELIVERY_COLUMNS: Array<[name: string, definition: string]> = [
@@ -354,13 +353,9 @@ function prepareStatements(db: Database.Database) {
       'INSERT INTO bus_consumers (durable, filter, cursor) VALUES (?, ?, 0) ON CONFLICT (durable) DO UPDATE SET filter = excluded.filter',
     ),
     cursor: db.prepare<[string], { cursor: number }>('SELECT cursor FROM bus_consumers WHERE durable = ?'),
-    messagesAfter: db.prepare<[number, number], { seq: number; subject: string }>(
-      'SELECT seq, subject FROM bus_messages WHERE seq > ? ORDER BY seq LIMIT ?',
-    ),
+    messagesAfter: db.prepare<[number, number], { seq: number; subject: string }>('SELECT seq, subject FROM bus_messages WHERE seq > ? ORDER BY seq LIMIT ?'),
     moveCursor: db.prepare<[number, string]>('UPDATE bus_consumers SET cursor = ? WHERE durable = ?'),
-    enqueue: db.prepare<[string, number]>(
-      'INSERT OR IGNORE INTO bus_deliveries (durable, seq, due_at, delivery_count) VALUES (?, ?, 0, 0)',
-    ),
+    enqueue: db.prepare<[string, number]>('INSERT OR IGNORE INTO bus_deliveries (durable, seq, due_at, delivery_count) VALUES (?, ?, 0, 0)'),
     firstDue: db.prepare<[string, number], DeliveryRow>(
       `SELECT d.seq, d.delivery_count, m.subject, m.data, m.headers
        FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
@@ -370,9 +365,7 @@ function prepareStatements(db: Database.Database) {
     lease: db.prepare<[number, string, number]>(
       'UPDATE bus_deliveries SET due_at = ?, delivery_count = delivery_count + 1, leased = 1 WHERE durable = ? AND seq = ?',
     ),
-    nextDueAt: db.prepare<[string], { dueAt: number | null }>(
-      'SELECT MIN(due_at) AS dueAt FROM bus_deliveries WHERE durable = ? AND parked = 0',
-    ),
+    nextDueAt: db.prepare<[string], { dueAt: number | null }>('SELECT MIN(due_at) AS dueAt FROM bus_deliveries WHERE durable = ? AND parked = 0'),
     consumer: db.prepare<[string], { cursor: number; filter: string }>('SELECT cursor, filter FROM bus_consumers WHERE durable = ?'),
     countDeliveries: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM bus_deliveries WHERE durable = ? AND parked = 0'),
     subjectsAfter: db.prepare<[number], { subject: string }>('SELECT subject FROM bus_messages WHERE seq > ?'),
@@ -380,7 +373,9 @@ function prepareStatements(db: Database.Database) {
     reschedule: db.prepare<[number, string, number, number]>(
       'UPDATE bus_deliveries SET due_at = ?, leased = 0 WHERE durable = ? AND seq = ? AND delivery_count = ?',
     ),
-    renewLease: db.prepare<[number, string, number, number]>('UPDATE bus_deliveries SET due_at = ? WHERE durable = ? AND seq = ? AND delivery_count = ? AND leased = 1 AND parked = 0'),
+    renewLease: db.prepare<[number, string, number, number]>(
+      'UPDATE bus_deliveries SET due_at = ? WHERE durable = ? AND seq = ? AND delivery_count = ? AND leased = 1 AND parked = 0',
+    ),
     releaseLeases: db.prepare<[]>('UPDATE bus_deliveries SET due_at = 0, leased = 0 WHERE leased = 1 AND parked = 0'),
     park: db.prepare<[number, string, string, number, number]>(
       'UPDATE bus_deliveries SET parked = 1, leased = 0, parked_at = ?, reason = ? WHERE durable = ? AND seq = ? AND delivery_count = ? AND parked = 0',

@@ -10,8 +10,7 @@ const campaign = (over: Partial<CampaignSpec> & { amount?: number; currency?: st
 });
 
 const simulator = new SandboxSimulator({ sleep: async () => undefined });
-const create = (channel: Channel, c: CampaignSpec, attempt = 1) =>
-  simulator.createCampaign({ dispatchId: 'dsp_01TEST', channel, campaign: c, attempt });
+const create = (channel: Channel, c: CampaignSpec, attempt = 1) => simulator.createCampaign({ dispatchId: 'dsp_01TEST', channel, campaign: c, attempt });
 
 async function refusal(promise: Promise<unknown>): Promise<ProviderError> {
   try {

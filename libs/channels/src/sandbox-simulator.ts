@@ -93,5 +93,8 @@ export class SandboxSimulator implements ChannelProvider {
 
 function stableDigits(seed: string): string {
   const hex = createHash('sha256').update(seed).digest('hex').slice(0, 13);
-  return BigInt('0x' + hex).toString().padStart(16, '0').slice(-12);
+  return BigInt('0x' + hex)
+    .toString()
+    .padStart(16, '0')
+    .slice(-12);
 }

@@ -43,7 +43,8 @@ export type ConnectionReauthorized = DomainEvent<
   ProviderAccount & { scopes: string[]; expiresAt: string | null; method: AuthorizationMethod; stateHash: string | null; reauthorizedAt: string }
 >;
 export type ConnectionRevoked = DomainEvent<'ConnectionRevoked', { reason: 'deleted' | 'replaced'; revokedAt: string }>;
-export type ConnectionEvent = ConnectionRequested | ConnectionActivated | OAuthRoundStarted | TokenRefreshed | ReauthRequired | ConnectionReauthorized | ConnectionRevoked;
+export type ConnectionEvent =
+  ConnectionRequested | ConnectionActivated | OAuthRoundStarted | TokenRefreshed | ReauthRequired | ConnectionReauthorized | ConnectionRevoked;
 
 /**
  * Each type's upcasters from its older versions, oldest first (README, "Event versioning"). All are
@@ -175,7 +176,19 @@ function credentialed(state: Connection, credentials: Credentials, method: Autho
   const { scopes, account, expiresAt, now } = credentials;
   if (state.status === 'pending') {
     const { id: connectionId, accountId, mode, channel, providerAccountId } = state;
-    return event('ConnectionActivated', { connectionId, accountId, mode, channel, providerAccountId, scopes, ...account, expiresAt, method, stateHash, activatedAt: now });
+    return event('ConnectionActivated', {
+      connectionId,
+      accountId,
+      mode,
+      channel,
+      providerAccountId,
+      scopes,
+      ...account,
+      expiresAt,
+      method,
+      stateHash,
+      activatedAt: now,
+    });
   }
   return event('ConnectionReauthorized', { scopes, ...account, expiresAt, method, stateHash, reauthorizedAt: now });
 }
@@ -184,13 +197,41 @@ export function evolve(state: ConnectionState, event: ConnectionEvent): Connecti
   switch (event.type) {
     case 'ConnectionRequested': {
       const { connectionId, accountId, mode, channel, providerAccountId, scopes, oauth, requestedAt } = event.data;
-      return { id: connectionId, accountId, mode, channel, providerAccountId, status: 'pending', scopes, currency: null, timezone: null, expiresAt: null, reauthReason: null, oauth, usedStateHashes: [], createdAt: requestedAt, updatedAt: requestedAt };
+      return {
+        id: connectionId,
+        accountId,
+        mode,
+        channel,
+        providerAccountId,
+        status: 'pending',
+        scopes,
+        currency: null,
+        timezone: null,
+        expiresAt: null,
+        reauthReason: null,
+        oauth,
+        usedStateHashes: [],
+        createdAt: requestedAt,
+        updatedAt: requestedAt,
+      };
     }
     case 'ConnectionActivated': {
       const { connectionId, accountId, mode, channel, providerAccountId, scopes, currency, timezone, expiresAt, stateHash, activatedAt } = event.data;
-      const before = state.status === 'none' ? { usedStateHashes: [], createdAt: activatedAt } : { usedStateHashes: state.usedStateHashes, createdAt: state.createdAt };
+      const before =
+        state.status === 'none' ? { usedStateHashes: [], createdAt: activatedAt } : { usedStateHashes: state.usedStateHashes, createdAt: state.createdAt };
       return {
-        id: connectionId, accountId, mode, channel, providerAccountId, status: 'active', scopes, currency, timezone, expiresAt, reauthReason: null, oauth: null,
+        id: connectionId,
+        accountId,
+        mode,
+        channel,
+        providerAccountId,
+        status: 'active',
+        scopes,
+        currency,
+        timezone,
+        expiresAt,
+        reauthReason: null,
+        oauth: null,
         usedStateHashes: stateHash ? [...before.usedStateHashes, stateHash] : before.usedStateHashes,
         createdAt: before.createdAt,
         updatedAt: activatedAt,

@@ -22,7 +22,20 @@ const after = (...history: ConnectionEvent[]) => given(...history).state() as Co
 describe('the connection as partners see it', () => {
   it('is the resource of API.md §4, in its field order, without tokens or OAuth state', () => {
     const resource = toConnectionResource(after(activated, reauthRequired));
-    expect(Object.keys(resource)).toEqual(['id', 'channel', 'status', 'provider_account_id', 'environment', 'scopes', 'currency', 'timezone', 'expires_at', 'reauth_reason', 'created_at', 'updated_at']);
+    expect(Object.keys(resource)).toEqual([
+      'id',
+      'channel',
+      'status',
+      'provider_account_id',
+      'environment',
+      'scopes',
+      'currency',
+      'timezone',
+      'expires_at',
+      'reauth_reason',
+      'created_at',
+      'updated_at',
+    ]);
     expect(resource).toEqual({
       id: 'con_1',
       channel: 'meta_ads',
@@ -49,11 +62,22 @@ describe('the connection as partners see it', () => {
   it('becomes connection.reauth_required with its reason', () =>
     expect(toConnectionNotification(reauthRequired, after(activated, reauthRequired))).toEqual({
       event: 'connection.reauth_required',
-      data: { connection_id: 'con_1', channel: 'meta_ads', status: 'reauth_required', provider_account_id: 'act_42', environment: 'sandbox', reason: 'refresh_refused' },
+      data: {
+        connection_id: 'con_1',
+        channel: 'meta_ads',
+        status: 'reauth_required',
+        provider_account_id: 'act_42',
+        environment: 'sandbox',
+        reason: 'refresh_refused',
+      },
     }));
 
   it.each<ConnectionEvent>([
-    { type: 'ConnectionRequested', version: 1, data: { ...identity, scopes: [], oauth: { stateHash: 'h', redirectUri: 'https://x', expiresAt: T1 }, requestedAt: T0 } },
+    {
+      type: 'ConnectionRequested',
+      version: 1,
+      data: { ...identity, scopes: [], oauth: { stateHash: 'h', redirectUri: 'https://x', expiresAt: T1 }, requestedAt: T0 },
+    },
     { type: 'OAuthRoundStarted', version: 1, data: { oauth: { stateHash: 'h', redirectUri: 'https://x', expiresAt: T1 }, startedAt: T0 } },
     { type: 'TokenRefreshed', version: 1, data: { expiresAt: T1, refreshedAt: T0 } },
     { type: 'ConnectionRevoked', version: 1, data: { reason: 'deleted', revokedAt: T1 } },

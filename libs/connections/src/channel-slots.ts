@@ -91,7 +91,10 @@ export class ChannelSlots {
   }
 
   private async holders(claim: SlotClaim): Promise<ConnectionView[]> {
-    const page = await this.store.views.find({ account_id: claim.accountId, mode: claim.mode, channel: claim.channel, status: { $in: ['active', 'reauth_required'] } }, { limit: 100 });
+    const page = await this.store.views.find(
+      { account_id: claim.accountId, mode: claim.mode, channel: claim.channel, status: { $in: ['active', 'reauth_required'] } },
+      { limit: 100 },
+    );
     return page.items.filter((view) => view.id !== claim.connectionId);
   }
 

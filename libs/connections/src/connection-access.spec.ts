@@ -29,7 +29,8 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       anHourAgo.mockRestore();
     }
   };
-  const access = (connectionId: string, forceRefresh = false, replica = h) => replica.access.access({ accountId: 'acct_1', mode: 'live', connectionId, forceRefresh, requestId: 'req_dispatch' });
+  const access = (connectionId: string, forceRefresh = false, replica = h) =>
+    replica.access.access({ accountId: 'acct_1', mode: 'live', connectionId, forceRefresh, requestId: 'req_dispatch' });
   const types = async (id: string) => (await h.events.readStream(`connection-${id}`)).map((e) => e.type);
   const view = async (id: string) => value(await h.queries.get({ caller: live, id }));
 
@@ -45,7 +46,15 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
   describe('svc.connection.access', () => {
     it('answers the token on file with the ad account, without calling the network when it is not expiring', async () => {
       const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(60) });
-      expect(value(await access(id))).toEqual({ connectionId: id, channel: 'meta_ads', providerAccountId: 'act_42', accessToken: 'token-42', tokenVersion: 1, currency: 'EUR', timezone: 'Europe/Berlin' });
+      expect(value(await access(id))).toEqual({
+        connectionId: id,
+        channel: 'meta_ads',
+        providerAccountId: 'act_42',
+        accessToken: 'token-42',
+        tokenVersion: 1,
+        currency: 'EUR',
+        timezone: 'Europe/Berlin',
+      });
       expect(value(await access(await connect({ access_token: 'token-42' })))).toMatchObject({ accessToken: 'token-42' });
       expect(network.calls.refresh).toBe(0);
     });
@@ -111,7 +120,14 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       const given = value(await access(id));
       network.account('act_42', META_EUR, 'token-43');
       expect((await h.commands.reauthorize({ caller: live, id, credentials: { access_token: 'token-43' } })).ok).toBe(true);
-      const answer = await h.access.access({ accountId: 'acct_1', mode: 'live', connectionId: id, forceRefresh: true, refusedVersion: given.tokenVersion, requestId: null });
+      const answer = await h.access.access({
+        accountId: 'acct_1',
+        mode: 'live',
+        connectionId: id,
+        forceRefresh: true,
+        refusedVersion: given.tokenVersion,
+        requestId: null,
+      });
       expect(value(answer)).toMatchObject({ accessToken: 'token-43', tokenVersion: given.tokenVersion + 1 });
       expect((await view(id)).status).toBe('active');
       expect(network.calls.refresh).toBe(0);
@@ -120,7 +136,14 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
     it('refreshes (and tells the version of) a refused token that is still the one on file', async () => {
       const id = await connect({ access_token: 'token-42', refresh_token: 'refresh-42', expires_at: inMinutes(60) });
       const given = value(await access(id));
-      const answer = await h.access.access({ accountId: 'acct_1', mode: 'live', connectionId: id, forceRefresh: true, refusedVersion: given.tokenVersion, requestId: null });
+      const answer = await h.access.access({
+        accountId: 'acct_1',
+        mode: 'live',
+        connectionId: id,
+        forceRefresh: true,
+        refusedVersion: given.tokenVersion,
+        requestId: null,
+      });
       expect(value(answer)).toMatchObject({ accessToken: 'refreshed-access-1', tokenVersion: given.tokenVersion + 1 });
       expect(value(await access(id)).tokenVersion).toBe(given.tokenVersion + 1);
     });
@@ -172,10 +195,19 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
 
     it("answers connection_required for another account's, a deleted or a sandbox connection", async () => {
       const id = await connect({ access_token: 'token-42' });
-      expect(await h.access.access({ accountId: 'acct_2', mode: 'live', connectionId: id })).toMatchObject({ ok: false, error: { code: 'connection_required' } });
-      expect(await h.access.access({ accountId: 'acct_1', mode: 'test', connectionId: id })).toMatchObject({ ok: false, error: { code: 'connection_required' } });
+      expect(await h.access.access({ accountId: 'acct_2', mode: 'live', connectionId: id })).toMatchObject({
+        ok: false,
+        error: { code: 'connection_required' },
+      });
+      expect(await h.access.access({ accountId: 'acct_1', mode: 'test', connectionId: id })).toMatchObject({
+        ok: false,
+        error: { code: 'connection_required' },
+      });
       const sandbox = value(await h.commands.create({ caller: callerOf('acct_1', 'test'), channel: 'meta_ads', providerAccountId: 'act_1' })).id;
-      expect(await h.access.access({ accountId: 'acct_1', mode: 'test', connectionId: sandbox })).toMatchObject({ ok: false, error: { code: 'connection_required' } });
+      expect(await h.access.access({ accountId: 'acct_1', mode: 'test', connectionId: sandbox })).toMatchObject({
+        ok: false,
+        error: { code: 'connection_required' },
+      });
       value(await h.commands.remove({ caller: live, id }));
       expect(await access(id)).toMatchObject({ ok: false, error: { code: 'connection_required' } });
     });
@@ -196,9 +228,19 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       const given = value(await access(id));
       network.account('act_42', META_EUR, 'token-43');
       expect((await h.commands.reauthorize({ caller: live, id, credentials: { access_token: 'token-43' } })).ok).toBe(true);
-      const stale = { accountId: 'acct_1', mode: 'live' as const, connectionId: id, channel: 'meta_ads' as const, reason: 'token_refused:190', refusedVersion: given.tokenVersion };
+      const stale = {
+        accountId: 'acct_1',
+        mode: 'live' as const,
+        connectionId: id,
+        channel: 'meta_ads' as const,
+        reason: 'token_refused:190',
+        refusedVersion: given.tokenVersion,
+      };
       expect(await h.access.reauthRequired(stale)).toEqual({ ok: true, value: { connection: { id, status: 'active' } } });
-      expect(await h.access.reauthRequired({ ...stale, refusedVersion: given.tokenVersion + 1 })).toEqual({ ok: true, value: { connection: { id, status: 'reauth_required' } } });
+      expect(await h.access.reauthRequired({ ...stale, refusedVersion: given.tokenVersion + 1 })).toEqual({
+        ok: true,
+        value: { connection: { id, status: 'reauth_required' } },
+      });
     });
 
     it("moves the channel's sandbox connection when no connection is named, and nothing else", async () => {
@@ -218,12 +260,17 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
         value: { connection: { id: sandbox, status: 'reauth_required' } },
       });
       expect((await h.events.readStream(`connection-${sandbox}`)).map((e) => e.type)).toEqual(['ConnectionActivated', 'ReauthRequired']);
-      expect(await h.access.reauthRequired({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'tiktok_ads', reason: 'sandbox_reauth' })).toEqual({ ok: true, value: { connection: null } });
+      expect(await h.access.reauthRequired({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'tiktok_ads', reason: 'sandbox_reauth' })).toEqual(
+        { ok: true, value: { connection: null } },
+      );
     });
 
     it("leaves another account's connection alone", async () => {
       const id = await connect({ access_token: 'token-42' });
-      expect(await h.access.reauthRequired({ accountId: 'acct_2', mode: 'live', connectionId: id, channel: 'meta_ads', reason: 'x' })).toEqual({ ok: true, value: { connection: null } });
+      expect(await h.access.reauthRequired({ accountId: 'acct_2', mode: 'live', connectionId: id, channel: 'meta_ads', reason: 'x' })).toEqual({
+        ok: true,
+        value: { connection: null },
+      });
       expect((await view(id)).status).toBe('active');
     });
   });
@@ -236,9 +283,20 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       const gone = await connect({ access_token: 'token-42', refresh_token: 'refresh-45', expires_at: inMinutes(8) }, callerOf('acct_4', 'live'));
       value(await h.commands.remove({ caller: callerOf('acct_4', 'live'), id: gone }));
       // a sandbox connection never expires at a network
-      value(await h.commands.create({ caller: callerOf('acct_1', 'test'), channel: 'meta_ads', providerAccountId: 'act_1', credentials: { access_token: 'x', expires_at: inMinutes(1) } }));
+      value(
+        await h.commands.create({
+          caller: callerOf('acct_1', 'test'),
+          channel: 'meta_ads',
+          providerAccountId: 'act_1',
+          credentials: { access_token: 'x', expires_at: inMinutes(1) },
+        }),
+      );
       expect(await h.access.refreshExpiring()).toEqual({ checked: 1, failed: 0 });
-      expect([await types(expiring), await types(later), await types(never)]).toEqual([['ConnectionActivated', 'TokenRefreshed'], ['ConnectionActivated'], ['ConnectionActivated']]);
+      expect([await types(expiring), await types(later), await types(never)]).toEqual([
+        ['ConnectionActivated', 'TokenRefreshed'],
+        ['ConnectionActivated'],
+        ['ConnectionActivated'],
+      ]);
       expect(await h.access.refreshExpiring()).toEqual({ checked: 0, failed: 0 });
     });
 
@@ -263,7 +321,9 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
   describe('partner events', () => {
     const relayed = async (id: string) => {
       const published: Array<{ subject: string; data: PartnerEvent; msgId?: string }> = [];
-      const bus = { publish: async (subject: string, data: PartnerEvent, options?: { msgId?: string }) => void published.push({ subject, data, msgId: options?.msgId }) } as unknown as Bus;
+      const bus = {
+        publish: async (subject: string, data: PartnerEvent, options?: { msgId?: string }) => void published.push({ subject, data, msgId: options?.msgId }),
+      } as unknown as Bus;
       for (const event of await h.events.readStream(`connection-${id}`)) await relayConnectionEvent(h.store, bus, { ...event, position: '0' });
       return { published, events: await h.events.readStream(`connection-${id}`) };
     };
@@ -289,7 +349,17 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
         {
           subject: 'evt.partner.connection_reauth_required',
           msgId: `partner-${events[1].id}`,
-          data: expect.objectContaining({ event: 'connection.reauth_required', data: { connection_id: id, channel: 'meta_ads', status: 'reauth_required', provider_account_id: 'act_42', environment: 'live', reason: 'refresh_refused' } }),
+          data: expect.objectContaining({
+            event: 'connection.reauth_required',
+            data: {
+              connection_id: id,
+              channel: 'meta_ads',
+              status: 'reauth_required',
+              provider_account_id: 'act_42',
+              environment: 'live',
+              reason: 'refresh_refused',
+            },
+          }),
         },
       ]);
       expect(JSON.stringify(published)).not.toMatch(/token-42|dead/);

@@ -47,7 +47,10 @@ export class ConnectionAccessService {
     if (!found) return failure('connection_required', `No such connection: ${request.connectionId}`, 'connection_id');
     const metadata: EventMetadata = { accountId: request.accountId, mode: request.mode, requestId: request.requestId ?? null };
     if (request.currency !== undefined && found.status === 'active' && request.currency !== found.currency)
-      return providerRefusal(`The budget is in ${request.currency} but the ${found.channel} ad account ${found.providerAccountId} bills in ${found.currency}.`, 'currency_mismatch');
+      return providerRefusal(
+        `The budget is in ${request.currency} but the ${found.channel} ad account ${found.providerAccountId} bills in ${found.currency}.`,
+        'currency_mismatch',
+      );
     return this.lock.run(found.id, () => this.fresh(found.id, request.forceRefresh === true, metadata, request.refusedVersion));
   }
 
@@ -62,12 +65,20 @@ export class ConnectionAccessService {
       target = await this.owned(request.accountId, request.mode, request.connectionId);
     } else {
       // The channel's connection: the one active, or the one already waiting for reauthorization (at most one is either).
-      const [view] = (await this.store.views.find({ account_id: request.accountId, mode: request.mode, channel: request.channel, status: { $in: ['active', 'reauth_required'] } }, { limit: 1 })).items;
+      const [view] = (
+        await this.store.views.find(
+          { account_id: request.accountId, mode: request.mode, channel: request.channel, status: { $in: ['active', 'reauth_required'] } },
+          { limit: 1 },
+        )
+      ).items;
       target = view ? await this.store.load(view.id) : null;
     }
     if (!target) return success({ connection: null });
     // A refusal of tokens older than those on file (reauthorized since) says nothing of these.
-    if (request.refusedVersion !== undefined && ((await this.vault.read(target.id).catch(unlessUnreadable))?.version ?? request.refusedVersion) !== request.refusedVersion)
+    if (
+      request.refusedVersion !== undefined &&
+      ((await this.vault.read(target.id).catch(unlessUnreadable))?.version ?? request.refusedVersion) !== request.refusedVersion
+    )
       return success({ connection: { id: target.id, status: target.status } });
     const metadata: EventMetadata = { accountId: request.accountId, mode: request.mode, requestId: request.requestId ?? null };
     const after = await this.requireReauth(target, request.reason, metadata);
@@ -115,7 +126,9 @@ export class ConnectionAccessService {
     const now = Date.now();
     // The refused token was replaced meanwhile (a reauthorization, a refresh elsewhere): the new one is the answer.
     if (force && refusedVersion !== undefined && entry.version !== refusedVersion) return success(accessOf(current, entry));
-    const needed = force ? !(entry.refreshedAt && now - Date.parse(entry.refreshedAt) < JUST_REFRESHED_MS) : expiresWithin(entry.expiresAt, now, REFRESH_AHEAD_MS);
+    const needed = force
+      ? !(entry.refreshedAt && now - Date.parse(entry.refreshedAt) < JUST_REFRESHED_MS)
+      : expiresWithin(entry.expiresAt, now, REFRESH_AHEAD_MS);
     if (!needed) return success(accessOf(current, entry));
     if (!entry.refreshToken) {
       // Nothing to refresh with: a token still good for a few minutes is used; a dead one needs the person.
@@ -130,7 +143,8 @@ export class ConnectionAccessService {
     const channel = connection.channel as Channel;
     const network = this.networks[channel];
     if (!network) return failure('provider_unavailable', `${channel} cannot be called from here (no live adapter is configured).`);
-    if (!(await this.vault.lease(connection.id, entry.version, new Date().toISOString(), REFRESH_LEASE_MS))) return this.awaitRefreshElsewhere(connection, entry.version);
+    if (!(await this.vault.lease(connection.id, entry.version, new Date().toISOString(), REFRESH_LEASE_MS)))
+      return this.awaitRefreshElsewhere(connection, entry.version);
 
     let tokens: TokenSet;
     try {
@@ -146,7 +160,9 @@ export class ConnectionAccessService {
         );
         return failure('provider_unavailable', `${channel} could not refresh the token on our side; try again later.`);
       }
-      this.logger.warn(`refreshing ${connection.id} failed: ${error instanceof ProviderError ? `${error.kind} ${error.providerCode ?? ''}`.trim() : redacted(error, [entry.refreshToken, entry.accessToken])}`);
+      this.logger.warn(
+        `refreshing ${connection.id} failed: ${error instanceof ProviderError ? `${error.kind} ${error.providerCode ?? ''}`.trim() : redacted(error, [entry.refreshToken, entry.accessToken])}`,
+      );
       return failure('provider_unavailable', `${channel} did not answer the token refresh; try again shortly.`);
     }
 
@@ -161,7 +177,8 @@ export class ConnectionAccessService {
       return success(accessOf(after, { ...next, version: entry.version + 1 }));
     } catch (error) {
       if (error instanceof ConnectionRevokedError) await this.vault.destroy(connection.id);
-      if (error instanceof ConnectionNotActive || error instanceof ConnectionRevokedError) return unusable(await this.store.load(connection.id), connection.id)!;
+      if (error instanceof ConnectionNotActive || error instanceof ConnectionRevokedError)
+        return unusable(await this.store.load(connection.id), connection.id)!;
       throw error;
     }
   }
@@ -182,7 +199,11 @@ export class ConnectionAccessService {
   /** The connection needs the person again: moved to `reauth_required` (once), and said so to the caller. */
   private async refuse(connection: Connection, reason: string, metadata: EventMetadata): Promise<Outcome<never>> {
     await this.requireReauth(connection, reason, metadata);
-    return failure('connection_reauth_required', `The ${connection.channel} connection ${connection.id} needs to be authorized again (${reason}).`, 'connection_id');
+    return failure(
+      'connection_reauth_required',
+      `The ${connection.channel} connection ${connection.id} needs to be authorized again (${reason}).`,
+      'connection_id',
+    );
   }
 
   private async requireReauth(connection: Connection, reason: string, metadata: EventMetadata): Promise<Connection> {
@@ -206,9 +227,16 @@ const expiresWithin = (expiresAt: string | null, now: number, ms: number) => exp
 
 /** Why a connection cannot give a token, or null when it can (live and active). */
 function unusable(connection: Connection | null, id: string): Outcome<never> | null {
-  if (!connection || connection.status === 'revoked' || connection.status === 'pending') return failure('connection_required', `Connection ${id} is ${connection?.status ?? 'missing'}; connect the channel first.`, 'connection_id');
-  if (connection.status === 'reauth_required') return failure('connection_reauth_required', `The ${connection.channel} connection ${id} needs to be authorized again (${connection.reauthReason}).`, 'connection_id');
-  if (connection.mode !== 'live') return failure('connection_required', `Connection ${id} is a sandbox connection; it holds no provider token.`, 'connection_id');
+  if (!connection || connection.status === 'revoked' || connection.status === 'pending')
+    return failure('connection_required', `Connection ${id} is ${connection?.status ?? 'missing'}; connect the channel first.`, 'connection_id');
+  if (connection.status === 'reauth_required')
+    return failure(
+      'connection_reauth_required',
+      `The ${connection.channel} connection ${id} needs to be authorized again (${connection.reauthReason}).`,
+      'connection_id',
+    );
+  if (connection.mode !== 'live')
+    return failure('connection_required', `Connection ${id} is a sandbox connection; it holds no provider token.`, 'connection_id');
   return null;
 }
 

@@ -18,7 +18,13 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
     return outcome.value;
   };
   const importToken = (overrides: Partial<CreateConnectionRequest> = {}) =>
-    h.commands.create({ caller: live, channel: 'meta_ads', providerAccountId: 'act_42', credentials: { access_token: 'token-42', refresh_token: 'refresh-42', expires_at: '2027-01-01T00:00:00Z' }, ...overrides });
+    h.commands.create({
+      caller: live,
+      channel: 'meta_ads',
+      providerAccountId: 'act_42',
+      credentials: { access_token: 'token-42', refresh_token: 'refresh-42', expires_at: '2027-01-01T00:00:00Z' },
+      ...overrides,
+    });
   const allEvents = async () => {
     const seen: unknown[] = [];
     for (const view of (await h.store.views.find({}, { limit: 1000 })).items) seen.push(...(await h.events.readStream(`connection-${view.id}`)));
@@ -26,7 +32,9 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
   };
 
   beforeEach(() => {
-    network = new InMemoryNetwork('meta_ads').account('act_42', META_EUR, 'token-42').account('act_77', { currency: 'USD', timezone: 'America/New_York' }, 'token-77');
+    network = new InMemoryNetwork('meta_ads')
+      .account('act_42', META_EUR, 'token-42')
+      .account('act_77', { currency: 'USD', timezone: 'America/New_York' }, 'token-77');
     h = connectionsHarness({ meta_ads: network }, { meta_ads: settingsFor('meta_ads', true), google_ads: settingsFor('google_ads', false) });
   });
   afterEach(() => h.close());
@@ -86,7 +94,10 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
 
       it('answers 400 credentials_invalid when its refresh token is refused, and makes nothing', async () => {
         network.refuseRefresh('refresh-42');
-        expect(await importToken({ credentials: expired })).toMatchObject({ ok: false, error: { code: 'credentials_invalid', param: 'credentials.refresh_token' } });
+        expect(await importToken({ credentials: expired })).toMatchObject({
+          ok: false,
+          error: { code: 'credentials_invalid', param: 'credentials.refresh_token' },
+        });
         expect(network.calls.readAccount).toBe(0);
         expect((await h.store.views.find({}, {})).items).toEqual([]);
       });
@@ -103,7 +114,10 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
     });
 
     it('answers provider_account_unreachable for an ad account the token cannot reach', async () =>
-      expect(await importToken({ providerAccountId: 'act_77' })).toMatchObject({ ok: false, error: { code: 'provider_account_unreachable', param: 'provider_account_id' } }));
+      expect(await importToken({ providerAccountId: 'act_77' })).toMatchObject({
+        ok: false,
+        error: { code: 'provider_account_unreachable', param: 'provider_account_id' },
+      }));
 
     it('answers provider_unavailable when the network does not answer', async () => {
       network.down = true;
@@ -115,7 +129,10 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
 
     it('wants exactly one of credentials and redirect_uri, and no sandbox settings', async () => {
       expect(await importToken({ credentials: undefined })).toMatchObject({ ok: false, error: { code: 'parameter_missing', param: 'credentials' } });
-      expect(await importToken({ redirectUri: 'https://partner.example/back' })).toMatchObject({ ok: false, error: { code: 'parameter_invalid', param: 'redirect_uri' } });
+      expect(await importToken({ redirectUri: 'https://partner.example/back' })).toMatchObject({
+        ok: false,
+        error: { code: 'parameter_invalid', param: 'redirect_uri' },
+      });
       expect(await importToken({ sandbox: { currency: 'EUR' } })).toMatchObject({ ok: false, error: { code: 'parameter_invalid', param: 'sandbox' } });
     });
   });
@@ -129,7 +146,15 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
     });
 
     it('takes the simulated account from `sandbox`, and credentials without checking them', async () => {
-      const created = value(await h.commands.create({ caller: test, channel: 'meta_ads', providerAccountId: 'act_1', credentials: { access_token: 'anything' }, sandbox: { currency: 'EUR', timezone: 'Europe/Paris' } }));
+      const created = value(
+        await h.commands.create({
+          caller: test,
+          channel: 'meta_ads',
+          providerAccountId: 'act_1',
+          credentials: { access_token: 'anything' },
+          sandbox: { currency: 'EUR', timezone: 'Europe/Paris' },
+        }),
+      );
       expect(created).toMatchObject({ currency: 'EUR', timezone: 'Europe/Paris' });
       expect(await h.vault.read(created.id)).toBeNull();
     });
@@ -200,7 +225,8 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
 
     it('lists newest first, filters by channel and status, and pages with starting_after', async () => {
       const made: ConnectionResource[] = [];
-      for (const channel of ['meta_ads', 'google_ads', 'tiktok_ads'] as const) made.push(value(await h.commands.create({ caller: test, channel, providerAccountId: `acc_${channel}` })));
+      for (const channel of ['meta_ads', 'google_ads', 'tiktok_ads'] as const)
+        made.push(value(await h.commands.create({ caller: test, channel, providerAccountId: `acc_${channel}` })));
       value(await h.commands.remove({ caller: test, id: made[1].id }));
       const first = value(await h.queries.list({ caller: test, query: { limit: 2 } }));
       expect([first.data.map((c) => c.id), first.hasMore]).toEqual([[made[2].id, made[1].id], true]);
@@ -214,9 +240,13 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
       expect(await h.queries.resolve({ accountId: 'acct_1', mode: 'live', channel: 'meta_ads' })).toEqual({ connection: null });
       const first = value(await importToken());
       await h.access.reauthRequired({ accountId: 'acct_1', mode: 'live', connectionId: first.id, channel: 'meta_ads', reason: 'x' });
-      expect(await h.queries.resolve({ accountId: 'acct_1', mode: 'live', channel: 'meta_ads' })).toEqual({ connection: { id: first.id, status: 'reauth_required' } });
+      expect(await h.queries.resolve({ accountId: 'acct_1', mode: 'live', channel: 'meta_ads' })).toEqual({
+        connection: { id: first.id, status: 'reauth_required' },
+      });
       const replacement = value(await importToken());
-      expect(await h.queries.resolve({ accountId: 'acct_1', mode: 'live', channel: 'meta_ads' })).toEqual({ connection: { id: replacement.id, status: 'active' } });
+      expect(await h.queries.resolve({ accountId: 'acct_1', mode: 'live', channel: 'meta_ads' })).toEqual({
+        connection: { id: replacement.id, status: 'active' },
+      });
       expect(await h.queries.resolve({ accountId: 'acct_1', mode: 'test', channel: 'meta_ads' })).toEqual({ connection: null });
     });
   });
@@ -259,7 +289,9 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
         jest.useRealTimers();
       }
       expect(await h.vault.read(created.id)).toBeNull();
-      expect(String(warn.mock.calls[0]?.[0])).toMatch(new RegExp(`${created.id}: meta_ads did not revoke the grant \\(.*no answer within ${REVOKE_TIMEOUT_MS} ms\\)`));
+      expect(String(warn.mock.calls[0]?.[0])).toMatch(
+        new RegExp(`${created.id}: meta_ads did not revoke the grant \\(.*no answer within ${REVOKE_TIMEOUT_MS} ms\\)`),
+      );
       warn.mockRestore();
     });
 
@@ -295,20 +327,35 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
 
     it('checks the new token like an import', async () => {
       const created = value(await importToken());
-      expect(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'forged' } })).toMatchObject({ ok: false, error: { code: 'credentials_invalid' } });
-      expect(await h.commands.reauthorize({ caller: live, id: created.id })).toMatchObject({ ok: false, error: { code: 'parameter_missing', param: 'credentials' } });
+      expect(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'forged' } })).toMatchObject({
+        ok: false,
+        error: { code: 'credentials_invalid' },
+      });
+      expect(await h.commands.reauthorize({ caller: live, id: created.id })).toMatchObject({
+        ok: false,
+        error: { code: 'parameter_missing', param: 'credentials' },
+      });
     });
 
     it('reauthorizes a sandbox connection without credentials, keeping its simulated account', async () => {
-      const created = value(await h.commands.create({ caller: test, channel: 'meta_ads', providerAccountId: 'act_1', sandbox: { currency: 'GBP', timezone: 'Europe/London' } }));
+      const created = value(
+        await h.commands.create({ caller: test, channel: 'meta_ads', providerAccountId: 'act_1', sandbox: { currency: 'GBP', timezone: 'Europe/London' } }),
+      );
       await h.access.reauthRequired({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'meta_ads', reason: 'sandbox_reauth' });
-      expect(value(await h.commands.reauthorize({ caller: test, id: created.id }))).toMatchObject({ status: 'active', currency: 'GBP', timezone: 'Europe/London' });
+      expect(value(await h.commands.reauthorize({ caller: test, id: created.id }))).toMatchObject({
+        status: 'active',
+        currency: 'GBP',
+        timezone: 'Europe/London',
+      });
     });
 
     it('refuses a revoked connection', async () => {
       const created = value(await importToken());
       value(await h.commands.remove({ caller: live, id: created.id }));
-      expect(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'token-42' } })).toMatchObject({ ok: false, error: { code: 'resource_missing', param: 'id' } });
+      expect(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'token-42' } })).toMatchObject({
+        ok: false,
+        error: { code: 'resource_missing', param: 'id' },
+      });
     });
   });
 });

@@ -55,7 +55,8 @@ export class ConnectionCommands {
     const { caller, channel, providerAccountId, credentials, redirectUri, sandbox } = request;
     const refused = shapeRefusal(caller.mode, credentials, redirectUri);
     if (refused) return refused;
-    if (sandbox && caller.mode === 'live') return failure('parameter_invalid', 'sandbox is only for test keys: a live connection takes its currency and time zone from the ad account.', 'sandbox');
+    if (sandbox && caller.mode === 'live')
+      return failure('parameter_invalid', 'sandbox is only for test keys: a live connection takes its currency and time zone from the ad account.', 'sandbox');
     const claim: SlotClaim = { connectionId: newId('con'), accountId: caller.accountId, mode: caller.mode, channel, providerAccountId };
     const metadata = metadataOf(caller);
     const sandboxAccount = { ...SANDBOX_ACCOUNT, ...sandbox };
@@ -77,7 +78,11 @@ export class ConnectionCommands {
     const activated = await this.slots.activate(claim, metadata, async () => {
       const now = new Date().toISOString();
       if (tokens) await this.vault.store(claim.connectionId, tokens);
-      return this.store.execute(claim.connectionId, { type: 'ImportToken', ...claim, scopes: [], account, expiresAt, sandbox: caller.mode === 'test', now }, metadata);
+      return this.store.execute(
+        claim.connectionId,
+        { type: 'ImportToken', ...claim, scopes: [], account, expiresAt, sandbox: caller.mode === 'test', now },
+        metadata,
+      );
     });
     return activated.ok ? success(toConnectionResource(activated.value)) : activated;
   }
@@ -91,12 +96,22 @@ export class ConnectionCommands {
     if (refused) return refused;
     if (connection.status === 'revoked') return revoked(id);
     const metadata = metadataOf(caller);
-    const claim: SlotClaim = { connectionId: id, accountId: connection.accountId, mode: connection.mode, channel: connection.channel, providerAccountId: connection.providerAccountId };
+    const claim: SlotClaim = {
+      connectionId: id,
+      accountId: connection.accountId,
+      mode: connection.mode,
+      channel: connection.channel,
+      providerAccountId: connection.providerAccountId,
+    };
     const sandboxAccount = { currency: connection.currency ?? SANDBOX_ACCOUNT.currency, timezone: connection.timezone ?? SANDBOX_ACCOUNT.timezone };
 
     try {
       if (redirectUri !== undefined)
-        return await this.rounds.start({ ...claim, channel: connection.channel as Channel, redirectUri, registeredRedirectUris: request.oauthRedirectUris ?? [], sandbox: sandboxAccount }, true, metadata);
+        return await this.rounds.start(
+          { ...claim, channel: connection.channel as Channel, redirectUri, registeredRedirectUris: request.oauthRedirectUris ?? [], sandbox: sandboxAccount },
+          true,
+          metadata,
+        );
       const verified = await this.verify(caller.mode, connection.channel as Channel, connection.providerAccountId, credentials, sandboxAccount);
       if (!verified.ok) return verified;
       const { account, tokens, expiresAt } = verified.value;
@@ -104,7 +119,11 @@ export class ConnectionCommands {
         const now = new Date().toISOString();
         if (tokens) await this.vault.store(id, tokens);
         try {
-          return await this.store.execute(id, { type: 'Reauthorize', scopes: connection.scopes, account, expiresAt, sandbox: caller.mode === 'test', now }, metadata);
+          return await this.store.execute(
+            id,
+            { type: 'Reauthorize', scopes: connection.scopes, account, expiresAt, sandbox: caller.mode === 'test', now },
+            metadata,
+          );
         } catch (error) {
           // Deleted meanwhile: its tokens go with it.
           if (error instanceof ConnectionRevokedError) await this.vault.destroy(id);
@@ -139,12 +158,16 @@ export class ConnectionCommands {
     const tokens = await this.vault.read(id).catch(() => null);
     if (!tokens) return;
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REVOKE_TIMEOUT_MS} ms`)), REVOKE_TIMEOUT_MS)));
+    const timeout = new Promise<never>(
+      (_resolve, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${REVOKE_TIMEOUT_MS} ms`)), REVOKE_TIMEOUT_MS)),
+    );
     try {
       await Promise.race([network.revokeTokens({ accessToken: tokens.accessToken, refreshToken: tokens.refreshToken }), timeout]);
       this.logger.log(`${id}: the grant was revoked at ${channel}`);
     } catch (error) {
-      this.logger.warn(`${id}: ${channel} did not revoke the grant (${redacted(error, [tokens.accessToken, tokens.refreshToken])}); the tokens are destroyed here all the same`);
+      this.logger.warn(
+        `${id}: ${channel} did not revoke the grant (${redacted(error, [tokens.accessToken, tokens.refreshToken])}); the tokens are destroyed here all the same`,
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -158,13 +181,25 @@ export class ConnectionCommands {
   }
 
   /** Live: the ad account read with the token (API.md §4). Test keys: the sandbox account, nothing kept. */
-  private async verify(mode: Mode, channel: Channel, providerAccountId: string, credentials: ConnectionCredentials | undefined, sandbox: ProviderAccount): Promise<Outcome<Verified>> {
+  private async verify(
+    mode: Mode,
+    channel: Channel,
+    providerAccountId: string,
+    credentials: ConnectionCredentials | undefined,
+    sandbox: ProviderAccount,
+  ): Promise<Outcome<Verified>> {
     const expiresAt = credentials?.expires_at ? new Date(credentials.expires_at).toISOString() : null;
     if (mode === 'test') return success({ account: sandbox, tokens: null, expiresAt });
     const network = this.networks[channel];
-    if (!network) return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
+    if (!network)
+      return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
     const warn = (message: string) => this.logger.warn(`the live check failed unexpectedly: ${message}`);
-    const tokens = await freshForCheck(network, { accessToken: credentials!.access_token, refreshToken: credentials!.refresh_token ?? null, expiresAt }, REFRESH_AHEAD_MS, warn);
+    const tokens = await freshForCheck(
+      network,
+      { accessToken: credentials!.access_token, refreshToken: credentials!.refresh_token ?? null, expiresAt },
+      REFRESH_AHEAD_MS,
+      warn,
+    );
     if (!tokens.ok) return tokens;
     const read = await readAccount(network, tokens.value.accessToken, providerAccountId, warn);
     if (!read.ok) return read;
@@ -179,7 +214,9 @@ const revoked = (id: string) => failure('resource_missing', `Connection ${id} wa
 
 /** Exactly one of credentials and redirect_uri with a live key; at most one with a test key (neither: a sandbox connection). */
 function shapeRefusal(mode: Mode, credentials: ConnectionCredentials | undefined, redirectUri: string | undefined): Outcome<never> | null {
-  if (credentials && redirectUri !== undefined) return failure('parameter_invalid', 'Send credentials (to import a token) or redirect_uri (to start OAuth), not both.', 'redirect_uri');
-  if (mode === 'live' && !credentials && redirectUri === undefined) return failure('parameter_missing', 'A live connection needs credentials (a token to import) or redirect_uri (to start OAuth).', 'credentials');
+  if (credentials && redirectUri !== undefined)
+    return failure('parameter_invalid', 'Send credentials (to import a token) or redirect_uri (to start OAuth), not both.', 'redirect_uri');
+  if (mode === 'live' && !credentials && redirectUri === undefined)
+    return failure('parameter_missing', 'A live connection needs credentials (a token to import) or redirect_uri (to start OAuth).', 'credentials');
   return null;
 }

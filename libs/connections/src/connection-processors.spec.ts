@@ -32,14 +32,24 @@ describe('connection-service: the periodic sweep', () => {
   });
 
   it('refreshes the expiring connections and deletes the OAuth state records past their window', async () => {
-    const id = value(await h.commands.create({ caller: callerOf('acct_1', 'live'), channel: 'meta_ads', providerAccountId: 'act_42', credentials: { access_token: 'token-42', refresh_token: 'refresh-42', expires_at: new Date(Date.now() + 60_000).toISOString() } })).id;
+    const id = value(
+      await h.commands.create({
+        caller: callerOf('acct_1', 'live'),
+        channel: 'meta_ads',
+        providerAccountId: 'act_42',
+        credentials: { access_token: 'token-42', refresh_token: 'refresh-42', expires_at: new Date(Date.now() + 60_000).toISOString() },
+      }),
+    ).id;
     await h.store.oauthStates.insert(stateRecord('a'.repeat(64), Date.now() - SPENT_STATE_WINDOW_MS - 1));
     await h.store.oauthStates.insert(stateRecord('b'.repeat(64), Date.now() - SPENT_STATE_WINDOW_MS + 60_000));
 
     await processors.sweepOnce();
 
     expect((await h.vault.read(id))?.accessToken).toBe('refreshed-access-1');
-    expect([await h.store.oauthStates.get('a'.repeat(64)), await h.store.oauthStates.get('b'.repeat(64))]).toEqual([null, expect.objectContaining({ id: 'b'.repeat(64) })]);
+    expect([await h.store.oauthStates.get('a'.repeat(64)), await h.store.oauthStates.get('b'.repeat(64))]).toEqual([
+      null,
+      expect.objectContaining({ id: 'b'.repeat(64) }),
+    ]);
   });
 
   it('still deletes state records when the refresh sweep fails', async () => {

@@ -37,7 +37,13 @@ export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDes
 
   async onApplicationBootstrap(): Promise<void> {
     const follow = (name: string, handle: (event: RecordedEvent) => Promise<void>) =>
-      new CheckpointedProcessor({ name, eventStore: this.eventStore, checkpoints: this.readStore.checkpoints, streamPrefixes: [CONNECTION_STREAM_PREFIX], handle });
+      new CheckpointedProcessor({
+        name,
+        eventStore: this.eventStore,
+        checkpoints: this.readStore.checkpoints,
+        streamPrefixes: [CONNECTION_STREAM_PREFIX],
+        handle,
+      });
     this.processors.push(
       follow('connection-relay', (event) => relayConnectionEvent(this.store, this.bus, event)),
       projectionProcessor(this.store.live, {
@@ -51,7 +57,11 @@ export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDes
     );
     await Promise.all(this.processors.map((p) => p.start()));
     scrapeGauge('connections', 'Connections in the read model, by status.', ['status'], async () =>
-      Promise.all((['pending', 'active', 'reauth_required', 'revoked'] as const).map(async (status) => [{ status }, await this.store.views.count({ status })] as [{ status: string }, number])),
+      Promise.all(
+        (['pending', 'active', 'reauth_required', 'revoked'] as const).map(
+          async (status) => [{ status }, await this.store.views.count({ status })] as [{ status: string }, number],
+        ),
+      ),
     );
     this.sweepTimer = setInterval(() => this.sweep(), this.settings.refreshSweepMs);
     this.sweepTimer.unref();

@@ -20,7 +20,10 @@ describe('the connections projection', () => {
 
   it('given an imported token, then an active connection with its tenancy', () => {
     const [document] = documentsAfter(connectionsProjection, 'connection-con_1', decideAll(connectionDecider, [imported]));
-    expect(document).toMatchObject({ collection: 'connections', doc: { id: 'con_1', account_id: 'acct_1', mode: 'live', channel: 'meta_ads', status: 'active', currency: 'EUR' } });
+    expect(document).toMatchObject({
+      collection: 'connections',
+      doc: { id: 'con_1', account_id: 'acct_1', mode: 'live', channel: 'meta_ads', status: 'active', currency: 'EUR' },
+    });
   });
 
   it('given the connection revoked, then its document says so (and the processor, which reacts, keeps its checkpoint through a rebuild)', () => {

@@ -20,7 +20,8 @@ class ConsentByCallNetwork extends InMemoryNetwork {
     return `https://consent.x.example/oauth/authorize?oauth_token=req-${this.started.length}`;
   }
   callbackCode(query: Record<string, string | undefined>, binding?: string | null): string | null {
-    if (binding && query.oauth_token !== binding && !query.denied) throw new ProviderError('auth', 'the request token of another round', 'request_token_mismatch');
+    if (binding && query.oauth_token !== binding && !query.denied)
+      throw new ProviderError('auth', 'the request token of another round', 'request_token_mismatch');
     return query.denied || !query.oauth_verifier ? null : `${query.oauth_token}:${query.oauth_verifier}`;
   }
   consentBinding(authorizationUrl: string): string | null {
@@ -43,7 +44,9 @@ describe('connections: OAuth rounds', () => {
   };
   /** What the account registered (the gateway sends it along with every round). */
   const REGISTERED = ['https://partner.example/connected', 'http://localhost:8080/back'];
-  const start = async (overrides: { redirectUri?: string; channel?: 'meta_ads' | 'google_ads' | 'tiktok_ads'; providerAccountId?: string; registered?: string[] } = {}) =>
+  const start = async (
+    overrides: { redirectUri?: string; channel?: 'meta_ads' | 'google_ads' | 'tiktok_ads'; providerAccountId?: string; registered?: string[] } = {},
+  ) =>
     h.commands.create({
       caller: live,
       channel: overrides.channel ?? 'meta_ads',
@@ -61,7 +64,10 @@ describe('connections: OAuth rounds', () => {
   beforeEach(() => {
     network = new InMemoryNetwork('meta_ads').account('act_42', META_EUR, 'ignored');
     network.code('code-1', { accessToken: 'oauth-access', refreshToken: 'oauth-refresh', expiresAt: '2027-01-01T00:00:00.000Z' }, ['act_42']);
-    h = connectionsHarness({ meta_ads: network, google_ads: new InMemoryNetwork('google_ads') }, { meta_ads: settingsFor('meta_ads', true), google_ads: settingsFor('google_ads', false) });
+    h = connectionsHarness(
+      { meta_ads: network, google_ads: new InMemoryNetwork('google_ads') },
+      { meta_ads: settingsFor('meta_ads', true), google_ads: settingsFor('google_ads', false) },
+    );
   });
   afterEach(async () => {
     jest.useRealTimers();
@@ -71,7 +77,13 @@ describe('connections: OAuth rounds', () => {
   describe('starting a round', () => {
     it("answers the connection pending, with the network's consent page: our callback, its scopes and a state", async () => {
       const connection = value(await start());
-      expect(connection).toMatchObject({ status: 'pending', provider_account_id: 'act_42', scopes: ['ads_management', 'ads_read'], currency: null, timezone: null });
+      expect(connection).toMatchObject({
+        status: 'pending',
+        provider_account_id: 'act_42',
+        scopes: ['ads_management', 'ads_read'],
+        currency: null,
+        timezone: null,
+      });
       const url = new URL((connection as { authorization_url: string }).authorization_url);
       expect(url.origin + url.pathname).toBe('https://consent.network.example/dialog');
       expect(url.searchParams.get('redirect_uri')).toBe(CALLBACK);
@@ -83,27 +95,37 @@ describe('connections: OAuth rounds', () => {
       const { id, state } = await started();
       const hash = createHash('sha256').update(state).digest('hex');
       expect(await h.store.oauthStates.get(hash)).toMatchObject({ connection_id: id, redirect_uri: BACK });
-      const stored = JSON.stringify({ events: await h.events.readStream(`connection-${id}`), views: await h.store.views.find({}, {}), states: await h.store.oauthStates.find({}, {}) });
+      const stored = JSON.stringify({
+        events: await h.events.readStream(`connection-${id}`),
+        views: await h.store.views.find({}, {}),
+        states: await h.store.oauthStates.find({}, {}),
+      });
       expect(stored).not.toContain(state);
       expect(stored).toContain(hash);
     });
 
     it('answers 422 channel_not_configured on a channel without its client id and secret', async () =>
-      expect(await start({ channel: 'google_ads', providerAccountId: '1234567890' })).toMatchObject({ ok: false, error: { code: 'channel_not_configured', param: 'channel' } }));
+      expect(await start({ channel: 'google_ads', providerAccountId: '1234567890' })).toMatchObject({
+        ok: false,
+        error: { code: 'channel_not_configured', param: 'channel' },
+      }));
 
     it.each([
       ['http://partner.example/back', 'url_not_https'],
       ['not a url', 'url_invalid'],
-    ])('refuses the redirect_uri %s with %s', async (redirectUri, code) => expect(await start({ redirectUri })).toMatchObject({ ok: false, error: { code, param: 'redirect_uri' } }));
+    ])('refuses the redirect_uri %s with %s', async (redirectUri, code) =>
+      expect(await start({ redirectUri })).toMatchObject({ ok: false, error: { code, param: 'redirect_uri' } }),
+    );
 
-    it("answers 400 redirect_uri_not_registered for a redirect_uri the account did not register, and writes nothing", async () => {
+    it('answers 400 redirect_uri_not_registered for a redirect_uri the account did not register, and writes nothing', async () => {
       for (const registered of [[], ['https://partner.example/elsewhere'], ['https://other.example/connected']])
         expect(await start({ registered })).toMatchObject({ ok: false, error: { code: 'redirect_uri_not_registered', param: 'redirect_uri' } });
       expect((await h.store.views.find({}, {})).items).toEqual([]);
       expect(network.calls.authorizationUrl).toBe(0);
     });
 
-    it('takes http on localhost, for partners developing', async () => expect(value(await start({ redirectUri: 'http://localhost:8080/back' }))).toMatchObject({ status: 'pending' }));
+    it('takes http on localhost, for partners developing', async () =>
+      expect(value(await start({ redirectUri: 'http://localhost:8080/back' }))).toMatchObject({ status: 'pending' }));
 
     it('answers connection_exists at once when the channel is taken by another provider account', async () => {
       network.account('act_77', META_EUR, 'token-77');
@@ -118,13 +140,20 @@ describe('connections: OAuth rounds', () => {
       const back = location(await callback({ state, code: 'code-1' }));
       expect(back.origin + back.pathname).toBe('https://partner.example/connected');
       expect(Object.fromEntries(back.searchParams)).toEqual({ tenant: '7', connection_id: id, status: 'active' });
-      expect(value(await h.queries.get({ caller: live, id }))).toMatchObject({ status: 'active', currency: 'EUR', timezone: 'Europe/Berlin', expires_at: '2027-01-01T00:00:00.000Z' });
+      expect(value(await h.queries.get({ caller: live, id }))).toMatchObject({
+        status: 'active',
+        currency: 'EUR',
+        timezone: 'Europe/Berlin',
+        expires_at: '2027-01-01T00:00:00.000Z',
+      });
       expect(await h.vault.read(id)).toMatchObject({ accessToken: 'oauth-access', refreshToken: 'oauth-refresh' });
       expect((await h.events.readStream(`connection-${id}`)).map((e) => e.type)).toEqual(['ConnectionRequested', 'ConnectionActivated']);
     });
 
     it('refreshes a token the network hands out within minutes of its end before the live check, and keeps the refreshed one', async () => {
-      network.code('code-short', { accessToken: 'short-lived', refreshToken: 'oauth-refresh', expiresAt: new Date(Date.now() + 60_000).toISOString() }, ['act_42']);
+      network.code('code-short', { accessToken: 'short-lived', refreshToken: 'oauth-refresh', expiresAt: new Date(Date.now() + 60_000).toISOString() }, [
+        'act_42',
+      ]);
       const { id, state } = await started();
       expect(location(await callback({ state, code: 'code-short' })).searchParams.get('status')).toBe('active');
       expect(network.calls).toMatchObject({ refresh: 1, readAccount: 1 });
@@ -132,7 +161,9 @@ describe('connections: OAuth rounds', () => {
     });
 
     it('sends the browser back with error=credentials_invalid when that refresh is refused, and nothing is active', async () => {
-      network.code('code-short', { accessToken: 'short-lived', refreshToken: 'dead-refresh', expiresAt: new Date(Date.now() - 60_000).toISOString() }, ['act_42']);
+      network.code('code-short', { accessToken: 'short-lived', refreshToken: 'dead-refresh', expiresAt: new Date(Date.now() - 60_000).toISOString() }, [
+        'act_42',
+      ]);
       network.refuseRefresh('dead-refresh');
       const { id, state } = await started();
       expect(location(await callback({ state, code: 'code-short' })).searchParams.get('error')).toBe('credentials_invalid');
@@ -180,7 +211,8 @@ describe('connections: OAuth rounds', () => {
 
     it('answers 400 state_invalid for a state it never issued, or none, in the envelope', async () => {
       await started();
-      for (const state of ['made-up', undefined]) expect(await callback({ state, code: 'code-1' })).toMatchObject({ ok: false, error: { code: 'state_invalid', param: 'state' } });
+      for (const state of ['made-up', undefined])
+        expect(await callback({ state, code: 'code-1' })).toMatchObject({ ok: false, error: { code: 'state_invalid', param: 'state' } });
       expect(network.calls.exchangeCode).toBe(0);
     });
 
@@ -195,7 +227,8 @@ describe('connections: OAuth rounds', () => {
       const { state } = await started();
       value(await callback({ state, code: 'code-1' }));
       const { expires_at } = (await h.store.oauthStates.get(createHash('sha256').update(state).digest('hex')))!;
-      const at = (ms: number) => jest.useFakeTimers({ now: Date.parse(expires_at) + ms, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout'] });
+      const at = (ms: number) =>
+        jest.useFakeTimers({ now: Date.parse(expires_at) + ms, doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask', 'setTimeout', 'clearTimeout'] });
       at(SPENT_STATE_WINDOW_MS - 1);
       expect(location(await callback({ state, code: 'code-1' })).searchParams.get('error')).toBe('state_invalid');
       at(SPENT_STATE_WINDOW_MS);
@@ -267,7 +300,10 @@ describe('connections: OAuth rounds', () => {
       const { id, state } = await started();
       expect(value(await h.queries.get({ caller: live, id: old.id })).status).toBe('active');
       value(await callback({ state, code: 'code-1' }));
-      expect([value(await h.queries.get({ caller: live, id: old.id })).status, value(await h.queries.get({ caller: live, id })).status]).toEqual(['revoked', 'active']);
+      expect([value(await h.queries.get({ caller: live, id: old.id })).status, value(await h.queries.get({ caller: live, id })).status]).toEqual([
+        'revoked',
+        'active',
+      ]);
     });
   });
 
@@ -276,7 +312,14 @@ describe('connections: OAuth rounds', () => {
 
     it('deletes the records past the 24 hours after their expiry, used or not, a bounded number per sweep, through the expires_at index', async () => {
       // Over a store that refuses what no declared index serves, as MongoDB with notablescan would.
-      const rounds = new OAuthRounds(new ConnectionStore(h.events, indexedOnly(h.reads)), h.vault, h.slots, { meta_ads: network }, { meta_ads: settingsFor('meta_ads', true) }, h.settings);
+      const rounds = new OAuthRounds(
+        new ConnectionStore(h.events, indexedOnly(h.reads)),
+        h.vault,
+        h.slots,
+        { meta_ads: network },
+        { meta_ads: settingsFor('meta_ads', true) },
+        h.settings,
+      );
       const used = await started();
       const others = [await started('act_43'), await started('act_44')];
       value(await callback({ state: used.state, code: 'code-1' }));
@@ -295,7 +338,10 @@ describe('connections: OAuth rounds', () => {
       const recent = await started('act_43');
       jest.useRealTimers();
       expect(await h.rounds.sweepStates(new Date(oldExpiry + SPENT_STATE_WINDOW_MS + 1))).toBe(1);
-      expect([await h.store.oauthStates.get(hashOf(old.state)), await h.store.oauthStates.get(hashOf(recent.state))]).toEqual([null, expect.objectContaining({ connection_id: recent.id })]);
+      expect([await h.store.oauthStates.get(hashOf(old.state)), await h.store.oauthStates.get(hashOf(recent.state))]).toEqual([
+        null,
+        expect.objectContaining({ connection_id: recent.id }),
+      ]);
     });
   });
 
@@ -304,7 +350,9 @@ describe('connections: OAuth rounds', () => {
       const { id, state } = await started();
       value(await callback({ state, code: 'code-1' }));
       await h.access.reauthRequired({ accountId: 'acct_1', mode: 'live', connectionId: id, channel: 'meta_ads', reason: 'refresh_refused' });
-      const round = value(await h.commands.reauthorize({ caller: live, id, redirectUri: 'https://partner.example/again', oauthRedirectUris: ['https://partner.example/again'] })) as { status: string; authorization_url: string };
+      const round = value(
+        await h.commands.reauthorize({ caller: live, id, redirectUri: 'https://partner.example/again', oauthRedirectUris: ['https://partner.example/again'] }),
+      ) as { status: string; authorization_url: string };
       expect(round.status).toBe('reauth_required');
       network.code('code-3', { accessToken: 'second-access', refreshToken: 'second-refresh', expiresAt: null }, ['act_42']);
       const back = location(await callback({ state: new URL(round.authorization_url).searchParams.get('state')!, code: 'code-3' }));
@@ -326,7 +374,9 @@ describe('connections: OAuth rounds', () => {
     });
 
     it('asks the network for the consent page, and reads its own callback parameters into the code', async () => {
-      const round = value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })) as { id: string; authorization_url: string };
+      const round = value(
+        await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED }),
+      ) as { id: string; authorization_url: string };
       expect(round.authorization_url).toBe('https://consent.x.example/oauth/authorize?oauth_token=req-1');
       expect(x.started[0].redirectUri).toBe(CALLBACK);
       const state = x.started[0].state;
@@ -337,7 +387,9 @@ describe('connections: OAuth rounds', () => {
 
     it("refuses another round's consent on this round's state (the request token is bound to its round): error=state_invalid, nothing exchanged", async () => {
       x.code('req-2:verifier-2', { accessToken: 'x-other:x-secret', refreshToken: null, expiresAt: null }, ['18ce54']);
-      const mine = value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })) as { id: string };
+      const mine = value(
+        await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED }),
+      ) as { id: string };
       const state = x.started[0].state;
       // req-2 is a round started elsewhere (another account's consent link, say).
       const back = location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, oauth_token: 'req-2', oauth_verifier: 'verifier-2' } }));
@@ -349,34 +401,56 @@ describe('connections: OAuth rounds', () => {
     it('sends the browser back with access_denied when the network says the person refused', async () => {
       value(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED }));
       const state = x.started[0].state;
-      expect(location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, denied: 'req-1' } })).searchParams.get('error')).toBe('access_denied');
+      expect(location(await h.rounds.complete({ requestId: 'req_cb', state, query: { state, denied: 'req-1' } })).searchParams.get('error')).toBe(
+        'access_denied',
+      );
       expect(x.calls.exchangeCode).toBe(0);
     });
 
     it("answers channel_not_configured when the network refuses the service's client, provider_unavailable when it does not answer", async () => {
       x.refuseClient = true;
-      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })).toMatchObject({ ok: false, error: { code: 'channel_not_configured' } });
+      expect(
+        await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED }),
+      ).toMatchObject({ ok: false, error: { code: 'channel_not_configured' } });
       x.refuseClient = false;
       jest.spyOn(x, 'startConsent').mockRejectedValueOnce(new ProviderError('transient', 'over capacity', '130', 503));
-      expect(await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED })).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
+      expect(
+        await h.commands.create({ caller: live, channel: 'x_ads', providerAccountId: '18ce54', redirectUri: BACK, oauthRedirectUris: REGISTERED }),
+      ).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
       expect(await h.store.views.count({})).toBe(0);
     });
   });
 
   describe('with a test key', () => {
     it('simulates the consent: the authorization_url is the callback itself, which activates a sandbox connection', async () => {
-      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK, oauthRedirectUris: REGISTERED, sandbox: { currency: 'EUR' } })) as { id: string; status: string; authorization_url: string };
+      const round = value(
+        await h.commands.create({
+          caller: test,
+          channel: 'tiktok_ads',
+          providerAccountId: 'adv_1',
+          redirectUri: BACK,
+          oauthRedirectUris: REGISTERED,
+          sandbox: { currency: 'EUR' },
+        }),
+      ) as { id: string; status: string; authorization_url: string };
       expect(round.status).toBe('pending');
       const consent = new URL(round.authorization_url);
       expect(consent.origin + consent.pathname).toBe(CALLBACK);
       const back = location(await callback({ state: consent.searchParams.get('state')!, code: consent.searchParams.get('code')! }));
       expect(back.searchParams.get('status')).toBe('active');
-      expect(value(await h.queries.get({ caller: test, id: round.id }))).toMatchObject({ status: 'active', environment: 'sandbox', currency: 'EUR', timezone: 'UTC' });
+      expect(value(await h.queries.get({ caller: test, id: round.id }))).toMatchObject({
+        status: 'active',
+        environment: 'sandbox',
+        currency: 'EUR',
+        timezone: 'UTC',
+      });
       expect(network.calls.exchangeCode).toBe(0);
     });
 
     it('answers two replicas taking the same state at once with one activation and one error=state_invalid, never a failure', async () => {
-      const round = value(await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK, oauthRedirectUris: REGISTERED })) as { id: string; authorization_url: string };
+      const round = value(
+        await h.commands.create({ caller: test, channel: 'tiktok_ads', providerAccountId: 'adv_1', redirectUri: BACK, oauthRedirectUris: REGISTERED }),
+      ) as { id: string; authorization_url: string };
       const consent = new URL(round.authorization_url);
       const query = { requestId: 'req_cb', state: consent.searchParams.get('state')!, code: consent.searchParams.get('code')! };
       const answers = await Promise.all([h.rounds.complete(query), h.replica().rounds.complete(query)]);

@@ -80,10 +80,15 @@ export class OAuthRounds {
     if (mode === 'test') return success({ redirectUri: checked.value, network: null });
     const settings = this.networkSettings[channel];
     if (!settings || !oauthConfigured(settings)) {
-      return failure('channel_not_configured', `OAuth on ${channel} needs CHANNEL_${channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET, which this service does not have; import a token instead.`, 'channel');
+      return failure(
+        'channel_not_configured',
+        `OAuth on ${channel} needs CHANNEL_${channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET, which this service does not have; import a token instead.`,
+        'channel',
+      );
     }
     const network = this.networks[channel];
-    if (!network) return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
+    if (!network)
+      return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
     return success({ redirectUri: checked.value, network });
   }
 
@@ -120,7 +125,21 @@ export class OAuthRounds {
     const { connectionId, accountId, mode, channel, providerAccountId } = request;
     const connection = existing
       ? await this.store.execute(connectionId, { type: 'StartReauthorization', oauth, now: now.toISOString() }, metadata)
-      : await this.store.execute(connectionId, { type: 'StartOAuth', connectionId, accountId, mode, channel, providerAccountId, scopes: [...(network?.scopes ?? [])], oauth, now: now.toISOString() }, metadata);
+      : await this.store.execute(
+          connectionId,
+          {
+            type: 'StartOAuth',
+            connectionId,
+            accountId,
+            mode,
+            channel,
+            providerAccountId,
+            scopes: [...(network?.scopes ?? [])],
+            oauth,
+            now: now.toISOString(),
+          },
+          metadata,
+        );
     return success({ ...toConnectionResource(connection), authorization_url: authorizationUrl });
   }
 
@@ -152,7 +171,11 @@ export class OAuthRounds {
       // Most networks come back with `code` (or `error`); some with their own parameters, which their adapter reads.
       let code: string | null;
       try {
-        code = network?.callbackCode ? network.callbackCode({ ...request.query, state: request.state }, record.consent_binding) : request.error ? null : (request.code ?? null);
+        code = network?.callbackCode
+          ? network.callbackCode({ ...request.query, state: request.state }, record.consent_binding)
+          : request.error
+            ? null
+            : (request.code ?? null);
       } catch (error) {
         // The browser brought another round's consent back on this round's state.
         if (error instanceof ProviderError) return backWith('state_invalid');
@@ -183,7 +206,11 @@ export class OAuthRounds {
           const now = new Date().toISOString();
           if (tokens) await this.vault.store(connectionId, tokens);
           try {
-            return await this.store.execute(connectionId, { type: 'CompleteOAuth', stateHash, scopes: current.scopes, account, expiresAt: tokens?.expiresAt ?? null, now }, metadata);
+            return await this.store.execute(
+              connectionId,
+              { type: 'CompleteOAuth', stateHash, scopes: current.scopes, account, expiresAt: tokens?.expiresAt ?? null, now },
+              metadata,
+            );
           } catch (error) {
             if (tokens && roundLost(error)) await this.discardTokens(connectionId);
             throw error;
@@ -227,20 +254,32 @@ export class OAuthRounds {
   }
 
   /** The consent page: built from the settings, or (X's OAuth 1.0a) made by a call to the network. */
-  private async consentUrl(network: AdNetwork, request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string }): Promise<Outcome<string>> {
+  private async consentUrl(
+    network: AdNetwork,
+    request: { state: string; redirectUri: string; providerAccountId: string; codeChallenge?: string },
+  ): Promise<Outcome<string>> {
     if (!network.startConsent) return success(network.authorizationUrl(request));
     try {
       return success(await network.startConsent(request));
     } catch (error) {
       if (error instanceof ProviderError && (error.kind === 'auth' || error.kind === 'validation')) {
-        return failure('channel_not_configured', `${network.channel} refused this service's OAuth client (CHANNEL_${network.channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET).`, 'channel');
+        return failure(
+          'channel_not_configured',
+          `${network.channel} refused this service's OAuth client (CHANNEL_${network.channel.toUpperCase()}_CLIENT_ID and _CLIENT_SECRET).`,
+          'channel',
+        );
       }
-      if (!(error instanceof ProviderError)) this.logger.warn(`starting the ${network.channel} consent failed unexpectedly: ${redacted(error, [request.state])}`);
+      if (!(error instanceof ProviderError))
+        this.logger.warn(`starting the ${network.channel} consent failed unexpectedly: ${redacted(error, [request.state])}`);
       return failure('provider_unavailable', `${network.channel} did not answer; try again shortly.`);
     }
   }
 
-  private async exchange(network: AdNetwork, code: string, codeVerifier: string | undefined): Promise<{ ok: true; value: TokenSet } | { ok: false; error: BackError }> {
+  private async exchange(
+    network: AdNetwork,
+    code: string,
+    codeVerifier: string | undefined,
+  ): Promise<{ ok: true; value: TokenSet } | { ok: false; error: BackError }> {
     try {
       return { ok: true, value: await network.exchangeCode({ code, redirectUri: oauthCallbackUrl(this.settings), ...(codeVerifier ? { codeVerifier } : {}) }) };
     } catch (error) {

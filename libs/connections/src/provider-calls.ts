@@ -15,7 +15,12 @@ export function redacted(error: unknown, secrets: Array<string | null | undefine
  * `provider_account_unreachable`, a network that does not answer `provider_unavailable`. The
  * network's own words are not passed on (they are the network's, and could quote what was sent).
  */
-export async function readAccount(network: AdNetwork, accessToken: string, providerAccountId: string, onUnexpected: (message: string) => void): Promise<Outcome<ProviderAccount>> {
+export async function readAccount(
+  network: AdNetwork,
+  accessToken: string,
+  providerAccountId: string,
+  onUnexpected: (message: string) => void,
+): Promise<Outcome<ProviderAccount>> {
   try {
     return success(await network.readAccount({ accessToken, providerAccountId }));
   } catch (error) {
@@ -32,7 +37,12 @@ export async function readAccount(network: AdNetwork, accessToken: string, provi
  * answering `provider_unavailable`. This service's OAuth client refused (not configured for the
  * channel, or wrong) leaves the tokens as they came: the live check then decides.
  */
-export async function freshForCheck(network: AdNetwork, tokens: TokenSet, refreshAheadMs: number, onUnexpected: (message: string) => void): Promise<Outcome<TokenSet>> {
+export async function freshForCheck(
+  network: AdNetwork,
+  tokens: TokenSet,
+  refreshAheadMs: number,
+  onUnexpected: (message: string) => void,
+): Promise<Outcome<TokenSet>> {
   if (!tokens.refreshToken || tokens.expiresAt === null || Date.parse(tokens.expiresAt) - Date.now() > refreshAheadMs) return success(tokens);
   try {
     const refreshed = await network.refresh(tokens.refreshToken);
@@ -43,7 +53,11 @@ export async function freshForCheck(network: AdNetwork, tokens: TokenSet, refres
     switch (kind) {
       case 'auth':
       case 'account_unreachable':
-        return failure('credentials_invalid', `${network.channel} refused the refresh token, and the access token is past (or within minutes of) its expiry.`, 'credentials.refresh_token');
+        return failure(
+          'credentials_invalid',
+          `${network.channel} refused the refresh token, and the access token is past (or within minutes of) its expiry.`,
+          'credentials.refresh_token',
+        );
       case 'validation':
         onUnexpected(`${network.channel} refused this service's OAuth client refreshing an imported token; checking the token as it came`);
         return success(tokens);

@@ -4,7 +4,12 @@ import { SecretBox } from '@campaign-ops/secret-box';
 import { ConnectionSettings } from './connection-settings';
 import { TokenVault, UnreadableTokensError } from './token-vault';
 
-const settings = (encryptionKey: string, previousEncryptionKey: string | null = null): ConnectionSettings => ({ encryptionKey, previousEncryptionKey, publicBaseUrl: 'http://localhost:3000', refreshSweepMs: 60_000 });
+const settings = (encryptionKey: string, previousEncryptionKey: string | null = null): ConnectionSettings => ({
+  encryptionKey,
+  previousEncryptionKey,
+  publicBaseUrl: 'http://localhost:3000',
+  refreshSweepMs: 60_000,
+});
 const keyId = (hex: string) => createHash('sha256').update(Buffer.from(hex, 'hex')).digest('hex').slice(0, 8);
 const tokens = { accessToken: 'EAAB-access-secret', refreshToken: 'refresh-secret', expiresAt: '2026-12-01T00:00:00.000Z' };
 
@@ -40,7 +45,9 @@ describe('the token vault', () => {
 
   it('refuses a value sealed with a key it does not have, naming the setting that would open it', async () => {
     await new TokenVault(reads, settings(oldKey)).store('con_1', tokens);
-    await expect(new TokenVault(reads, settings(newKey)).read('con_1')).rejects.toThrow(new RegExp(`sealed with key ${keyId(oldKey)}.*CONNECTION_ENCRYPTION_KEY_PREVIOUS`));
+    await expect(new TokenVault(reads, settings(newKey)).read('con_1')).rejects.toThrow(
+      new RegExp(`sealed with key ${keyId(oldKey)}.*CONNECTION_ENCRYPTION_KEY_PREVIOUS`),
+    );
   });
 
   it('refuses it with an UnreadableTokensError naming the connection and the key', async () => {
@@ -73,7 +80,7 @@ describe('the token vault', () => {
       );
     });
 
-    it('seals every record of the previous key with the current one, tokens and versions unchanged, and leaves the unknown key\'s alone', async () => {
+    it("seals every record of the previous key with the current one, tokens and versions unchanged, and leaves the unknown key's alone", async () => {
       const vault = await seeded();
       const pages: unknown[] = [];
       expect(await vault.reseal((page) => pages.push(page))).toEqual({ resealed: 3, changedMeanwhile: 0, unreadable: 1 });
@@ -125,7 +132,8 @@ describe('the token vault', () => {
       const original = records.update.bind(records);
       // A refresh lands between the reseal's read and its write of con_2.
       jest.spyOn(records, 'update').mockImplementation(async (id, patch, where) => {
-        if (id === 'con_2' && where?.key_id) await new TokenVault(reads, settings(newKey, oldKey)).refreshed('con_2', 1, { ...tokens, accessToken: 'refreshed' }, '2026-11-28T10:00:00.000Z');
+        if (id === 'con_2' && where?.key_id)
+          await new TokenVault(reads, settings(newKey, oldKey)).refreshed('con_2', 1, { ...tokens, accessToken: 'refreshed' }, '2026-11-28T10:00:00.000Z');
         return original(id, patch, where);
       });
       const resealing = new TokenVault({ collection: () => records } as never, settings(newKey, oldKey));

@@ -122,7 +122,12 @@ export class TokenVault {
             continue;
           }
           const opened = this.opened(record);
-          const { sealed, key_id } = this.recordOf(record.id, { accessToken: opened.a, refreshToken: opened.r, expiresAt: record.expires_at }, record.version, record.refreshed_at);
+          const { sealed, key_id } = this.recordOf(
+            record.id,
+            { accessToken: opened.a, refreshToken: opened.r, expiresAt: record.expires_at },
+            record.version,
+            record.refreshed_at,
+          );
           if (await this.records.update(record.id, { sealed, key_id }, { version: record.version, key_id: record.key_id })) report.resealed++;
           else report.changedMeanwhile++;
         }

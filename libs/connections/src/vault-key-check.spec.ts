@@ -5,7 +5,12 @@ import { ConnectionSettings } from './connection-settings';
 import { TokenVault } from './token-vault';
 import { VaultKeyCheck } from './vault-key-check';
 
-const settings = (encryptionKey: string, previousEncryptionKey: string | null = null): ConnectionSettings => ({ encryptionKey, previousEncryptionKey, publicBaseUrl: 'http://localhost:3000', refreshSweepMs: 60_000 });
+const settings = (encryptionKey: string, previousEncryptionKey: string | null = null): ConnectionSettings => ({
+  encryptionKey,
+  previousEncryptionKey,
+  publicBaseUrl: 'http://localhost:3000',
+  refreshSweepMs: 60_000,
+});
 const tokens = { accessToken: 'access-secret', refreshToken: 'refresh-secret', expiresAt: null };
 
 describe('the start-up check of the vault’s keys', () => {
@@ -31,7 +36,9 @@ describe('the start-up check of the vault’s keys', () => {
     await new TokenVault(reads, settings(current)).store('con_4', tokens);
     await new VaultKeyCheck(new TokenVault(reads, settings(current, previous))).check();
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(warn.mock.calls[0][0]).toMatch(/^2 vault record\(s\) are sealed with a key that is neither CONNECTION_ENCRYPTION_KEY nor CONNECTION_ENCRYPTION_KEY_PREVIOUS \([0-9a-f]{8}: 2\)/);
+    expect(warn.mock.calls[0][0]).toMatch(
+      /^2 vault record\(s\) are sealed with a key that is neither CONNECTION_ENCRYPTION_KEY nor CONNECTION_ENCRYPTION_KEY_PREVIOUS \([0-9a-f]{8}: 2\)/,
+    );
     expect(log.mock.calls[0][0]).toMatch(/rotation is under way: [0-9a-f]{8}: 1 record/);
     expect(JSON.stringify([warn.mock.calls, log.mock.calls])).not.toMatch(new RegExp(`secret|${current}|${previous}|${lost}`));
   });

@@ -31,6 +31,7 @@ export class VaultKeyCheck implements OnApplicationBootstrap {
       );
     }
     const previous = of('previous');
-    if (previous.length > 0) this.logger.log(`a rotation is under way: ${listed(previous)} record(s) under the previous key; \`ops vault reseal\` seals them with the current one`);
+    if (previous.length > 0)
+      this.logger.log(`a rotation is under way: ${listed(previous)} record(s) under the previous key; \`ops vault reseal\` seals them with the current one`);
   }
 }

@@ -40,8 +40,16 @@ describe('event versions', () => {
 
   it('runs the upcasters from the stored version on, in order', () => {
     const at = '2026-11-20T10:00:00.000Z';
-    expect(NOTE_EVENTS.upcast('NoteWritten', { text: 'a', writtenAt: at }, 1)).toEqual({ type: 'NoteWritten', version: 3, data: { body: 'a', author: null, writtenAt: at } });
-    expect(NOTE_EVENTS.upcast('NoteWritten', { body: 'b', writtenAt: at }, 2)).toEqual({ type: 'NoteWritten', version: 3, data: { body: 'b', author: null, writtenAt: at } });
+    expect(NOTE_EVENTS.upcast('NoteWritten', { text: 'a', writtenAt: at }, 1)).toEqual({
+      type: 'NoteWritten',
+      version: 3,
+      data: { body: 'a', author: null, writtenAt: at },
+    });
+    expect(NOTE_EVENTS.upcast('NoteWritten', { body: 'b', writtenAt: at }, 2)).toEqual({
+      type: 'NoteWritten',
+      version: 3,
+      data: { body: 'b', author: null, writtenAt: at },
+    });
     expect(NOTE_EVENTS.upcast('NoteWritten', { body: 'c', author: 'ana', writtenAt: at }, 3).data).toEqual({ body: 'c', author: 'ana', writtenAt: at });
   });
 

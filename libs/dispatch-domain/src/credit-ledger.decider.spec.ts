@@ -1,5 +1,13 @@
 import { specFor } from '@campaign-ops/testing/decider';
-import { CREDIT_LEDGER_STREAM_PREFIX, CreditLedgerEvent, creditLedgerDecider, creditLedgerStreamId, DispatchToCreate, InsufficientCredits, upcastCreditLedgerEvent } from './credit-ledger.decider';
+import {
+  CREDIT_LEDGER_STREAM_PREFIX,
+  CreditLedgerEvent,
+  creditLedgerDecider,
+  creditLedgerStreamId,
+  DispatchToCreate,
+  InsufficientCredits,
+  upcastCreditLedgerEvent,
+} from './credit-ledger.decider';
 
 const given = specFor(creditLedgerDecider('acct_1', 'test'));
 const T = '2026-11-22T10:00:00.000Z';
@@ -15,7 +23,10 @@ const dispatch: DispatchToCreate = {
 const charged: CreditLedgerEvent = { type: 'DispatchCharged', version: 1, data: { amount: 1, chargedAt: T, dispatch } };
 
 describe('credit ledger', () => {
-  it('grants credits', () => given().when({ type: 'GrantCredits', grantId: 'g1', amount: 5, now: T }).then([granted('g1', 5)]));
+  it('grants credits', () =>
+    given()
+      .when({ type: 'GrantCredits', grantId: 'g1', amount: 5, now: T })
+      .then([granted('g1', 5)]));
   it('applies a grant once, however often it is delivered', () =>
     given(granted('g1', 5)).when({ type: 'GrantCredits', grantId: 'g1', amount: 5, now: T }).then([]));
   it('charges one credit for a dispatch, carrying the dispatch', () =>
@@ -23,7 +34,8 @@ describe('credit ledger', () => {
   it('refuses to charge below one credit', () =>
     given(granted('g1', 1), charged).when({ type: 'ChargeForDispatch', dispatch, now: T }).thenThrows(InsufficientCredits));
   it('refuses to charge an empty ledger', () => given().when({ type: 'ChargeForDispatch', dispatch, now: T }).thenThrows(InsufficientCredits));
-  it('keeps the balance', () => expect(given(granted('g1', 3), charged, granted('g2', 2), charged).state()).toMatchObject({ balance: 3, grantIds: ['g1', 'g2'] }));
+  it('keeps the balance', () =>
+    expect(given(granted('g1', 3), charged, granted('g2', 2), charged).state()).toMatchObject({ balance: 3, grantIds: ['g1', 'g2'] }));
   it('refuses with insufficient_credits, saying the price and the balance', () => {
     const refusal = (() => {
       try {
@@ -40,7 +52,8 @@ describe('credit ledger', () => {
     expect(CREDIT_LEDGER_STREAM_PREFIX).toBe('credits-');
   });
   it.each(['CreditsGranted', 'DispatchCharged'])('reads a stored %s v1 as it was written', (type) =>
-    expect(upcastCreditLedgerEvent(type, { a: 1 }, 1)).toEqual({ type, version: 1, data: { a: 1 } }));
+    expect(upcastCreditLedgerEvent(type, { a: 1 }, 1)).toEqual({ type, version: 1, data: { a: 1 } }),
+  );
   it('refuses a stored event it does not know, or a version it cannot read', () => {
     expect(() => upcastCreditLedgerEvent('CreditsExpired', {}, 1)).toThrow('cannot read credit ledger event CreditsExpired v1');
     expect(() => upcastCreditLedgerEvent('CreditsGranted', {}, 2)).toThrow('cannot read credit ledger event CreditsGranted v2');

@@ -36,8 +36,7 @@ export interface CreditLedger {
 }
 
 export type CreditLedgerCommand =
-  | { type: 'GrantCredits'; grantId: string; amount: number; now: string }
-  | { type: 'ChargeForDispatch'; dispatch: DispatchToCreate; now: string };
+  { type: 'GrantCredits'; grantId: string; amount: number; now: string } | { type: 'ChargeForDispatch'; dispatch: DispatchToCreate; now: string };
 
 export class InsufficientCredits extends DomainRuleViolation {
   readonly rule = 'insufficient_credits';

@@ -185,7 +185,14 @@ export function decide(command: DispatchCommand, state: DispatchState): Dispatch
     case 'RecordFailureBeforeTry': {
       // No call was made now, but a try before it (one in flight when its process died) may have created the campaign.
       const dispatch = requireNextAttempt(state, command.attempt);
-      return [event('DispatchFailed', { error: { ...command.error, retryable: false }, attempt: command.attempt - 1, failedAt: command.now, ...unknownOutcome(mayHaveCreated(dispatch)) })];
+      return [
+        event('DispatchFailed', {
+          error: { ...command.error, retryable: false },
+          attempt: command.attempt - 1,
+          failedAt: command.now,
+          ...unknownOutcome(mayHaveCreated(dispatch)),
+        }),
+      ];
     }
     case 'RetryDispatch': {
       if (!exists(state)) throw new DispatchNotFound('no such dispatch');
@@ -272,9 +279,18 @@ export function evolve(state: DispatchState, event: DispatchEvent): DispatchStat
 }
 
 /** What an outcome changes of the attempt counters: a started try was counted when it started, one that started nothing (sandbox) now. */
-function tryEnded(state: Dispatch, attempt: number, outcomeUnknown: true | undefined): Pick<Dispatch, 'attempts' | 'attemptsThisRun' | 'tryInFlight' | 'outcomeUnknown'> {
+function tryEnded(
+  state: Dispatch,
+  attempt: number,
+  outcomeUnknown: true | undefined,
+): Pick<Dispatch, 'attempts' | 'attemptsThisRun' | 'tryInFlight' | 'outcomeUnknown'> {
   const counted = state.tryInFlight?.attempt === attempt;
-  return { attempts: attempt, attemptsThisRun: counted ? state.attemptsThisRun : state.attemptsThisRun + 1, tryInFlight: null, outcomeUnknown: outcomeUnknown === true };
+  return {
+    attempts: attempt,
+    attemptsThisRun: counted ? state.attemptsThisRun : state.attemptsThisRun + 1,
+    tryInFlight: null,
+    outcomeUnknown: outcomeUnknown === true,
+  };
 }
 
 export const dispatchDecider: Decider<DispatchCommand, DispatchEvent, DispatchState> = {

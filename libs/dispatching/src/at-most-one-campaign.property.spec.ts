@@ -32,9 +32,19 @@ const campaign: CampaignSpec = {
   schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'Europe/Berlin' },
 };
 
-type CreateFault = 'none' | 'made-then-timeout' | 'made-then-503' | 'made-then-dropped' | '503-before-making' | 'rate-limited' | 'dies-after-making' | 'dies-before-calling';
+type CreateFault =
+  'none' | 'made-then-timeout' | 'made-then-503' | 'made-then-dropped' | '503-before-making' | 'rate-limited' | 'dies-after-making' | 'dies-before-calling';
 type LookupFault = 'none' | 'lookup-503' | 'lookup-timeout' | 'dies-during-lookup';
-const CREATE_FAULTS: CreateFault[] = ['none', 'made-then-timeout', 'made-then-503', 'made-then-dropped', '503-before-making', 'rate-limited', 'dies-after-making', 'dies-before-calling'];
+const CREATE_FAULTS: CreateFault[] = [
+  'none',
+  'made-then-timeout',
+  'made-then-503',
+  'made-then-dropped',
+  '503-before-making',
+  'rate-limited',
+  'dies-after-making',
+  'dies-before-calling',
+];
 const LOOKUP_FAULTS: LookupFault[] = ['none', 'lookup-503', 'lookup-timeout', 'dies-during-lookup'];
 
 const timeout = () => new ProviderError('transient', 'the network did not answer within 30000 ms', null);
@@ -100,7 +110,15 @@ describe('at most one campaign per dispatch, over random faults and restarts', (
     store = new DispatchStore(events, reads);
     await bus.respond<ConnectionAccessRequest>(SUBJECTS.connectionAccess, async (request) =>
       request.currency === 'USD'
-        ? success({ connectionId: request.connectionId, channel: 'meta_ads', providerAccountId: '1234', accessToken: 'token', tokenVersion: 1, currency: 'USD', timezone: 'UTC' })
+        ? success({
+            connectionId: request.connectionId,
+            channel: 'meta_ads',
+            providerAccountId: '1234',
+            accessToken: 'token',
+            tokenVersion: 1,
+            currency: 'USD',
+            timezone: 'UTC',
+          })
         : providerRefusal('currency', 'currency_mismatch'),
     );
   });
@@ -117,9 +135,26 @@ describe('at most one campaign per dispatch, over random faults and restarts', (
       const network = new RandomNetwork(random);
       const id = `dsp_prop${seed}`;
       const streamId = dispatchStreamId(id);
-      await store.repository.execute(streamId, { type: 'CreateDispatch', dispatchId: id, accountId: 'acct_1', mode: 'live', channel: 'meta_ads', campaign, connectionId: 'con_1', idempotencyKey: null, now: new Date().toISOString() }, {});
+      await store.repository.execute(
+        streamId,
+        {
+          type: 'CreateDispatch',
+          dispatchId: id,
+          accountId: 'acct_1',
+          mode: 'live',
+          channel: 'meta_ads',
+          campaign,
+          connectionId: 'con_1',
+          idempotencyKey: null,
+          now: new Date().toISOString(),
+        },
+        {},
+      );
       const relayed: RelayedEvent = { ...(await events.readStream(streamId))[0] };
-      const process = () => new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), { channelRetryMaxWaitMs: 0 });
+      const process = () =>
+        new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), {
+          channelRetryMaxWaitMs: 0,
+        });
       const trace: string[] = [];
       let final: Dispatch | null = null;
 
@@ -139,14 +174,18 @@ describe('at most one campaign per dispatch, over random faults and restarts', (
         // Every step runs in a process of its own (a restart, or another replica); sometimes two deliveries at once.
         const deliveries = network.faulty && random.chance(0.15) ? 2 : 1;
         const died = network.watch();
-        const ended = await Promise.race([Promise.all(Array.from({ length: deliveries }, () => process().handle(relayed))).then(() => 'handled' as const), died]);
+        const ended = await Promise.race([
+          Promise.all(Array.from({ length: deliveries }, () => process().handle(relayed))).then(() => 'handled' as const),
+          died,
+        ]);
         trace.push(`${deliveries} delivery: ${ended}`);
         const campaigns = network.of(id);
         if (campaigns.length > 1) throw new Error(`seed ${seed}: ${campaigns.length} campaigns after ${trace.join(' → ')}`);
       }
 
       const campaigns = network.of(id);
-      if (!final) throw new Error(`seed ${seed}: still ${(await store.stateOf(streamId)).state.status} after the network answered again (${trace.join(' → ')})`);
+      if (!final)
+        throw new Error(`seed ${seed}: still ${(await store.stateOf(streamId)).state.status} after the network answered again (${trace.join(' → ')})`);
       expect({ seed, campaigns: campaigns.map((c) => c.id) }).toEqual({ seed, campaigns: [final.providerResourceId] });
     }
   }, 120_000);

@@ -62,7 +62,15 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
       accessRequests.push(request);
       if (request.currency !== 'USD') return providerRefusal(`The budget is in ${request.currency} but the account bills in USD.`, 'currency_mismatch');
       if (request.forceRefresh && request.refusedVersion === 2) return failure('connection_reauth_required', 'refresh refused', 'connection_id');
-      return success({ connectionId: 'con_1', channel: 'meta_ads', providerAccountId: '1234', accessToken: request.forceRefresh ? 'token-2' : 'token-1', tokenVersion: request.forceRefresh ? 2 : 1, currency: 'USD', timezone: 'UTC' });
+      return success({
+        connectionId: 'con_1',
+        channel: 'meta_ads',
+        providerAccountId: '1234',
+        accessToken: request.forceRefresh ? 'token-2' : 'token-1',
+        tokenVersion: request.forceRefresh ? 2 : 1,
+        currency: 'USD',
+        timezone: 'UTC',
+      });
     });
   });
 
@@ -74,13 +82,17 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
 
   it("answers the network's own check, under a dispatch id of its own, and records nothing", async () => {
     const network = new CheckingNetwork([{ checkedBy: 'provider', warnings: ['consider a lifetime budget'] }]);
-    expect(await checks(network).validate(request('live'))).toEqual(success({ valid: true, channel: 'meta_ads', checked_by: 'provider', warnings: ['consider a lifetime budget'] }));
+    expect(await checks(network).validate(request('live'))).toEqual(
+      success({ valid: true, channel: 'meta_ads', checked_by: 'provider', warnings: ['consider a lifetime budget'] }),
+    );
     expect(network.checked).toEqual([{ accessToken: 'token-1', dispatchId: expect.stringMatching(/^dsp_[0-9A-Z]{26}$/) }]);
     expect(await events.readAll({ maxCount: 10 })).toEqual([]);
   });
 
   it("answers 422 provider_validation_failed with the network's message and code", async () =>
-    expect(await checks(new CheckingNetwork([new ProviderError('validation', 'meta_ads: budget too low', '100/1885272', 400)])).validate(request('live'))).toEqual({
+    expect(
+      await checks(new CheckingNetwork([new ProviderError('validation', 'meta_ads: budget too low', '100/1885272', 400)])).validate(request('live')),
+    ).toEqual({
       ok: false,
       error: { code: 'provider_validation_failed', message: 'meta_ads: budget too low', provider_code: '100/1885272' },
     }));
@@ -103,14 +115,19 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
   });
 
   it('answers 502 provider_unavailable when the network does not answer', async () =>
-    expect(await checks(new CheckingNetwork([new ProviderError('transient', 'meta_ads failed with HTTP 503', '2', 503)])).validate(request('live'))).toMatchObject({
+    expect(
+      await checks(new CheckingNetwork([new ProviderError('transient', 'meta_ads failed with HTTP 503', '2', 503)])).validate(request('live')),
+    ).toMatchObject({
       ok: false,
       error: { code: 'provider_unavailable' },
     }));
 
   it('needs an active connection for the channel as a launch does', async () => {
     connection = null;
-    expect(await checks(new CheckingNetwork([])).validate(request('live'))).toMatchObject({ ok: false, error: { code: 'connection_required', param: 'channel' } });
+    expect(await checks(new CheckingNetwork([])).validate(request('live'))).toMatchObject({
+      ok: false,
+      error: { code: 'connection_required', param: 'channel' },
+    });
     connection = { id: 'con_1', status: 'reauth_required' };
     expect(await checks(new CheckingNetwork([])).validate(request('live'))).toMatchObject({ ok: false, error: { code: 'connection_reauth_required' } });
     expect(accessRequests).toEqual([]);
@@ -118,7 +135,10 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
 
   it("checks a test key's campaign against the sandbox's rules, asking for no token", async () => {
     expect(await checks(null).validate(request('test'))).toEqual(success({ valid: true, channel: 'meta_ads', checked_by: 'sandbox', warnings: [] }));
-    expect(await checks(null).validate(request('test', { name: 'No [sandbox:fail]' }))).toMatchObject({ ok: false, error: { code: 'provider_validation_failed', provider_code: 'SANDBOX_VALIDATION_FAILED' } });
+    expect(await checks(null).validate(request('test', { name: 'No [sandbox:fail]' }))).toMatchObject({
+      ok: false,
+      error: { code: 'provider_validation_failed', provider_code: 'SANDBOX_VALIDATION_FAILED' },
+    });
     expect(await checks(null).validate(request('test', { budget: { amount_micros: 10_000, currency: 'USD', type: 'daily' } }))).toMatchObject({
       ok: false,
       error: { code: 'provider_validation_failed', provider_code: 'budget_below_minimum' },

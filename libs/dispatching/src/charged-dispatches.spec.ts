@@ -31,7 +31,12 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
     const dispatch = {
       dispatchId: 'dsp_1',
       channel: 'meta_ads' as const,
-      campaign: { name: 'n', objective: 'conversion', budget: { amount_micros: 1, currency: 'USD', type: 'daily' as const }, schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'UTC' } },
+      campaign: {
+        name: 'n',
+        objective: 'conversion',
+        budget: { amount_micros: 1, currency: 'USD', type: 'daily' as const },
+        schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'UTC' },
+      },
       connectionId: null,
       idempotencyKey: null,
       requestId: null,

@@ -30,7 +30,17 @@ export class ChargedDispatches {
     const { dispatch, chargedAt } = charge.data as DispatchCharged['data'];
     const streamId = dispatchStreamId(dispatch.dispatchId);
     const [accepted] = decide(
-      { type: 'CreateDispatch', dispatchId: dispatch.dispatchId, accountId, mode, channel: dispatch.channel, campaign: dispatch.campaign, connectionId: dispatch.connectionId, idempotencyKey: dispatch.idempotencyKey, now: chargedAt },
+      {
+        type: 'CreateDispatch',
+        dispatchId: dispatch.dispatchId,
+        accountId,
+        mode,
+        channel: dispatch.channel,
+        campaign: dispatch.campaign,
+        connectionId: dispatch.connectionId,
+        idempotencyKey: dispatch.idempotencyKey,
+        now: chargedAt,
+      },
       { status: 'none' },
     ).map(inCanonicalOrder);
     // Derived from the charge (so a second append is a no-op) and still time-ordered like every event id.
@@ -64,6 +74,8 @@ export class ChargedDispatches {
 
   /** The charge for `dispatchId` on the ledger, if the launch got that far (a rare, whole read of the ledger). */
   async orphanedCharge(accountId: string, mode: Mode, dispatchId: string): Promise<RecordedEvent | undefined> {
-    return (await this.ledgers.history(accountId, mode)).find((event) => event.type === 'DispatchCharged' && (event.data as DispatchCharged['data']).dispatch.dispatchId === dispatchId);
+    return (await this.ledgers.history(accountId, mode)).find(
+      (event) => event.type === 'DispatchCharged' && (event.data as DispatchCharged['data']).dispatch.dispatchId === dispatchId,
+    );
   }
 }

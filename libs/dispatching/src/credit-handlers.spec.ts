@@ -29,10 +29,25 @@ describe('credit handlers of dispatch-service', () => {
     await reads.close();
   });
 
-  const relayed = (type: string, data: Record<string, unknown>, id = 'evt_1') => ({ id, streamId: 'account-acct_7', type, data, metadata: {}, occurredAt: new Date().toISOString(), revision: 0 });
+  const relayed = (type: string, data: Record<string, unknown>, id = 'evt_1') => ({
+    id,
+    streamId: 'account-acct_7',
+    type,
+    data,
+    metadata: {},
+    occurredAt: new Date().toISOString(),
+    revision: 0,
+  });
 
   it('applies every grant and answers both balances', async () => {
-    const answer = await handlers.grant({ accountId: 'acct_1', grants: [{ grantId: 'g1', mode: 'live', amount: 5 }, { grantId: 'g2', mode: 'test', amount: 3 }, { grantId: 'g3', mode: 'test', amount: 4 }] });
+    const answer = await handlers.grant({
+      accountId: 'acct_1',
+      grants: [
+        { grantId: 'g1', mode: 'live', amount: 5 },
+        { grantId: 'g2', mode: 'test', amount: 3 },
+        { grantId: 'g3', mode: 'test', amount: 4 },
+      ],
+    });
     expect(answer).toEqual({ ok: true, value: { live: 5, test: 7 } });
     expect(await handlers.balances({ accountId: 'acct_1' })).toEqual({ ok: true, value: { live: 5, test: 7 } });
   });
@@ -46,14 +61,22 @@ describe('credit handlers of dispatch-service', () => {
 
   it('writes nothing for account events that carry no credits', async () => {
     await handlers.onAccountEvent(relayed('ApiKeyIssued', { keyId: 'key_1', mode: 'live', keyHash: 'h', issuedAt: new Date().toISOString() }));
-    await handlers.onAccountEvent(relayed('AccountOpened', { accountId: 'acct_7', name: 'A', credits: { live: 0, test: 0 }, openedAt: new Date().toISOString() }, 'evt_2'));
+    await handlers.onAccountEvent(
+      relayed('AccountOpened', { accountId: 'acct_7', name: 'A', credits: { live: 0, test: 0 }, openedAt: new Date().toISOString() }, 'evt_2'),
+    );
     expect(await events.readStream(creditLedgerStreamId('acct_7', 'live'))).toEqual([]);
     expect(await events.readStream(creditLedgerStreamId('acct_7', 'test'))).toEqual([]);
   });
 
   it('leaves the ledgers alone for account events that carry no credits, so such events pass even while the ledgers cannot be read', async () => {
     jest.spyOn(events, 'readStream').mockRejectedValue(new Error('event store down'));
-    await expect(handlers.onAccountEvent(relayed('ApiKeyIssued', { keyId: 'key_1', mode: 'live', keyHash: 'h', issuedAt: new Date().toISOString() }))).resolves.toBeUndefined();
-    await expect(handlers.onAccountEvent(relayed('AccountOpened', { accountId: 'acct_7', name: 'A', credits: { live: 5, test: 0 }, openedAt: new Date().toISOString() }, 'evt_2'))).rejects.toThrow('event store down');
+    await expect(
+      handlers.onAccountEvent(relayed('ApiKeyIssued', { keyId: 'key_1', mode: 'live', keyHash: 'h', issuedAt: new Date().toISOString() })),
+    ).resolves.toBeUndefined();
+    await expect(
+      handlers.onAccountEvent(
+        relayed('AccountOpened', { accountId: 'acct_7', name: 'A', credits: { live: 5, test: 0 }, openedAt: new Date().toISOString() }, 'evt_2'),
+      ),
+    ).rejects.toThrow('event store down');
   });
 });

@@ -12,7 +12,12 @@ export class CreditHandlers {
 
   async grant({ accountId, grants }: GrantCreditsRequest): Promise<Outcome<CreditBalances>> {
     for (const grant of grants) {
-      await this.ledgers.execute(accountId, grant.mode, { type: 'GrantCredits', grantId: grant.grantId, amount: grant.amount, now: new Date().toISOString() }, {});
+      await this.ledgers.execute(
+        accountId,
+        grant.mode,
+        { type: 'GrantCredits', grantId: grant.grantId, amount: grant.amount, now: new Date().toISOString() },
+        {},
+      );
     }
     return this.balances({ accountId });
   }

@@ -27,7 +27,12 @@ describe('credit ledgers shared by two replicas', () => {
   const dispatch = (n: number): DispatchToCreate => ({
     dispatchId: `dsp_${n}`,
     channel: 'meta_ads',
-    campaign: { name: `Launch ${n}`, objective: 'conversion', budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' }, schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'UTC' } },
+    campaign: {
+      name: `Launch ${n}`,
+      objective: 'conversion',
+      budget: { amount_micros: 50_000_000, currency: 'USD', type: 'daily' },
+      schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'UTC' },
+    },
     connectionId: null,
     idempotencyKey: null,
     requestId: null,
@@ -46,7 +51,9 @@ describe('credit ledgers shared by two replicas', () => {
     );
 
     // 20 charges, alternating between the replicas, all in flight together.
-    const charges = Array.from({ length: 20 }, (_, n) => replicas[n % 2].execute('acct_1', 'test', { type: 'ChargeForDispatch', dispatch: dispatch(n), now: now() }, {}));
+    const charges = Array.from({ length: 20 }, (_, n) =>
+      replicas[n % 2].execute('acct_1', 'test', { type: 'ChargeForDispatch', dispatch: dispatch(n), now: now() }, {}),
+    );
     const outcomes = await Promise.allSettled(charges);
 
     const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === 'rejected');
@@ -85,7 +92,14 @@ describe('a credit ledger', () => {
     await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
     const { state, recorded } = await ledgers.execute('acct_1', 'live', grant('g2', 3), { requestId: 'req_9' });
     expect(state.balance).toBe(8);
-    expect(recorded).toEqual([expect.objectContaining({ streamId: 'credits-acct_1-live', type: 'CreditsGranted', revision: 1, metadata: { requestId: 'req_9', accountId: 'acct_1', mode: 'live', version: 1 } })]);
+    expect(recorded).toEqual([
+      expect.objectContaining({
+        streamId: 'credits-acct_1-live',
+        type: 'CreditsGranted',
+        revision: 1,
+        metadata: { requestId: 'req_9', accountId: 'acct_1', mode: 'live', version: 1 },
+      }),
+    ]);
     const stored = await ledgers.history('acct_1', 'live');
     expect(stored[1]).toMatchObject({ id: recorded[0].id, revision: 1, metadata: { requestId: 'req_9', accountId: 'acct_1', mode: 'live' } });
   });
@@ -100,22 +114,26 @@ describe('a credit ledger', () => {
   it('decides a burst of commands together on the state each leaves, in one append, answering each with its own events', async () => {
     await ledgers.execute('acct_1', 'live', grant('g1', 3), {});
     const append = jest.spyOn(events, 'append');
-    const charge = (n: number) => ({ type: 'ChargeForDispatch' as const, dispatch: { dispatchId: `dsp_${n}`, channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null }, now: now() });
+    const charge = (n: number) => ({
+      type: 'ChargeForDispatch' as const,
+      dispatch: { dispatchId: `dsp_${n}`, channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null },
+      now: now(),
+    });
     const outcomes = await Promise.allSettled([1, 2, 3, 4, 5].map((n) => ledgers.execute('acct_1', 'live', charge(n), { requestId: `req_${n}` })));
 
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected']);
     expect((outcomes[3] as PromiseRejectedResult).reason).toBeInstanceOf(InsufficientCredits);
     const answered = outcomes.slice(0, 3).map((o) => (o as PromiseFulfilledResult<Awaited<ReturnType<CreditLedgers['execute']>>>).value);
     expect(answered.map((a) => a.state.balance)).toEqual([2, 1, 0]);
-    expect(answered.map((a) => a.recorded.map((e) => [e.revision, (e.data as { dispatch: { dispatchId: string } }).dispatch.dispatchId, e.metadata.requestId]))).toEqual([
-      [[1, 'dsp_1', 'req_1']],
-      [[2, 'dsp_2', 'req_2']],
-      [[3, 'dsp_3', 'req_3']],
-    ]);
+    expect(
+      answered.map((a) => a.recorded.map((e) => [e.revision, (e.data as { dispatch: { dispatchId: string } }).dispatch.dispatchId, e.metadata.requestId])),
+    ).toEqual([[[1, 'dsp_1', 'req_1']], [[2, 'dsp_2', 'req_2']], [[3, 'dsp_3', 'req_3']]]);
     // Written together: one charge a write would take three appends.
     expect(append.mock.calls.map(([, written]) => written.length).reduce((a, b) => a + b)).toBe(3);
     expect(append.mock.calls.length).toBeLessThan(3);
-    expect((await ledgers.history('acct_1', 'live')).map((e) => e.id)).toEqual(['g1', 1, 2, 3].map((_, i) => (i === 0 ? expect.any(String) : answered[i - 1].recorded[0].id)));
+    expect((await ledgers.history('acct_1', 'live')).map((e) => e.id)).toEqual(
+      ['g1', 1, 2, 3].map((_, i) => (i === 0 ? expect.any(String) : answered[i - 1].recorded[0].id)),
+    );
     expect(await ledgers.views.get('acct_1:live')).toMatchObject({ balance: 0, revision: 3 });
   });
 
@@ -192,4 +210,3 @@ describe('a credit ledger', () => {
     expect(await ledgers.views.get('acct_9:live')).toBeNull();
   });
 });
-

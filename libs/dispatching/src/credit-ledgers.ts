@@ -53,7 +53,9 @@ export const creditLedgersProjection: Projection<CreditLedger> = {
   // at a revision (one written before the revision was kept in it cannot be continued).
   resume: (doc) => {
     const view = doc as LedgerView;
-    return typeof view.revision === 'number' ? { state: { accountId: view.account_id, mode: view.mode, balance: view.balance, grantIds: view.grant_ids }, revision: view.revision } : null;
+    return typeof view.revision === 'number'
+      ? { state: { accountId: view.account_id, mode: view.mode, balance: view.balance, grantIds: view.grant_ids }, revision: view.revision }
+      : null;
   },
 };
 

@@ -78,7 +78,8 @@ export class DispatchCommands {
       if (error instanceof InsufficientCredits) return refuse(failure('insufficient_credits', `${error.message} Add credits to launch more.`));
       // Any other failure may come after the charge was written (a view write, a lost answer):
       // the key stays with this dispatch, whose charge the ledger processor completes if it exists.
-      if (error instanceof WrongExpectedRevisionError && idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
+      if (error instanceof WrongExpectedRevisionError && idempotencyKey)
+        await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
       throw error;
     }
     const accepted = await this.charged.make(charge, caller.accountId, caller.mode);
@@ -90,7 +91,13 @@ export class DispatchCommands {
    * Null when the key is ours for `dispatchId`; else the answer for the dispatch that holds it (as
    * it was accepted), or 409 while that dispatch is still being made.
    */
-  private async claimIdempotencyKey(accountId: string, mode: Mode, key: string, dispatchId: string, request: unknown): Promise<Outcome<DispatchResource> | null> {
+  private async claimIdempotencyKey(
+    accountId: string,
+    mode: Mode,
+    key: string,
+    dispatchId: string,
+    request: unknown,
+  ): Promise<Outcome<DispatchResource> | null> {
     const claim = await this.idempotency.claim(accountId, mode, key, dispatchId, request);
     if (claim.kind === 'claimed') return null;
     if (!claim.sameRequest) return failure('idempotency_key_reused', 'This Idempotency-Key was used with another request; use a new key for a new launch.');
@@ -144,11 +151,19 @@ export class DispatchCommands {
 
   private usableForLive(channel: Channel, found: ResolvedConnection['connection']): Outcome<string> {
     if (!found || found.status === 'revoked' || found.status === 'pending')
-      return failure('connection_required', `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`, 'channel');
+      return failure(
+        'connection_required',
+        `A live dispatch to ${channel} needs an active connection for ${channel}; connect a provider account first.`,
+        'channel',
+      );
     if (found.status === 'reauth_required')
       return failure('connection_reauth_required', `The ${channel} connection needs re-authentication before live dispatches can run.`, 'channel');
     if (!this.live.available(channel))
-      return failure('channel_live_unavailable', `Live dispatches to ${channel} cannot run on this service as it is configured; use a test key for the sandbox, or ask the operator.`, 'channel');
+      return failure(
+        'channel_live_unavailable',
+        `Live dispatches to ${channel} cannot run on this service as it is configured; use a test key for the sandbox, or ask the operator.`,
+        'channel',
+      );
     return success(found.id);
   }
 

@@ -79,10 +79,19 @@ describe('the dispatch executor', () => {
     await bus.respond<ConnectionAccessRequest>(SUBJECTS.connectionAccess, async (request) => {
       accessRequests.push(request);
       // As connection-service: the currency first, before any token is read or refreshed.
-      if (request.currency !== accountCurrency) return providerRefusal(`The budget is in ${request.currency} but the account bills in ${accountCurrency}.`, 'currency_mismatch');
+      if (request.currency !== accountCurrency)
+        return providerRefusal(`The budget is in ${request.currency} but the account bills in ${accountCurrency}.`, 'currency_mismatch');
       if (request.forceRefresh && refreshRefused) return failure('connection_reauth_required', 'The provider refused the refresh token.');
       const token = request.forceRefresh ? 'token-refreshed' : 'token-1';
-      return success({ connectionId: request.connectionId, channel: 'meta_ads', providerAccountId: '1234', accessToken: token, tokenVersion: request.forceRefresh ? 2 : 1, currency: accountCurrency, timezone: 'Europe/Berlin' });
+      return success({
+        connectionId: request.connectionId,
+        channel: 'meta_ads',
+        providerAccountId: '1234',
+        accessToken: token,
+        tokenVersion: request.forceRefresh ? 2 : 1,
+        currency: accountCurrency,
+        timezone: 'Europe/Berlin',
+      });
     });
     await bus.respond<ConnectionReauthRequiredRequest>(SUBJECTS.connectionReauthRequired, async (request) => {
       reauthReports.push(request);
@@ -104,7 +113,17 @@ describe('the dispatch executor', () => {
     const now = new Date().toISOString();
     await store.repository.execute(
       streamId,
-      { type: 'CreateDispatch', dispatchId: id, accountId: 'acct_1', mode, channel: 'meta_ads', campaign: { ...campaign, name: options.name ?? campaign.name }, connectionId: options.connectionId === undefined ? 'con_1' : options.connectionId, idempotencyKey: null, now },
+      {
+        type: 'CreateDispatch',
+        dispatchId: id,
+        accountId: 'acct_1',
+        mode,
+        channel: 'meta_ads',
+        campaign: { ...campaign, name: options.name ?? campaign.name },
+        connectionId: options.connectionId === undefined ? 'con_1' : options.connectionId,
+        idempotencyKey: null,
+        now,
+      },
       {},
     );
     const networks: AdNetworks = network ? { meta_ads: network as unknown as AdNetwork } : {};
@@ -130,7 +149,11 @@ describe('the dispatch executor', () => {
     accountCurrency = 'USD';
     const network = new ScriptedNetwork(['never']);
     const { dispatch } = await execute(network);
-    expect(dispatch).toMatchObject({ status: 'failed', attempts: 0, error: { code: 'provider_validation_failed', provider_code: 'currency_mismatch', retryable: false } });
+    expect(dispatch).toMatchObject({
+      status: 'failed',
+      attempts: 0,
+      error: { code: 'provider_validation_failed', provider_code: 'currency_mismatch', retryable: false },
+    });
     expect(dispatch.error?.message).toContain('EUR');
     expect(network.calls).toEqual([]);
     // Asked with the budget's currency, so connection-service refuses before it refreshes anything.
@@ -156,7 +179,10 @@ describe('the dispatch executor', () => {
       expect(network.of(run.id)).toHaveLength(1);
       expect(network.lookups).toEqual([run.id]);
       const history = await events.readStream(run.streamId);
-      expect(history.map((e) => [e.type, e.data])).toContainEqual(['DispatchCompleted', expect.objectContaining({ providerResourceId: '120210000000077', reconciled: true })]);
+      expect(history.map((e) => [e.type, e.data])).toContainEqual([
+        'DispatchCompleted',
+        expect.objectContaining({ providerResourceId: '120210000000077', reconciled: true }),
+      ]);
     });
 
     it('creates on the next try when the lookup finds nothing (the network failed before making it)', async () => {
@@ -193,14 +219,32 @@ describe('the dispatch executor', () => {
       network.hangAfterCreate = true;
       const id = `dsp_${Math.random().toString(36).slice(2)}`;
       const streamId = dispatchStreamId(id);
-      await store.repository.execute(streamId, { type: 'CreateDispatch', dispatchId: id, accountId: 'acct_1', mode: 'live', channel: 'meta_ads', campaign, connectionId: 'con_1', idempotencyKey: null, now: new Date().toISOString() }, {});
+      await store.repository.execute(
+        streamId,
+        {
+          type: 'CreateDispatch',
+          dispatchId: id,
+          accountId: 'acct_1',
+          mode: 'live',
+          channel: 'meta_ads',
+          campaign,
+          connectionId: 'con_1',
+          idempotencyKey: null,
+          now: new Date().toISOString(),
+        },
+        {},
+      );
       const relayed: RelayedEvent = { ...(await events.readStream(streamId))[0] };
-      const dying = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), { channelRetryMaxWaitMs: 60_000 });
+      const dying = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), {
+        channelRetryMaxWaitMs: 60_000,
+      });
       void dying.handle(relayed); // the network made the campaign; this process dies before the answer
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(network.of(id)).toHaveLength(1);
       network.hangAfterCreate = false;
-      const restarted = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), { channelRetryMaxWaitMs: 60_000 });
+      const restarted = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), {
+        channelRetryMaxWaitMs: 60_000,
+      });
       await restarted.handle(relayed);
       expect(await stateOf(streamId)).toMatchObject({ status: 'completed', providerResourceId: '120210000000081', attempts: 2 });
       expect(network.of(id)).toHaveLength(1);
@@ -228,7 +272,10 @@ describe('the dispatch executor', () => {
     });
 
     it('looks before repeating a try whose token was refused: a network that made part of it (X: the campaign, not its line item) keeps one campaign', async () => {
-      const network = new ScriptedNetwork([{ lost: new ProviderError('auth', 'Invalid or expired token', '89', 401), id: '120210000000084' }, 'second-campaign']);
+      const network = new ScriptedNetwork([
+        { lost: new ProviderError('auth', 'Invalid or expired token', '89', 401), id: '120210000000084' },
+        'second-campaign',
+      ]);
       const run = await execute(network);
       expect(run.dispatch).toMatchObject({ status: 'completed', providerResourceId: '120210000000084', attempts: 1 });
       expect(network.calls.map((c) => c.accessToken)).toEqual(['token-1']);
@@ -241,9 +288,25 @@ describe('the dispatch executor', () => {
       network.hangAfterCreate = true;
       const id = `dsp_${Math.random().toString(36).slice(2)}`;
       const streamId = dispatchStreamId(id);
-      await store.repository.execute(streamId, { type: 'CreateDispatch', dispatchId: id, accountId: 'acct_1', mode: 'live', channel: 'meta_ads', campaign, connectionId: 'con_1', idempotencyKey: null, now: new Date().toISOString() }, {});
+      await store.repository.execute(
+        streamId,
+        {
+          type: 'CreateDispatch',
+          dispatchId: id,
+          accountId: 'acct_1',
+          mode: 'live',
+          channel: 'meta_ads',
+          campaign,
+          connectionId: 'con_1',
+          idempotencyKey: null,
+          now: new Date().toISOString(),
+        },
+        {},
+      );
       const relayed: RelayedEvent = { ...(await events.readStream(streamId))[0] };
-      const executor = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), { channelRetryMaxWaitMs: 60_000 });
+      const executor = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({ meta_ads: network as unknown as AdNetwork }, bus), {
+        channelRetryMaxWaitMs: 60_000,
+      });
       // Both read the dispatch before either started its try.
       const stale = await store.stateOf(streamId);
       jest.spyOn(store, 'stateOf').mockResolvedValueOnce(stale).mockResolvedValueOnce(stale);
@@ -259,7 +322,10 @@ describe('the dispatch executor', () => {
     const { dispatch } = await execute(network);
     expect(dispatch).toMatchObject({ status: 'completed', providerResourceId: '120210000000002', attempts: 1 });
     expect(network.calls.map((c) => c.accessToken)).toEqual(['token-1', 'token-refreshed']);
-    expect(accessRequests.map((r) => [r.forceRefresh, r.refusedVersion])).toEqual([[false, undefined], [true, 1]]);
+    expect(accessRequests.map((r) => [r.forceRefresh, r.refusedVersion])).toEqual([
+      [false, undefined],
+      [true, 1],
+    ]);
     expect(reauthReports).toEqual([]);
   });
 
@@ -275,7 +341,16 @@ describe('the dispatch executor', () => {
     const network = new ScriptedNetwork([new ProviderError('auth', 'expired', '190', 400), new ProviderError('auth', 'expired again', '190', 400)]);
     const { dispatch } = await execute(network);
     expect(dispatch).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'connection_reauth_required', provider_code: '190', retryable: false } });
-    expect(reauthReports).toEqual([expect.objectContaining({ accountId: 'acct_1', mode: 'live', connectionId: 'con_1', channel: 'meta_ads', reason: 'token_refused:190', refusedVersion: 2 })]);
+    expect(reauthReports).toEqual([
+      expect.objectContaining({
+        accountId: 'acct_1',
+        mode: 'live',
+        connectionId: 'con_1',
+        channel: 'meta_ads',
+        reason: 'token_refused:190',
+        refusedVersion: 2,
+      }),
+    ]);
   });
 
   it("waits the network's own delay after a rate limit, then tries again", async () => {
@@ -306,7 +381,12 @@ describe('the dispatch executor', () => {
   it("fails with the network's own message and code on a validation error", async () => {
     const network = new ScriptedNetwork([new ProviderError('validation', 'Invalid parameter: daily_budget too low', '100', 400)]);
     const { dispatch } = await execute(network);
-    expect(dispatch.error).toEqual({ code: 'provider_validation_failed', message: 'Invalid parameter: daily_budget too low', provider_code: '100', retryable: false });
+    expect(dispatch.error).toEqual({
+      code: 'provider_validation_failed',
+      message: 'Invalid parameter: daily_budget too low',
+      provider_code: '100',
+      retryable: false,
+    });
   });
 
   it('records a created campaign even when the store fails for a moment, calling the network once', async () => {
@@ -334,7 +414,9 @@ describe('the dispatch executor', () => {
   it('moves the sandbox connection on [sandbox:reauth], before recording the failure', async () => {
     const { dispatch } = await execute(null, { mode: 'test', name: 'Spring [sandbox:reauth]', connectionId: null });
     expect(dispatch).toMatchObject({ status: 'failed', error: { code: 'connection_reauth_required' } });
-    expect(reauthReports).toEqual([expect.objectContaining({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'meta_ads', reason: 'sandbox_reauth' })]);
+    expect(reauthReports).toEqual([
+      expect.objectContaining({ accountId: 'acct_1', mode: 'test', connectionId: null, channel: 'meta_ads', reason: 'sandbox_reauth' }),
+    ]);
     expect(accessRequests).toEqual([]);
   });
 

@@ -42,9 +42,9 @@ export class DispatchExecutor {
     const attempt = state.attempts + 1;
     const metadata = { accountId: state.accountId, mode: state.mode, requestId: (event.metadata.requestId as string | undefined) ?? null };
     dispatchesExecuting.inc();
-    const outcome = await (state.mode === 'live' ? this.live.launch(state, () => this.startTry(event.streamId, attempt, metadata)) : this.simulate(state, attempt)).finally(() =>
-      dispatchesExecuting.dec(),
-    );
+    const outcome = await (
+      state.mode === 'live' ? this.live.launch(state, () => this.startTry(event.streamId, attempt, metadata)) : this.simulate(state, attempt)
+    ).finally(() => dispatchesExecuting.dec());
     // Another delivery of this work started the try first: it records the outcome.
     if (outcome.kind === 'taken') return;
     const command = toCommand(outcome, attempt, new Date().toISOString());
@@ -114,7 +114,14 @@ export class DispatchExecutor {
 function toCommand(outcome: Exclude<LaunchOutcome, { kind: 'taken' }>, attempt: number, now: string): DispatchCommand {
   if (outcome.kind === 'created') {
     const { providerResourceId, reconciled, duplicates } = outcome;
-    return { type: 'RecordProviderSuccess', attempt, providerResourceId, now, ...(reconciled ? { reconciled } : {}), ...(duplicates.length > 0 ? { duplicates } : {}) };
+    return {
+      type: 'RecordProviderSuccess',
+      attempt,
+      providerResourceId,
+      now,
+      ...(reconciled ? { reconciled } : {}),
+      ...(duplicates.length > 0 ? { duplicates } : {}),
+    };
   }
   if (!outcome.tried && !outcome.error.retryable) return { type: 'RecordFailureBeforeTry', attempt, error: outcome.error, now };
   return { type: 'RecordProviderFailure', attempt, error: outcome.error, now, ...(outcome.outcomeUnknown ? { outcomeUnknown: true } : {}) };

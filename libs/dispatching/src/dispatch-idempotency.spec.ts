@@ -42,7 +42,12 @@ describe('dispatch idempotency', () => {
     expect(await keys.claim('acct_1', 'test', 'k', 'dsp_2', autumn)).toMatchObject({ kind: 'taken', dispatchId: 'dsp_1' });
     at(IDEMPOTENCY_WINDOW_MS);
     expect(await keys.claim('acct_1', 'test', 'k', 'dsp_2', autumn)).toEqual({ kind: 'claimed' });
-    expect(await keys.claim('acct_1', 'test', 'k', 'dsp_3', autumn)).toEqual({ kind: 'taken', dispatchId: 'dsp_2', claimedAt: T0 + IDEMPOTENCY_WINDOW_MS, sameRequest: true });
+    expect(await keys.claim('acct_1', 'test', 'k', 'dsp_3', autumn)).toEqual({
+      kind: 'taken',
+      dispatchId: 'dsp_2',
+      claimedAt: T0 + IDEMPOTENCY_WINDOW_MS,
+      sameRequest: true,
+    });
   });
 
   describe('a reservation whose dispatch never appeared', () => {
@@ -57,7 +62,12 @@ describe('dispatch idempotency', () => {
       at(60_000);
       expect(await keys.takeOverAbandoned('acct_1', 'test', 'k', await claimOf(), 'dsp_2')).toBe(true);
       at(61_000);
-      expect(await keys.claim('acct_1', 'test', 'k', 'dsp_3', spring)).toEqual({ kind: 'taken', dispatchId: 'dsp_2', claimedAt: T0 + 60_000, sameRequest: true });
+      expect(await keys.claim('acct_1', 'test', 'k', 'dsp_3', spring)).toEqual({
+        kind: 'taken',
+        dispatchId: 'dsp_2',
+        claimedAt: T0 + 60_000,
+        sameRequest: true,
+      });
     });
     it('is not taken over before a minute', async () => {
       at(59_999);

@@ -40,14 +40,25 @@ export class DispatchIdempotency {
     const existing = await this.records.get(id);
     if (!existing) return this.claim(accountId, mode, key, dispatchId, request);
     const claimedAt = Date.parse(existing.created_at);
-    if (now - claimedAt < IDEMPOTENCY_WINDOW_MS) return { kind: 'taken', dispatchId: existing.dispatch_id, claimedAt, sameRequest: existing.fingerprint === fingerprint };
+    if (now - claimedAt < IDEMPOTENCY_WINDOW_MS)
+      return { kind: 'taken', dispatchId: existing.dispatch_id, claimedAt, sameRequest: existing.fingerprint === fingerprint };
     // Expired: the key starts over, for whoever takes it first.
-    const taken = await this.records.update(id, { dispatch_id: dispatchId, fingerprint, created_at: new Date(now).toISOString() }, { dispatch_id: existing.dispatch_id });
+    const taken = await this.records.update(
+      id,
+      { dispatch_id: dispatchId, fingerprint, created_at: new Date(now).toISOString() },
+      { dispatch_id: existing.dispatch_id },
+    );
     return taken ? { kind: 'claimed' } : this.claim(accountId, mode, key, dispatchId, request);
   }
 
   /** Takes over a reservation whose dispatch never appeared, if it is old enough and still the same. */
-  async takeOverAbandoned(accountId: string, mode: string, key: string, abandoned: { dispatchId: string; claimedAt: number; sameRequest: boolean }, dispatchId: string): Promise<boolean> {
+  async takeOverAbandoned(
+    accountId: string,
+    mode: string,
+    key: string,
+    abandoned: { dispatchId: string; claimedAt: number; sameRequest: boolean },
+    dispatchId: string,
+  ): Promise<boolean> {
     if (!abandoned.sameRequest) return false;
     if (Date.now() - abandoned.claimedAt < ABANDONED_AFTER_MS) return false;
     const id = recordId(accountId, mode, key);
@@ -78,5 +89,4 @@ export class DispatchIdempotency {
   }
 }
 
-const recordId = (accountId: string, mode: string, key: string) =>
-  createHash('sha256').update(`${accountId.length}:${accountId}:${mode}:${key}`).digest('hex');
+const recordId = (accountId: string, mode: string, key: string) => createHash('sha256').update(`${accountId.length}:${accountId}:${mode}:${key}`).digest('hex');

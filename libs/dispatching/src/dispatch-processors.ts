@@ -53,10 +53,17 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
     );
     await Promise.all(this.processors.map((p) => p.start()));
     scrapeGauge('dispatches', 'Dispatches in the read model, by status.', ['status'], async () =>
-      Promise.all((['accepted', 'completed', 'failed'] as const).map(async (status) => [{ status }, await this.store.views.count({ status })] as [{ status: string }, number])),
+      Promise.all(
+        (['accepted', 'completed', 'failed'] as const).map(
+          async (status) => [{ status }, await this.store.views.count({ status })] as [{ status: string }, number],
+        ),
+      ),
     );
     watchConsumerLag(this.bus, ['dispatch-executor', 'credit-grants']);
-    this.sweepTimer = setInterval(() => void this.idempotency.sweep().catch((e: Error) => this.logger.warn(`idempotency sweep failed: ${e.message}`)), 3_600_000);
+    this.sweepTimer = setInterval(
+      () => void this.idempotency.sweep().catch((e: Error) => this.logger.warn(`idempotency sweep failed: ${e.message}`)),
+      3_600_000,
+    );
     this.sweepTimer.unref();
     this.logger.log(`dispatch-service ready (${this.config.executorConcurrency} executor lanes)`);
   }

@@ -87,7 +87,13 @@ export class LiveLaunches {
       if (!refusesTheToken(error)) return classify(error, this.logger, doubt.unresolved);
       const reason = error instanceof ProviderError && error.providerCode ? `token_refused:${error.providerCode}` : 'token_refused';
       await this.reportReauthRequired(dispatch, reason, refreshed.value.tokenVersion);
-      return { kind: 'failed', error: reauthError(dispatch.channel, error as ProviderError), tried: true, retryAfterMs: null, outcomeUnknown: doubt.unresolved };
+      return {
+        kind: 'failed',
+        error: reauthError(dispatch.channel, error as ProviderError),
+        tried: true,
+        retryAfterMs: null,
+        outcomeUnknown: doubt.unresolved,
+      };
     }
   }
 
@@ -151,8 +157,16 @@ export class LiveLaunches {
       const [oldest, ...others] = await network.findCampaigns(live, request);
       doubt.unresolved = false;
       if (oldest) {
-        if (others.length > 0) this.logger.warn(`${dispatch.id}: ${dispatch.channel} holds ${others.length + 1} campaigns with its marker; adopting the oldest, ${oldest.providerResourceId}`);
-        return { kind: 'created', providerResourceId: oldest.providerResourceId, reconciled: true, duplicates: others.map((found) => found.providerResourceId) };
+        if (others.length > 0)
+          this.logger.warn(
+            `${dispatch.id}: ${dispatch.channel} holds ${others.length + 1} campaigns with its marker; adopting the oldest, ${oldest.providerResourceId}`,
+          );
+        return {
+          kind: 'created',
+          providerResourceId: oldest.providerResourceId,
+          reconciled: true,
+          duplicates: others.map((found) => found.providerResourceId),
+        };
       }
     }
     try {
@@ -185,16 +199,34 @@ export class LiveLaunches {
    */
   private accessRefused(error: ErrorBody, tried: boolean, outcomeUnknown: boolean): LaunchOutcome {
     if (error.code === 'provider_validation_failed') {
-      return { kind: 'failed', error: { code: 'provider_validation_failed', message: error.message, provider_code: error.provider_code ?? null, retryable: false }, tried, retryAfterMs: null, outcomeUnknown };
+      return {
+        kind: 'failed',
+        error: { code: 'provider_validation_failed', message: error.message, provider_code: error.provider_code ?? null, retryable: false },
+        tried,
+        retryAfterMs: null,
+        outcomeUnknown,
+      };
     }
     if (error.code === 'provider_unavailable' || error.code === 'service_unavailable') {
-      return { kind: 'failed', error: { code: 'provider_unavailable', message: error.message, provider_code: null, retryable: true }, tried: true, retryAfterMs: null, outcomeUnknown };
+      return {
+        kind: 'failed',
+        error: { code: 'provider_unavailable', message: error.message, provider_code: null, retryable: true },
+        tried: true,
+        retryAfterMs: null,
+        outcomeUnknown,
+      };
     }
     const message =
       error.code === 'connection_required'
         ? `The connection this dispatch ran on was revoked or replaced (${error.message}). Retry the dispatch: a retry runs on the channel's connection then.`
         : `The connection cannot be used: ${error.message} Reauthorize it (POST /v1/connections/:id/reauthorize), then retry the dispatch.`;
-    return { kind: 'failed', error: { code: 'connection_reauth_required', message, provider_code: error.code, retryable: false }, tried, retryAfterMs: null, outcomeUnknown };
+    return {
+      kind: 'failed',
+      error: { code: 'connection_reauth_required', message, provider_code: error.code, retryable: false },
+      tried,
+      retryAfterMs: null,
+      outcomeUnknown,
+    };
   }
 }
 
@@ -254,7 +286,13 @@ const reauthError = (channel: Channel, error: ProviderError): DispatchError => (
 
 /** The outcome of a try that failed for a reason other than the token; `outcomeUnknown` as the try left it. */
 export function classify(error: unknown, logger: Logger, outcomeUnknown = false): LaunchOutcome {
-  const failed = (error: DispatchError, retryAfterMs: number | null = null): LaunchOutcome => ({ kind: 'failed', error, tried: true, retryAfterMs, outcomeUnknown });
+  const failed = (error: DispatchError, retryAfterMs: number | null = null): LaunchOutcome => ({
+    kind: 'failed',
+    error,
+    tried: true,
+    retryAfterMs,
+    outcomeUnknown,
+  });
   if (error instanceof ProviderError) {
     switch (error.kind) {
       case 'validation':

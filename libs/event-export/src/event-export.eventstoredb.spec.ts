@@ -14,7 +14,12 @@ import { REDACTED } from './redaction';
  * Export → verify on a real EventStoreDB, where a container runtime answers (skipped, saying so,
  * where none does; the same round trip runs on the embedded store in event-export.spec.ts).
  */
-const event = (type: string, data: Record<string, unknown>): EventToAppend => ({ id: ulidToUuid(ulid()), type, data, metadata: { version: 1, accountId: 'acct_1' } });
+const event = (type: string, data: Record<string, unknown>): EventToAppend => ({
+  id: ulidToUuid(ulid()),
+  type,
+  data,
+  metadata: { version: 1, accountId: 'acct_1' },
+});
 
 describeWithContainers('export and verify on EventStoreDB', () => {
   let server: Awaited<ReturnType<typeof startEventStoreDb>> | undefined;
@@ -24,8 +29,14 @@ describeWithContainers('export and verify on EventStoreDB', () => {
   beforeAll(async () => {
     server = await startEventStoreDb();
     store = EventStoreDbEventStore.connect(server.connectionString);
-    await store.append('account-acct_1', [event('AccountOpened', { accountId: 'acct_1', name: 'Acme ✓', credits: { live: 5, test: 5 } })], { expectedRevision: 'no_stream' });
-    await store.append('dispatch-dsp_1', [event('DispatchAccepted', { dispatchId: 'dsp_1', idempotencyKey: 'idem-secret', n: 1.5, nested: { b: [1, 'x', null], a: true } })], { expectedRevision: 'no_stream' });
+    await store.append('account-acct_1', [event('AccountOpened', { accountId: 'acct_1', name: 'Acme ✓', credits: { live: 5, test: 5 } })], {
+      expectedRevision: 'no_stream',
+    });
+    await store.append(
+      'dispatch-dsp_1',
+      [event('DispatchAccepted', { dispatchId: 'dsp_1', idempotencyKey: 'idem-secret', n: 1.5, nested: { b: [1, 'x', null], a: true } })],
+      { expectedRevision: 'no_stream' },
+    );
     await store.append('dispatch-dsp_1', [event('DispatchCompleted', { providerResourceId: 'r1', attempt: 1 })], { expectedRevision: 0 });
     dir = mkdtempSync(join(tmpdir(), 'event-export-esdb-'));
   }, 240_000);

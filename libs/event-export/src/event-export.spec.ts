@@ -36,13 +36,53 @@ describe('export and verify (on the embedded event store)', () => {
     dir = mkdtempSync(join(tmpdir(), 'event-export-'));
     store = SqliteEventStore.open(join(dir, 'events.sqlite'));
     file = join(dir, 'export.jsonl');
-    await store.append('account-acct_1', [event('AccountOpened', { accountId: 'acct_1', name: 'Acme ✓', credits: { live: 5, test: 5 }, openedAt: '2026-01-01T00:00:00.000Z' }, { accountId: 'acct_1' })], { expectedRevision: 'no_stream' });
-    await store.append('account-acct_1', [event('ApiKeyIssued', { keyId: 'key_1', mode: 'test', keyHash: KEY_HASH, issuedAt: '2026-01-01T00:00:01.000Z' }, { accountId: 'acct_1' })], { expectedRevision: 0 });
-    await store.append('dispatch-dsp_1', [event('DispatchAccepted', { dispatchId: 'dsp_1', accountId: 'acct_1', idempotencyKey: IDEMPOTENCY_KEY, n: 1.5, nested: { b: [1, 'x', null], a: true, '10': 'ten', '2': 'two', é: 'e' } }, { accountId: 'acct_1', requestId: 'req_1' })], { expectedRevision: 'no_stream' });
-    await store.append('webhook-whk_1', [event('WebhookEndpointCreated', { endpointId: 'whk_1', sealedSecret: SEALED_SECRET }, { accountId: 'acct_1' })], { expectedRevision: 'no_stream' });
-    await store.append('dispatch-dsp_2', [event('DispatchAccepted', { dispatchId: 'dsp_2', accountId: 'acct_2', idempotencyKey: null }, { accountId: 'acct_2' })], { expectedRevision: 'no_stream' });
-    await store.append('dispatch-dsp_1', [event('DispatchCompleted', { providerResourceId: 'r1', attempt: 1 }, { accountId: 'acct_1' })], { expectedRevision: 0 });
-    await store.append('webhook-whk_1', [event('WebhookSecretRotated', { sealedSecret: `${SEALED_SECRET}-2` }, { accountId: 'acct_1' })], { expectedRevision: 0 });
+    await store.append(
+      'account-acct_1',
+      [
+        event(
+          'AccountOpened',
+          { accountId: 'acct_1', name: 'Acme ✓', credits: { live: 5, test: 5 }, openedAt: '2026-01-01T00:00:00.000Z' },
+          { accountId: 'acct_1' },
+        ),
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    await store.append(
+      'account-acct_1',
+      [event('ApiKeyIssued', { keyId: 'key_1', mode: 'test', keyHash: KEY_HASH, issuedAt: '2026-01-01T00:00:01.000Z' }, { accountId: 'acct_1' })],
+      { expectedRevision: 0 },
+    );
+    await store.append(
+      'dispatch-dsp_1',
+      [
+        event(
+          'DispatchAccepted',
+          {
+            dispatchId: 'dsp_1',
+            accountId: 'acct_1',
+            idempotencyKey: IDEMPOTENCY_KEY,
+            n: 1.5,
+            nested: { b: [1, 'x', null], a: true, '10': 'ten', '2': 'two', é: 'e' },
+          },
+          { accountId: 'acct_1', requestId: 'req_1' },
+        ),
+      ],
+      { expectedRevision: 'no_stream' },
+    );
+    await store.append('webhook-whk_1', [event('WebhookEndpointCreated', { endpointId: 'whk_1', sealedSecret: SEALED_SECRET }, { accountId: 'acct_1' })], {
+      expectedRevision: 'no_stream',
+    });
+    await store.append(
+      'dispatch-dsp_2',
+      [event('DispatchAccepted', { dispatchId: 'dsp_2', accountId: 'acct_2', idempotencyKey: null }, { accountId: 'acct_2' })],
+      { expectedRevision: 'no_stream' },
+    );
+    await store.append('dispatch-dsp_1', [event('DispatchCompleted', { providerResourceId: 'r1', attempt: 1 }, { accountId: 'acct_1' })], {
+      expectedRevision: 0,
+    });
+    await store.append('webhook-whk_1', [event('WebhookSecretRotated', { sealedSecret: `${SEALED_SECRET}-2` }, { accountId: 'acct_1' })], {
+      expectedRevision: 0,
+    });
   });
 
   afterEach(async () => {
@@ -50,7 +90,11 @@ describe('export and verify (on the embedded event store)', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const linesOf = (path: string) => readFileSync(path, 'utf8').trimEnd().split('\n').map((text) => JSON.parse(text));
+  const linesOf = (path: string) =>
+    readFileSync(path, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((text) => JSON.parse(text));
 
   it('writes every event in commit order, its fields in order, each line sealing the one before (checked here with node:crypto and canonicalize)', async () => {
     const manifest = await exportEvents(store, {}, file);
@@ -71,10 +115,20 @@ describe('export and verify (on the embedded event store)', () => {
       expect(Object.keys(line)).toEqual(LINE_FIELDS);
       expect(line).toMatchObject({ event_id: stored[i].id, version: 1, metadata: stored[i].metadata, recorded_at: stored[i].occurredAt, prev_hash: prev });
       const { hash, ...unhashed } = line;
-      expect(hash).toBe(createHash('sha256').update(`${prev}\n${canonicalize(unhashed)}`).digest('hex'));
+      expect(hash).toBe(
+        createHash('sha256')
+          .update(`${prev}\n${canonicalize(unhashed)}`)
+          .digest('hex'),
+      );
       prev = hash;
     });
-    expect(lines[2].data).toEqual({ dispatchId: 'dsp_1', accountId: 'acct_1', idempotencyKey: REDACTED, n: 1.5, nested: { b: [1, 'x', null], a: true, '10': 'ten', '2': 'two', é: 'e' } });
+    expect(lines[2].data).toEqual({
+      dispatchId: 'dsp_1',
+      accountId: 'acct_1',
+      idempotencyKey: REDACTED,
+      n: 1.5,
+      nested: { b: [1, 'x', null], a: true, '10': 'ten', '2': 'two', é: 'e' },
+    });
     expect(manifest).toMatchObject({ count: 7, last_position: stored[6].position, read_up_to: stored[6].position, final_hash: prev, filter: {} });
     expect(JSON.parse(readFileSync(manifestFileOf(file), 'utf8'))).toEqual(manifest);
     expect(existsSync(`${file}.partial`)).toBe(false);
@@ -119,14 +173,41 @@ describe('export and verify (on the embedded event store)', () => {
     expect(linesOf(file).find((line) => line.type === 'WebhookSecretRotated').data.sealedSecret).toBe(REDACTED);
     // A null is nothing to hide, and stays as it is.
     expect(linesOf(file).find((line) => line.stream_id === 'dispatch-dsp_2').data.idempotencyKey).toBeNull();
-    await expect(verifyExport(file, store)).resolves.toEqual({ ok: true, lines: 7, final_hash: expect.any(String), manifest: 'matches', checked_against_store: true, complete_against_store: true, selection: { filter: {}, read_up_to: '7' } });
+    await expect(verifyExport(file, store)).resolves.toEqual({
+      ok: true,
+      lines: 7,
+      final_hash: expect.any(String),
+      manifest: 'matches',
+      checked_against_store: true,
+      complete_against_store: true,
+      selection: { filter: {}, read_up_to: '7' },
+    });
   });
 
   it.each([
-    [{ stream: 'dispatch-dsp_1' }, [['dispatch-dsp_1', 0], ['dispatch-dsp_1', 1]]],
-    [{ category: 'dispatch' }, [['dispatch-dsp_1', 0], ['dispatch-dsp_2', 0], ['dispatch-dsp_1', 1]]],
+    [
+      { stream: 'dispatch-dsp_1' },
+      [
+        ['dispatch-dsp_1', 0],
+        ['dispatch-dsp_1', 1],
+      ],
+    ],
+    [
+      { category: 'dispatch' },
+      [
+        ['dispatch-dsp_1', 0],
+        ['dispatch-dsp_2', 0],
+        ['dispatch-dsp_1', 1],
+      ],
+    ],
     [{ account: 'acct_2' }, [['dispatch-dsp_2', 0]]],
-    [{ account: 'acct_1', category: 'webhook' }, [['webhook-whk_1', 0], ['webhook-whk_1', 1]]],
+    [
+      { account: 'acct_1', category: 'webhook' },
+      [
+        ['webhook-whk_1', 0],
+        ['webhook-whk_1', 1],
+      ],
+    ],
   ])('selects by %j', async (filter, expected) => {
     const manifest = await exportEvents(store, filter, file);
     expect(linesOf(file).map((line) => [line.stream_id, line.revision])).toEqual(expected);
@@ -252,9 +333,17 @@ describe('export and verify (on the embedded event store)', () => {
       forge(2, (line) => (line.metadata.requestId = 'req_2'));
       await expect(verifyExport(file, store, undefined, noManifest)).resolves.toEqual({ ok: false, line: 3, reason: 'metadata differs from the stored event' });
       forge(1, (line) => (line.revision = 5));
-      await expect(verifyExport(file, store, undefined, noManifest)).resolves.toMatchObject({ ok: false, line: 2, reason: expect.stringContaining('no event at revision 5') });
+      await expect(verifyExport(file, store, undefined, noManifest)).resolves.toMatchObject({
+        ok: false,
+        line: 2,
+        reason: expect.stringContaining('no event at revision 5'),
+      });
       forge(0, (line) => (line.recorded_at = '2020-01-01T00:00:00.000Z'));
-      await expect(verifyExport(file, store, undefined, noManifest)).resolves.toMatchObject({ ok: false, line: 1, reason: expect.stringContaining('recorded_at') });
+      await expect(verifyExport(file, store, undefined, noManifest)).resolves.toMatchObject({
+        ok: false,
+        line: 1,
+        reason: expect.stringContaining('recorded_at'),
+      });
     });
 
     it('finds a line dropped, moved or added even when the chain and the manifest were made again to match, by walking the store as the export did', async () => {
@@ -269,9 +358,17 @@ describe('export and verify (on the embedded event store)', () => {
       rewrite([...lines.slice(0, 3), ...lines.slice(4)]);
       // The chain and the manifest hold, and every line is as stored: only the walk finds the gap.
       await expect(verifyExport(file)).resolves.toMatchObject({ ok: true });
-      await expect(verifyExport(file, store, undefined, { allowMissingManifest: true })).resolves.toMatchObject({ ok: false, line: 4, reason: expect.stringContaining('a line was dropped, added or moved') });
+      await expect(verifyExport(file, store, undefined, { allowMissingManifest: true })).resolves.toMatchObject({
+        ok: false,
+        line: 4,
+        reason: expect.stringContaining('a line was dropped, added or moved'),
+      });
       rewrite([lines[1], lines[0], ...lines.slice(2)]);
-      await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 1, reason: expect.stringContaining(`${lines[0].stream_id}@0 here, the file ${lines[1].stream_id}`) });
+      await expect(verifyExport(file, store)).resolves.toMatchObject({
+        ok: false,
+        line: 1,
+        reason: expect.stringContaining(`${lines[0].stream_id}@0 here, the file ${lines[1].stream_id}`),
+      });
       rewrite(lines.slice(0, 6));
       await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 7, reason: expect.stringContaining('which the file does not hold') });
       rewrite([...lines, lines[6]]);
@@ -290,7 +387,11 @@ describe('export and verify (on the embedded event store)', () => {
       // The last line's event is not the one the manifest says the export ended at.
       rewrite(lines);
       writeFileSync(manifestFileOf(file), JSON.stringify({ ...JSON.parse(readFileSync(manifestFileOf(file), 'utf8')), last_position: '3' }));
-      await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: false, line: 7, reason: expect.stringContaining("the manifest's last_position 3 is not") });
+      await expect(verifyExport(file, store)).resolves.toMatchObject({
+        ok: false,
+        line: 7,
+        reason: expect.stringContaining("the manifest's last_position 3 is not"),
+      });
     });
   });
 
@@ -359,7 +460,15 @@ describe('export and verify (on the embedded event store)', () => {
 
     /** A copy of a JSON value with every object's keys sorted, as a decide's events are appended. */
     const sorted = (value: unknown): unknown =>
-      Array.isArray(value) ? value.map(sorted) : value !== null && typeof value === 'object' ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, sorted((value as Record<string, unknown>)[key])])) : value;
+      Array.isArray(value)
+        ? value.map(sorted)
+        : value !== null && typeof value === 'object'
+          ? Object.fromEntries(
+              Object.keys(value)
+                .sort()
+                .map((key) => [key, sorted((value as Record<string, unknown>)[key])]),
+            )
+          : value;
 
     /** The line's fields but its event id, time and hashes, with data and metadata as the line's text holds them. */
     const contentOf = (text: string) => {
@@ -369,19 +478,53 @@ describe('export and verify (on the embedded event store)', () => {
 
     it('exports events appended with unsorted keys (not flagged) as the same lines as the same events appended sorted (flagged)', async () => {
       const unsorted = [
-        ['dispatch-dsp_1', 'DispatchAccepted', { dispatchId: 'dsp_1', idempotencyKey: IDEMPOTENCY_KEY, campaign: { name: 'Spring ✓', budget: 1.5, zones: ['b', 'a'] }, accountId: 'acct_1' }, { version: 1, accountId: 'acct_1', requestId: 'req_1' }],
-        ['dispatch-dsp_2', 'DispatchAccepted', { idempotencyKey: null, dispatchId: 'dsp_2', note: '"idempotencyKey":"not a key"' }, { version: 1, accountId: 'acct_2' }],
-        ['dispatch-dsp_1', 'DispatchCharged', { dispatch: { idempotencyKey: IDEMPOTENCY_KEY, dispatchId: 'dsp_1' }, amount: 1, '10': 'x', '9': 'y' }, { version: 1, accountId: 'acct_1' }],
-        ['webhook-whk_1', 'WebhookEndpointCreated', { sealedSecret: SEALED_SECRET, endpointId: 'whk_1', url: 'https://example.com/\u2028"' }, { version: 1, accountId: 'acct_1' }],
+        [
+          'dispatch-dsp_1',
+          'DispatchAccepted',
+          { dispatchId: 'dsp_1', idempotencyKey: IDEMPOTENCY_KEY, campaign: { name: 'Spring ✓', budget: 1.5, zones: ['b', 'a'] }, accountId: 'acct_1' },
+          { version: 1, accountId: 'acct_1', requestId: 'req_1' },
+        ],
+        [
+          'dispatch-dsp_2',
+          'DispatchAccepted',
+          { idempotencyKey: null, dispatchId: 'dsp_2', note: '"idempotencyKey":"not a key"' },
+          { version: 1, accountId: 'acct_2' },
+        ],
+        [
+          'dispatch-dsp_1',
+          'DispatchCharged',
+          { dispatch: { idempotencyKey: IDEMPOTENCY_KEY, dispatchId: 'dsp_1' }, amount: 1, '10': 'x', '9': 'y' },
+          { version: 1, accountId: 'acct_1' },
+        ],
+        [
+          'webhook-whk_1',
+          'WebhookEndpointCreated',
+          { sealedSecret: SEALED_SECRET, endpointId: 'whk_1', url: 'https://example.com/\u2028"' },
+          { version: 1, accountId: 'acct_1' },
+        ],
         ['account-acct_1', 'ApiKeyIssued', { mode: 'live', keyHash: KEY_HASH, keyId: 'key_2', n: -0, big: 1e21 }, { version: 1, accountId: 'acct_1' }],
       ] as const;
       const exported: string[][] = [];
-      for (const [name, sort] of [['unsorted', false], ['sorted', true]] as const) {
+      for (const [name, sort] of [
+        ['unsorted', false],
+        ['sorted', true],
+      ] as const) {
         const path = join(dir, `${name}.sqlite`);
         const other = SqliteEventStore.open(path);
         try {
           for (const [stream, type, data, metadata] of unsorted) {
-            await other.append(stream, [{ id: ulidToUuid(ulid()), type, data: sort ? (sorted(data) as Record<string, unknown>) : data, metadata: sort ? (sorted(metadata) as Record<string, unknown>) : metadata }], { expectedRevision: 'any' });
+            await other.append(
+              stream,
+              [
+                {
+                  id: ulidToUuid(ulid()),
+                  type,
+                  data: sort ? (sorted(data) as Record<string, unknown>) : data,
+                  metadata: sort ? (sorted(metadata) as Record<string, unknown>) : metadata,
+                },
+              ],
+              { expectedRevision: 'any' },
+            );
           }
           // Integer-like keys ("10", "9") are never in sorted order in JavaScript: that event is never flagged.
           expect(flags(path)).toEqual(sort ? [1, 1, null, 1, 1] : [null, null, null, null, null]);
@@ -448,16 +591,31 @@ describe('export and verify (on the embedded event store)', () => {
 
         // Three pages, two reader threads: one reads the first and the third.
         const { manifest, text } = await sameWithThreads(store, {}, 2);
-        const lines = text.trimEnd().split('\n').map((line) => JSON.parse(line));
+        const lines = text
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line));
         expect(lines.map((line) => line.event_id)).toEqual(all.map((event) => event.id));
         const unchained: number[] = [];
         let prev = GENESIS_HASH;
         lines.forEach(({ hash, ...unhashed }, i) => {
-          if (unhashed.prev_hash !== prev || hash !== createHash('sha256').update(`${prev}\n${canonicalize(unhashed)}`).digest('hex')) unchained.push(i + 1);
+          if (
+            unhashed.prev_hash !== prev ||
+            hash !==
+              createHash('sha256')
+                .update(`${prev}\n${canonicalize(unhashed)}`)
+                .digest('hex')
+          )
+            unchained.push(i + 1);
           prev = hash;
         });
         expect(unchained).toEqual([]);
-        expect(manifest).toMatchObject({ count: all.length, final_hash: prev, last_position: all[all.length - 1].position, read_up_to: all[all.length - 1].position });
+        expect(manifest).toMatchObject({
+          count: all.length,
+          final_hash: prev,
+          last_position: all[all.length - 1].position,
+          read_up_to: all[all.length - 1].position,
+        });
         expect(text).not.toMatch(/secret-\d|idem-\d/);
       }, 60_000);
 
@@ -475,7 +633,12 @@ describe('export and verify (on the embedded event store)', () => {
           const exporting = [exportEvents(store, filter, file, undefined, { readers: 2 }), exportEvents(store, filter, again, undefined, { readers: 1 })];
           await appendBig(TOTAL, TOTAL + 2 * ROUND);
           for (const manifest of await Promise.all(exporting)) {
-            expect(manifest).toMatchObject({ count: inProcess.count, final_hash: inProcess.final_hash, last_position: inProcess.last_position, read_up_to: inProcess.read_up_to });
+            expect(manifest).toMatchObject({
+              count: inProcess.count,
+              final_hash: inProcess.final_hash,
+              last_position: inProcess.last_position,
+              read_up_to: inProcess.read_up_to,
+            });
           }
           expect(threads.started()).toBe(2);
         } finally {
@@ -489,12 +652,21 @@ describe('export and verify (on the embedded event store)', () => {
         const other = new Database(join(dir, 'events.sqlite'));
         try {
           let pagesWritten = 0;
-          const late = other.prepare("INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at) VALUES (?, 'dispatch-late', 0, 'DispatchAccepted', '{}', '{}', ?)");
-          const everything = await exportEvents(store, {}, file, () => void (pagesWritten++ === 0 && late.run(ulidToUuid(ulid()), new Date().toISOString())), { readers: 1 });
+          const late = other.prepare(
+            "INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at) VALUES (?, 'dispatch-late', 0, 'DispatchAccepted', '{}', '{}', ?)",
+          );
+          const everything = await exportEvents(store, {}, file, () => void (pagesWritten++ === 0 && late.run(ulidToUuid(ulid()), new Date().toISOString())), {
+            readers: 1,
+          });
           expect(pagesWritten).toBeGreaterThan(2);
           const held = (await store.readAll({ maxCount: 10_000 })).filter((event) => BigInt(event.position) <= BigInt(everything.read_up_to!));
           expect(held).toHaveLength(all.length + 2 * ROUND);
-          expect(readFileSync(file, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line).event_id)).toEqual(held.map((event) => event.id));
+          expect(
+            readFileSync(file, 'utf8')
+              .trimEnd()
+              .split('\n')
+              .map((line) => JSON.parse(line).event_id),
+          ).toEqual(held.map((event) => event.id));
           expect((await store.readStream('dispatch-late')).length).toBe(1);
         } finally {
           other.close();

@@ -40,7 +40,13 @@ export const manifestFileOf = (file: string) => `${file}.manifest.json`;
  * are written under temporary names and renamed once their bytes are on disk (then the directory
  * is synced, for the renames): a file with its final name is complete, even after a power cut.
  */
-export async function exportEvents(store: EventStore, filter: ExportFilter, file: string, onProgress?: ProgressListener, options: PreparedPagesOptions = {}): Promise<ExportManifest> {
+export async function exportEvents(
+  store: EventStore,
+  filter: ExportFilter,
+  file: string,
+  onProgress?: ProgressListener,
+  options: PreparedPagesOptions = {},
+): Promise<ExportManifest> {
   const normalized = normalizeFilter(filter);
   const upTo = await store.lastPosition();
   const partial = `${file}.partial`;
@@ -89,7 +95,7 @@ function writeDurably(file: string, text: string): void {
   const fd = openSync(partial, 'w');
   try {
     const bytes = Buffer.from(text);
-    for (let written = 0; written < bytes.length; ) written += writeSync(fd, bytes, written, bytes.length - written, written);
+    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written, bytes.length - written, written);
     fdatasyncSync(fd);
   } finally {
     closeSync(fd);
@@ -160,7 +166,7 @@ class FileBuffer implements LineSink {
   /** What the buffer cannot take: the buffer's bytes, then these, written at once, in place. */
   private writeNow(bytes: Buffer): void {
     for (const chunk of [this.buffer.subarray(0, this.used), bytes]) {
-      for (let written = 0; written < chunk.length; ) written += writeSync(this.fd, chunk, written, chunk.length - written, this.offset + written);
+      for (let written = 0; written < chunk.length;) written += writeSync(this.fd, chunk, written, chunk.length - written, this.offset + written);
       this.offset += chunk.length;
     }
     this.used = 0;
@@ -168,7 +174,7 @@ class FileBuffer implements LineSink {
 }
 
 async function writeAt(fd: number, bytes: Buffer, position: number): Promise<void> {
-  for (let written = 0; written < bytes.length; ) {
+  for (let written = 0; written < bytes.length;) {
     written += await new Promise<number>((resolve, reject) =>
       write(fd, bytes, written, bytes.length - written, position + written, (error, count) => (error ? reject(error) : resolve(count))),
     );

@@ -21,7 +21,8 @@ export function normalizeFilter(filter: ExportFilter): ExportFilter {
     if (Number.isNaN(time)) throw new Error(`--${name} is not an ISO 8601 time: ${value}`);
     return new Date(time).toISOString();
   };
-  if (filter.category !== undefined && !/^[a-z][a-z0-9_]*$/.test(filter.category)) throw new Error(`--category is a stream category such as dispatch, not ${filter.category}`);
+  if (filter.category !== undefined && !/^[a-z][a-z0-9_]*$/.test(filter.category))
+    throw new Error(`--category is a stream category such as dispatch, not ${filter.category}`);
   const normalized: ExportFilter = { ...filter, from: instant(filter.from, 'from'), to: instant(filter.to, 'to') };
   return Object.fromEntries(Object.entries(normalized).filter(([, value]) => value !== undefined));
 }

@@ -25,7 +25,18 @@ export interface ExportLine {
   hash: string;
 }
 
-export const LINE_FIELDS: ReadonlyArray<keyof ExportLine> = ['stream_id', 'revision', 'event_id', 'type', 'version', 'data', 'metadata', 'recorded_at', 'prev_hash', 'hash'];
+export const LINE_FIELDS: ReadonlyArray<keyof ExportLine> = [
+  'stream_id',
+  'revision',
+  'event_id',
+  'type',
+  'version',
+  'data',
+  'metadata',
+  'recorded_at',
+  'prev_hash',
+  'hash',
+];
 
 const q = JSON.stringify;
 
@@ -47,7 +58,9 @@ export interface LinePieces {
 
 export function linePieces(line: CanonicalLine): LinePieces {
   const { data, metadata } = line;
-  const [stream, revision, event, type, version, recorded] = [line.stream_id, line.revision, line.event_id, line.type, line.version, line.recorded_at].map((v) => q(v));
+  const [stream, revision, event, type, version, recorded] = [line.stream_id, line.revision, line.event_id, line.type, line.version, line.recorded_at].map(
+    (v) => q(v),
+  );
   return {
     canonicalHead: `{"data":${data},"event_id":${event},"metadata":${metadata},"prev_hash":`,
     canonicalTail: `,"recorded_at":${recorded},"revision":${revision},"stream_id":${stream},"type":${type},"version":${version}}`,

@@ -81,7 +81,8 @@ function typeOfFields(line: ExportLine): string | null {
   for (const field of ['stream_id', 'event_id', 'type', 'recorded_at'] as const) if (typeof line[field] !== 'string') return `${field} is not a string`;
   for (const field of ['revision', 'version'] as const) if (!Number.isSafeInteger(line[field])) return `${field} is not an integer`;
   for (const field of ['data', 'metadata'] as const) if (!isObject(line[field])) return `${field} is not an object`;
-  for (const field of ['prev_hash', 'hash'] as const) if (typeof line[field] !== 'string' || !/^[0-9a-f]{64}$/.test(line[field])) return `${field} is not a hex SHA-256`;
+  for (const field of ['prev_hash', 'hash'] as const)
+    if (typeof line[field] !== 'string' || !/^[0-9a-f]{64}$/.test(line[field])) return `${field} is not a hex SHA-256`;
   return null;
 }
 
@@ -115,10 +116,16 @@ export async function verifyExport(file: string, store?: EventStore, onProgress?
     }
     const malformed = manifestFault(manifest);
     if (malformed) return { ok: false, line: null, reason: `${manifestFile} is not a manifest an export writes: ${malformed}` };
-    if (manifest.count !== lines) return { ok: false, line: Math.min(manifest.count, lines) + 1, reason: `the manifest counts ${manifest.count} lines, the file has ${lines}` };
-    if (manifest.final_hash !== prevHash) return { ok: false, line: lines, reason: `the last hash ${prevHash} is not the manifest's final_hash ${manifest.final_hash}` };
+    if (manifest.count !== lines)
+      return { ok: false, line: Math.min(manifest.count, lines) + 1, reason: `the manifest counts ${manifest.count} lines, the file has ${lines}` };
+    if (manifest.final_hash !== prevHash)
+      return { ok: false, line: lines, reason: `the last hash ${prevHash} is not the manifest's final_hash ${manifest.final_hash}` };
   } else if (!options.allowMissingManifest) {
-    return { ok: false, line: null, reason: `${manifestFile} is missing: without it a file cut short cannot be told from a whole one (--no-manifest checks the rest anyway)` };
+    return {
+      ok: false,
+      line: null,
+      reason: `${manifestFile} is missing: without it a file cut short cannot be told from a whole one (--no-manifest checks the rest anyway)`,
+    };
   }
   const manifestState = manifest ? 'matches' : 'absent';
 
@@ -127,11 +134,24 @@ export async function verifyExport(file: string, store?: EventStore, onProgress?
   if (fault) return { ok: false, ...fault };
   onProgress?.(lines, 1);
   const selection = manifest ? { selection: { filter: manifest.filter ?? {}, read_up_to: manifest.read_up_to } } : {};
-  return { ok: true, lines, final_hash: prevHash, manifest: manifestState, checked_against_store: true, complete_against_store: manifest !== undefined, ...selection };
+  return {
+    ok: true,
+    lines,
+    final_hash: prevHash,
+    manifest: manifestState,
+    checked_against_store: true,
+    complete_against_store: manifest !== undefined,
+    ...selection,
+  };
 }
 
 /** Each line against the stored event at its stream and revision (windows of each stream, read once). */
-async function linesAgainstStore(file: string, store: EventStore, lines: number, onProgress?: ProgressListener): Promise<{ line: number; reason: string } | null> {
+async function linesAgainstStore(
+  file: string,
+  store: EventStore,
+  lines: number,
+  onProgress?: ProgressListener,
+): Promise<{ line: number; reason: string } | null> {
   const windows = new Map<string, { from: number; events: RecordedEvent[] }>();
   for await (const { number, text } of linesOf(file)) {
     const line = JSON.parse(text) as ExportLine;
@@ -149,7 +169,13 @@ async function linesAgainstStore(file: string, store: EventStore, lines: number,
 }
 
 /** The store's events the manifest's filter selects, up to its read_up_to, side by side with the file's lines: the same events, in the same order. */
-async function walkedAgainstStore(file: string, manifest: ExportManifest, store: EventStore, lines: number, onProgress?: ProgressListener): Promise<{ line: number | null; reason: string } | null> {
+async function walkedAgainstStore(
+  file: string,
+  manifest: ExportManifest,
+  store: EventStore,
+  lines: number,
+  onProgress?: ProgressListener,
+): Promise<{ line: number | null; reason: string } | null> {
   const keep = selector(manifest.filter ?? {});
   const fileLines = linesOf(file)[Symbol.asyncIterator]();
   try {
@@ -160,10 +186,17 @@ async function walkedAgainstStore(file: string, manifest: ExportManifest, store:
         if (!keep(stored, stored.metadata)) continue;
         const next = await fileLines.next();
         number++;
-        if (next.done) return { line: number, reason: `the event store also selects ${stored.streamId}@${stored.revision} (event ${stored.id}) here, which the file does not hold` };
+        if (next.done)
+          return {
+            line: number,
+            reason: `the event store also selects ${stored.streamId}@${stored.revision} (event ${stored.id}) here, which the file does not hold`,
+          };
         const line = JSON.parse(next.value.text) as ExportLine;
         if (line.stream_id !== stored.streamId || line.revision !== stored.revision) {
-          return { line: number, reason: `the event store has ${stored.streamId}@${stored.revision} here, the file ${line.stream_id}@${line.revision}: a line was dropped, added or moved` };
+          return {
+            line: number,
+            reason: `the event store has ${stored.streamId}@${stored.revision} here, the file ${line.stream_id}@${line.revision}: a line was dropped, added or moved`,
+          };
         }
         const fault = storeFault(line, stored);
         if (fault) return { line: number, reason: fault };
@@ -173,7 +206,11 @@ async function walkedAgainstStore(file: string, manifest: ExportManifest, store:
     }
     const extra = await fileLines.next();
     if (!extra.done) return { line: number + 1, reason: "the event store selects nothing more up to the manifest's read_up_to, but the file goes on" };
-    if ((manifest.last_position ?? null) !== lastPosition) return { line: number || null, reason: `the manifest's last_position ${manifest.last_position} is not the position of the last line's event (${lastPosition})` };
+    if ((manifest.last_position ?? null) !== lastPosition)
+      return {
+        line: number || null,
+        reason: `the manifest's last_position ${manifest.last_position} is not the position of the last line's event (${lastPosition})`,
+      };
     return null;
   } finally {
     // Stopped early (a difference found): the file is closed now, not when the stream is collected.
@@ -197,7 +234,8 @@ function manifestFault(manifest: unknown): string | null {
 /** How a line differs from the stored event at its stream and revision, or null. */
 function storeFault(line: ExportLine, stored: RecordedEvent | undefined): string | null {
   if (!stored || stored.revision !== line.revision) return `the event store has no event at revision ${line.revision} of ${line.stream_id}`;
-  if (stored.id.toLowerCase() !== line.event_id.toLowerCase()) return `event_id ${line.event_id}, the store has ${stored.id} at ${line.stream_id}@${line.revision}`;
+  if (stored.id.toLowerCase() !== line.event_id.toLowerCase())
+    return `event_id ${line.event_id}, the store has ${stored.id} at ${line.stream_id}@${line.revision}`;
   if (stored.type !== line.type) return `type ${line.type}, the store has ${stored.type}`;
   if (Number(stored.metadata['version'] ?? 1) !== line.version) return `version ${line.version}, the store has ${String(stored.metadata['version'] ?? 1)}`;
   if (canonicalize(redactedData(stored)) !== canonicalize(line.data)) return 'data differs from the stored event';

@@ -46,7 +46,12 @@ export interface PreparedPagesOptions {
  * pages are read and prepared by reader threads, each with its own connection, page k by reader
  * k mod n, a few pages ahead; elsewhere (EventStoreDB, one stream) in this thread.
  */
-export async function* preparedPages(store: EventStore, filter: ExportFilter, upTo: string | null, options: PreparedPagesOptions = {}): AsyncGenerator<PreparedPage> {
+export async function* preparedPages(
+  store: EventStore,
+  filter: ExportFilter,
+  upTo: string | null,
+  options: PreparedPagesOptions = {},
+): AsyncGenerator<PreparedPage> {
   if (upTo === null) return;
   const readers = options.readers ?? Math.min(4, availableParallelism());
   if (store instanceof SqliteEventStore && store.file !== ':memory:' && filter.stream === undefined && readers >= 2) {

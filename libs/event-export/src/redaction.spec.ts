@@ -24,7 +24,11 @@ const MAY_BE_EXPORTED: ReadonlyArray<{ type: string; path: string; why: string }
   { type: 'ConnectionActivated', path: 'stateHash', why: 'SHA-256 of the spent OAuth state; not reversible' },
   { type: 'ConnectionReauthorized', path: 'stateHash', why: 'SHA-256 of the spent OAuth state; not reversible' },
   { type: 'AccountOpened', path: 'oauthRedirectUris', why: "the partner's own URLs its OAuth rounds may send people back to (no query, no credentials)" },
-  { type: 'AccountSettingsChanged', path: 'oauthRedirectUris', why: "the partner's own URLs its OAuth rounds may send people back to (no query, no credentials)" },
+  {
+    type: 'AccountSettingsChanged',
+    path: 'oauthRedirectUris',
+    why: "the partner's own URLs its OAuth rounds may send people back to (no query, no credentials)",
+  },
 ];
 
 const ROOT = resolve(__dirname, '../../..');
@@ -106,9 +110,29 @@ describe('redaction of canonical text (what an export reads)', () => {
   /** The listed names, keys that end or begin with one, and others. */
   const KEYS = [...FIELDS, ...FIELDS.flatMap((field) => [`x${field}`, `${field}s`, `_${field}`]), 'a', 'b', 'é', '', '1', '10', 'null'];
   /** Strings that hold what a listed key looks like in a text: escaped in JCS, they must not count as keys. */
-  const STRINGS = ['', 'x', 'null', 'é😀', '\\', '"', ...FIELDS.flatMap((field) => [field, `"${field}":"x"`, `"${field}":null`, `{"${field}":1}`, `\\"${field}\\":`])];
+  const STRINGS = [
+    '',
+    'x',
+    'null',
+    'é😀',
+    '\\',
+    '"',
+    ...FIELDS.flatMap((field) => [field, `"${field}":"x"`, `"${field}":null`, `{"${field}":1}`, `\\"${field}\\":`]),
+  ];
   /** What a listed field may hold: nothing to hide (null) or a value of any kind. */
-  const VALUES: ReadonlyArray<() => unknown> = [() => null, () => 'secret-1', () => '', () => 'null', () => 0, () => 7.5, () => false, () => ({ idempotencyKey: 'inner' }), () => ({}), () => [null], () => []];
+  const VALUES: ReadonlyArray<() => unknown> = [
+    () => null,
+    () => 'secret-1',
+    () => '',
+    () => 'null',
+    () => 0,
+    () => 7.5,
+    () => false,
+    () => ({ idempotencyKey: 'inner' }),
+    () => ({}),
+    () => [null],
+    () => [],
+  ];
 
   function value(random: Random, depth: number): unknown {
     switch (random.int(depth >= 3 ? 4 : 6)) {
@@ -179,12 +203,37 @@ describe('redaction of canonical text (what an export reads)', () => {
     ['the string "null", which is a value', 'DispatchAccepted', { idempotencyKey: 'null' }, `{"idempotencyKey":"${REDACTED}"}`],
     ['zero and false, which are values', 'WebhookEndpointCreated', { sealedSecret: 0, a: false }, `{"a":false,"sealedSecret":"${REDACTED}"}`],
     ['an object value', 'ApiKeyIssued', { keyHash: { sha256: 'h' } }, `{"keyHash":"${REDACTED}"}`],
-    ['the field in a string, escaped', 'DispatchAccepted', { idempotencyKey: null, note: '"idempotencyKey":"x"' }, '{"idempotencyKey":null,"note":"\\"idempotencyKey\\":\\"x\\""}'],
-    ['a key that ends with the field name', 'DispatchAccepted', { xidempotencyKey: 'kept', idempotencyKey: null }, '{"idempotencyKey":null,"xidempotencyKey":"kept"}'],
+    [
+      'the field in a string, escaped',
+      'DispatchAccepted',
+      { idempotencyKey: null, note: '"idempotencyKey":"x"' },
+      '{"idempotencyKey":null,"note":"\\"idempotencyKey\\":\\"x\\""}',
+    ],
+    [
+      'a key that ends with the field name',
+      'DispatchAccepted',
+      { xidempotencyKey: 'kept', idempotencyKey: null },
+      '{"idempotencyKey":null,"xidempotencyKey":"kept"}',
+    ],
     ['a key that ends with a quote and the field name', 'DispatchAccepted', { 'x"idempotencyKey': 'kept' }, '{"x\\"idempotencyKey":"kept"}'],
-    ['the same name nested elsewhere, with a value', 'DispatchAccepted', { a: { idempotencyKey: 'kept' }, idempotencyKey: null }, '{"a":{"idempotencyKey":"kept"},"idempotencyKey":null}'],
-    ['a value after a null of the same name elsewhere', 'DispatchAccepted', { a: { idempotencyKey: null }, idempotencyKey: 'k' }, `{"a":{"idempotencyKey":null},"idempotencyKey":"${REDACTED}"}`],
-    ['a nested field with a value, the same name at the top', 'DispatchCharged', { dispatch: { idempotencyKey: 'k', dispatchId: 'd' }, idempotencyKey: 'top' }, `{"dispatch":{"dispatchId":"d","idempotencyKey":"${REDACTED}"},"idempotencyKey":"top"}`],
+    [
+      'the same name nested elsewhere, with a value',
+      'DispatchAccepted',
+      { a: { idempotencyKey: 'kept' }, idempotencyKey: null },
+      '{"a":{"idempotencyKey":"kept"},"idempotencyKey":null}',
+    ],
+    [
+      'a value after a null of the same name elsewhere',
+      'DispatchAccepted',
+      { a: { idempotencyKey: null }, idempotencyKey: 'k' },
+      `{"a":{"idempotencyKey":null},"idempotencyKey":"${REDACTED}"}`,
+    ],
+    [
+      'a nested field with a value, the same name at the top',
+      'DispatchCharged',
+      { dispatch: { idempotencyKey: 'k', dispatchId: 'd' }, idempotencyKey: 'top' },
+      `{"dispatch":{"dispatchId":"d","idempotencyKey":"${REDACTED}"},"idempotencyKey":"top"}`,
+    ],
     ['a nested null field', 'DispatchCharged', { dispatch: { idempotencyKey: null } }, '{"dispatch":{"idempotencyKey":null}}'],
     ['a parent that is no object', 'DispatchCharged', { dispatch: [{ idempotencyKey: 'in-array' }] }, '{"dispatch":[{"idempotencyKey":"in-array"}]}'],
   ])('%s (%s)', (_name, type, data, expected) => {

@@ -30,7 +30,9 @@ describe('events between the store and the domain', () => {
   });
 
   it('refuses a version newer than the code, naming the event', () =>
-    expect(() => toDomainEvent(recorded({ name: 'n' }, { version: 3 }), RENAMED.upcast)).toThrow('cannot read sample event Renamed v3: this code reads up to v2'));
+    expect(() => toDomainEvent(recorded({ name: 'n' }, { version: 3 }), RENAMED.upcast)).toThrow(
+      'cannot read sample event Renamed v3: this code reads up to v2',
+    ));
 });
 
 describe('AggregateRepository over EventStoreDB, talking to a node that is no longer the leader', () => {

@@ -76,7 +76,10 @@ describe('sortedKeys', () => {
   it('leaves objects that are not plain alone: the same instance, its keys in their order', () => {
     const at = new Date(0);
     const money = new Money();
-    const map = new Map([['b', 1], ['a', 2]]);
+    const map = new Map([
+      ['b', 1],
+      ['a', 2],
+    ]);
     const sorted = sortedKeys({ map, money, at });
     expect(Object.keys(sorted)).toEqual(['at', 'map', 'money']);
     expect(sorted.at).toBe(at);

@@ -16,7 +16,8 @@ export function sortedKeys<T>(value: T): T {
   if (!isPlainObject(value)) return value;
   const sorted: Record<string, unknown> = {};
   // Defined, not assigned: a `__proto__` member (JSON.parse makes one) stays data instead of setting the prototype.
-  for (const key of Object.keys(value).sort()) Object.defineProperty(sorted, key, { value: sortedKeys(value[key]), enumerable: true, writable: true, configurable: true });
+  for (const key of Object.keys(value).sort())
+    Object.defineProperty(sorted, key, { value: sortedKeys(value[key]), enumerable: true, writable: true, configurable: true });
   return sorted as T;
 }
 

@@ -93,9 +93,11 @@ describe('a projection kept live', () => {
     expect(() => live.collection('other')).toThrow('the counters projection keeps no other collection');
   });
 
-  it("gets a processor named as the projection says, with a reaction exactly when it says it reacts", () => {
+  it('gets a processor named as the projection says, with a reaction exactly when it says it reacts', () => {
     expect(projectionProcessor(live, { eventStore: events, checkpoints: reads.checkpoints })).toBeDefined();
-    expect(() => projectionProcessor(live, { eventStore: events, checkpoints: reads.checkpoints, react: async () => undefined })).toThrow('the counter-views processor only projects');
+    expect(() => projectionProcessor(live, { eventStore: events, checkpoints: reads.checkpoints, react: async () => undefined })).toThrow(
+      'the counter-views processor only projects',
+    );
     const reacting = new LiveProjection({ ...counters, processor: { name: 'counter-work', reacts: true } }, events, reads);
     expect(() => projectionProcessor(reacting, { eventStore: events, checkpoints: reads.checkpoints })).toThrow('the counter-work processor reacts to events');
   });
@@ -105,7 +107,8 @@ describe('a projection kept live', () => {
     await processor.start();
     try {
       await events.append('counter-c1', [added(2, 'a'), added(3, 'b')], { expectedRevision: 'no_stream' });
-      for (let waited = 0; (await live.collection('counters').revisionOf('c1')) !== 1 && waited < 5_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+      for (let waited = 0; (await live.collection('counters').revisionOf('c1')) !== 1 && waited < 5_000; waited += 20)
+        await new Promise((r) => setTimeout(r, 20));
       await expect(live.collection('counters').get('c1')).resolves.toMatchObject({ total: 5 });
     } finally {
       await processor.stop();

@@ -122,7 +122,11 @@ export class LiveProjection<State = unknown> {
  * Given these domain events of one stream (in order), the documents the projection keeps: for
  * given/then specs of projections, without stores.
  */
-export function documentsAfter<State>(projection: Projection<State>, streamId: string, events: ReadonlyArray<{ type: string; version: number; data: unknown }>): ProjectedDocument[] {
+export function documentsAfter<State>(
+  projection: Projection<State>,
+  streamId: string,
+  events: ReadonlyArray<{ type: string; version: number; data: unknown }>,
+): ProjectedDocument[] {
   const replayed: ReplayedEvent[] = events.map((event, revision) => ({
     streamId,
     revision,

@@ -6,10 +6,61 @@ import { SeededRandom, seededRandom } from './testing/seeded-random';
 const randomness = seededRandom;
 type Random = SeededRandom;
 
-const STRING_PIECES = ['a', 'Z', ' ', 'é', '✓', '😀', '\ud83d', '\ude00', '\u0000', '\u001f', '\u007f', '\u2028', '"', '\\', '/', '\n', '\t', '"idempotencyKey":"x"', '</script>'];
+const STRING_PIECES = [
+  'a',
+  'Z',
+  ' ',
+  'é',
+  '✓',
+  '😀',
+  '\ud83d',
+  '\ude00',
+  '\u0000',
+  '\u001f',
+  '\u007f',
+  '\u2028',
+  '"',
+  '\\',
+  '/',
+  '\n',
+  '\t',
+  '"idempotencyKey":"x"',
+  '</script>',
+];
 const NUMBERS = [0, -0, 1, -1, 1.5, 0.1, 1 / 3, 1e21, 1e-7, 1e20, -1e-7, 5e-324, Number.MAX_VALUE, Number.MAX_SAFE_INTEGER, 2 ** 53 + 2, 123456789.125];
 /** Integer-like ones ("1", "10", "4294967294": JavaScript lists those first, in numeric order) and others that look like them ("01", "-1", "4294967295"). */
-const KEYS = ['', 'a', 'b', 'B', '_', 'aa', 'ab', 'a b', 'é', '😀', '\uff01', '\ud83d', '\u0000', '"', '\\', '1', '2', '10', '01', '0', '-1', '1.5', '4294967294', '4294967295', '__proto__', 'constructor', 'toString', 'toJSON', 'hasOwnProperty', 'idempotencyKey'];
+const KEYS = [
+  '',
+  'a',
+  'b',
+  'B',
+  '_',
+  'aa',
+  'ab',
+  'a b',
+  'é',
+  '😀',
+  '\uff01',
+  '\ud83d',
+  '\u0000',
+  '"',
+  '\\',
+  '1',
+  '2',
+  '10',
+  '01',
+  '0',
+  '-1',
+  '1.5',
+  '4294967294',
+  '4294967295',
+  '__proto__',
+  'constructor',
+  'toString',
+  'toJSON',
+  'hasOwnProperty',
+  'idempotencyKey',
+];
 const isIntegerLike = (key: string) => /^(0|[1-9]\d*)$/.test(key) && Number(key) < 2 ** 32 - 1;
 
 class Point {

@@ -73,12 +73,9 @@ describe('EventStoreDB position codec', () => {
     expect(() => encodePosition({ commit: 1 as unknown as bigint, prepare: 0n })).toThrow(RangeError);
   });
 
-  it.each(['', ' 1', '1 ', '-1', '+1', '01', '00', '1.5', '1e3', 'abc', '0x10', String(1n << 128n)])(
-    'rejects %p as a position',
-    (malformed) => {
-      expect(() => decodePosition(malformed)).toThrow(/position/);
-    },
-  );
+  it.each(['', ' 1', '1 ', '-1', '+1', '01', '00', '1.5', '1e3', 'abc', '0x10', String(1n << 128n)])('rejects %p as a position', (malformed) => {
+    expect(() => decodePosition(malformed)).toThrow(/position/);
+  });
 
   it('recognises the unknown position EventStoreDB reports as all ones', () => {
     expect(isUnknownPosition(undefined)).toBe(true);

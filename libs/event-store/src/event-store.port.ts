@@ -128,7 +128,10 @@ export interface ReplayReadOptions extends ReadAllOptions {
 
 export function assertReadAllOptions(options: ReplayReadOptions): void {
   const { maxCount, streamPrefixes, share } = options;
-  if (share !== undefined && !(Number.isSafeInteger(share.of) && share.of >= 1 && Number.isSafeInteger(share.index) && share.index >= 0 && share.index < share.of)) {
+  if (
+    share !== undefined &&
+    !(Number.isSafeInteger(share.of) && share.of >= 1 && Number.isSafeInteger(share.index) && share.index >= 0 && share.index < share.of)
+  ) {
     throw new RangeError(`share must be { index, of } with 0 <= index < of, got ${JSON.stringify(share)}`);
   }
   if (!Number.isSafeInteger(maxCount) || maxCount < 1 || maxCount > MAX_READ_ALL_COUNT) {

@@ -1,13 +1,6 @@
 // Calls to EventStoreDB with deadlines of their own (the client sets its deadlines to Infinity),
 // and the conversions between the client's events and revisions and the port's.
-import {
-  ANY,
-  AppendExpectedRevision,
-  NO_STREAM,
-  RecordedEvent as EsdbRecordedEvent,
-  STREAM_EXISTS,
-  WrongExpectedVersionError,
-} from '@eventstore/db-client';
+import { ANY, AppendExpectedRevision, NO_STREAM, RecordedEvent as EsdbRecordedEvent, STREAM_EXISTS, WrongExpectedVersionError } from '@eventstore/db-client';
 import { ExpectedRevision, RecordedEvent } from './event-store.port';
 import { encodePosition, isUnknownPosition } from './esdb-position';
 import { EventStoreTimeoutError, UndeliverableEventError } from './eventstoredb-errors';

@@ -107,12 +107,7 @@ function readable(items: ResolvedEvent[], error?: Error): Readable & { cancel: (
   return Object.assign(stream, { cancel: async () => {} });
 }
 
-function stored(
-  streamId: string,
-  revision: number,
-  position: Position | undefined,
-  overrides: Record<string, unknown> = {},
-): ResolvedEvent {
+function stored(streamId: string, revision: number, position: Position | undefined, overrides: Record<string, unknown> = {}): ResolvedEvent {
   return {
     event: {
       streamId,
@@ -255,10 +250,7 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
   describe('readStream', () => {
     it('maps what it reads', async () => {
       client.readStream.mockReturnValue(
-        readable([
-          stored('order-1', 0, { commit: 10n, prepare: 9n }, { metadata: { actor: 'me' } }),
-          stored('order-1', 1, at(20)),
-        ]),
+        readable([stored('order-1', 0, { commit: 10n, prepare: 9n }, { metadata: { actor: 'me' } }), stored('order-1', 1, at(20))]),
       );
 
       const events = await store.readStream('order-1');
@@ -282,8 +274,14 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
       [undefined, { direction: 'forwards', fromRevision: 'start' }],
       [{ direction: 'forwards' as const }, { direction: 'forwards', fromRevision: 'start' }],
       [{ direction: 'backwards' as const }, { direction: 'backwards', fromRevision: 'end' }],
-      [{ fromRevision: 3, maxCount: 2 }, { direction: 'forwards', fromRevision: 3n, maxCount: 2 }],
-      [{ direction: 'backwards' as const, fromRevision: 0 }, { direction: 'backwards', fromRevision: 0n }],
+      [
+        { fromRevision: 3, maxCount: 2 },
+        { direction: 'forwards', fromRevision: 3n, maxCount: 2 },
+      ],
+      [
+        { direction: 'backwards' as const, fromRevision: 0 },
+        { direction: 'backwards', fromRevision: 0n },
+      ],
     ])('reads with %p as %p', async (options, esdbOptions) => {
       await store.readStream('order-1', options);
       expect(client.readStream).toHaveBeenCalledWith('order-1', { ...esdbOptions, requiresLeader: true });
@@ -409,9 +407,7 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
       });
 
       it('restarts if $all holds a newer event for it', async () => {
-        client.readAll.mockImplementation(() =>
-          readable([stored('invoice-1', 0, at(30)), stored('order-1', 3, at(20)), stored('order-1', 2, at(10))]),
-        );
+        client.readAll.mockImplementation(() => readable([stored('invoice-1', 0, at(30)), stored('order-1', 3, at(20)), stored('order-1', 2, at(10))]));
         const { events, errors } = record({ streamPrefixes: ['order-'] });
         await waitFor(() => client.subscriptions.length === 1, 'the subscription');
         client.subscriptions[0]!.stream.write(stored('order-1', 2, at(10)));
@@ -425,11 +421,7 @@ describe('EventStoreDbEventStore (against a fake client)', () => {
 
       it('stays if $all holds nothing newer for it', async () => {
         client.readAll.mockImplementation(() =>
-          readable([
-            stored('$stats-node', 9, at(40), { type: '$statsCollected' }),
-            stored('invoice-1', 0, at(30)),
-            stored('order-1', 2, at(10)),
-          ]),
+          readable([stored('$stats-node', 9, at(40), { type: '$statsCollected' }), stored('invoice-1', 0, at(30)), stored('order-1', 2, at(10))]),
         );
         record({ streamPrefixes: ['order-'] });
         await waitFor(() => client.subscriptions.length === 1, 'the subscription');

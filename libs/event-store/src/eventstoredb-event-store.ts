@@ -43,25 +43,12 @@ import {
   withUserInfo,
 } from './eventstoredb-options';
 import { NotLeaderRetriesExhaustedError, SubscriptionPositionRefusedError, UndeliverableEventError } from './eventstoredb-errors';
-import {
-  consumeRead,
-  isDeliverable,
-  toActualRevision,
-  toEsdbExpectedRevision,
-  toRecordedEvent,
-  toRevisionNumber,
-  withDeadline,
-} from './eventstoredb-calls';
+import { consumeRead, isDeliverable, toActualRevision, toEsdbExpectedRevision, toRecordedEvent, toRevisionNumber, withDeadline } from './eventstoredb-calls';
 import { openSubscription } from './eventstoredb-subscription';
 
 export { withUserInfo } from './eventstoredb-options';
 export type { EventStoreDbClientLike, EventStoreDbOptions } from './eventstoredb-options';
-export {
-  EventStoreTimeoutError,
-  NotLeaderRetriesExhaustedError,
-  SubscriptionPositionRefusedError,
-  UndeliverableEventError,
-} from './eventstoredb-errors';
+export { EventStoreTimeoutError, NotLeaderRetriesExhaustedError, SubscriptionPositionRefusedError, UndeliverableEventError } from './eventstoredb-errors';
 
 /** A stream nobody writes: reading it is the cheapest question the server must answer (StreamNotFound). */
 const PING_STREAM = 'event-store-readiness-probe';
@@ -120,11 +107,7 @@ export class EventStoreDbEventStore implements EventStore {
     return new EventStoreDbEventStore(EventStoreDBClient.connectionString(withUserInfo(connectionString, options.credentials)), options);
   }
 
-  async append(
-    streamId: string,
-    events: EventToAppend[],
-    options: { expectedRevision: ExpectedRevision },
-  ): Promise<AppendResult> {
+  async append(streamId: string, events: EventToAppend[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     this.assertOpen();
     // An empty append has no last event whose revision and position the result could report.
     if (events.length === 0) throw new Error(`stream ${streamId}: append needs at least one event`);
@@ -166,12 +149,7 @@ export class EventStoreDbEventStore implements EventStore {
    * position exactly as reads and subscriptions report it: the position of a successful append
    * covers the whole write, and that of an idempotent retry is absent or not the last event's.
    */
-  private async appendResult(
-    streamId: string,
-    lastEventId: string,
-    nextExpectedRevision: bigint,
-    reported: Position | undefined,
-  ): Promise<AppendResult> {
+  private async appendResult(streamId: string, lastEventId: string, nextExpectedRevision: bigint, reported: Position | undefined): Promise<AppendResult> {
     const nextRevision = toRevisionNumber(streamId, nextExpectedRevision);
     const [last] = await this.readRaw(streamId, { fromRevision: nextExpectedRevision, maxCount: 1 });
     if (last && last.id.toLowerCase() === lastEventId.toLowerCase() && !isUnknownPosition(last.position)) {
@@ -179,14 +157,11 @@ export class EventStoreDbEventStore implements EventStore {
     }
     if (!isUnknownPosition(reported)) {
       this.logger.warn(
-        `stream ${streamId}: the appended event ${lastEventId} is not at revision ${nextRevision} on reading back; ` +
-          'reporting the position of the write',
+        `stream ${streamId}: the appended event ${lastEventId} is not at revision ${nextRevision} on reading back; ` + 'reporting the position of the write',
       );
       return { nextRevision, position: encodePosition(reported!) };
     }
-    throw new Error(
-      `stream ${streamId}: the append succeeded, but event ${lastEventId} could not be read back at revision ${nextRevision}`,
-    );
+    throw new Error(`stream ${streamId}: the append succeeded, but event ${lastEventId} could not be read back at revision ${nextRevision}`);
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

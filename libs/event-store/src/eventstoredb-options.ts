@@ -36,10 +36,7 @@ export interface EventStoreDbOptions {
 }
 
 /** The parts of the client the adapter uses. */
-export type EventStoreDbClientLike = Pick<
-  EventStoreDBClient,
-  'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'dispose'
->;
+export type EventStoreDbClientLike = Pick<EventStoreDBClient, 'appendToStream' | 'readStream' | 'readAll' | 'subscribeToAll' | 'dispose'>;
 
 export const DEFAULT_STALL_TIMEOUT_MS = 60_000;
 export const DEFAULT_PING_TIMEOUT_MS = 5_000;

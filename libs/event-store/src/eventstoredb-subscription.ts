@@ -24,9 +24,7 @@ export function openSubscription(
   };
   const subscription = client.subscribeToAll({
     fromPosition: fromPosition === undefined ? START : decodePosition(fromPosition),
-    filter: prefixes
-      ? streamNameFilter({ prefixes, checkpointReached })
-      : excludeSystemEvents({ checkpointReached }),
+    filter: prefixes ? streamNameFilter({ prefixes, checkpointReached }) : excludeSystemEvents({ checkpointReached }),
     // On a follower, NotLeader drops it and the client reconnects to the leader: the resubscription goes there.
     requiresLeader: true,
   });

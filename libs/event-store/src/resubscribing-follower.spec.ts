@@ -1,11 +1,5 @@
 import { RecordedEvent } from './event-store.port';
-import {
-  FollowedItem,
-  FollowedSource,
-  ResubscribingFollower,
-  ResubscribingFollowerOptions,
-  SourceSignals,
-} from './resubscribing-follower';
+import { FollowedItem, FollowedSource, ResubscribingFollower, ResubscribingFollowerOptions, SourceSignals } from './resubscribing-follower';
 
 type Entry = { item: FollowedItem } | { error: unknown } | { end: true };
 

@@ -70,11 +70,7 @@ const SOURCE_CLOSE_TIMEOUT_MS = 2_000;
 /** How long after a first "stalled" answer the watchdog asks again before restarting. */
 const STALL_CONFIRM_DELAY_MS = 1_000;
 
-type Outcome =
-  | { kind: 'closed' }
-  | { kind: 'failed'; error: unknown }
-  | { kind: 'dropped'; error: unknown }
-  | { kind: 'stalled' };
+type Outcome = { kind: 'closed' } | { kind: 'failed'; error: unknown } | { kind: 'dropped'; error: unknown } | { kind: 'stalled' };
 
 type Next = Outcome | { kind: 'item'; item: FollowedItem };
 

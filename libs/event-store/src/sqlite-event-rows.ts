@@ -109,11 +109,7 @@ export function addCanonicalColumn(db: Database.Database): void {
 }
 
 /** Whether these stored events are exactly what this append would have written: then it already ran. */
-export function isSameAppend(
-  streamId: string,
-  stored: (StoredEventRef | undefined)[],
-  expected: ExpectedRevision,
-): stored is StoredEventRef[] {
+export function isSameAppend(streamId: string, stored: (StoredEventRef | undefined)[], expected: ExpectedRevision): stored is StoredEventRef[] {
   const first = stored[0]?.revision;
   if (first === undefined) return false;
   const inPlace = stored.every((event, i) => event?.stream_id === streamId && event.revision === first + i);

@@ -50,8 +50,7 @@ describe('SqliteEventStore', () => {
     return store;
   }
 
-  const newEvents = (count: number): EventToAppend[] =>
-    Array.from({ length: count }, (_, i) => ({ id: ulidToUuid(ulid()), type: 'Tested', data: { n: i } }));
+  const newEvents = (count: number): EventToAppend[] => Array.from({ length: count }, (_, i) => ({ id: ulidToUuid(ulid()), type: 'Tested', data: { n: i } }));
 
   function record(store: SqliteEventStore, streamPrefixes?: string[]) {
     const events: RecordedEvent[] = [];
@@ -91,9 +90,7 @@ describe('SqliteEventStore', () => {
       const second = open();
       await first.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' });
 
-      await expect(second.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(
-        WrongExpectedRevisionError,
-      );
+      await expect(second.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
       await expect(second.append('dispatch-1', newEvents(1), { expectedRevision: 0 })).resolves.toMatchObject({
         nextRevision: 1,
       });
@@ -191,7 +188,7 @@ describe('SqliteEventStore', () => {
     });
   });
 
-  it('has no last position while empty, then the last append\'s', async () => {
+  it("has no last position while empty, then the last append's", async () => {
     const store = SqliteEventStore.open(':memory:');
     try {
       expect(await store.lastPosition()).toBeNull();
@@ -257,9 +254,7 @@ describe('SqliteEventStore', () => {
       const events = newEvents(1);
       await store.append('dispatch-1', events, { expectedRevision: 'no_stream' });
 
-      await expect(store.append('dispatch-2', events, { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(
-        DuplicateEventIdError,
-      );
+      await expect(store.append('dispatch-2', events, { expectedRevision: 'no_stream' })).rejects.toBeInstanceOf(DuplicateEventIdError);
       expect(await store.readStream('dispatch-2')).toEqual([]);
     });
 
@@ -280,9 +275,7 @@ describe('SqliteEventStore', () => {
       const events = newEvents(2);
       await store.append('dispatch-1', events, { expectedRevision: 'no_stream' });
 
-      await expect(store.append('dispatch-1', events, { expectedRevision: 3 })).rejects.toBeInstanceOf(
-        WrongExpectedRevisionError,
-      );
+      await expect(store.append('dispatch-1', events, { expectedRevision: 3 })).rejects.toBeInstanceOf(WrongExpectedRevisionError);
     });
 
     it('rejects the same id twice in one append, and an empty append', async () => {
@@ -356,7 +349,12 @@ describe('SqliteEventStore', () => {
   });
 
   describe('readAllForReplay (what a rebuild folds)', () => {
-    const withMetadata = (metadata: Record<string, unknown> | undefined, n: number): EventToAppend => ({ id: ulidToUuid(ulid()), type: 'Tested', data: { n, nested: { a: [1, 'é'] } }, metadata });
+    const withMetadata = (metadata: Record<string, unknown> | undefined, n: number): EventToAppend => ({
+      id: ulidToUuid(ulid()),
+      type: 'Tested',
+      data: { n, nested: { a: [1, 'é'] } },
+      metadata,
+    });
 
     it('reads what readAll reads less ids and times, with metadata as its whole-number version alone, or whole', async () => {
       const store = open();
@@ -367,19 +365,29 @@ describe('SqliteEventStore', () => {
         [{ version: -4 }, { version: -4 }],
         [undefined, {}],
         [{ accountId: 'acct_1' }, { accountId: 'acct_1' }],
-        [{ version: '2', accountId: 'acct_1' }, { version: '2', accountId: 'acct_1' }],
+        [
+          { version: '2', accountId: 'acct_1' },
+          { version: '2', accountId: 'acct_1' },
+        ],
         [{ version: 1.5 }, { version: 1.5 }],
         [{ version: null }, { version: null }],
         [{ version: true }, { version: true }],
         [{ nested: { version: 2 } }, { nested: { version: 2 } }],
-        [{ accountId: 'acct_1', nested: { version: 2 } }, { accountId: 'acct_1', nested: { version: 2 } }],
+        [
+          { accountId: 'acct_1', nested: { version: 2 } },
+          { accountId: 'acct_1', nested: { version: 2 } },
+        ],
         [{ 'say"version': 5 }, { 'say"version': 5 }],
         [{ 'a,"version': 5 }, { 'a,"version': 5 }],
         [{ note: '{"version":6}' }, { note: '{"version":6}' }],
         [{ accountId: 'acct_1', version: 2 ** 40 }, { version: 2 ** 40 }],
         [{ version: 0 }, { version: 0 }],
       ];
-      await store.append('replay-1', cases.map(([metadata], n) => withMetadata(metadata, n)), { expectedRevision: 'no_stream' });
+      await store.append(
+        'replay-1',
+        cases.map(([metadata], n) => withMetadata(metadata, n)),
+        { expectedRevision: 'no_stream' },
+      );
       const read = await store.readAll({ maxCount: 100 });
 
       const replayed = await store.readAllForReplay({ maxCount: 100 });
@@ -397,7 +405,12 @@ describe('SqliteEventStore', () => {
       for (const count of [1, 2, 3]) {
         const shares = await Promise.all(Array.from({ length: count }, (_, index) => store.readAllForReplay({ maxCount: 1000, share: { index, of: count } })));
         const streamsOf = shares.map((events) => new Set(events.map((event) => event.streamId)));
-        expect(shares.flat().map((event) => event.position).sort((a, b) => Number(a) - Number(b))).toEqual(everything);
+        expect(
+          shares
+            .flat()
+            .map((event) => event.position)
+            .sort((a, b) => Number(a) - Number(b)),
+        ).toEqual(everything);
         for (let a = 0; a < count; a++) for (let b = a + 1; b < count; b++) expect([...streamsOf[a]].filter((id) => streamsOf[b].has(id))).toEqual([]);
         if (count > 1) for (const events of shares) expect(events.length).toBeGreaterThan(0);
         // Paged as readAll pages: after fromPosition, at most maxCount.
@@ -408,13 +421,24 @@ describe('SqliteEventStore', () => {
 
     it('selects as readAll does: after fromPosition, at most maxCount, by stream prefix; and refuses what it refuses', async () => {
       const store = open();
-      for (let i = 0; i < 12; i++) await store.append(`${i % 2 ? 'webhook' : 'dispatch'}-${i % 4}`, [withMetadata({ version: 1 }, i)], { expectedRevision: 'any' });
+      for (let i = 0; i < 12; i++)
+        await store.append(`${i % 2 ? 'webhook' : 'dispatch'}-${i % 4}`, [withMetadata({ version: 1 }, i)], { expectedRevision: 'any' });
       const positions = (events: Array<{ position: string }>) => events.map((event) => event.position);
-      for (const options of [{ maxCount: 100 }, { fromPosition: '3', maxCount: 4 }, { fromPosition: '2', maxCount: 100, streamPrefixes: ['dispatch-0', 'webhook-3'] }, { fromPosition: '12', maxCount: 5 }]) {
+      for (const options of [
+        { maxCount: 100 },
+        { fromPosition: '3', maxCount: 4 },
+        { fromPosition: '2', maxCount: 100, streamPrefixes: ['dispatch-0', 'webhook-3'] },
+        { fromPosition: '12', maxCount: 5 },
+      ]) {
         expect(positions(await store.readAllForReplay(options))).toEqual(positions(await store.readAll(options)));
       }
       await expect(store.readAllForReplay({ maxCount: 0 })).rejects.toThrow(/maxCount/);
-      for (const share of [{ index: 2, of: 2 }, { index: -1, of: 2 }, { index: 0, of: 0 }, { index: 0.5, of: 2 }]) {
+      for (const share of [
+        { index: 2, of: 2 },
+        { index: -1, of: 2 },
+        { index: 0, of: 0 },
+        { index: 0.5, of: 2 },
+      ]) {
         await expect(store.readAllForReplay({ maxCount: 1, share })).rejects.toThrow(/share/);
       }
       await expect(store.readAllForReplay({ maxCount: 1, streamPrefixes: [] })).rejects.toThrow(/streamPrefixes/);
@@ -425,7 +449,12 @@ describe('SqliteEventStore', () => {
   });
 
   describe('canonical texts (what an export hashes)', () => {
-    const withData = (data: Record<string, unknown>, metadata?: Record<string, unknown>): EventToAppend => ({ id: ulidToUuid(ulid()), type: 'Tested', data, metadata });
+    const withData = (data: Record<string, unknown>, metadata?: Record<string, unknown>): EventToAppend => ({
+      id: ulidToUuid(ulid()),
+      type: 'Tested',
+      data,
+      metadata,
+    });
 
     /** The stored rows as the file holds them, read on a connection of this spec's own. */
     function rows(): Array<{ event_id: string; data: string; metadata: string; canonical: number | null }> {
@@ -450,7 +479,11 @@ describe('SqliteEventStore', () => {
         [withData({ at: new Date(0) }), null],
         [withData({ a: 1, gone: undefined }), null],
       ];
-      await store.append('flags-1', cases.map(([event]) => event), { expectedRevision: 'no_stream' });
+      await store.append(
+        'flags-1',
+        cases.map(([event]) => event),
+        { expectedRevision: 'no_stream' },
+      );
 
       expect(rows().map((row) => [row.event_id, row.canonical])).toEqual(cases.map(([event, flag]) => [event.id, flag]));
       // A flagged text is its own JCS, whatever way it was written.
@@ -471,7 +504,9 @@ describe('SqliteEventStore', () => {
       const read = await store.readAll({ maxCount: 10 });
 
       const canonical = await store.readAllCanonical({ maxCount: 10 });
-      expect(canonical.map(({ data, metadata }) => [data, metadata])).toEqual(events.map((event) => [canonicalize(event.data), canonicalize(event.metadata ?? {})]));
+      expect(canonical.map(({ data, metadata }) => [data, metadata])).toEqual(
+        events.map((event) => [canonicalize(event.data), canonicalize(event.metadata ?? {})]),
+      );
       expect(canonical.map(({ data, metadata, ...rest }) => rest)).toEqual(read.map(({ data, metadata, ...rest }) => rest));
       expect(canonical.map((event) => JSON.parse(event.data))).toEqual(read.map((event) => event.data));
     });
@@ -501,7 +536,12 @@ describe('SqliteEventStore', () => {
       const all = await store.readAll({ maxCount: 100 });
       const positions = (events: Array<{ position: string }>) => events.map((event) => Number(event.position));
       const expected = (from: number, to: number, maxCount: number, prefixes?: string[]) =>
-        all.filter((event) => Number(event.position) > from && Number(event.position) <= to && (!prefixes || prefixes.some((prefix) => event.streamId.startsWith(prefix)))).slice(0, maxCount);
+        all
+          .filter(
+            (event) =>
+              Number(event.position) > from && Number(event.position) <= to && (!prefixes || prefixes.some((prefix) => event.streamId.startsWith(prefix))),
+          )
+          .slice(0, maxCount);
 
       for (const [from, to, maxCount, prefixes] of [
         [0, 12, 100, undefined],
@@ -516,7 +556,12 @@ describe('SqliteEventStore', () => {
         [2, 9, 100, ['dispatch-0', 'webhook-3']],
         [2, 9, 1, ['dispatch-']],
       ] as Array<[number, number, number, string[] | undefined]>) {
-        const read = await store.readAllCanonical({ fromPosition: from ? String(from) : undefined, toPosition: String(to), maxCount, streamPrefixes: prefixes });
+        const read = await store.readAllCanonical({
+          fromPosition: from ? String(from) : undefined,
+          toPosition: String(to),
+          maxCount,
+          streamPrefixes: prefixes,
+        });
         expect([from, to, maxCount, prefixes, positions(read)]).toEqual([from, to, maxCount, prefixes, positions(expected(from, to, maxCount, prefixes))]);
         const want = expected(from, to, maxCount, prefixes);
         expect(read.map((event) => event.data)).toEqual(want.map((event) => canonicalize(event.data)));
@@ -557,7 +602,9 @@ describe('SqliteEventStore', () => {
       expect(appended.length - flagged).toBeGreaterThan(appended.length / 10);
 
       const read = await store.readAllCanonical({ fromPosition: '0', maxCount: 10_000 });
-      expect(read.map((event) => [event.id, event.data, event.metadata])).toEqual(appended.map((event) => [event.id, canonicalize(event.data), canonicalize(event.metadata)]));
+      expect(read.map((event) => [event.id, event.data, event.metadata])).toEqual(
+        appended.map((event) => [event.id, canonicalize(event.data), canonicalize(event.metadata)]),
+      );
     });
 
     describe('in a file made before the canonical column', () => {
@@ -610,7 +657,10 @@ describe('SqliteEventStore', () => {
           [OLD_ROWS[1].id, 'old-1', 1, '2', '{"a":1,"b":"x"}', '{"version":1}'],
         ]);
         // readStream and readAll read the old rows as they did.
-        expect((await store.readStream('old-1')).map((event) => JSON.stringify(event.data))).toEqual(['{"b":1,"a":{"d":[1,{"f":2,"e":3}],"c":"é"},"n":1.5,"m":100}', '{"a":1,"b":"x"}']);
+        expect((await store.readStream('old-1')).map((event) => JSON.stringify(event.data))).toEqual([
+          '{"b":1,"a":{"d":[1,{"f":2,"e":3}],"c":"é"},"n":1.5,"m":100}',
+          '{"a":1,"b":"x"}',
+        ]);
         expect(await store.readAll({ maxCount: 10 })).toEqual(await store.readStream('old-1'));
       });
 

@@ -79,12 +79,8 @@ export class SqliteEventStore implements EventStore {
     private readonly db: Database.Database,
     private readonly pollIntervalMs: number,
   ) {
-    this.lastRevisionQuery = db.prepare<[string], { revision: number | null }>(
-      'SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?',
-    );
-    this.eventRefQuery = db.prepare<[string], StoredEventRef>(
-      'SELECT position, stream_id, revision FROM events WHERE event_id = ?',
-    );
+    this.lastRevisionQuery = db.prepare<[string], { revision: number | null }>('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?');
+    this.eventRefQuery = db.prepare<[string], StoredEventRef>('SELECT position, stream_id, revision FROM events WHERE event_id = ?');
     this.insertEvent = db.prepare<[string, string, number, string, string, string, string, 1 | null]>(
       `INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at, canonical)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -117,11 +113,7 @@ export class SqliteEventStore implements EventStore {
     }
   }
 
-  async append(
-    streamId: string,
-    events: EventToAppend[],
-    options: { expectedRevision: ExpectedRevision },
-  ): Promise<AppendResult> {
+  async append(streamId: string, events: EventToAppend[], options: { expectedRevision: ExpectedRevision }): Promise<AppendResult> {
     // An empty append has no last event whose revision and position the result could report.
     if (events.length === 0) throw new Error(`stream ${streamId}: append needs at least one event`);
     const ids = new Set(events.map((event) => event.id));
@@ -258,7 +250,11 @@ export class SqliteEventStore implements EventStore {
     let query = this.readAllQueries.get(key);
     if (!query) {
       const shareFilter = share ? 'AND unicode(substr(stream_id, -1)) % ? = ?' : '';
-      query = this.db.prepare<unknown[], unknown[]>(`SELECT ${columns} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ${shareFilter} ORDER BY position LIMIT ?`).raw(true);
+      query = this.db
+        .prepare<unknown[], unknown[]>(
+          `SELECT ${columns} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ${shareFilter} ORDER BY position LIMIT ?`,
+        )
+        .raw(true);
       if (this.readAllQueries.size >= 64) this.readAllQueries.clear();
       this.readAllQueries.set(key, query);
     }

@@ -26,7 +26,16 @@ import { ServiceClient } from './http/service-client';
  * reaches the services only over the bus. Accounts and keys are the only state it keeps.
  */
 @Module({
-  controllers: [CampaignsController, DispatchesController, ConnectionsController, WebhooksController, EventsController, AccountController, AdminController, OpenApiController],
+  controllers: [
+    CampaignsController,
+    DispatchesController,
+    ConnectionsController,
+    WebhooksController,
+    EventsController,
+    AccountController,
+    AdminController,
+    OpenApiController,
+  ],
   providers: [
     AccountDirectory,
     GatewayProcessors,

@@ -10,7 +10,8 @@ import { ApiDocument } from './openapi/api-document';
 import { buildOpenApiDocument } from './openapi/openapi.document';
 
 /** Swagger UI loads its own scripts and styles from this origin (swagger-ui-dist), nothing else. */
-const DOCS_POLICY = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'";
+const DOCS_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'";
 
 /**
  * The express settings of an app that serves the API: request ids first, then the rate limit

@@ -105,4 +105,3 @@ export function uuidToUlid(uuid: string): string {
 /** The public `evt_` id of a stored event, and back. */
 export const publicEventId = (storedEventId: string): string => `evt_${uuidToUlid(storedEventId)}`;
 export const storedEventId = (publicId: string): string => ulidToUuid(publicId.replace(/^evt_/, ''));
-

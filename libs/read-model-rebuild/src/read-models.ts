@@ -8,7 +8,13 @@ import { webhookEndpointsProjection } from '@campaign-ops/webhook-delivery';
  * Every read model a rebuild can make from the event store alone: each defined once, by the lib
  * that owns it and keeps it live (see Projection), and replayed here as it is.
  */
-export const READ_MODELS: readonly Projection[] = [accountsProjection, dispatchesProjection, creditLedgersProjection, connectionsProjection, webhookEndpointsProjection];
+export const READ_MODELS: readonly Projection[] = [
+  accountsProjection,
+  dispatchesProjection,
+  creditLedgersProjection,
+  connectionsProjection,
+  webhookEndpointsProjection,
+];
 
 /**
  * What the read store holds that events do not give, so that no rebuild can make it: it is

@@ -9,7 +9,8 @@ import { EventStore, ReadAllOptions, RecordedEvent } from '@campaign-ops/event-s
 import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { READ_MODELS, readModelNamed } from './read-models';
-import { checkReadModels, rebuildReadModels } from './rebuild';
+import { checkReadModels } from './read-model-check';
+import { rebuildReadModels } from './rebuild';
 import { appendSyntheticHistory } from './synthetic-history';
 
 const REBUILT = ['accounts', 'api_keys', 'dispatches', 'credit_ledgers', 'connections', 'webhook_endpoints'];
@@ -26,7 +27,12 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     reads = SqliteReadStore.open(join(dir, 'read-models.sqlite'));
     await appendSyntheticHistory(events, 3_000);
     stored = [];
-    for (let page = await events.readAll({ maxCount: 10_000 }); page.length; page = await events.readAll({ fromPosition: page[page.length - 1].position, maxCount: 10_000 })) stored.push(...page);
+    for (
+      let page = await events.readAll({ maxCount: 10_000 });
+      page.length;
+      page = await events.readAll({ fromPosition: page[page.length - 1].position, maxCount: 10_000 })
+    )
+      stored.push(...page);
     // Every projection the rebuild lists, kept live as the running services keep it: event by
     // event, each bringing its stream's documents up to it.
     const live = READ_MODELS.map((projection) => new LiveProjection(projection, events, reads));
@@ -48,7 +54,9 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     const db = new Database(join(dir, 'read-models.sqlite'), { readonly: true });
     try {
       const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name));
-      return Object.fromEntries(REBUILT.map((name) => [name, tables.has(`coll_${name}`) ? db.prepare(`SELECT id, revision, doc FROM "coll_${name}" ORDER BY id`).all() : []]));
+      return Object.fromEntries(
+        REBUILT.map((name) => [name, tables.has(`coll_${name}`) ? db.prepare(`SELECT id, revision, doc FROM "coll_${name}" ORDER BY id`).all() : []]),
+      );
     } finally {
       db.close();
     }
@@ -125,7 +133,10 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     try {
       await reads.collection('dispatches').delete((before.dispatches[0] as { id: string }).id);
       // A store this small is replayed in one thread unless asked.
-      const report = await rebuildReadModels(events, reads, READ_MODELS, { threads: true, onProgress: (applied, fraction) => void progress.push([applied, fraction]) });
+      const report = await rebuildReadModels(events, reads, READ_MODELS, {
+        threads: true,
+        onProgress: (applied, fraction) => void progress.push([applied, fraction]),
+      });
       expect(report.events).toBe(stored.length);
     } finally {
       spy.mockRestore();
@@ -175,7 +186,9 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     await appending;
     expect(report.events).toBeGreaterThanOrEqual(stored.length);
     const duringRebuild = dump();
-    const dispatches = (await events.readAll({ fromPosition: stored[stored.length - 1].position, maxCount: 1000 })).filter((event) => event.streamId.startsWith(DISPATCH_STREAM_PREFIX));
+    const dispatches = (await events.readAll({ fromPosition: stored[stored.length - 1].position, maxCount: 1000 })).filter((event) =>
+      event.streamId.startsWith(DISPATCH_STREAM_PREFIX),
+    );
     expect(dispatches.length).toBeGreaterThan(50);
     for (const event of dispatches) expect(await reads.collection('dispatches').get(event.streamId.slice(DISPATCH_STREAM_PREFIX.length))).not.toBeNull();
     // What a quiet rebuild makes of the same events: the models took in everything.

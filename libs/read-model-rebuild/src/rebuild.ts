@@ -89,7 +89,8 @@ export class Replay {
   ) {
     this.prefixes = models.map((model) => model.streamPrefix);
     this.maxStreams = Math.max(1, options.maxStreamsInMemory ?? DEFAULT_MAX_STREAMS);
-    if (options.share && !eventStore.readAllForReplay) throw new Error('a replay of one share of the streams needs a store that reads shares (readAllForReplay)');
+    if (options.share && !eventStore.readAllForReplay)
+      throw new Error('a replay of one share of the streams needs a store that reads shares (readAllForReplay)');
     this.readPage = eventStore.readAllForReplay ? eventStore.readAllForReplay.bind(eventStore) : eventStore.readAll.bind(eventStore);
   }
 
@@ -218,7 +219,13 @@ function replayThread(data: ReplayThreadData, onProgress: RebuildProgress): { do
  * the others: each replay with its own writer thread. The replay answered then holds every model,
  * at `upTo`, without states in memory (the catch-up reads again the few streams it meets).
  */
-async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, models: readonly Projection[], upTo: string | null, options: RebuildOptions): Promise<Replay> {
+async function replayToHead(
+  eventStore: EventStore,
+  target: ReadModelRebuild,
+  models: readonly Projection[],
+  upTo: string | null,
+  options: RebuildOptions,
+): Promise<Replay> {
   const inThread = models.filter((model) => model.replayInThread);
   const here = models.filter((model) => !model.replayInThread);
   const threaded =
@@ -240,11 +247,22 @@ async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, mo
   const tell = (who: string) => (applied: number, fraction: number) => {
     progress.set(who, [applied, fraction]);
     const all = [...progress.values()];
-    if (all.length === REPLAY_THREADS + 1) options.onProgress?.(all.reduce((sum, [n]) => sum + n, 0), Math.min(...all.map(([, f]) => f)));
+    if (all.length === REPLAY_THREADS + 1)
+      options.onProgress?.(
+        all.reduce((sum, [n]) => sum + n, 0),
+        Math.min(...all.map(([, f]) => f)),
+      );
   };
   const threads = Array.from({ length: REPLAY_THREADS }, (_, index) =>
     replayThread(
-      { eventStoreFile: eventStore.file, standIns: target.standInPort!(), models: inThread.map((model) => model.name), upTo, maxStreamsInMemory: options.maxStreamsInMemory, share: { index, of: REPLAY_THREADS } },
+      {
+        eventStoreFile: eventStore.file,
+        standIns: target.standInPort!(),
+        models: inThread.map((model) => model.name),
+        upTo,
+        maxStreamsInMemory: options.maxStreamsInMemory,
+        share: { index, of: REPLAY_THREADS },
+      },
       tell(`thread ${index}`),
     ),
   );
@@ -262,8 +280,8 @@ async function replayToHead(eventStore: EventStore, target: ReadModelRebuild, mo
   return replay;
 }
 
-/** Replays the models' streams into stand-ins, catching up with a store that keeps growing, up to a last small step. */
-async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions): Promise<Replay> {
+/** Replays the models' streams into stand-ins, catching up with a store that keeps growing, up to a last small step (for rebuildReadModels and checkReadModels). */
+export async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions): Promise<Replay> {
   const target = await readStore.beginRebuild(models.flatMap((model) => model.collections));
   try {
     const replay = await replayToHead(eventStore, target, models, await eventStore.lastPosition(), options);
@@ -288,7 +306,12 @@ async function replayAndCatchUp(eventStore: EventStore, readStore: ReadStore, mo
  * writers off, the last events are applied just before the renames, and once more after them to
  * the swapped-in collections (revision-guarded, so a projection's own write is never undone).
  */
-export async function rebuildReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions = {}): Promise<RebuildReport> {
+export async function rebuildReadModels(
+  eventStore: EventStore,
+  readStore: ReadStore,
+  models: readonly Projection[],
+  options: RebuildOptions = {},
+): Promise<RebuildReport> {
   const started = Date.now();
   const replay = await replayAndCatchUp(eventStore, readStore, models, options);
   try {
@@ -333,91 +356,4 @@ async function catchUpLive(eventStore: EventStore, readStore: ReadStore, models:
   const after = new Replay(eventStore, live, models);
   after.position = replay.position;
   await after.runTo(head, false);
-}
-
-export interface CollectionDifference {
-  collection: string;
-  id: string;
-  kind: 'missing_from_live' | 'missing_from_rebuilt' | 'differs';
-  live?: Doc;
-  rebuilt?: Doc;
-}
-
-export interface CheckReport {
-  read_models: string[];
-  events: number;
-  position: string | null;
-  collections: Array<{ name: string; live: number; rebuilt: number; differences: number }>;
-  /** The first differences of each collection (at most `limit` each). */
-  differences: CollectionDifference[];
-}
-
-/**
- * Rebuilds the models into stand-ins and compares them, document by document in id order, with
- * the live collections, byte for byte (their JSON text); then drops the stand-ins. A model being
- * written while it is compared may show the writes of the last moment as differences: run it
- * again to tell those from real ones.
- */
-export async function checkReadModels(eventStore: EventStore, readStore: ReadStore, models: readonly Projection[], options: RebuildOptions & { limit?: number } = {}): Promise<CheckReport> {
-  const replay = await replayAndCatchUp(eventStore, readStore, models, options);
-  const limit = options.limit ?? 20;
-  try {
-    await replay.runTo(await eventStore.lastPosition(), false);
-    await replay.target.drain();
-    const collections: CheckReport['collections'] = [];
-    const differences: CollectionDifference[] = [];
-    for (const model of models) {
-      for (const { name } of model.collections) {
-        const compared = await compareCollections(name, readStore.collection(name), replay.target.collection(name), limit);
-        collections.push(compared.summary);
-        differences.push(...compared.first);
-      }
-    }
-    options.onProgress?.(replay.events, 1);
-    return { read_models: models.map((model) => model.name), events: replay.events, position: replay.position, collections, differences };
-  } finally {
-    await replay.target.discard();
-  }
-}
-
-/** Every document of a collection in id order, a page at a time. */
-export async function* documentsOf(collection: Collection<Doc>): AsyncGenerator<Doc> {
-  let startingAfter: string | undefined;
-  for (;;) {
-    const page = await collection.find({}, { order: 'asc', limit: 1000, startingAfter });
-    yield* page.items;
-    if (!page.hasMore) return;
-    startingAfter = page.items[page.items.length - 1].id;
-  }
-}
-
-async function compareCollections(name: string, live: Collection<Doc>, rebuilt: Collection<Doc>, limit: number) {
-  const summary = { name, live: 0, rebuilt: 0, differences: 0 };
-  const first: CollectionDifference[] = [];
-  const note = (difference: CollectionDifference) => {
-    summary.differences++;
-    if (first.length < limit) first.push(difference);
-  };
-  const a = documentsOf(live);
-  const b = documentsOf(rebuilt);
-  let x = await a.next();
-  let y = await b.next();
-  while (!x.done || !y.done) {
-    if (!y.done && (x.done || y.value.id < x.value.id)) {
-      summary.rebuilt++;
-      note({ collection: name, id: y.value.id, kind: 'missing_from_live', rebuilt: y.value });
-      y = await b.next();
-    } else if (!x.done && (y.done || x.value.id < y.value.id)) {
-      summary.live++;
-      note({ collection: name, id: x.value.id, kind: 'missing_from_rebuilt', live: x.value });
-      x = await a.next();
-    } else {
-      summary.live++;
-      summary.rebuilt++;
-      if (JSON.stringify(x.value) !== JSON.stringify(y.value)) note({ collection: name, id: x.value!.id, kind: 'differs', live: x.value as Doc, rebuilt: y.value as Doc });
-      x = await a.next();
-      y = await b.next();
-    }
-  }
-  return { summary, first };
 }

@@ -19,7 +19,13 @@ async function run(): Promise<number> {
     const elsewhere = () => {
       throw new Error("a replay thread only writes its documents; the rebuild's owner reads, swaps and discards");
     };
-    const target: ReadModelRebuild = { upsertMany: (name, entries) => writer.upsertMany(name, entries), drain: () => writer.drain(), collection: elsewhere, swap: elsewhere, discard: elsewhere };
+    const target: ReadModelRebuild = {
+      upsertMany: (name, entries) => writer.upsertMany(name, entries),
+      drain: () => writer.drain(),
+      collection: elsewhere,
+      swap: elsewhere,
+      discard: elsewhere,
+    };
     const replay = new Replay(events, target, models.map(readModelNamed), {
       maxStreamsInMemory,
       share,

@@ -39,7 +39,9 @@ export class MongoCheckpointStore implements CheckpointStore {
     const takeable = options.evenIfHeld
       ? { _id: name }
       : { _id: name, $expr: { $or: [{ $lte: [{ $ifNull: ['$lease.expiresAt', new Date(0)] }, '$$NOW'] }, { $eq: ['$lease.holder', { $literal: holder }] }] } };
-    const take = [{ $set: { lease: { holder: { $literal: holder }, epoch: { $add: [{ $ifNull: ['$lease.epoch', 0] }, 1] }, expiresAt: { $add: ['$$NOW', ttlMs] } } } }];
+    const take = [
+      { $set: { lease: { holder: { $literal: holder }, epoch: { $add: [{ $ifNull: ['$lease.epoch', 0] }, 1] }, expiresAt: { $add: ['$$NOW', ttlMs] } } } },
+    ];
     for (let attempt = 0; ; attempt++) {
       const row = await this.rows.findOneAndUpdate(takeable, take, { returnDocument: 'after' });
       if (row?.lease) return { holder: row.lease.holder, epoch: row.lease.epoch, expiresAt: row.lease.expiresAt };
@@ -73,7 +75,9 @@ export class MongoCheckpointStore implements CheckpointStore {
     const revoke = { 'lease.holder': '', 'lease.expiresAt': new Date(0) };
     await this.rows.updateOne(
       { _id: name },
-      position === undefined ? { $set: revoke, $inc: { 'lease.epoch': 1 }, $unset: { position: '' } } : { $set: { ...revoke, position }, $inc: { 'lease.epoch': 1 } },
+      position === undefined
+        ? { $set: revoke, $inc: { 'lease.epoch': 1 }, $unset: { position: '' } }
+        : { $set: { ...revoke, position }, $inc: { 'lease.epoch': 1 } },
       { upsert: true },
     );
   }

@@ -182,9 +182,7 @@ export class MongoReadCollection<T extends Doc> implements Collection<T> {
       filter = Object.hasOwn(filter, '_id') ? { $and: [filter, cursor] } : { ...filter, ...cursor };
     }
     // One document more than asked tells whether another page exists without a second query.
-    const rows = await this.rows
-      .find(filter, { sort: { _id: descending ? -1 : 1 }, limit: limit + 1, projection: READ_PROJECTION })
-      .toArray();
+    const rows = await this.rows.find(filter, { sort: { _id: descending ? -1 : 1 }, limit: limit + 1, projection: READ_PROJECTION }).toArray();
     return {
       items: rows.slice(0, limit).map((row) => toDoc<T>(row) as T),
       hasMore: rows.length > limit,
@@ -220,7 +218,10 @@ export class MongoReadCollection<T extends Doc> implements Collection<T> {
     const unreported = [...this.failures].filter(([, failure]) => !failure.reported);
     if (!unreported.length) return;
     for (const [, failure] of unreported) failure.reported = true;
-    throw indexError(unreported.map(([field, failure]) => `${this.name}.${field}: ${messageOf(failure.error)}`), unreported[0][1].error);
+    throw indexError(
+      unreported.map(([field, failure]) => `${this.name}.${field}: ${messageOf(failure.error)}`),
+      unreported[0][1].error,
+    );
   }
 }
 

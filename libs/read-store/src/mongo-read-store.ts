@@ -154,7 +154,12 @@ export class MongoReadStore implements ReadStore {
     for (const spec of specs) {
       const staged = `${spec.name}${REBUILD_MARKER}${Date.now()}_${randomBytes(4).toString('hex')}`;
       await this.db.createCollection(staged);
-      standIns.set(spec.name, { spec, staged, collection: new MongoReadCollection<Doc>(this.db.collection<Stored>(staged), staged, () => this.assertOpen()), swapped: false });
+      standIns.set(spec.name, {
+        spec,
+        staged,
+        collection: new MongoReadCollection<Doc>(this.db.collection<Stored>(staged), staged, () => this.assertOpen()),
+        swapped: false,
+      });
     }
     const standIn = (name: string) => {
       const found = standIns.get(name);

@@ -35,7 +35,9 @@ class WriterChannel {
     while (this.inFlight.size >= MAX_IN_FLIGHT && !this.failure) await Promise.race(this.inFlight).catch(() => undefined);
     if (this.failure) throw this.failure;
     const id = this.sent++;
-    const committed: Promise<void> = new Promise<void>((resolve, reject) => this.waiting.set(id, { resolve, reject })).finally(() => this.inFlight.delete(committed));
+    const committed: Promise<void> = new Promise<void>((resolve, reject) => this.waiting.set(id, { resolve, reject })).finally(() =>
+      this.inFlight.delete(committed),
+    );
     // Awaited by drain or met by a later write (the failure is kept); never unhandled meanwhile.
     committed.catch(() => undefined);
     this.inFlight.add(committed);
@@ -100,7 +102,10 @@ export class StandInWriter implements Pick<ReadModelRebuild, 'upsertMany' | 'dra
   async upsertMany<T extends Doc>(name: string, entries: ReadonlyArray<{ doc: T; revision: number }>): Promise<void> {
     const table = Object.prototype.hasOwnProperty.call(this.tables, name) ? this.tables[name] : undefined;
     if (table === undefined) throw new Error(`${name} is not part of this rebuild`);
-    await this.channel.write(table, entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), JSON.stringify(doc)]));
+    await this.channel.write(
+      table,
+      entries.map(({ doc, revision }) => [assertDocument(doc).id, assertRevision(revision), JSON.stringify(doc)]),
+    );
   }
 
   /** Waits until every batch this writer handed over is committed (not those of other ports). */

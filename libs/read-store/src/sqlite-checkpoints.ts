@@ -18,7 +18,10 @@ export class SqliteCheckpointStore implements CheckpointStore {
   async set(name: string, position: string, fence?: LeaseFence): Promise<void> {
     if (!fence) {
       await this.writes.write(() =>
-        this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(name, position),
+        this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(
+          name,
+          position,
+        ),
       );
       return;
     }
@@ -52,7 +55,9 @@ export class SqliteCheckpointStore implements CheckpointStore {
   }
 
   async releaseLease(name: string, fence: LeaseFence): Promise<void> {
-    await this.writes.write(() => this.statement('UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND epoch = ?').run(name, fence.holder, fence.epoch));
+    await this.writes.write(() =>
+      this.statement('UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND epoch = ?').run(name, fence.holder, fence.epoch),
+    );
   }
 
   async lease(name: string): Promise<Lease | null> {
@@ -62,9 +67,15 @@ export class SqliteCheckpointStore implements CheckpointStore {
 
   async reset(name: string, position: string | undefined): Promise<void> {
     await this.writes.write(() => {
-      this.statement("INSERT INTO leases (name, holder, epoch, expires_at) VALUES (?, '', 1, 0) ON CONFLICT(name) DO UPDATE SET holder = '', epoch = leases.epoch + 1, expires_at = 0").run(name);
+      this.statement(
+        "INSERT INTO leases (name, holder, epoch, expires_at) VALUES (?, '', 1, 0) ON CONFLICT(name) DO UPDATE SET holder = '', epoch = leases.epoch + 1, expires_at = 0",
+      ).run(name);
       if (position === undefined) this.statement('DELETE FROM checkpoints WHERE name = ?').run(name);
-      else this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(name, position);
+      else
+        this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position').run(
+          name,
+          position,
+        );
     });
   }
 }

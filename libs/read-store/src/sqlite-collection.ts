@@ -41,9 +41,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     const claim = (where: Filter, patch: Partial<T>, orderBy: string) => {
       const filter = compileFilter(where);
       const order = orderBy === 'id' ? 'id' : `${fieldValue(orderBy)}, id`;
-      const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql} ORDER BY ${order} LIMIT 1`).get(...filter.params) as
-        | DocRow
-        | undefined;
+      const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql} ORDER BY ${order} LIMIT 1`).get(...filter.params) as DocRow | undefined;
       return row ? this.write(row, patch) : null;
     };
     this.claimTransaction = (where, patch, orderBy) => this.writes.write(() => claim(where, patch, orderBy));
@@ -94,7 +92,9 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async insert(doc: T): Promise<boolean> {
     const json = serialize(doc);
-    const result = await this.writes.write(() => this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json));
+    const result = await this.writes.write(() =>
+      this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json),
+    );
     return result.changes > 0;
   }
 
@@ -121,9 +121,10 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       params.push(options.startingAfter);
     }
     // One row more than asked tells whether another page exists without a second query.
-    const rows = this.statement(
-      `SELECT doc FROM ${this.table} WHERE ${conditions.join(' AND ')} ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ?`,
-    ).all(...params, limit + 1) as { doc: string }[];
+    const rows = this.statement(`SELECT doc FROM ${this.table} WHERE ${conditions.join(' AND ')} ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ?`).all(
+      ...params,
+      limit + 1,
+    ) as { doc: string }[];
     return {
       items: rows.slice(0, limit).map((row) => JSON.parse(row.doc) as T),
       hasMore: rows.length > limit,

@@ -29,7 +29,9 @@ describe('SqliteReadStore rebuild', () => {
   const indexesOf = (table: string) => {
     const db = new Database(file, { readonly: true });
     try {
-      return (db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name LIKE 'ix:%' ORDER BY name").all(table) as { name: string }[]).map((row) => row.name);
+      return (
+        db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND name LIKE 'ix:%' ORDER BY name").all(table) as { name: string }[]
+      ).map((row) => row.name);
     } finally {
       db.close();
     }
@@ -86,7 +88,9 @@ describe('SqliteReadStore rebuild', () => {
     expect(await store.collection('views').get('a')).toEqual({ id: 'a' });
     await rebuild.discard();
     const db = new Database(file, { readonly: true });
-    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%rebuild%'").all() as { name: string }[]).map((row) => row.name);
+    const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%rebuild%'").all() as { name: string }[]).map(
+      (row) => row.name,
+    );
     db.close();
     expect(tables).toEqual([]);
   });
@@ -95,13 +99,16 @@ describe('SqliteReadStore rebuild', () => {
     const store = open();
     const rebuild = await store.beginRebuild([{ name: 'views', indexes: ['v'] }]);
     // Indexed from the start, not at the swap.
-    const standIn = (db: Database.Database) => (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'coll_views__rebuild_%'").get() as { name: string }).name;
+    const standIn = (db: Database.Database) =>
+      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'coll_views__rebuild_%'").get() as { name: string }).name;
     const db = new Database(file, { readonly: true });
     const table = standIn(db);
     db.close();
     expect(indexesOf(table)).toEqual([expect.stringMatching(/^ix:views:v:g[a-z0-9]+$/)]);
 
-    const batches = Array.from({ length: 20 }, (_, b) => Array.from({ length: 500 }, (_, i) => ({ doc: { id: `d${b * 500 + i}`, v: `v${i % 7}` }, revision: b })));
+    const batches = Array.from({ length: 20 }, (_, b) =>
+      Array.from({ length: 500 }, (_, i) => ({ doc: { id: `d${b * 500 + i}`, v: `v${i % 7}` }, revision: b })),
+    );
     for (const batch of batches) await rebuild.upsertMany('views', batch);
     await rebuild.drain();
     expect(await rebuild.collection('views').count({})).toBe(10_000);

@@ -75,7 +75,13 @@ describe('SqliteReadStore', () => {
         items.claim({ status: 'pending' }, { status: 'claimed' }),
         items.upsert({ id: 'doc_1', status: 'projected' }, 1),
       ]);
-      expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected'))).toEqual([true, { id: 'doc_1', status: 'claimed' }, 'rejected', null, true]);
+      expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value : 'rejected'))).toEqual([
+        true,
+        { id: 'doc_1', status: 'claimed' },
+        'rejected',
+        null,
+        true,
+      ]);
       await expect(items.get('doc_1')).resolves.toEqual({ id: 'doc_1', status: 'projected' });
     });
 
@@ -269,12 +275,14 @@ describe('SqliteReadStore query plans', () => {
     const file = join(dir, 'read-models.sqlite');
     const store = SqliteReadStore.open(file);
     const endpoints = store.collection('webhook_endpoints', { indexes: ['account_id', 'mode', 'enabled', 'deleted'] });
-    for (let i = 0; i < 80; i++) await endpoints.insert({ id: `whk_${String(i).padStart(3, '0')}`, account_id: `acct_${i}`, mode: 'test', enabled: true, deleted: false });
+    for (let i = 0; i < 80; i++)
+      await endpoints.insert({ id: `whk_${String(i).padStart(3, '0')}`, account_id: `acct_${i}`, mode: 'test', enabled: true, deleted: false });
     await endpoints.find({ account_id: 'acct_1', mode: 'test', enabled: true, deleted: false });
     const plan = () => {
       const db = new Database(file, { readonly: true });
       try {
-        const sql = "SELECT id FROM coll_webhook_endpoints WHERE json_extract(doc, '$.account_id') = ? AND json_extract(doc, '$.mode') = ? AND json_extract(doc, '$.enabled') = ? AND json_extract(doc, '$.deleted') = ?";
+        const sql =
+          "SELECT id FROM coll_webhook_endpoints WHERE json_extract(doc, '$.account_id') = ? AND json_extract(doc, '$.mode') = ? AND json_extract(doc, '$.enabled') = ? AND json_extract(doc, '$.deleted') = ?";
         return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('acct_1', 'test', 1, 0) as { detail: string }[]).map((row) => row.detail).join('; ');
       } finally {
         db.close();

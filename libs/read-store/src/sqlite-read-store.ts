@@ -206,7 +206,9 @@ export class SqliteReadStore implements ReadStore {
             this.db.exec(`ALTER TABLE ${quoteIdentifier(`coll_${staged}`)} RENAME TO ${quoteIdentifier(`coll_${spec.name}`)}`);
           }
           // Directly, not through the write group: inside this transaction, now.
-          const setCheckpoint = this.statement('INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position');
+          const setCheckpoint = this.statement(
+            'INSERT INTO checkpoints (name, position) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET position = excluded.position',
+          );
           for (const [name, position] of Object.entries(checkpoints)) setCheckpoint.run(name, position);
           this.db.exec('COMMIT');
         } catch (error) {

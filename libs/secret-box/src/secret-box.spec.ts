@@ -42,9 +42,25 @@ describe('secret box', () => {
   it.each([
     ['another version', (sealed: string) => sealed.replace(/^v1/, 'v2')],
     ['no version', (sealed: string) => sealed.replace(/^v1/, '')],
-    ['no iv', (sealed: string) => sealed.split('.').map((part, i) => (i === 1 ? '' : part)).join('.')],
-    ['no tag', (sealed: string) => sealed.split('.').map((part, i) => (i === 2 ? '' : part)).join('.')],
+    [
+      'no iv',
+      (sealed: string) =>
+        sealed
+          .split('.')
+          .map((part, i) => (i === 1 ? '' : part))
+          .join('.'),
+    ],
+    [
+      'no tag',
+      (sealed: string) =>
+        sealed
+          .split('.')
+          .map((part, i) => (i === 2 ? '' : part))
+          .join('.'),
+    ],
     ['no body part', (sealed: string) => sealed.split('.').slice(0, 3).join('.')],
     ['nothing', () => ''],
-  ])('says plainly that %s is not a sealed secret', (_, corrupt) => expect(() => box.open(corrupt(box.seal('whsec_abc')))).toThrow(new Error('not a sealed secret')));
+  ])('says plainly that %s is not a sealed secret', (_, corrupt) =>
+    expect(() => box.open(corrupt(box.seal('whsec_abc')))).toThrow(new Error('not a sealed secret')),
+  );
 });

@@ -18,7 +18,11 @@ export interface ApiAnswerOptions {
 
 /** What a route answers as `data` (a response DTO, e.g. `DispatchResponse` of libs/api-contract; its schema is named without `Response`), and how. */
 export const ApiAnswer = (resource: abstract new (...args: never[]) => unknown, options: ApiAnswerOptions = {}) =>
-  ApiExtension(API_ANSWER, { resource: resource.name.replace(/Response$/, ''), ...options, list: options.list && { paginated: options.list.paginated !== false, query: options.list.query?.name } });
+  ApiExtension(API_ANSWER, {
+    resource: resource.name.replace(/Response$/, ''),
+    ...options,
+    list: options.list && { paginated: options.list.paginated !== false, query: options.list.query?.name },
+  });
 
 /** The extension as the document builder reads it. */
 export interface ApiAnswerExtension extends Omit<ApiAnswerOptions, 'list'> {

@@ -13,7 +13,14 @@ const PARTNER_EVENTS = {
 };
 
 /** What each service answers the gateway (partners' and operators' requests). */
-const DISPATCH_API = [SUBJECTS.dispatchCreate, SUBJECTS.dispatchValidate, SUBJECTS.dispatchGet, SUBJECTS.dispatchList, SUBJECTS.dispatchRetry, SUBJECTS.dispatchEvents];
+const DISPATCH_API = [
+  SUBJECTS.dispatchCreate,
+  SUBJECTS.dispatchValidate,
+  SUBJECTS.dispatchGet,
+  SUBJECTS.dispatchList,
+  SUBJECTS.dispatchRetry,
+  SUBJECTS.dispatchEvents,
+];
 const CREDITS_API = [SUBJECTS.creditsGrant, SUBJECTS.creditsBalances];
 const CONNECTION_API = [
   SUBJECTS.connectionCreate,
@@ -85,7 +92,10 @@ export function natsUsers(): NatsUser[] {
     passwordVariable: passwordVariableOf(user),
     permissions: servicePermissions(user, BUS_ACCESS[user]),
   }));
-  return [...services, { user: OPERATOR_NATS_USER, passwordVariable: passwordVariableOf(OPERATOR_NATS_USER), permissions: operatorPermissions(OPERATOR_NATS_USER) }];
+  return [
+    ...services,
+    { user: OPERATOR_NATS_USER, passwordVariable: passwordVariableOf(OPERATOR_NATS_USER), permissions: operatorPermissions(OPERATOR_NATS_USER) },
+  ];
 }
 
 /** k8s/datastores/nats-auth.conf, as `ops bus authorization` prints it. */

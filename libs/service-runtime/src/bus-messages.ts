@@ -21,7 +21,13 @@ export class BusRequestContextInterceptor implements NestInterceptor {
     const requestId = headers['X-Request-Id'] ?? headers['x-request-id'] ?? (typeof metadata?.requestId === 'string' ? metadata.requestId : undefined);
     const started = Date.now();
     const handled = (outcome: 'ok' | 'error') =>
-      this.logger.debug({ msg: 'message', subject: bus.getSubject(), outcome, duration_ms: Date.now() - started, ...(requestId ? { request_id: requestId } : {}) });
+      this.logger.debug({
+        msg: 'message',
+        subject: bus.getSubject(),
+        outcome,
+        duration_ms: Date.now() - started,
+        ...(requestId ? { request_id: requestId } : {}),
+      });
     return new Observable((subscriber) =>
       withRequestId(requestId, () =>
         next

@@ -38,7 +38,8 @@ describe('CheckpointedProcessor', () => {
   beforeEach(async () => {
     events = SqliteEventStore.open(':memory:', { pollIntervalMs: 20 });
     checkpoints = new RecordingCheckpoints();
-    for (let i = 0; i < 8; i++) await events.append(`thing-${i}`, [{ id: ulidToUuid(ulid()), type: 'Happened', data: { i } }], { expectedRevision: 'no_stream' });
+    for (let i = 0; i < 8; i++)
+      await events.append(`thing-${i}`, [{ id: ulidToUuid(ulid()), type: 'Happened', data: { i } }], { expectedRevision: 'no_stream' });
   });
 
   afterEach(async () => {

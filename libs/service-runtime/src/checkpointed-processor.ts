@@ -101,7 +101,17 @@ export class CheckpointedProcessor {
     this.logger = new Logger(`processor:${options.name}`);
     this.leaseOptions = options.lease === undefined ? processorLeaseDefaults() : options.lease;
     this.clock = options.clock ?? (() => performance.now());
-    this.lease = this.leaseOptions && new ProcessorLease(options.name, this.leaseOptions, options.checkpoints, this.clock, this.logger, () => this.lostLease(), () => this.stopped);
+    this.lease =
+      this.leaseOptions &&
+      new ProcessorLease(
+        options.name,
+        this.leaseOptions,
+        options.checkpoints,
+        this.clock,
+        this.logger,
+        () => this.lostLease(),
+        () => this.stopped,
+      );
     this.saver = new CheckpointSaver(options.name, options.checkpoints, CHECKPOINT_EVERY_MS, this.logger, () =>
       this.lease?.lose('another replica holds it now (a checkpoint write was refused)'),
     );
@@ -161,7 +171,8 @@ export class CheckpointedProcessor {
       onEvent: async (event) => {
         if (run !== this.run) return;
         if (probing) accepted();
-        if (this.lease && !this.lease.valid) return this.lease.lose(`not renewed within ${this.leaseOptions!.ttlMs} ms by this process's clock (was it paused?)`);
+        if (this.lease && !this.lease.valid)
+          return this.lease.lose(`not renewed within ${this.leaseOptions!.ttlMs} ms by this process's clock (was it paused?)`);
         const entry = { position: event.position, done: false, finished: Promise.resolve() };
         entry.finished = withRequestId(event.metadata.requestId as string | undefined, () => this.options.handle(event)).then(() => {
           entry.done = true;
@@ -214,7 +225,12 @@ export class CheckpointedProcessor {
   private async refuseCheckpoint(checkpoint: string, error: SubscriptionPositionRefusedError): Promise<void> {
     this.clearProbe();
     if (this.stopped) return;
-    this.refusedCheckpoint = { position: checkpoint, why: `the event store refuses checkpoint ${checkpoint} (${error.message})`, at: this.clock(), probing: false };
+    this.refusedCheckpoint = {
+      position: checkpoint,
+      why: `the event store refuses checkpoint ${checkpoint} (${error.message})`,
+      at: this.clock(),
+      probing: false,
+    };
     await this.refuse(this.refusedCheckpoint.why);
   }
 

@@ -70,7 +70,10 @@ describe('loadConfig', () => {
       const esdb = 'esdb://es-0:2113,es-1:2113,es-2:2113?tls=true&nodePreference=leader';
       const config = load({ MONGODB_URL: mongo, EVENTSTORE_URL: esdb, NATS_URL: 'nats://n-0:4222, nats://n-1:4222' });
       expect(config).toMatchObject({ mongodbUrl: mongo, eventStoreUrl: esdb, natsUrl: 'nats://n-0:4222, nats://n-1:4222' });
-      expect(load({ MONGODB_URL: 'mongodb+srv://ops:pw@cluster0.example.net/db', EVENTSTORE_URL: 'esdb+discover://es.example.net:2113' })).toMatchObject({ mongodbUrl: expect.any(String), eventStoreUrl: expect.any(String) });
+      expect(load({ MONGODB_URL: 'mongodb+srv://ops:pw@cluster0.example.net/db', EVENTSTORE_URL: 'esdb+discover://es.example.net:2113' })).toMatchObject({
+        mongodbUrl: expect.any(String),
+        eventStoreUrl: expect.any(String),
+      });
       expect(load({ EVENTSTORE_URL: 'esdb://[::1]:2113,[fd00::2]:2113' }).eventStoreUrl).toBe('esdb://[::1]:2113,[fd00::2]:2113');
     });
 
@@ -95,7 +98,10 @@ describe('loadConfig', () => {
     it('keeps http and private networks refused unless turned on', () => {
       expect(load({}).webhook).toMatchObject({ allowHttp: false, allowPrivateNetworks: false });
       expect(load({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }).webhook.allowPrivateNetworks).toBe(false);
-      expect(load({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }).webhook).toMatchObject({ allowHttp: true, allowPrivateNetworks: true });
+      expect(load({ WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }).webhook).toMatchObject({
+        allowHttp: true,
+        allowPrivateNetworks: true,
+      });
     });
 
     it('refuses a value that is neither true nor false, naming the variable', () => {
@@ -106,12 +112,35 @@ describe('loadConfig', () => {
   describe('operational settings', () => {
     it('has the documented defaults', () => {
       const config = load({});
-      expect(config).toMatchObject({ shutdownGraceMs: 25_000, executorConcurrency: 16, executorLeaseMs: 60_000, channelRetryMaxWaitMs: 900_000, channelTimeoutMs: 30_000, webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16, endpointConcurrency: 4 }) });
+      expect(config).toMatchObject({
+        shutdownGraceMs: 25_000,
+        executorConcurrency: 16,
+        executorLeaseMs: 60_000,
+        channelRetryMaxWaitMs: 900_000,
+        channelTimeoutMs: 30_000,
+        webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16, endpointConcurrency: 4 }),
+      });
     });
 
     it('reads each from its variable', () => {
-      const config = load({ SHUTDOWN_GRACE_MS: '500', EXECUTOR_CONCURRENCY: '2', EXECUTOR_LEASE_MS: '5000', CHANNEL_RETRY_MAX_WAIT: '90s', CHANNEL_TIMEOUT_MS: '45000', WEBHOOK_TIMEOUT_MS: '800', WEBHOOK_CONCURRENCY: '3', WEBHOOK_ENDPOINT_CONCURRENCY: '2' });
-      expect(config).toMatchObject({ shutdownGraceMs: 500, executorConcurrency: 2, executorLeaseMs: 5_000, channelRetryMaxWaitMs: 90_000, channelTimeoutMs: 45_000, webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3, endpointConcurrency: 2 }) });
+      const config = load({
+        SHUTDOWN_GRACE_MS: '500',
+        EXECUTOR_CONCURRENCY: '2',
+        EXECUTOR_LEASE_MS: '5000',
+        CHANNEL_RETRY_MAX_WAIT: '90s',
+        CHANNEL_TIMEOUT_MS: '45000',
+        WEBHOOK_TIMEOUT_MS: '800',
+        WEBHOOK_CONCURRENCY: '3',
+        WEBHOOK_ENDPOINT_CONCURRENCY: '2',
+      });
+      expect(config).toMatchObject({
+        shutdownGraceMs: 500,
+        executorConcurrency: 2,
+        executorLeaseMs: 5_000,
+        channelRetryMaxWaitMs: 90_000,
+        channelTimeoutMs: 45_000,
+        webhook: expect.objectContaining({ timeoutMs: 800, concurrency: 3, endpointConcurrency: 2 }),
+      });
     });
 
     it('reads TRUST_PROXY as CIDRs (a bare address its own /32 or /128), none by default, and refuses anything else naming it', () => {
@@ -137,8 +166,17 @@ describe('loadConfig', () => {
   });
   describe('METRICS_PORT', () => {
     it("defaults to one port per app beside PORT's (9464 gateway and standalone, 9465 dispatch, 9466 connection, 9467 webhook delivery)", () => {
-      const given = { DATA_DIR: dataDir, WEBHOOK_SECRET_KEY: '0'.repeat(64), IDEMPOTENCY_SECRET_KEY: '1'.repeat(64), CONNECTION_ENCRYPTION_KEY: '2'.repeat(64) };
-      const ports = (['standalone', 'api-gateway', 'dispatch-service', 'connection-service', 'webhook-delivery-service'] as const).map((app) => [app, loadConfig(app, given).metricsPort, loadConfig(app, given).port]);
+      const given = {
+        DATA_DIR: dataDir,
+        WEBHOOK_SECRET_KEY: '0'.repeat(64),
+        IDEMPOTENCY_SECRET_KEY: '1'.repeat(64),
+        CONNECTION_ENCRYPTION_KEY: '2'.repeat(64),
+      };
+      const ports = (['standalone', 'api-gateway', 'dispatch-service', 'connection-service', 'webhook-delivery-service'] as const).map((app) => [
+        app,
+        loadConfig(app, given).metricsPort,
+        loadConfig(app, given).port,
+      ]);
       expect(ports).toEqual([
         ['standalone', 9464, 3000],
         ['api-gateway', 9464, 3000],
@@ -169,7 +207,9 @@ describe('loadConfig', () => {
     });
 
     it('refuses a renewal interval above half the TTL (one failed renewal would lose the lease), and TTLs out of range', () => {
-      expect((failure({ PROCESSOR_LEASE_TTL_MS: '4000', PROCESSOR_LEASE_RENEW_MS: '2500' }) as Error).message).toMatch(/^PROCESSOR_LEASE_RENEW_MS must be at most half of PROCESSOR_LEASE_TTL_MS \(4000\)/);
+      expect((failure({ PROCESSOR_LEASE_TTL_MS: '4000', PROCESSOR_LEASE_RENEW_MS: '2500' }) as Error).message).toMatch(
+        /^PROCESSOR_LEASE_RENEW_MS must be at most half of PROCESSOR_LEASE_TTL_MS \(4000\)/,
+      );
       expect((failure({ PROCESSOR_LEASE_TTL_MS: '500' }) as Error).message).toMatch(/^PROCESSOR_LEASE_TTL_MS must be a whole number from 1000/);
     });
   });
@@ -177,7 +217,10 @@ describe('loadConfig', () => {
   describe('how long the gateway waits for a service', () => {
     it('waits 10 s by default, and 120 s on the connection calls that reach an ad network', () => {
       expect(load({})).toMatchObject({ requestTimeoutMs: 10_000, connectionRequestTimeoutMs: 120_000 });
-      expect(load({ BUS_REQUEST_TIMEOUT_MS: '5000', BUS_CONNECTION_REQUEST_TIMEOUT_MS: '180000' })).toMatchObject({ requestTimeoutMs: 5_000, connectionRequestTimeoutMs: 180_000 });
+      expect(load({ BUS_REQUEST_TIMEOUT_MS: '5000', BUS_CONNECTION_REQUEST_TIMEOUT_MS: '180000' })).toMatchObject({
+        requestTimeoutMs: 5_000,
+        connectionRequestTimeoutMs: 180_000,
+      });
     });
 
     it.each([['soon'], ['0'], ['600001']])('refuses BUS_CONNECTION_REQUEST_TIMEOUT_MS=%s, naming it', (value) => {
@@ -192,7 +235,8 @@ describe('loadConfig', () => {
 
   describe('connection-service settings', () => {
     const key = 'a'.repeat(64);
-    const loadFor = (app: 'connection-service' | 'standalone' | 'dispatch-service', env: Record<string, string>, dir = dataDir) => loadConfig(app, { DATA_DIR: dir, ...env });
+    const loadFor = (app: 'connection-service' | 'standalone' | 'dispatch-service', env: Record<string, string>, dir = dataDir) =>
+      loadConfig(app, { DATA_DIR: dir, ...env });
     const refusal = (run: () => unknown) => {
       try {
         run();
@@ -210,7 +254,9 @@ describe('loadConfig', () => {
 
     it('refuses a key that is not 64 hexadecimal characters, and a previous key likewise', () => {
       expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: 'abc' })).message).toMatch(/^CONNECTION_ENCRYPTION_KEY must be 32 bytes/);
-      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_ENCRYPTION_KEY_PREVIOUS: 'xyz' })).message).toMatch(/^CONNECTION_ENCRYPTION_KEY_PREVIOUS must be 32 bytes/);
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_ENCRYPTION_KEY_PREVIOUS: 'xyz' })).message).toMatch(
+        /^CONNECTION_ENCRYPTION_KEY_PREVIOUS must be 32 bytes/,
+      );
     });
 
     it('takes the key and the previous one as given (lowercase)', () => {
@@ -235,20 +281,35 @@ describe('loadConfig', () => {
     it('builds the OAuth callback on PUBLIC_BASE_URL, by default localhost on PORT', () => {
       expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key }).connections.publicBaseUrl).toBe('http://localhost:3002');
       expect(loadFor('standalone', { PORT: '4100' }).connections.publicBaseUrl).toBe('http://localhost:4100');
-      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'https://api.example.com/' }).connections.publicBaseUrl).toBe('https://api.example.com');
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'https://api.example.com/' }).connections.publicBaseUrl).toBe(
+        'https://api.example.com',
+      );
       expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'ftp://x' })).message).toMatch(/^PUBLIC_BASE_URL /);
-      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'not a url' })).message).toMatch(/^PUBLIC_BASE_URL /);
-      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'https://api.example.com/v1?x=1' })).message).toMatch(/^PUBLIC_BASE_URL /);
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'not a url' })).message).toMatch(
+        /^PUBLIC_BASE_URL /,
+      );
+      expect(
+        refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'https://api.example.com/v1?x=1' })).message,
+      ).toMatch(/^PUBLIC_BASE_URL /);
       // Authorization codes come back on it: https, but for localhost or local development.
-      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://api.example.com' })).message).toMatch(/^PUBLIC_BASE_URL must use https/);
-      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://api.example.com', CHANNEL_ALLOW_HTTP: 'true' }).connections.publicBaseUrl).toBe('http://api.example.com');
-      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://127.0.0.1:3000' }).connections.publicBaseUrl).toBe('http://127.0.0.1:3000');
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://api.example.com' })).message).toMatch(
+        /^PUBLIC_BASE_URL must use https/,
+      );
+      expect(
+        loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://api.example.com', CHANNEL_ALLOW_HTTP: 'true' }).connections
+          .publicBaseUrl,
+      ).toBe('http://api.example.com');
+      expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, PUBLIC_BASE_URL: 'http://127.0.0.1:3000' }).connections.publicBaseUrl).toBe(
+        'http://127.0.0.1:3000',
+      );
     });
 
     it('sweeps for tokens to refresh every minute unless told otherwise', () => {
       expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key }).connections.refreshSweepMs).toBe(60_000);
       expect(loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_REFRESH_SWEEP_MS: '5000' }).connections.refreshSweepMs).toBe(5000);
-      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_REFRESH_SWEEP_MS: '10' })).message).toMatch(/^CONNECTION_REFRESH_SWEEP_MS /);
+      expect(refusal(() => loadFor('connection-service', { CONNECTION_ENCRYPTION_KEY: key, CONNECTION_REFRESH_SWEEP_MS: '10' })).message).toMatch(
+        /^CONNECTION_REFRESH_SWEEP_MS /,
+      );
     });
   });
 });

@@ -67,7 +67,15 @@ export interface ServiceConfig {
    * Webhook sending. `concurrency`: deliveries in flight per process; `endpointConcurrency`: of those,
    * at most this many to one endpoint, so one slow or failing partner never holds every lane.
    */
-  webhook: { allowHttp: boolean; allowPrivateNetworks: boolean; timeoutMs: number; retrySchedule: number[]; concurrency: number; endpointConcurrency: number; disableAfterMs: number };
+  webhook: {
+    allowHttp: boolean;
+    allowPrivateNetworks: boolean;
+    timeoutMs: number;
+    retrySchedule: number[];
+    concurrency: number;
+    endpointConcurrency: number;
+    disableAfterMs: number;
+  };
   executorConcurrency: number;
   /**
    * How soon a launch whose process died is taken over by another replica (EXECUTOR_LEASE_MS):
@@ -157,7 +165,8 @@ function url(env: Env, name: string, schemes: string[], form: 'url-list' | 'mult
       } catch {
         throw new ConfigError(name, `has a host that is not host or host:port (as in ${schemes[0]}://host:port)`);
       }
-      if (!parsed.hostname || parsed.pathname !== '/' || parsed.username || parsed.password) throw new ConfigError(name, `must name each host as host or host:port, as in ${schemes[0]}://host:port`);
+      if (!parsed.hostname || parsed.pathname !== '/' || parsed.username || parsed.password)
+        throw new ConfigError(name, `must name each host as host or host:port, as in ${schemes[0]}://host:port`);
     }
   }
   return raw;
@@ -236,7 +245,14 @@ function cidrList(env: Env, name: string): string[] {
     const [address, prefix, extra] = cidr.split('/');
     const family = isIP(address);
     const bits = prefix === undefined ? (family === 6 ? 128 : 32) : Number(prefix);
-    if (!family || extra !== undefined || !Number.isInteger(bits) || bits < 0 || bits > (family === 6 ? 128 : 32) || (prefix !== undefined && !/^\d+$/.test(prefix)))
+    if (
+      !family ||
+      extra !== undefined ||
+      !Number.isInteger(bits) ||
+      bits < 0 ||
+      bits > (family === 6 ? 128 : 32) ||
+      (prefix !== undefined && !/^\d+$/.test(prefix))
+    )
       throw new ConfigError(name, `must be a comma-separated list of CIDRs such as 10.0.0.0/8,fd00::/8, not "${cidr}"`);
     return `${address}/${bits}`;
   });
@@ -273,12 +289,17 @@ function publicBaseUrl(env: Env, port: number): string {
   } catch {
     throw new ConfigError('PUBLIC_BASE_URL', `must be a URL such as https://api.example.com, not "${raw}"`);
   }
-  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new ConfigError('PUBLIC_BASE_URL', `must use https:// (or http://), not "${parsed.protocol}"`);
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:')
+    throw new ConfigError('PUBLIC_BASE_URL', `must use https:// (or http://), not "${parsed.protocol}"`);
   // People's browsers come back to it from the networks' consent pages with an authorization code in the query.
   const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(parsed.hostname);
   if (parsed.protocol === 'http:' && !loopback && env.CHANNEL_ALLOW_HTTP !== 'true')
-    throw new ConfigError('PUBLIC_BASE_URL', 'must use https:// (http:// only for localhost, or with CHANNEL_ALLOW_HTTP=true for local development): the OAuth callback carries authorization codes');
-  if (parsed.search || parsed.hash || parsed.username || parsed.password) throw new ConfigError('PUBLIC_BASE_URL', 'must be an origin with an optional path, without query, fragment or credentials');
+    throw new ConfigError(
+      'PUBLIC_BASE_URL',
+      'must use https:// (http:// only for localhost, or with CHANNEL_ALLOW_HTTP=true for local development): the OAuth callback carries authorization codes',
+    );
+  if (parsed.search || parsed.hash || parsed.username || parsed.password)
+    throw new ConfigError('PUBLIC_BASE_URL', 'must be an origin with an optional path, without query, fragment or credentials');
   return `${parsed.origin}${parsed.pathname}`.replace(/\/+$/, '');
 }
 
@@ -311,14 +332,22 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
   const holdsTokens = app === 'standalone' || app === 'connection-service';
   const port = integer(env, 'PORT', DEFAULT_PORTS[app], 0, 65535);
   const metricsPort = integer(env, 'METRICS_PORT', DEFAULT_METRICS_PORTS[app], 1, 65535);
-  if (app !== 'ops-cli' && metricsPort === port) throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are served on a port of their own`);
+  if (app !== 'ops-cli' && metricsPort === port)
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are served on a port of their own`);
   const requestTimeoutMs = integer(env, 'BUS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000);
   const connectionRequestTimeoutMs = integer(env, 'BUS_CONNECTION_REQUEST_TIMEOUT_MS', 120_000, 1_000, 600_000);
   const leaseTtlMs = integer(env, 'PROCESSOR_LEASE_TTL_MS', 10_000, 1_000, 600_000);
   const leaseRenewMs = integer(env, 'PROCESSOR_LEASE_RENEW_MS', 3_000, 100, 300_000);
-  if (leaseRenewMs * 2 > leaseTtlMs) throw new ConfigError('PROCESSOR_LEASE_RENEW_MS', `must be at most half of PROCESSOR_LEASE_TTL_MS (${leaseTtlMs}), not ${leaseRenewMs}: a renewal may fail once without losing the lease`);
+  if (leaseRenewMs * 2 > leaseTtlMs)
+    throw new ConfigError(
+      'PROCESSOR_LEASE_RENEW_MS',
+      `must be at most half of PROCESSOR_LEASE_TTL_MS (${leaseTtlMs}), not ${leaseRenewMs}: a renewal may fail once without losing the lease`,
+    );
   if (connectionRequestTimeoutMs < requestTimeoutMs)
-    throw new ConfigError('BUS_CONNECTION_REQUEST_TIMEOUT_MS', `must be at least BUS_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), not ${connectionRequestTimeoutMs}`);
+    throw new ConfigError(
+      'BUS_CONNECTION_REQUEST_TIMEOUT_MS',
+      `must be at least BUS_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), not ${connectionRequestTimeoutMs}`,
+    );
   const natsCredentials = credentialsOf(env, 'NATS', app);
   return {
     app,
@@ -342,7 +371,11 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     idempotencySecretKey: app === 'standalone' || app === 'api-gateway' ? secretKey(env, 'IDEMPOTENCY_SECRET_KEY', app, dataDir) : '',
     connections: {
       // ops-cli: for `ops vault`, the key given or the standalone's generated one, if any.
-      encryptionKey: holdsTokens ? secretKey(env, 'CONNECTION_ENCRYPTION_KEY', app, dataDir) : app === 'ops-cli' ? (optionalSecretKey(env, 'CONNECTION_ENCRYPTION_KEY') ?? storedKey(dataDir, 'CONNECTION_ENCRYPTION_KEY') ?? '') : '',
+      encryptionKey: holdsTokens
+        ? secretKey(env, 'CONNECTION_ENCRYPTION_KEY', app, dataDir)
+        : app === 'ops-cli'
+          ? (optionalSecretKey(env, 'CONNECTION_ENCRYPTION_KEY') ?? storedKey(dataDir, 'CONNECTION_ENCRYPTION_KEY') ?? '')
+          : '',
       previousEncryptionKey: holdsTokens || app === 'ops-cli' ? optionalSecretKey(env, 'CONNECTION_ENCRYPTION_KEY_PREVIOUS') : null,
       publicBaseUrl: publicBaseUrl(env, port),
       refreshSweepMs: integer(env, 'CONNECTION_REFRESH_SWEEP_MS', 60_000, 1_000, 86_400_000),

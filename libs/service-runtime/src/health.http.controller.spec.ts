@@ -19,7 +19,10 @@ describe('HealthController', () => {
 
   beforeEach(async () => {
     infrastructure = { eventStore: SqliteEventStore.open(':memory:'), readStore: SqliteReadStore.open(':memory:'), bus: InProcessBus.open() };
-    const module = await Test.createTestingModule({ controllers: [HealthController], providers: [{ provide: INFRASTRUCTURE, useValue: infrastructure }] }).compile();
+    const module = await Test.createTestingModule({
+      controllers: [HealthController],
+      providers: [{ provide: INFRASTRUCTURE, useValue: infrastructure }],
+    }).compile();
     app = module.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');
     base = await app.getUrl();
@@ -39,7 +42,11 @@ describe('HealthController', () => {
     expect(await get('/readyz')).toEqual({
       status: 200,
       retryAfter: null,
-      body: { success: true, data: { status: 'ready', checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' } }, request_id: expect.stringMatching(/^req_/) },
+      body: {
+        success: true,
+        data: { status: 'ready', checks: { eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' } },
+        request_id: expect.stringMatching(/^req_/),
+      },
     });
   });
 
@@ -65,7 +72,12 @@ describe('HealthController', () => {
     try {
       const answer = await get('/readyz');
       expect(answer.status).toBe(503);
-      expect((answer.body as { error: { checks: unknown } }).error.checks).toEqual({ eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: "dispatch-views: checkpoint 900 is ahead of the event store's head 12" });
+      expect((answer.body as { error: { checks: unknown } }).error.checks).toEqual({
+        eventStore: 'ok',
+        readStore: 'ok',
+        bus: 'ok',
+        processors: "dispatch-views: checkpoint 900 is ahead of the event store's head 12",
+      });
     } finally {
       reportProcessorState('dispatch-views', 'active');
     }
@@ -74,6 +86,10 @@ describe('HealthController', () => {
 
   it('stays alive on /healthz while a dependency is unreachable', async () => {
     await infrastructure.bus.close();
-    expect(await get('/healthz')).toEqual({ status: 200, retryAfter: null, body: { success: true, data: { status: 'ok' }, request_id: expect.stringMatching(/^req_/) } });
+    expect(await get('/healthz')).toEqual({
+      status: 200,
+      retryAfter: null,
+      body: { success: true, data: { status: 'ok' }, request_id: expect.stringMatching(/^req_/) },
+    });
   });
 });

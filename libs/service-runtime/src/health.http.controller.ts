@@ -44,7 +44,16 @@ export class HealthController {
       res.json({ success: true, data: { status: 'ready', checks: Object.fromEntries(checks) }, request_id: requestId });
     } else {
       res.status(503).setHeader('Retry-After', '5');
-      res.json({ success: false, error: { type: 'api_error', code: 'service_unavailable', message: refusing.length === 0 ? 'A dependency is unreachable.' : 'A dependency is unreachable, or a processor refuses to run.', checks: Object.fromEntries(checks) }, request_id: requestId });
+      res.json({
+        success: false,
+        error: {
+          type: 'api_error',
+          code: 'service_unavailable',
+          message: refusing.length === 0 ? 'A dependency is unreachable.' : 'A dependency is unreachable, or a processor refuses to run.',
+          checks: Object.fromEntries(checks),
+        },
+        request_id: requestId,
+      });
     }
   }
 }

@@ -18,6 +18,11 @@ export class HealthResponse {
 export class ReadinessResponse {
   @Allow() @JSONSchema(constant('ready')) status!: 'ready';
   @Allow()
-  @JSONSchema({ type: 'object', description: 'Each dependency and its state.', additionalProperties: { type: 'string' }, examples: [{ eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' }] })
+  @JSONSchema({
+    type: 'object',
+    description: 'Each dependency and its state.',
+    additionalProperties: { type: 'string' },
+    examples: [{ eventStore: 'ok', readStore: 'ok', bus: 'ok', processors: 'ok' }],
+  })
   checks!: Record<string, string>;
 }

@@ -8,7 +8,6 @@ import { HealthController } from './health.http.controller';
 import { CONFIG, INFRASTRUCTURE } from './infrastructure.tokens';
 import { PROCESS_HOLDER, useProcessorLeases } from './processor-status';
 
-
 /** Provides the ports (by token) and the config to every feature module of an app. */
 @Global()
 @Module({})

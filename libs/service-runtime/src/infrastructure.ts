@@ -58,7 +58,8 @@ export async function connectWithRetry<T extends { ping(): Promise<void>; close(
       await connected?.close().catch(() => undefined);
       const reason = (error as Error).message.split('\n')[0];
       const wait = Math.min(5000, 250 * 2 ** (attempt - 1));
-      if (Date.now() + wait > deadline) throw new ConfigError(variable, `points at ${what}, which did not answer within ${Math.round(timeoutMs / 1000)} s: ${reason}`);
+      if (Date.now() + wait > deadline)
+        throw new ConfigError(variable, `points at ${what}, which did not answer within ${Math.round(timeoutMs / 1000)} s: ${reason}`);
       logger.warn(`${what} (${variable}) does not answer yet, retrying in ${wait} ms: ${reason}`);
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
@@ -73,7 +74,10 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
   const eventStore = config.eventStoreUrl
     ? await connectWithRetry('EventStoreDB', 'EVENTSTORE_URL', config.startupTimeoutMs, async () => {
         try {
-          return EventStoreDbEventStore.connect(config.eventStoreUrl!, { logger: adapterLogger(eventStoreLogger), credentials: config.eventStoreCredentials ?? undefined });
+          return EventStoreDbEventStore.connect(config.eventStoreUrl!, {
+            logger: adapterLogger(eventStoreLogger),
+            credentials: config.eventStoreCredentials ?? undefined,
+          });
         } catch (error) {
           throw new ConfigError('EVENTSTORE_URL', `is not a valid EventStoreDB connection string: ${(error as Error).message}`);
         }
@@ -81,7 +85,9 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
     : SqliteEventStore.open(join(config.dataDir, 'events.sqlite'));
   try {
     const readStore = config.mongodbUrl
-      ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () => MongoReadStore.connect(config.mongodbUrl!, { credentials: config.mongodbCredentials ?? undefined }))
+      ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () =>
+          MongoReadStore.connect(config.mongodbUrl!, { credentials: config.mongodbCredentials ?? undefined }),
+        )
       : SqliteReadStore.open(join(config.dataDir, 'read-models.sqlite'));
     return { eventStore, readStore };
   } catch (error) {
@@ -95,7 +101,9 @@ export async function openInfrastructure(config: ServiceConfig): Promise<Infrast
   const stores = await openStores(config);
   try {
     const bus = config.natsUrl
-      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () => NatsBus.connect({ servers: config.natsUrl!, name: config.app, ...natsBusOptions(config), logger: adapterLogger(busLogger) }))
+      ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () =>
+          NatsBus.connect({ servers: config.natsUrl!, name: config.app, ...natsBusOptions(config), logger: adapterLogger(busLogger) }),
+        )
       : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true, logger: adapterLogger(busLogger) });
     return { ...stores, bus };
   } catch (error) {

@@ -20,7 +20,9 @@ export function answerMalformedRequestsInTheEnvelope(server: Server): void {
       error: {
         type: 'invalid_request_error',
         code: 'parameter_invalid',
-        message: tooLarge ? 'The request headers are too large.' : 'The request cannot be read: its request line or a header is malformed (e.g. a control character in a header value).',
+        message: tooLarge
+          ? 'The request headers are too large.'
+          : 'The request cannot be read: its request line or a header is malformed (e.g. a control character in a header value).',
       },
       request_id: requestId,
     });

@@ -45,7 +45,8 @@ describe('startMetricsServer', () => {
     expect([head.status, await head.text()]).toEqual([200, '']);
     const post = await fetch(`${base}/metrics`, { method: 'POST' });
     expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
-    for (const path of ['/', '/healthz', '/v1/account', '/metrics/x', '/admin/v1/accounts']) expect([path, (await fetch(`${base}${path}`)).status]).toEqual([path, 404]);
+    for (const path of ['/', '/healthz', '/v1/account', '/metrics/x', '/admin/v1/accounts'])
+      expect([path, (await fetch(`${base}${path}`)).status]).toEqual([path, 404]);
   });
 
   it('refuses to start on a port already taken, naming METRICS_PORT', async () => {

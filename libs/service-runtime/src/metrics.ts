@@ -56,7 +56,12 @@ export const dispatchesExecuting = new Gauge({
 });
 
 /** A gauge read at scrape time, e.g. dispatches by status from the read model, or a consumer's lag. */
-export function scrapeGauge<L extends string>(name: string, help: string, labelNames: readonly L[], read: () => Promise<Array<[Record<L, string>, number]>>): void {
+export function scrapeGauge<L extends string>(
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  read: () => Promise<Array<[Record<L, string>, number]>>,
+): void {
   if (registry.getSingleMetric(name)) registry.removeSingleMetric(name);
   new Gauge({
     name,

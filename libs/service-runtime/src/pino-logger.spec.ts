@@ -36,7 +36,10 @@ describe('the apps’ JSON logs (pino)', () => {
     const chatty = logged('debug');
     chatty.logger.debug('detail', 'x');
     chatty.logger.verbose('more', 'x');
-    expect(chatty.entries().map((e) => [e.level, e.msg])).toEqual([['debug', 'detail'], ['debug', 'more']]);
+    expect(chatty.entries().map((e) => [e.level, e.msg])).toEqual([
+      ['debug', 'detail'],
+      ['debug', 'more'],
+    ]);
   });
 
   it('keeps the stack of an error, whether Nest passes it apart or as an Error', () => {
@@ -49,15 +52,38 @@ describe('the apps’ JSON logs (pino)', () => {
 
   it('merges the fields of an object message, and never writes an authorization header', () => {
     const { logger, entries } = logged();
-    logger.log({ msg: 'request', method: 'POST', status: 200, headers: { authorization: 'Bearer mk_live_secret' }, authorization: 'Bearer mk_live_secret' }, 'http');
-    expect(entries()[0]).toMatchObject({ msg: 'request', method: 'POST', status: 200, context: 'http', authorization: '[redacted]', headers: { authorization: '[redacted]' } });
+    logger.log(
+      { msg: 'request', method: 'POST', status: 200, headers: { authorization: 'Bearer mk_live_secret' }, authorization: 'Bearer mk_live_secret' },
+      'http',
+    );
+    expect(entries()[0]).toMatchObject({
+      msg: 'request',
+      method: 'POST',
+      status: 200,
+      context: 'http',
+      authorization: '[redacted]',
+      headers: { authorization: '[redacted]' },
+    });
     expect(JSON.stringify(entries())).not.toContain('mk_live_secret');
   });
 
   it('never writes provider tokens or credentials, should an object carrying them be logged', () => {
     const { logger, entries } = logged();
-    logger.warn({ msg: 'import', credentials: { access_token: 'EAAB-secret', refresh_token: 'r-secret' }, access_token: 'EAAB-secret', request: { refresh_token: 'r-secret', accessToken: 'a-secret', refreshToken: 'r-secret' } }, 'connections');
-    expect(entries()[0]).toMatchObject({ msg: 'import', credentials: '[redacted]', access_token: '[redacted]', request: { refresh_token: '[redacted]', accessToken: '[redacted]', refreshToken: '[redacted]' } });
+    logger.warn(
+      {
+        msg: 'import',
+        credentials: { access_token: 'EAAB-secret', refresh_token: 'r-secret' },
+        access_token: 'EAAB-secret',
+        request: { refresh_token: 'r-secret', accessToken: 'a-secret', refreshToken: 'r-secret' },
+      },
+      'connections',
+    );
+    expect(entries()[0]).toMatchObject({
+      msg: 'import',
+      credentials: '[redacted]',
+      access_token: '[redacted]',
+      request: { refresh_token: '[redacted]', accessToken: '[redacted]', refreshToken: '[redacted]' },
+    });
     expect(JSON.stringify(entries())).not.toMatch(/secret/);
   });
 

@@ -56,4 +56,5 @@ export class PinoLoggerService implements LoggerService {
 }
 
 /** The logger of an app: JSON lines on stdout at its LOG_LEVEL. */
-export const appLogger = (config: { app: string; logLevel: 'debug' | 'info' | 'warn' | 'error' }) => new PinoLoggerService(createPino(config.app, config.logLevel));
+export const appLogger = (config: { app: string; logLevel: 'debug' | 'info' | 'warn' | 'error' }) =>
+  new PinoLoggerService(createPino(config.app, config.logLevel));

@@ -30,13 +30,31 @@ const RENEW_MS = 80;
 /** A replica's view of the shared checkpoint store, which can hang its renewals (a paused or dead process). */
 function replicaCheckpoints(shared: CheckpointStore) {
   const control = { renewalsHang: false, everythingHangs: false };
-  const gate = <A extends unknown[], R>(call: (...args: A) => Promise<R>, hangs: () => boolean) => (...args: A): Promise<R> => (hangs() ? never() : call(...args));
+  const gate =
+    <A extends unknown[], R>(call: (...args: A) => Promise<R>, hangs: () => boolean) =>
+    (...args: A): Promise<R> =>
+      hangs() ? never() : call(...args);
   const store: CheckpointStore = {
-    get: gate((name) => shared.get(name), () => control.everythingHangs),
-    set: gate((...args: Parameters<CheckpointStore['set']>) => shared.set(...args), () => control.everythingHangs),
-    acquireLease: gate((...args: Parameters<CheckpointStore['acquireLease']>) => shared.acquireLease(...args), () => control.everythingHangs),
-    renewLease: gate((...args: Parameters<CheckpointStore['renewLease']>) => shared.renewLease(...args), () => control.everythingHangs || control.renewalsHang),
-    releaseLease: gate((...args: Parameters<CheckpointStore['releaseLease']>) => shared.releaseLease(...args), () => control.everythingHangs),
+    get: gate(
+      (name) => shared.get(name),
+      () => control.everythingHangs,
+    ),
+    set: gate(
+      (...args: Parameters<CheckpointStore['set']>) => shared.set(...args),
+      () => control.everythingHangs,
+    ),
+    acquireLease: gate(
+      (...args: Parameters<CheckpointStore['acquireLease']>) => shared.acquireLease(...args),
+      () => control.everythingHangs,
+    ),
+    renewLease: gate(
+      (...args: Parameters<CheckpointStore['renewLease']>) => shared.renewLease(...args),
+      () => control.everythingHangs || control.renewalsHang,
+    ),
+    releaseLease: gate(
+      (...args: Parameters<CheckpointStore['releaseLease']>) => shared.releaseLease(...args),
+      () => control.everythingHangs,
+    ),
     lease: (name) => shared.lease(name),
     reset: (...args) => shared.reset(...args),
   };
@@ -64,7 +82,8 @@ describe('CheckpointedProcessor across replicas', () => {
   });
 
   const append = async (count: number) => {
-    for (let i = 0; i < count; i++) await events.append(`thing-${ulid()}`, [{ id: ulidToUuid(ulid()), type: 'Happened', data: {} }], { expectedRevision: 'no_stream' });
+    for (let i = 0; i < count; i++)
+      await events.append(`thing-${ulid()}`, [{ id: ulidToUuid(ulid()), type: 'Happened', data: {} }], { expectedRevision: 'no_stream' });
   };
   const head = async () => (await events.lastPosition())!;
 
@@ -85,7 +104,14 @@ describe('CheckpointedProcessor across replicas', () => {
   function replica(
     holder: string,
     handle: (event: RecordedEvent) => Promise<void>,
-    options: { clock?: () => number; checkpoints?: CheckpointStore; seizeAtStart?: boolean; name?: string; eventStore?: EventStore; refusedRecheckMs?: number } = {},
+    options: {
+      clock?: () => number;
+      checkpoints?: CheckpointStore;
+      seizeAtStart?: boolean;
+      name?: string;
+      eventStore?: EventStore;
+      refusedRecheckMs?: number;
+    } = {},
   ) {
     const processor = new CheckpointedProcessor({
       name: options.name ?? 'things',
@@ -231,7 +257,9 @@ describe('CheckpointedProcessor across replicas', () => {
     await processor.start();
 
     await waitFor(() => processor.state === 'refusing', 'the refusal');
-    expect(processorProblems()['things-refused']).toMatch(new RegExp(`the event store refuses checkpoint ${refused}.*reset it: npm run ops -- processors reset things-refused --to-start\\|--to-head`));
+    expect(processorProblems()['things-refused']).toMatch(
+      new RegExp(`the event store refuses checkpoint ${refused}.*reset it: npm run ops -- processors reset things-refused --to-start\\|--to-head`),
+    );
     // Rechecked every 50 ms, it stays refusing, without subscribing again (a retry loop would, every few hundred ms, forever).
     await sleep(300);
     expect(processor.state).toBe('refusing');
@@ -251,7 +279,11 @@ describe('CheckpointedProcessor across replicas', () => {
     const refusing = refusingStore(refused, () => refuses);
     await reads.checkpoints.set('things-restored', refused);
     const handled: string[] = [];
-    const processor = replica('a', async (event) => void handled.push(event.id), { name: 'things-restored', eventStore: refusing.store, refusedRecheckMs: 400 });
+    const processor = replica('a', async (event) => void handled.push(event.id), {
+      name: 'things-restored',
+      eventStore: refusing.store,
+      refusedRecheckMs: 400,
+    });
     await processor.start();
     await waitFor(() => processor.state === 'refusing', 'the refusal');
     const states = new Set<string>();

@@ -77,18 +77,32 @@ describe('guardedLookup', () => {
     expect(await lookupWith(guardedLookup(strict, dns), 'nowhere.example.com', {})).toMatchObject({ address: '' });
     expect(await lookupWith(guardedLookup(strict, dns), 'nowhere.example.com', { all: true })).toMatchObject({ address: [] });
     expect(await lookupWith(guardedLookup(strict, dns), 'rebound.example.com', {})).toMatchObject({ address: '', err: { code: FORBIDDEN_HOST_ERROR_CODE } });
-    expect(await lookupWith(guardedLookup(strict, dns), 'rebound.example.com', { all: true })).toMatchObject({ address: [], err: { code: FORBIDDEN_HOST_ERROR_CODE } });
+    expect(await lookupWith(guardedLookup(strict, dns), 'rebound.example.com', { all: true })).toMatchObject({
+      address: [],
+      err: { code: FORBIDDEN_HOST_ERROR_CODE },
+    });
   });
 
   it('judges a resolver that answers one address even when asked for all, with the family asked for', async () => {
-    const single = (address: string): LookupFunction => (_hostname, _options, callback) => setImmediate(() => callback(null, address, 4));
-    expect(await lookupWith(guardedLookup(strict, single('93.184.216.34')), 'partner.example.com', {})).toEqual({ err: null, address: '93.184.216.34', family: 4 });
+    const single =
+      (address: string): LookupFunction =>
+      (_hostname, _options, callback) =>
+        setImmediate(() => callback(null, address, 4));
+    expect(await lookupWith(guardedLookup(strict, single('93.184.216.34')), 'partner.example.com', {})).toEqual({
+      err: null,
+      address: '93.184.216.34',
+      family: 4,
+    });
     expect(await lookupWith(guardedLookup(strict, single('2606:2800:220:1:248:1893:25c8:1946')), 'partner.example.com', { family: 6 })).toEqual({
       err: null,
       address: '2606:2800:220:1:248:1893:25c8:1946',
       family: 6,
     });
-    expect(await lookupWith(guardedLookup(strict, single('93.184.216.34')), 'partner.example.com', { all: true })).toEqual({ err: null, address: [{ address: '93.184.216.34', family: 4 }], family: undefined });
+    expect(await lookupWith(guardedLookup(strict, single('93.184.216.34')), 'partner.example.com', { all: true })).toEqual({
+      err: null,
+      address: [{ address: '93.184.216.34', family: 4 }],
+      family: undefined,
+    });
     expect((await lookupWith(guardedLookup(strict, single('127.0.0.1')), 'rebound.example.com', {})).err?.code).toBe(FORBIDDEN_HOST_ERROR_CODE);
   });
 

@@ -24,10 +24,7 @@ function forbiddenHostError(hostname: string): NodeJS.ErrnoException {
  *
  * `baseLookup` is the resolver underneath, replaceable in tests to simulate a DNS change.
  */
-export function guardedLookup(
-  policy: Pick<UrlPolicy, 'allowPrivateNetworks'>,
-  baseLookup: LookupFunction = dnsLookup,
-): LookupFunction {
+export function guardedLookup(policy: Pick<UrlPolicy, 'allowPrivateNetworks'>, baseLookup: LookupFunction = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
     // Ask for every address so the rule does not depend on which one the caller wanted.
     baseLookup(hostname, { ...options, all: true }, (err, result) => {
@@ -36,9 +33,7 @@ export function guardedLookup(
         callback(err, wantsAll ? [] : '');
         return;
       }
-      const addresses: LookupAddress[] = Array.isArray(result)
-        ? result
-        : [{ address: result, family: options.family === 6 ? 6 : 4 }];
+      const addresses: LookupAddress[] = Array.isArray(result) ? result : [{ address: result, family: options.family === 6 ? 6 : 4 }];
       if (!policy.allowPrivateNetworks && addresses.some((entry) => isForbiddenAddress(entry.address))) {
         callback(forbiddenHostError(hostname), wantsAll ? [] : '');
         return;

@@ -90,11 +90,7 @@ async function resolveWithDns(host: string): Promise<string[]> {
  * forbidden: the delivery could be sent to any of them. This is only a registration-time
  * snapshot; DNS can change later, which is why deliveries also connect through guardedLookup.
  */
-export async function checkWebhookUrl(
-  raw: unknown,
-  policy: UrlPolicy,
-  resolve: ResolveHost = resolveWithDns,
-): Promise<UrlCheckResult> {
+export async function checkWebhookUrl(raw: unknown, policy: UrlPolicy, resolve: ResolveHost = resolveWithDns): Promise<UrlCheckResult> {
   const prechecked = precheckWebhookUrl(raw, policy);
   if (!prechecked.ok) return prechecked;
 

@@ -86,7 +86,12 @@ describe('DeliveryLoop, one endpoint failing slowly', () => {
       endpoints,
       secrets,
       new EndpointHealth(reads, endpoints, { disableAfterMs: 5 * 86_400_000 }),
-      { timeoutMs: 2000, retrySchedule: Array(10).fill(250), policy: { allowHttp: true, allowPrivateNetworks: true }, userAgent: 'campaign-ops-webhooks/0.0.0-test' },
+      {
+        timeoutMs: 2000,
+        retrySchedule: Array(10).fill(250),
+        policy: { allowHttp: true, allowPrivateNetworks: true },
+        userAgent: 'campaign-ops-webhooks/0.0.0-test',
+      },
       sender,
     );
     loop = new DeliveryLoop(worker, { webhook: { concurrency: 16, endpointConcurrency: 4 } } as ServiceConfig);

@@ -59,12 +59,19 @@ describe('DeliveryWorker, at send time', () => {
   });
 
   const workerWith = (policy: UrlPolicy) =>
-    new DeliveryWorker(deliveriesOf(reads), endpoints, secrets, new EndpointHealth(reads, endpoints, { disableAfterMs: 5 * 86_400_000 }), {
-      timeoutMs: 2000,
-      retrySchedule: [60_000],
-      policy,
-      userAgent: USER_AGENT,
-    }, sender);
+    new DeliveryWorker(
+      deliveriesOf(reads),
+      endpoints,
+      secrets,
+      new EndpointHealth(reads, endpoints, { disableAfterMs: 5 * 86_400_000 }),
+      {
+        timeoutMs: 2000,
+        retrySchedule: [60_000],
+        policy,
+        userAgent: USER_AGENT,
+      },
+      sender,
+    );
 
   /** An endpoint whose view now points at `url`, and one due delivery to it: what a worker finds in the store. */
   async function dueDeliveryTo(url: string): Promise<string> {

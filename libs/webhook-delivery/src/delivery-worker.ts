@@ -84,7 +84,10 @@ export class DeliveryWorker {
     deliveryAttempts.inc({ outcome: result.ok ? 'succeeded' : 'failed' });
     if (result.ok) await this.health.recordSuccess(delivery.endpoint_id);
     else if (!result.final) await this.health.recordFailure(delivery.endpoint_id, new Date());
-    if (!result.ok) this.logger.warn(`delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`);
+    if (!result.ok)
+      this.logger.warn(
+        `delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`,
+      );
   }
 
   private async attempt(delivery: Delivery): Promise<AttemptResult> {

@@ -8,7 +8,6 @@ import { Caller, CreateWebhookRequest, ListResult, ListWebhooksRequest, UpdateWe
 import { EndpointResource, EndpointStore, toEndpointResource } from './endpoint-store';
 import { URL_POLICY } from './webhook-delivery.tokens';
 
-
 type WithSecret = EndpointResource & { signing_secret: string };
 
 /** Managing webhook endpoints: the use cases behind /v1/webhooks. */
@@ -24,7 +23,8 @@ export class EndpointCommands {
     const checked = await checkWebhookUrl(url, this.policy);
     if (!checked.ok) return failure(checked.code, checked.message, 'url');
     const existing = await this.store.views.count({ account_id: caller.accountId, mode: caller.mode, deleted: false });
-    if (existing >= MAX_ENDPOINTS_PER_ACCOUNT) return failure('parameter_invalid', `An account can have at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints per mode; delete one to add another.`);
+    if (existing >= MAX_ENDPOINTS_PER_ACCOUNT)
+      return failure('parameter_invalid', `An account can have at most ${MAX_ENDPOINTS_PER_ACCOUNT} webhook endpoints per mode; delete one to add another.`);
     const id = newId('whk');
     const signingSecret = `whsec_${randomBase62(32)}`;
     await this.store.repository.execute(
@@ -42,11 +42,16 @@ export class EndpointCommands {
       metadataOf(caller),
     );
     const view = await this.store.refreshView(webhookStreamId(id));
-    return view ? success({ ...toEndpointResource(view), signing_secret: signingSecret }) : failure('internal_error', 'The endpoint was recorded but cannot be read back yet.');
+    return view
+      ? success({ ...toEndpointResource(view), signing_secret: signingSecret })
+      : failure('internal_error', 'The endpoint was recorded but cannot be read back yet.');
   }
 
   async list({ caller, query }: ListWebhooksRequest): Promise<Outcome<ListResult<EndpointResource>>> {
-    const page = await this.store.views.find({ account_id: caller.accountId, mode: caller.mode, deleted: false }, { limit: query.limit, startingAfter: query.startingAfter });
+    const page = await this.store.views.find(
+      { account_id: caller.accountId, mode: caller.mode, deleted: false },
+      { limit: query.limit, startingAfter: query.startingAfter },
+    );
     return success({ data: page.items.map(toEndpointResource), hasMore: page.hasMore });
   }
 
@@ -63,7 +68,9 @@ export class EndpointCommands {
       if (!checked.ok) return failure(checked.code, checked.message, 'url');
       checkedUrl = url;
     }
-    return this.run(caller, id, { type: 'UpdateEndpoint', url: checkedUrl, events: events && unique(events), enabled, now: new Date().toISOString() }, (v) => toEndpointResource(v));
+    return this.run(caller, id, { type: 'UpdateEndpoint', url: checkedUrl, events: events && unique(events), enabled, now: new Date().toISOString() }, (v) =>
+      toEndpointResource(v),
+    );
   }
 
   async rotateSecret({ caller, id }: WebhookByIdRequest): Promise<Outcome<WithSecret>> {
@@ -80,7 +87,12 @@ export class EndpointCommands {
     return this.run(caller, id, { type: 'DeleteEndpoint', now: new Date().toISOString() }, () => ({ id, deleted: true as const }));
   }
 
-  private async run<T>(caller: Caller, id: string, command: Parameters<EndpointStore['repository']['execute']>[1], answer: (view: NonNullable<Awaited<ReturnType<EndpointStore['refreshView']>>>) => T): Promise<Outcome<T>> {
+  private async run<T>(
+    caller: Caller,
+    id: string,
+    command: Parameters<EndpointStore['repository']['execute']>[1],
+    answer: (view: NonNullable<Awaited<ReturnType<EndpointStore['refreshView']>>>) => T,
+  ): Promise<Outcome<T>> {
     try {
       await this.store.repository.execute(webhookStreamId(id), command, metadataOf(caller));
     } catch (error) {

@@ -48,7 +48,11 @@ export class EndpointHealth {
     const view = await this.endpoints.views.get(endpointId);
     if (!view || view.deleted || !view.enabled) return;
     const reason = `Every delivery has failed since ${current.failing_since}; the endpoint was disabled. Fix it, then PATCH enabled: true.`;
-    await this.endpoints.repository.execute(webhookStreamId(endpointId), { type: 'DisableEndpoint', reason, now: now.toISOString() }, { accountId: view.account_id, mode: view.mode });
+    await this.endpoints.repository.execute(
+      webhookStreamId(endpointId),
+      { type: 'DisableEndpoint', reason, now: now.toISOString() },
+      { accountId: view.account_id, mode: view.mode },
+    );
     await this.endpoints.refreshView(webhookStreamId(endpointId));
     await this.health.update(endpointId, { failing_since: null });
   }

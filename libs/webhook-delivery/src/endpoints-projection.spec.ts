@@ -16,11 +16,23 @@ describe('the webhook_endpoints projection', () => {
   };
 
   it('given an endpoint created then updated, then one document with the update and its sealed secret', () => {
-    const given = decideAll(webhookEndpointDecider, [created, { type: 'UpdateEndpoint', url: 'https://hooks.example.com/b', enabled: false, now: '2026-12-01T09:00:00.000Z' }]);
+    const given = decideAll(webhookEndpointDecider, [
+      created,
+      { type: 'UpdateEndpoint', url: 'https://hooks.example.com/b', enabled: false, now: '2026-12-01T09:00:00.000Z' },
+    ]);
     expect(documentsAfter(webhookEndpointsProjection, 'webhook-whk_1', given)).toEqual([
       {
         collection: 'webhook_endpoints',
-        doc: expect.objectContaining({ id: 'whk_1', account_id: 'acct_1', mode: 'test', url: 'https://hooks.example.com/b', enabled: false, deleted: false, sealed_secret: 'sealed', updated_at: '2026-12-01T09:00:00.000Z' }),
+        doc: expect.objectContaining({
+          id: 'whk_1',
+          account_id: 'acct_1',
+          mode: 'test',
+          url: 'https://hooks.example.com/b',
+          enabled: false,
+          deleted: false,
+          sealed_secret: 'sealed',
+          updated_at: '2026-12-01T09:00:00.000Z',
+        }),
       },
     ]);
   });

@@ -24,7 +24,8 @@ describe('EventQueries', () => {
     dir = mkdtempSync(join(tmpdir(), 'event-queries-'));
     reads = SqliteReadStore.open(join(dir, 'read-models.sqlite'));
     const events = partnerEventsOf(reads);
-    const keep = (id: string, account_id: string, mode: Mode, type: string, created_at: string) => events.insert({ id, account_id, mode, type, created_at, data: { dispatch_id: `dsp_${id}` } });
+    const keep = (id: string, account_id: string, mode: Mode, type: string, created_at: string) =>
+      events.insert({ id, account_id, mode, type, created_at, data: { dispatch_id: `dsp_${id}` } });
     await keep('evt_1', 'acct_a', 'test', 'dispatch.accepted', minutesAgo(30));
     await keep('evt_2', 'acct_a', 'test', 'dispatch.completed', minutesAgo(20));
     await keep('evt_3', 'acct_a', 'test', 'dispatch.failed', minutesAgo(10));
@@ -65,7 +66,10 @@ describe('EventQueries', () => {
       ok: true,
       value: { id: 'evt_2', event: 'dispatch.completed', timestamp: expect.any(String), data: { dispatch_id: 'dsp_evt_2' } },
     });
-    for (const [account, mode] of [['acct_b', 'test'], ['acct_a', 'live']] as const) {
+    for (const [account, mode] of [
+      ['acct_b', 'test'],
+      ['acct_a', 'live'],
+    ] as const) {
       expect(await queries.get({ caller: caller(account, mode), id: 'evt_2' })).toMatchObject({ ok: false, error: { code: 'resource_missing' } });
     }
   });

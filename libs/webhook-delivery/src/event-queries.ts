@@ -34,7 +34,8 @@ export class EventQueries {
   async get({ caller, id }: EventByIdRequest): Promise<Outcome<PartnerEventResource>> {
     const event = await this.events.get(id);
     const tooOld = event && Date.parse(event.created_at) < Date.now() - EVENT_RETENTION_MS;
-    if (!event || tooOld || event.account_id !== caller.accountId || event.mode !== caller.mode) return failure('resource_missing', `No such event: ${id}`, 'id');
+    if (!event || tooOld || event.account_id !== caller.accountId || event.mode !== caller.mode)
+      return failure('resource_missing', `No such event: ${id}`, 'id');
     return success(toResource(event));
   }
 

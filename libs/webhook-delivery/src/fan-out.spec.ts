@@ -45,7 +45,8 @@ describe('FanOut', () => {
     accountId,
     mode,
   });
-  const deliveredTo = async (eventId: string) => (await deliveriesOf(reads).find({ event_id: eventId }, { limit: 1000 })).items.map((d) => d.endpoint_id).sort();
+  const deliveredTo = async (eventId: string) =>
+    (await deliveriesOf(reads).find({ event_id: eventId }, { limit: 1000 })).items.map((d) => d.endpoint_id).sort();
 
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'fan-out-'));

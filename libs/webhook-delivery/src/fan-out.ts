@@ -28,7 +28,10 @@ export class FanOut {
     let startingAfter: string | undefined;
     const stored: string[] = [];
     for (;;) {
-      const page = await this.endpoints.views.find({ account_id: event.accountId, mode: event.mode, enabled: true, deleted: false }, { limit: 100, startingAfter, order: 'asc' });
+      const page = await this.endpoints.views.find(
+        { account_id: event.accountId, mode: event.mode, enabled: true, deleted: false },
+        { limit: 100, startingAfter, order: 'asc' },
+      );
       for (const endpoint of page.items) {
         if (!endpoint.events.includes(event.event)) continue;
         const inserted = await this.deliveries.insert(

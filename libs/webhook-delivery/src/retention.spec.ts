@@ -15,7 +15,13 @@ describe('retention', () => {
     const events = SqliteEventStore.open(':memory:');
     const deliveries = deliveriesOf(reads);
     const delivery = (id: string, status: 'pending' | 'succeeded' | 'failed', created: string) =>
-      deliveries.insert({ ...pendingDelivery({ id, endpoint_id: 'whk_1', account_id: 'acct_1', mode: 'test', event_id: 'evt_1', event: 'dispatch.completed', body: '{}' }, created), status });
+      deliveries.insert({
+        ...pendingDelivery(
+          { id, endpoint_id: 'whk_1', account_id: 'acct_1', mode: 'test', event_id: 'evt_1', event: 'dispatch.completed', body: '{}' },
+          created,
+        ),
+        status,
+      });
     await delivery('dlv_old_ok', 'succeeded', ago(31 * day));
     await delivery('dlv_old_failed', 'failed', ago(40 * day));
     await delivery('dlv_old_pending', 'pending', ago(31 * day));

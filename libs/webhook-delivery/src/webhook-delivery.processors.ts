@@ -45,7 +45,11 @@ export class WebhookDeliveryProcessors implements OnApplicationBootstrap, OnModu
       if (released > 0) this.logger.warn(`resumed ${released} deliveries a previous run left mid-send`);
     }
     scrapeGauge('webhook_deliveries', 'Webhook deliveries in the store, by status.', ['status'], async () =>
-      Promise.all((['pending', 'succeeded', 'failed'] as const).map(async (status) => [{ status }, await this.deliveries.count({ status })] as [{ status: string }, number])),
+      Promise.all(
+        (['pending', 'succeeded', 'failed'] as const).map(
+          async (status) => [{ status }, await this.deliveries.count({ status })] as [{ status: string }, number],
+        ),
+      ),
     );
     watchConsumerLag(this.bus, ['webhook-fan-out']);
     this.loop.start();

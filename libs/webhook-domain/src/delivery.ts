@@ -45,11 +45,18 @@ export interface DeliveryAttempt {
 export const MAX_ATTEMPT_LOG = 50;
 
 /** A delivery about to be tried for the first time: due now, nothing tried yet. */
-export function pendingDelivery(
-  what: Pick<Delivery, 'id' | 'endpoint_id' | 'account_id' | 'mode' | 'event_id' | 'event' | 'body'>,
-  now: string,
-): Delivery {
-  return { ...what, status: 'pending', attempts: 0, last_status_code: null, last_error: null, next_attempt_at: now, lease_until: null, created_at: now, updated_at: now };
+export function pendingDelivery(what: Pick<Delivery, 'id' | 'endpoint_id' | 'account_id' | 'mode' | 'event_id' | 'event' | 'body'>, now: string): Delivery {
+  return {
+    ...what,
+    status: 'pending',
+    attempts: 0,
+    last_status_code: null,
+    last_error: null,
+    next_attempt_at: now,
+    lease_until: null,
+    created_at: now,
+    updated_at: now,
+  };
 }
 
 export interface AttemptResult {

@@ -1,7 +1,13 @@
 import { join } from 'node:path';
 import { fold } from '@campaign-ops/decider';
 import { describeEventFixtures, fixtureEvent } from '@campaign-ops/testing/decider';
-import { WEBHOOK_ENDPOINT_EVENTS, WebhookEndpointCommand, webhookEndpointDecider, WebhookEndpointEvent, WebhookEndpointState } from './webhook-endpoint.decider';
+import {
+  WEBHOOK_ENDPOINT_EVENTS,
+  WebhookEndpointCommand,
+  webhookEndpointDecider,
+  WebhookEndpointEvent,
+  WebhookEndpointState,
+} from './webhook-endpoint.decider';
 
 const T = '2026-11-25T04:20:00.000Z';
 const dir = join(__dirname, 'fixtures/events/webhook-endpoint');
@@ -15,7 +21,16 @@ describeEventFixtures<WebhookEndpointEvent, WebhookEndpointState>({
   stateBefore: (type) => fold(webhookEndpointDecider, type === 'WebhookEndpointCreated' ? [] : [created]),
   written: {
     'WebhookEndpointCreated.v1': webhookEndpointDecider.decide(
-      { type: 'CreateEndpoint', endpointId: 'whk_1', accountId: 'acct_1', mode: 'live', url: 'https://x.example', events: ['dispatch.failed'], sealedSecret: 's', now: T },
+      {
+        type: 'CreateEndpoint',
+        endpointId: 'whk_1',
+        accountId: 'acct_1',
+        mode: 'live',
+        url: 'https://x.example',
+        events: ['dispatch.failed'],
+        sealedSecret: 's',
+        now: T,
+      },
       webhookEndpointDecider.initialState,
     )[0],
     // The fixture records an update that names its events and enables the endpoint (the fields an update may hold, given).

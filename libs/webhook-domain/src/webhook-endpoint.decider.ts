@@ -7,10 +7,7 @@ export type WebhookEndpointCreated = DomainEvent<
   'WebhookEndpointCreated',
   { endpointId: string; accountId: string; mode: Mode; url: string; events: WebhookEventType[]; sealedSecret: string; createdAt: string }
 >;
-export type WebhookEndpointUpdated = DomainEvent<
-  'WebhookEndpointUpdated',
-  { url?: string; events?: WebhookEventType[]; enabled?: boolean; updatedAt: string }
->;
+export type WebhookEndpointUpdated = DomainEvent<'WebhookEndpointUpdated', { url?: string; events?: WebhookEventType[]; enabled?: boolean; updatedAt: string }>;
 export type WebhookSecretRotated = DomainEvent<'WebhookSecretRotated', { sealedSecret: string; rotatedAt: string }>;
 export type WebhookEndpointDisabled = DomainEvent<'WebhookEndpointDisabled', { reason: string; disabledAt: string }>;
 export type WebhookEndpointDeleted = DomainEvent<'WebhookEndpointDeleted', { deletedAt: string }>;
@@ -72,7 +69,14 @@ export function decide(command: WebhookEndpointCommand, state: WebhookEndpointSt
   switch (command.type) {
     case 'UpdateEndpoint': {
       const { url, events, enabled, now } = command;
-      return [event('WebhookEndpointUpdated', { ...(url !== undefined && { url }), ...(events !== undefined && { events }), ...(enabled !== undefined && { enabled }), updatedAt: now })];
+      return [
+        event('WebhookEndpointUpdated', {
+          ...(url !== undefined && { url }),
+          ...(events !== undefined && { events }),
+          ...(enabled !== undefined && { enabled }),
+          updatedAt: now,
+        }),
+      ];
     }
     case 'RotateSecret':
       return [event('WebhookSecretRotated', { sealedSecret: command.sealedSecret, rotatedAt: command.now })];

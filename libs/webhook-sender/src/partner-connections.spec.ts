@@ -24,8 +24,10 @@ jest.mock('@campaign-ops/url-guard', () => {
   const actual = jest.requireActual('@campaign-ops/url-guard');
   return {
     ...actual,
-    guardedLookup: (policy: UrlPolicy, base: Parameters<typeof actual.guardedLookup>[1]) => (...args: Parameters<ReturnType<typeof actual.guardedLookup>>) =>
-      actual.guardedLookup({ allowPrivateNetworks: policy.allowPrivateNetworks || world.loopbackIsPublic }, base)(...args),
+    guardedLookup:
+      (policy: UrlPolicy, base: Parameters<typeof actual.guardedLookup>[1]) =>
+      (...args: Parameters<ReturnType<typeof actual.guardedLookup>>) =>
+        actual.guardedLookup({ allowPrivateNetworks: policy.allowPrivateNetworks || world.loopbackIsPublic }, base)(...args),
   };
 });
 
@@ -50,7 +52,13 @@ describe('WebhookSender connections', () => {
 
   afterEach(() => sender.close());
 
-  const deliveryTo = (url: string, overrides: Partial<WebhookRequest> = {}): WebhookRequest => ({ url, ...signedDelivery(SECRET), timeoutMs: 2000, policy: PERMISSIVE, ...overrides });
+  const deliveryTo = (url: string, overrides: Partial<WebhookRequest> = {}): WebhookRequest => ({
+    url,
+    ...signedDelivery(SECRET),
+    timeoutMs: 2000,
+    policy: PERMISSIVE,
+    ...overrides,
+  });
 
   describe('over https', () => {
     let dir: string;

@@ -19,9 +19,7 @@ describe('webhook signing', () => {
   });
 
   it('matches a fixed known vector (RFC 4231 test case 2)', () => {
-    expect(signBody('Jefe', 'what do ya want for nothing?')).toBe(
-      'sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
-    );
+    expect(signBody('Jefe', 'what do ya want for nothing?')).toBe('sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843');
   });
 
   it('verifies its own signature over the same bytes', () => {

@@ -20,7 +20,22 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  * `marketplaceScopeFilter`), `maxResults` 1 to 5000, `nextToken` only one it gave. A broad match
  * here is a case-insensitive "contains" (Amazon's exact semantics are unconfirmed).
  */
-const CAMPAIGN_FIELDS = ['adProduct', 'autoCreationSettings', 'budgets', 'countries', 'endDateTime', 'marketplaceScope', 'marketplaces', 'name', 'optimizations', 'portfolioId', 'siteRestrictions', 'startDateTime', 'state', 'tags'];
+const CAMPAIGN_FIELDS = [
+  'adProduct',
+  'autoCreationSettings',
+  'budgets',
+  'countries',
+  'endDateTime',
+  'marketplaceScope',
+  'marketplaces',
+  'name',
+  'optimizations',
+  'portfolioId',
+  'siteRestrictions',
+  'startDateTime',
+  'state',
+  'tags',
+];
 /** The marketplace (Amazon's profile country code) and decimals of each currency a profile may bill in. */
 const MARKETS: Record<string, { country: string; decimals: number; minimum?: number }> = {
   USD: { country: 'US', decimals: 2, minimum: 1 },
@@ -40,7 +55,16 @@ const MARKETS: Record<string, { country: string; decimals: number; minimum?: num
   SGD: { country: 'SG', decimals: 2 },
 };
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
-const QUERY_FIELDS = ['adProductFilter', 'campaignIdFilter', 'marketplaceScopeFilter', 'maxResults', 'nameFilter', 'nextToken', 'portfolioIdFilter', 'stateFilter'];
+const QUERY_FIELDS = [
+  'adProductFilter',
+  'campaignIdFilter',
+  'marketplaceScopeFilter',
+  'maxResults',
+  'nameFilter',
+  'nextToken',
+  'portfolioIdFilter',
+  'stateFilter',
+];
 const STATES = ['ENABLED', 'PAUSED', 'ARCHIVED'];
 
 interface StoredCampaign {
@@ -106,7 +130,8 @@ export class AmazonAdsFake extends FakeNetwork {
     const accountInfo = profile.accountInfo as { id: string };
     const accountHeader = req.headers['amazon-ads-accountid'];
     if (accountHeader !== undefined && accountHeader !== accountInfo.id) return this.error(403, 'FORBIDDEN', 'Amazon-Ads-AccountId does not match the profile');
-    if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return this.error(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+    if (!(req.headers['content-type'] ?? '').startsWith('application/json'))
+      return this.error(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
     return { profile, accountId: accountInfo.id };
   }
 
@@ -123,7 +148,12 @@ export class AmazonAdsFake extends FakeNetwork {
     body.campaigns.forEach((campaign: Record<string, unknown>, index: number) => {
       const refusal = this.campaignProblem(campaign, profile);
       if (refusal) return error.push({ index, errors: [refusal] });
-      const stored = { campaignId: this.remember('campaign', accountInfo.id, campaign), accountId: accountInfo.id, body: campaign, creationDateTime: new Date().toISOString() };
+      const stored = {
+        campaignId: this.remember('campaign', accountInfo.id, campaign),
+        accountId: accountInfo.id,
+        body: campaign,
+        creationDateTime: new Date().toISOString(),
+      };
       this.campaigns.push(stored);
       success.push({ index, campaign: this.campaignView(stored) });
     });
@@ -133,7 +163,12 @@ export class AmazonAdsFake extends FakeNetwork {
   /** Campaigns made elsewhere (the console, another tool), as many as a test needs, without a call each. */
   plantCampaigns(accountId: string, names: string[], state = 'ENABLED'): void {
     for (const name of names)
-      this.campaigns.push({ campaignId: this.remember('planted_campaign', accountId, { name }), accountId, body: { adProduct: 'SPONSORED_PRODUCTS', name, state }, creationDateTime: new Date().toISOString() });
+      this.campaigns.push({
+        campaignId: this.remember('planted_campaign', accountId, { name }),
+        accountId,
+        body: { adProduct: 'SPONSORED_PRODUCTS', name, state },
+        creationDateTime: new Date().toISOString(),
+      });
   }
 
   /** The next campaign query (only: the profile read before it is answered) fails with this status. */
@@ -158,12 +193,14 @@ export class AmazonAdsFake extends FakeNetwork {
     const products = include(body.adProductFilter, 1);
     if (!products || products[0] !== 'SPONSORED_PRODUCTS') return this.error(400, 'BAD_REQUEST', 'adProductFilter.include must be [SPONSORED_PRODUCTS]');
     const states = include(body.stateFilter, 3);
-    if (states === null || states?.some((state) => !STATES.includes(state))) return this.error(400, 'BAD_REQUEST', `stateFilter.include must hold ${STATES.join(', ')}`);
+    if (states === null || states?.some((state) => !STATES.includes(state)))
+      return this.error(400, 'BAD_REQUEST', `stateFilter.include must hold ${STATES.join(', ')}`);
     const ids = include(body.campaignIdFilter, 1000);
     if (ids === null) return this.error(400, 'BAD_REQUEST', 'campaignIdFilter.include must hold 1 to 1000 ids');
     const names = include(body.nameFilter, 100);
     const matchType = body.nameFilter?.queryTermMatchType;
-    if (names === null || (names && matchType !== 'BROAD_MATCH' && matchType !== 'EXACT_MATCH')) return this.error(400, 'BAD_REQUEST', 'nameFilter needs include (1 to 100 terms) and queryTermMatchType BROAD_MATCH or EXACT_MATCH');
+    if (names === null || (names && matchType !== 'BROAD_MATCH' && matchType !== 'EXACT_MATCH'))
+      return this.error(400, 'BAD_REQUEST', 'nameFilter needs include (1 to 100 terms) and queryTermMatchType BROAD_MATCH or EXACT_MATCH');
     const maxResults = body.maxResults ?? 5000;
     if (!Number.isInteger(maxResults) || maxResults < 1 || maxResults > 5000) return this.error(400, 'BAD_REQUEST', 'maxResults must be between 1 and 5000');
     let start = 0;
@@ -172,7 +209,8 @@ export class AmazonAdsFake extends FakeNetwork {
       if (known === undefined) return this.error(400, 'BAD_REQUEST', 'nextToken is not valid');
       start = known;
     }
-    const named = (name: string) => !names || names.some((term) => (matchType === 'EXACT_MATCH' ? name === term : name.toLowerCase().includes(term.toLowerCase())));
+    const named = (name: string) =>
+      !names || names.some((term) => (matchType === 'EXACT_MATCH' ? name === term : name.toLowerCase().includes(term.toLowerCase())));
     const matching = this.campaigns.filter(
       (campaign) =>
         campaign.accountId === scoped.accountId &&
@@ -190,35 +228,60 @@ export class AmazonAdsFake extends FakeNetwork {
   }
 
   private campaignView(campaign: StoredCampaign): Record<string, unknown> {
-    return { ...campaign.body, campaignId: campaign.campaignId, creationDateTime: campaign.creationDateTime, lastUpdatedDateTime: campaign.creationDateTime, status: { deliveryStatus: 'NOT_DELIVERING' } };
+    return {
+      ...campaign.body,
+      campaignId: campaign.campaignId,
+      creationDateTime: campaign.creationDateTime,
+      lastUpdatedDateTime: campaign.creationDateTime,
+      status: { deliveryStatus: 'NOT_DELIVERING' },
+    };
   }
 
-  private campaignProblem(campaign: Record<string, unknown>, profile: Record<string, unknown>): { code: string; message: string; fieldLocation?: string } | null {
+  private campaignProblem(
+    campaign: Record<string, unknown>,
+    profile: Record<string, unknown>,
+  ): { code: string; message: string; fieldLocation?: string } | null {
     const invalid = (code: string, message: string, fieldLocation?: string) => ({ code, message, ...(fieldLocation ? { fieldLocation } : {}) });
     if (!campaign || typeof campaign !== 'object') return invalid('BAD_REQUEST', 'A campaign must be an object');
     const unknown = Object.keys(campaign).find((field) => !CAMPAIGN_FIELDS.includes(field));
     if (unknown) return invalid('BAD_REQUEST', `Unrecognized field: ${unknown}`, `$.campaigns[0].${unknown}`);
     if (campaign.adProduct !== 'SPONSORED_PRODUCTS') return invalid('FIELD_VALUE_IS_INVALID', 'adProduct must be SPONSORED_PRODUCTS', 'adProduct');
-    if (typeof (campaign.autoCreationSettings as { autoCreateTargets?: unknown } | undefined)?.autoCreateTargets !== 'boolean') return invalid('FIELD_VALUE_IS_NULL', 'autoCreationSettings.autoCreateTargets is required', 'autoCreationSettings');
+    if (typeof (campaign.autoCreationSettings as { autoCreateTargets?: unknown } | undefined)?.autoCreateTargets !== 'boolean')
+      return invalid('FIELD_VALUE_IS_NULL', 'autoCreationSettings.autoCreateTargets is required', 'autoCreationSettings');
     if (typeof campaign.name !== 'string' || !campaign.name) return invalid('FIELD_VALUE_IS_EMPTY', 'name is required', 'name');
     if (campaign.state !== 'ENABLED' && campaign.state !== 'PAUSED') return invalid('FIELD_VALUE_IS_INVALID', 'state must be ENABLED or PAUSED', 'state');
-    if (campaign.marketplaceScope !== 'SINGLE_MARKETPLACE') return invalid('FIELD_VALUE_IS_INVALID', 'marketplaceScope must be SINGLE_MARKETPLACE', 'marketplaceScope');
+    if (campaign.marketplaceScope !== 'SINGLE_MARKETPLACE')
+      return invalid('FIELD_VALUE_IS_INVALID', 'marketplaceScope must be SINGLE_MARKETPLACE', 'marketplaceScope');
     const marketplace = profile.countryCode === 'UK' ? 'GB' : profile.countryCode;
     if (!Array.isArray(campaign.marketplaces) || campaign.marketplaces.length !== 1 || campaign.marketplaces[0] !== marketplace)
       return invalid('UNSUPPORTED_MARKETPLACE', `marketplaces must be [${marketplace}], the marketplace of this profile`, 'marketplaces');
     for (const field of ['startDateTime', 'endDateTime'] as const)
-      if (campaign[field] !== undefined && (typeof campaign[field] !== 'string' || !ISO_UTC.test(campaign[field] as string))) return invalid('FIELD_VALUE_IS_INVALID', `${field} must be an ISO 8601 date-time in UTC`, field);
+      if (campaign[field] !== undefined && (typeof campaign[field] !== 'string' || !ISO_UTC.test(campaign[field] as string)))
+        return invalid('FIELD_VALUE_IS_INVALID', `${field} must be an ISO 8601 date-time in UTC`, field);
     if (campaign.startDateTime === undefined) return invalid('DATE_CANNOT_BE_NULL', 'startDateTime is required', 'startDateTime');
-    if (campaign.endDateTime !== undefined && Date.parse(campaign.endDateTime as string) <= Date.parse(campaign.startDateTime as string)) return invalid('FIELD_VALUE_IS_INVALID', 'endDateTime must be after startDateTime', 'endDateTime');
+    if (campaign.endDateTime !== undefined && Date.parse(campaign.endDateTime as string) <= Date.parse(campaign.startDateTime as string))
+      return invalid('FIELD_VALUE_IS_INVALID', 'endDateTime must be after startDateTime', 'endDateTime');
     const budgets = campaign.budgets as Array<Record<string, any>> | undefined;
     if (!Array.isArray(budgets) || budgets.length !== 1) return invalid('FIELD_SIZE_IS_OUT_OF_RANGE', 'budgets must hold exactly one budget', 'budgets');
     const [budget] = budgets;
-    if (budget.budgetType !== 'MONETARY' || budget.recurrenceTimePeriod !== 'DAILY') return invalid('FIELD_VALUE_IS_INVALID', 'Sponsored Products budgets are MONETARY with recurrenceTimePeriod DAILY', 'budgets[0]');
+    if (budget.budgetType !== 'MONETARY' || budget.recurrenceTimePeriod !== 'DAILY')
+      return invalid('FIELD_VALUE_IS_INVALID', 'Sponsored Products budgets are MONETARY with recurrenceTimePeriod DAILY', 'budgets[0]');
     const value = budget.budgetValue?.monetaryBudgetValue?.monetaryBudget?.value;
     const market = MARKETS[String(profile.currencyCode)];
-    if (typeof value !== 'number' || !(value > 0)) return invalid('FIELD_VALUE_IS_INVALID', 'monetaryBudget.value must be a positive number', 'budgets[0].budgetValue');
-    if (market && Math.round(value * 10 ** market.decimals) !== value * 10 ** market.decimals) return invalid('FIELD_VALUE_IS_INVALID', `the budget has more than ${market.decimals} decimals for ${String(profile.currencyCode)}`, 'budgets[0].budgetValue');
-    if (market?.minimum !== undefined && value < market.minimum) return invalid('FIELD_VALUE_IS_BELOW_MINIMUM_LIMIT', `The daily budget must be at least ${market.minimum} ${String(profile.currencyCode)}`, 'budgets[0].budgetValue');
+    if (typeof value !== 'number' || !(value > 0))
+      return invalid('FIELD_VALUE_IS_INVALID', 'monetaryBudget.value must be a positive number', 'budgets[0].budgetValue');
+    if (market && Math.round(value * 10 ** market.decimals) !== value * 10 ** market.decimals)
+      return invalid(
+        'FIELD_VALUE_IS_INVALID',
+        `the budget has more than ${market.decimals} decimals for ${String(profile.currencyCode)}`,
+        'budgets[0].budgetValue',
+      );
+    if (market?.minimum !== undefined && value < market.minimum)
+      return invalid(
+        'FIELD_VALUE_IS_BELOW_MINIMUM_LIMIT',
+        `The daily budget must be at least ${market.minimum} ${String(profile.currencyCode)}`,
+        'budgets[0].budgetValue',
+      );
     return null;
   }
 
@@ -231,7 +294,10 @@ export class AmazonAdsFake extends FakeNetwork {
   }
 
   protected rateLimitedAnswer(_req: RecordedRequest, retryAfterSeconds: number): FakeAnswer {
-    return { ...this.error(429, 'TOO_MANY_REQUESTS', 'There have been too many requests, please slow down your call rate'), headers: { 'retry-after': String(retryAfterSeconds) } };
+    return {
+      ...this.error(429, 'TOO_MANY_REQUESTS', 'There have been too many requests, please slow down your call rate'),
+      headers: { 'retry-after': String(retryAfterSeconds) },
+    };
   }
 
   protected serverErrorAnswer(_req: RecordedRequest, status: number): FakeAnswer {

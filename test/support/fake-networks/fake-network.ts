@@ -339,7 +339,8 @@ export abstract class FakeNetwork {
       return this.grantRefusedAnswer(req, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
     const form = req.body as Record<string, string>;
     const client = this.clientCredentials(req, form);
-    if (client.id !== this.clientId || client.secret !== this.clientSecret) return this.grantRefusedAnswer(req, 'invalid_client', 'client authentication failed');
+    if (client.id !== this.clientId || client.secret !== this.clientSecret)
+      return this.grantRefusedAnswer(req, 'invalid_client', 'client authentication failed');
     if (form.grant_type === 'authorization_code') {
       const refusal = this.redeemCode(form.code, form.redirect_uri, form.code_verifier);
       if (refusal) return this.grantRefusedAnswer(req, 'invalid_grant', refusal);
@@ -356,16 +357,20 @@ export abstract class FakeNetwork {
   /** RFC 7009: a known token is revoked (200), an unknown one is `invalid_token` (400, as Google answers). */
   protected revocationEndpoint(req: RecordedRequest, revocation: NonNullable<OAuthShape['revocation']>): FakeAnswer {
     if (req.method !== 'POST') return { status: 405, json: { error: 'invalid_request', error_description: 'POST only' } };
-    if (!(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded')) return this.grantRefusedAnswer(req, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
+    if (!(req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded'))
+      return this.grantRefusedAnswer(req, 'invalid_request', 'the body must be application/x-www-form-urlencoded');
     const form = req.body as Record<string, string>;
     if (revocation.clientAuth !== 'none') {
       const client = this.clientCredentials(req, form);
       const wrongPlace = revocation.clientAuth === 'basic' ? !/^Basic /i.test(req.headers.authorization ?? '') : form.client_id === undefined;
-      if (wrongPlace || client.id !== this.clientId || client.secret !== this.clientSecret) return this.grantRefusedAnswer(req, 'invalid_client', 'client authentication failed');
+      if (wrongPlace || client.id !== this.clientId || client.secret !== this.clientSecret)
+        return this.grantRefusedAnswer(req, 'invalid_client', 'client authentication failed');
     }
     const missing = (revocation.requires ?? []).find((field) => !form[field]);
     if (missing) return this.grantRefusedAnswer(req, 'invalid_request', `${missing} is required`);
-    return this.revokeGrant(form.token) ? { status: 200, json: {} } : { status: 400, json: { error: 'invalid_token', error_description: 'Token expired or revoked' } };
+    return this.revokeGrant(form.token)
+      ? { status: 200, json: {} }
+      : { status: 400, json: { error: 'invalid_token', error_description: 'Token expired or revoked' } };
   }
 
   /**
@@ -396,7 +401,8 @@ export abstract class FakeNetwork {
     if (!issued) return 'the authorization code is unknown';
     if (issued.used) return 'the authorization code was already used';
     if (redirectUri !== undefined && issued.redirectUri !== redirectUri) return 'redirect_uri does not match the one of the consent';
-    if (issued.challenge !== undefined && (!codeVerifier || createHash('sha256').update(codeVerifier).digest('base64url') !== issued.challenge)) return 'code_verifier does not match the code_challenge';
+    if (issued.challenge !== undefined && (!codeVerifier || createHash('sha256').update(codeVerifier).digest('base64url') !== issued.challenge))
+      return 'code_verifier does not match the code_challenge';
     issued.used = true;
     return null;
   }
@@ -411,7 +417,8 @@ export abstract class FakeNetwork {
   /** A fresh `{access_token, token_type, expires_in, refresh_token?}`; `refreshed` is the refresh token of a refresh grant. */
   protected tokenAnswer(refreshed?: string): Record<string, unknown> {
     const onRefresh = refreshed === undefined ? 'new' : (this.oauth.refreshTokenOnRefresh ?? 'new');
-    const refreshToken = this.oauth.issuesRefreshTokens === false || onRefresh === 'none' ? undefined : onRefresh === 'same' ? refreshed : this.issueRefreshToken();
+    const refreshToken =
+      this.oauth.issuesRefreshTokens === false || onRefresh === 'none' ? undefined : onRefresh === 'same' ? refreshed : this.issueRefreshToken();
     return {
       access_token: this.issueAccessToken(),
       token_type: 'Bearer',
@@ -535,7 +542,8 @@ export abstract class FakeNetwork {
       back.searchParams.set('error_description', 'The user denied the request');
     } else {
       const code = `code-${randomBytes(10).toString('hex')}`;
-      if (req.query.code_challenge !== undefined && req.query.code_challenge_method !== 'S256') return { status: 400, text: 'code_challenge_method must be S256' };
+      if (req.query.code_challenge !== undefined && req.query.code_challenge_method !== 'S256')
+        return { status: 400, text: 'code_challenge_method must be S256' };
       this.codes.set(code, { redirectUri, used: false, ...(req.query.code_challenge !== undefined ? { challenge: req.query.code_challenge } : {}) });
       for (const name of [this.oauth.codeParam ?? 'code'].flat()) back.searchParams.set(name, code);
     }

@@ -1,9 +1,26 @@
 // The fakes' own idea of currency precision, kept apart from the adapters' table so a wrong
 // exponent there shows up as the network's refusal here instead of agreeing with itself.
 const EXPONENTS: Record<string, number> = {
-  USD: 2, EUR: 2, GBP: 2, CAD: 2, AUD: 2, CHF: 2, BRL: 2, INR: 2, MXN: 2, SEK: 2,
-  JPY: 0, KRW: 0, CLP: 0, VND: 0, ISK: 0,
-  KWD: 3, BHD: 3, JOD: 3, OMR: 3, TND: 3,
+  USD: 2,
+  EUR: 2,
+  GBP: 2,
+  CAD: 2,
+  AUD: 2,
+  CHF: 2,
+  BRL: 2,
+  INR: 2,
+  MXN: 2,
+  SEK: 2,
+  JPY: 0,
+  KRW: 0,
+  CLP: 0,
+  VND: 0,
+  ISK: 0,
+  KWD: 3,
+  BHD: 3,
+  JOD: 3,
+  OMR: 3,
+  TND: 3,
 };
 
 export function isoExponent(currency: string): number {

@@ -17,7 +17,13 @@ const BIDDING = ['maximizeConversions', 'targetSpend', 'manualCpm', 'manualCpc',
  */
 export class GoogleAdsFake extends FakeNetwork {
   readonly channel = 'google_ads' as const;
-  protected readonly oauth: OAuthShape = { consentPath: '/o/oauth2/v2/auth', tokenPath: '/token', accessTokenSeconds: 3599, refreshTokenOnRefresh: 'none', revocation: { path: '/revoke', clientAuth: 'none' } };
+  protected readonly oauth: OAuthShape = {
+    consentPath: '/o/oauth2/v2/auth',
+    tokenPath: '/token',
+    accessTokenSeconds: 3599,
+    refreshTokenOnRefresh: 'none',
+    revocation: { path: '/revoke', clientAuth: 'none' },
+  };
   readonly developerToken = 'fake-developer-token';
   private readonly budgets = new Map<string, { customerId: string; period: string }>();
 
@@ -32,18 +38,30 @@ export class GoogleAdsFake extends FakeNetwork {
   protected route(req: RecordedRequest): FakeAnswer {
     const match = new RegExp(`^/${VERSION}/customers/(\\d+)/(googleAds:search|googleAds:mutate|campaignBudgets:mutate|campaigns:mutate)$`).exec(req.path);
     if (!match || req.method !== 'POST') return failure(404, 'NOT_FOUND', `The requested URL ${req.path} was not found on this server.`, []);
-    if (!req.headers['developer-token']) return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ authenticationError: 'DEVELOPER_TOKEN_PARAMETER_MISSING' }]);
-    if (req.headers['developer-token'] !== this.developerToken) return failure(401, 'UNAUTHENTICATED', 'Request is missing required authentication credential.', [{ authenticationError: 'DEVELOPER_TOKEN_INVALID' }]);
+    if (!req.headers['developer-token'])
+      return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ authenticationError: 'DEVELOPER_TOKEN_PARAMETER_MISSING' }]);
+    if (req.headers['developer-token'] !== this.developerToken)
+      return failure(401, 'UNAUTHENTICATED', 'Request is missing required authentication credential.', [{ authenticationError: 'DEVELOPER_TOKEN_INVALID' }]);
     const token = this.bearer(req);
     const refused = this.checkToken(req, token);
     if (refused) return refused;
     const [, customerId, method] = match;
     const account = this.reachableAccount(customerId, token);
     if (!account)
-      return failure(403, 'PERMISSION_DENIED', "The caller does not have permission", [
-        { authorizationError: 'USER_PERMISSION_DENIED' },
-      ], "User doesn't have permission to access customer. Note: If you're accessing a client customer, the manager's customer id must be set in the 'login-customer-id' header.");
-    const body = req.body as { query?: string; operations?: Array<{ create?: Record<string, unknown> }>; mutateOperations?: Array<Record<string, { create?: Record<string, unknown> }>>; validateOnly?: boolean; pageToken?: string };
+      return failure(
+        403,
+        'PERMISSION_DENIED',
+        'The caller does not have permission',
+        [{ authorizationError: 'USER_PERMISSION_DENIED' }],
+        "User doesn't have permission to access customer. Note: If you're accessing a client customer, the manager's customer id must be set in the 'login-customer-id' header.",
+      );
+    const body = req.body as {
+      query?: string;
+      operations?: Array<{ create?: Record<string, unknown> }>;
+      mutateOperations?: Array<Record<string, { create?: Record<string, unknown> }>>;
+      validateOnly?: boolean;
+      pageToken?: string;
+    };
 
     if (method === 'googleAds:search') return this.search(customerId, account, body);
     if (method === 'googleAds:mutate') return this.mutateAll(customerId, account, body);
@@ -80,15 +98,23 @@ export class GoogleAdsFake extends FakeNetwork {
         },
       };
     }
-    const campaigns = /^SELECT\s+campaign\.id,\s*campaign\.name\b.*\bFROM\s+campaign\s+WHERE\s+campaign\.name\s+LIKE\s+'((?:[^'\\]|\\.)*)'\s+AND\s+campaign\.status\s+!=\s+'REMOVED'/is.exec(query);
+    const campaigns =
+      /^SELECT\s+campaign\.id,\s*campaign\.name\b.*\bFROM\s+campaign\s+WHERE\s+campaign\.name\s+LIKE\s+'((?:[^'\\]|\\.)*)'\s+AND\s+campaign\.status\s+!=\s+'REMOVED'/is.exec(
+        query,
+      );
     if (campaigns) {
       const like = likeRegex(unquote(campaigns[1]));
       const rows = this.created
         .filter((entry) => entry.kind === 'campaign' && entry.accountId === customerId && like.test(String((entry.body as { name?: string }).name)))
-        .map((entry) => ({ campaign: { resourceName: `customers/${customerId}/campaigns/${entry.id}`, id: entry.id, name: (entry.body as { name?: string }).name } }));
+        .map((entry) => ({
+          campaign: { resourceName: `customers/${customerId}/campaigns/${entry.id}`, id: entry.id, name: (entry.body as { name?: string }).name },
+        }));
       return this.page(rows, body.pageToken, 'campaign.resourceName,campaign.id,campaign.name');
     }
-    const budgets = /^SELECT\s+campaign_budget\.resource_name\b.*\bFROM\s+campaign_budget\s+WHERE\s+campaign_budget\.name\s+=\s+'((?:[^'\\]|\\.)*)'\s+AND\s+campaign_budget\.status\s+!=\s+'REMOVED'/is.exec(query);
+    const budgets =
+      /^SELECT\s+campaign_budget\.resource_name\b.*\bFROM\s+campaign_budget\s+WHERE\s+campaign_budget\.name\s+=\s+'((?:[^'\\]|\\.)*)'\s+AND\s+campaign_budget\.status\s+!=\s+'REMOVED'/is.exec(
+        query,
+      );
     if (budgets) {
       const name = unquote(budgets[1]);
       const rows = this.created
@@ -96,14 +122,24 @@ export class GoogleAdsFake extends FakeNetwork {
         .map((entry) => ({ campaignBudget: { resourceName: `customers/${customerId}/campaignBudgets/${entry.id}`, name } }));
       return this.page(rows, body.pageToken, 'campaignBudget.resourceName,campaignBudget.name');
     }
-    return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ queryError: 'UNRECOGNIZED_FIELD' }], `The fake does not know this query: ${query}`);
+    return failure(
+      400,
+      'INVALID_ARGUMENT',
+      'Request contains an invalid argument.',
+      [{ queryError: 'UNRECOGNIZED_FIELD' }],
+      `The fake does not know this query: ${query}`,
+    );
   }
 
   private page(rows: unknown[], pageToken: string | undefined, fieldMask: string): FakeAnswer {
     const start = pageToken ? Number(Buffer.from(pageToken, 'base64url').toString()) : 0;
-    if (!Number.isInteger(start) || start < 0) return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ requestError: 'INVALID_PAGE_TOKEN' }]);
+    if (!Number.isInteger(start) || start < 0)
+      return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ requestError: 'INVALID_PAGE_TOKEN' }]);
     const end = start + PAGE_SIZE;
-    return { status: 200, json: { results: rows.slice(start, end), fieldMask, ...(end < rows.length ? { nextPageToken: Buffer.from(String(end)).toString('base64url') } : {}) } };
+    return {
+      status: 200,
+      json: { results: rows.slice(start, end), fieldMask, ...(end < rows.length ? { nextPageToken: Buffer.from(String(end)).toString('base64url') } : {}) },
+    };
   }
 
   /**
@@ -111,13 +147,21 @@ export class GoogleAdsFake extends FakeNetwork {
    * `customers/{id}/campaignBudgets/-1` and a campaign that refers to it, each checked as its own
    * mutate would be. The fake takes it only with `validateOnly` (answering `{}`, making nothing).
    */
-  private mutateAll(customerId: string, account: { currency: string }, body: { mutateOperations?: Array<Record<string, { create?: Record<string, unknown> }>>; validateOnly?: boolean }): FakeAnswer {
-    if (body.validateOnly !== true) return failure(400, 'INVALID_ARGUMENT', 'The fake takes googleAds:mutate with validateOnly only.', [{ mutateError: 'OPERATION_NOT_PERMITTED_FOR_RESOURCE' }]);
+  private mutateAll(
+    customerId: string,
+    account: { currency: string },
+    body: { mutateOperations?: Array<Record<string, { create?: Record<string, unknown> }>>; validateOnly?: boolean },
+  ): FakeAnswer {
+    if (body.validateOnly !== true)
+      return failure(400, 'INVALID_ARGUMENT', 'The fake takes googleAds:mutate with validateOnly only.', [
+        { mutateError: 'OPERATION_NOT_PERMITTED_FOR_RESOURCE' },
+      ]);
     const temporary = new Map<string, { customerId: string; period: string }>();
     for (const operation of body.mutateOperations ?? []) {
       const [kind] = Object.keys(operation);
       const create = operation[kind]?.create;
-      if (!create || Object.keys(operation).length !== 1) return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ mutateError: 'OPERATION_NOT_PERMITTED_FOR_RESOURCE' }]);
+      if (!create || Object.keys(operation).length !== 1)
+        return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ mutateError: 'OPERATION_NOT_PERMITTED_FOR_RESOURCE' }]);
       if (kind === 'campaignBudgetOperation') {
         const refused = this.budgetRefusal(customerId, account.currency, create);
         if (refused) return refused;
@@ -125,7 +169,11 @@ export class GoogleAdsFake extends FakeNetwork {
           return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ resourceNameError: 'MALFORMED' }]);
         temporary.set(String(create.resourceName), { customerId, period: String(create.period) });
       } else if (kind === 'campaignOperation') {
-        const refused = this.campaignRefusal(customerId, create, temporary.get(String(create.campaignBudget)) ?? this.budgets.get(String(create.campaignBudget)));
+        const refused = this.campaignRefusal(
+          customerId,
+          create,
+          temporary.get(String(create.campaignBudget)) ?? this.budgets.get(String(create.campaignBudget)),
+        );
         if (refused) return refused;
       } else {
         return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ mutateError: 'OPERATION_NOT_PERMITTED_FOR_RESOURCE' }]);
@@ -137,15 +185,31 @@ export class GoogleAdsFake extends FakeNetwork {
 
   private budgetRefusal(customerId: string, currency: string, create: Record<string, unknown>): FakeAnswer | null {
     const amount = create.period === 'CUSTOM_PERIOD' ? create.totalAmountMicros : create.amountMicros;
-    if (typeof create.name !== 'string' || !create.name) return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }]);
-    if (create.period !== 'DAILY' && create.period !== 'CUSTOM_PERIOD') return failure(400, 'INVALID_ARGUMENT', 'Invalid budget period.', [{ campaignBudgetError: 'INVALID_PERIOD' }]);
-    if (typeof amount !== 'string' || !/^\d+$/.test(amount)) return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }]);
+    if (typeof create.name !== 'string' || !create.name)
+      return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }]);
+    if (create.period !== 'DAILY' && create.period !== 'CUSTOM_PERIOD')
+      return failure(400, 'INVALID_ARGUMENT', 'Invalid budget period.', [{ campaignBudgetError: 'INVALID_PERIOD' }]);
+    if (typeof amount !== 'string' || !/^\d+$/.test(amount))
+      return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }]);
     if (BigInt(amount) % BigInt(minorUnitMicros(currency)) !== 0n)
-      return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ campaignBudgetError: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT' }], 'The budget amount must be a multiple of the minimum currency unit.');
-    if (create.deliveryMethod !== 'STANDARD') return failure(400, 'INVALID_ARGUMENT', 'Invalid delivery method.', [{ campaignBudgetError: 'INVALID_DELIVERY_METHOD' }]);
+      return failure(
+        400,
+        'INVALID_ARGUMENT',
+        'Request contains an invalid argument.',
+        [{ campaignBudgetError: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT' }],
+        'The budget amount must be a multiple of the minimum currency unit.',
+      );
+    if (create.deliveryMethod !== 'STANDARD')
+      return failure(400, 'INVALID_ARGUMENT', 'Invalid delivery method.', [{ campaignBudgetError: 'INVALID_DELIVERY_METHOD' }]);
     // Budget names are unique among an account's budgets that are not removed.
     if (this.created.some((c) => c.kind === 'campaign_budget' && c.accountId === customerId && (c.body as { name?: string }).name === create.name))
-      return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ campaignBudgetError: 'DUPLICATE_NAME' }], 'Budget name already in use.');
+      return failure(
+        400,
+        'INVALID_ARGUMENT',
+        'Request contains an invalid argument.',
+        [{ campaignBudgetError: 'DUPLICATE_NAME' }],
+        'Budget name already in use.',
+      );
     return null;
   }
 
@@ -157,17 +221,32 @@ export class GoogleAdsFake extends FakeNetwork {
   }
 
   private campaignRefusal(customerId: string, create: Record<string, unknown>, budget: { customerId: string; period: string } | undefined): FakeAnswer | null {
-    if (!budget || budget.customerId !== customerId) return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ campaignError: 'CAMPAIGN_BUDGET_NOT_FOUND' }]);
-    if (typeof create.name !== 'string' || !create.name) return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }]);
+    if (!budget || budget.customerId !== customerId)
+      return failure(400, 'INVALID_ARGUMENT', 'Request contains an invalid argument.', [{ campaignError: 'CAMPAIGN_BUDGET_NOT_FOUND' }]);
+    if (typeof create.name !== 'string' || !create.name)
+      return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }]);
     if (!['SEARCH', 'DISPLAY', 'MULTI_CHANNEL', 'VIDEO', 'SHOPPING', 'PERFORMANCE_MAX', 'DEMAND_GEN'].includes(String(create.advertisingChannelType)))
       return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }]);
-    if (BIDDING.filter((name) => name in create).length !== 1) return failure(400, 'INVALID_ARGUMENT', 'A bidding strategy must be set.', [{ biddingError: 'BIDDING_STRATEGY_NOT_SUPPORTED' }]);
+    if (BIDDING.filter((name) => name in create).length !== 1)
+      return failure(400, 'INVALID_ARGUMENT', 'A bidding strategy must be set.', [{ biddingError: 'BIDDING_STRATEGY_NOT_SUPPORTED' }]);
     if (!['PAUSED', 'ENABLED'].includes(String(create.status))) return failure(400, 'INVALID_ARGUMENT', 'Invalid status.', [{ fieldError: 'REQUIRED' }]);
     for (const field of ['startDateTime', 'endDateTime'])
       if (field in create && !DATE_TIME.test(String(create[field])))
-        return failure(400, 'INVALID_ARGUMENT', "The string date time's format should be yyyy-mm-dd hh:mm:ss.", [{ dateError: 'INVALID_STRING_DATE_TIME_SECONDS' }]);
-    if (!create.containsEuPoliticalAdvertising) return failure(400, 'INVALID_ARGUMENT', 'The required field was not present.', [{ fieldError: 'REQUIRED' }], 'containsEuPoliticalAdvertising is required.');
-    if (budget.period === 'CUSTOM_PERIOD' && !create.endDateTime) return failure(400, 'INVALID_ARGUMENT', 'A custom-period budget needs an end date.', [{ campaignBudgetError: 'CUSTOM_BUDGET_ON_CAMPAIGN_WITHOUT_END_DATE' }]);
+        return failure(400, 'INVALID_ARGUMENT', "The string date time's format should be yyyy-mm-dd hh:mm:ss.", [
+          { dateError: 'INVALID_STRING_DATE_TIME_SECONDS' },
+        ]);
+    if (!create.containsEuPoliticalAdvertising)
+      return failure(
+        400,
+        'INVALID_ARGUMENT',
+        'The required field was not present.',
+        [{ fieldError: 'REQUIRED' }],
+        'containsEuPoliticalAdvertising is required.',
+      );
+    if (budget.period === 'CUSTOM_PERIOD' && !create.endDateTime)
+      return failure(400, 'INVALID_ARGUMENT', 'A custom-period budget needs an end date.', [
+        { campaignBudgetError: 'CUSTOM_BUDGET_ON_CAMPAIGN_WITHOUT_END_DATE' },
+      ]);
     if (this.created.some((c) => c.kind === 'campaign' && c.accountId === customerId && (c.body as { name?: string }).name === create.name))
       return failure(400, 'INVALID_ARGUMENT', 'Campaign name already used.', [{ campaignError: 'DUPLICATE_CAMPAIGN_NAME' }]);
     return null;
@@ -179,9 +258,12 @@ export class GoogleAdsFake extends FakeNetwork {
   }
 
   protected tokenRefusedAnswer(_req: RecordedRequest, why: 'expired' | 'invalid'): FakeAnswer {
-    return failure(401, 'UNAUTHENTICATED', 'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.', [
-      { authenticationError: why === 'expired' ? 'OAUTH_TOKEN_EXPIRED' : 'OAUTH_TOKEN_INVALID' },
-    ]);
+    return failure(
+      401,
+      'UNAUTHENTICATED',
+      'Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.',
+      [{ authenticationError: why === 'expired' ? 'OAUTH_TOKEN_EXPIRED' : 'OAUTH_TOKEN_INVALID' }],
+    );
   }
 
   protected rateLimitedAnswer(req: RecordedRequest, retryAfterSeconds: number): FakeAnswer {
@@ -200,7 +282,9 @@ export class GoogleAdsFake extends FakeNetwork {
                 {
                   errorCode: { quotaError: 'RESOURCE_TEMPORARILY_EXHAUSTED' },
                   message: 'Too many requests. Retry in 30 seconds.',
-                  details: { quotaErrorDetails: { rateScope: 'DEVELOPER', rateName: 'Number of operations for basic access', retryDelay: `${retryAfterSeconds}s` } },
+                  details: {
+                    quotaErrorDetails: { rateScope: 'DEVELOPER', rateName: 'Number of operations for basic access', retryDelay: `${retryAfterSeconds}s` },
+                  },
                 },
               ],
               requestId: 'fake-request',
@@ -212,7 +296,12 @@ export class GoogleAdsFake extends FakeNetwork {
   }
 
   protected serverErrorAnswer(_req: RecordedRequest, status: number): FakeAnswer {
-    return failure(status, status === 503 ? 'UNAVAILABLE' : 'INTERNAL', status === 503 ? 'The service is currently unavailable.' : 'Internal error encountered.', [{ internalError: 'INTERNAL_ERROR' }]);
+    return failure(
+      status,
+      status === 503 ? 'UNAVAILABLE' : 'INTERNAL',
+      status === 503 ? 'The service is currently unavailable.' : 'Internal error encountered.',
+      [{ internalError: 'INTERNAL_ERROR' }],
+    );
   }
 }
 

@@ -22,7 +22,13 @@ const NAME_MAX_BYTES = 255;
  */
 export class LinkedinAdsFake extends FakeNetwork {
   readonly channel = 'linkedin_ads' as const;
-  protected readonly oauth: OAuthShape = { consentPath: '/oauth/v2/authorization', tokenPath: '/oauth/v2/accessToken', accessTokenSeconds: 5_184_000, refreshTokenOnRefresh: 'same', revocation: { path: '/oauth/v2/revoke', clientAuth: 'body' } };
+  protected readonly oauth: OAuthShape = {
+    consentPath: '/oauth/v2/authorization',
+    tokenPath: '/oauth/v2/accessToken',
+    accessTokenSeconds: 5_184_000,
+    refreshTokenOnRefresh: 'same',
+    revocation: { path: '/oauth/v2/revoke', clientAuth: 'body' },
+  };
   /** `status` per ad account id (ACTIVE unless set). */
   readonly accountStatus = new Map<string, string>();
   private readonly groups = new Map<string, string>(); // group id → account id
@@ -39,8 +45,10 @@ export class LinkedinAdsFake extends FakeNetwork {
   protected route(req: RecordedRequest): FakeAnswer {
     if (!req.headers['linkedin-version'])
       return error(400, 'A version must be present. Please specify a version by adding the LinkedIn-Version header.', 'VERSION_MISSING');
-    if (!/^\d{6}$/.test(req.headers['linkedin-version'])) return error(426, `Requested version ${req.headers['linkedin-version']} is not active`, 'NONEXISTENT_VERSION');
-    if (req.headers['x-restli-protocol-version'] !== '2.0.0') return error(400, 'Restli protocol version 2.0.0 is required for this resource', 'ILLEGAL_ARGUMENT');
+    if (!/^\d{6}$/.test(req.headers['linkedin-version']))
+      return error(426, `Requested version ${req.headers['linkedin-version']} is not active`, 'NONEXISTENT_VERSION');
+    if (req.headers['x-restli-protocol-version'] !== '2.0.0')
+      return error(400, 'Restli protocol version 2.0.0 is required for this resource', 'ILLEGAL_ARGUMENT');
     const token = this.bearer(req);
     const refused = this.checkToken(req, token);
     if (refused) return refused;
@@ -50,10 +58,30 @@ export class LinkedinAdsFake extends FakeNetwork {
     const [, id, collection] = match;
     const account = this.reachableAccount(id, token);
     const resource = collection ?? 'adAccounts';
-    if (!account) return { status: 403, json: { serviceErrorCode: 100, code: 'ACCESS_DENIED', message: `Not enough permissions to access: ${resource}.${req.method}.${req.headers['linkedin-version']}01`, status: 403 } };
+    if (!account)
+      return {
+        status: 403,
+        json: {
+          serviceErrorCode: 100,
+          code: 'ACCESS_DENIED',
+          message: `Not enough permissions to access: ${resource}.${req.method}.${req.headers['linkedin-version']}01`,
+          status: 403,
+        },
+      };
 
     if (!collection && req.method === 'GET')
-      return { status: 200, json: { id: Number(id), name: `Account ${id}`, currency: account.currency, status: this.accountStatus.get(id) ?? 'ACTIVE', type: 'BUSINESS', test: false, servingStatuses: ['RUNNABLE'] } };
+      return {
+        status: 200,
+        json: {
+          id: Number(id),
+          name: `Account ${id}`,
+          currency: account.currency,
+          status: this.accountStatus.get(id) ?? 'ACTIVE',
+          type: 'BUSINESS',
+          test: false,
+          servingStatuses: ['RUNNABLE'],
+        },
+      };
     if (collection && req.method === 'GET') return this.search(req, id, collection === 'adCampaigns' ? 'campaign' : 'campaign_group');
     if (!collection || req.method !== 'POST') return error(405, 'Method not allowed', 'METHOD_NOT_ALLOWED');
     const body = (req.body ?? {}) as Record<string, any>;
@@ -64,8 +92,10 @@ export class LinkedinAdsFake extends FakeNetwork {
     if (typeof body.name !== 'string' || !body.name) invalid('name', 'FIELD_REQUIRED', 'name is required');
     else if (Buffer.byteLength(body.name, 'utf8') > NAME_MAX_BYTES) invalid('name', 'INVALID_VALUE', `name must be at most ${NAME_MAX_BYTES} bytes`);
     if (!STATUSES.includes(body.status)) invalid('status', 'INVALID_VALUE', `status must be one of ${STATUSES.join(', ')}`);
-    if (typeof body.runSchedule?.start !== 'number' || body.runSchedule.start < 1e12) invalid('runSchedule.start', 'INVALID_VALUE', 'runSchedule.start must be epoch milliseconds');
-    if (body.runSchedule?.end !== undefined && !(body.runSchedule.end > body.runSchedule.start)) invalid('runSchedule.end', 'INVALID_VALUE', 'runSchedule.end must be after runSchedule.start');
+    if (typeof body.runSchedule?.start !== 'number' || body.runSchedule.start < 1e12)
+      invalid('runSchedule.start', 'INVALID_VALUE', 'runSchedule.start must be epoch milliseconds');
+    if (body.runSchedule?.end !== undefined && !(body.runSchedule.end > body.runSchedule.start))
+      invalid('runSchedule.end', 'INVALID_VALUE', 'runSchedule.end must be after runSchedule.start');
 
     if (collection === 'adCampaigns') {
       const groupId = /^urn:li:sponsoredCampaignGroup:(\d+)$/.exec(String(body.campaignGroup))?.[1];
@@ -79,11 +109,14 @@ export class LinkedinAdsFake extends FakeNetwork {
       if (budgets.length !== 1) invalid('dailyBudget', 'FIELD_REQUIRED', 'one of dailyBudget or totalBudget is required');
       for (const field of budgets) {
         const money = body[field];
-        if (typeof money?.amount !== 'string' || !/^\d+(\.\d+)?$/.test(money.amount)) invalid(`${field}.amount`, 'INVALID_VALUE', 'amount must be a decimal string');
-        else if (decimals(money.amount) > isoExponent(account.currency)) invalid(`${field}.amount`, 'INVALID_VALUE', `amount has more decimals than ${account.currency} allows`);
+        if (typeof money?.amount !== 'string' || !/^\d+(\.\d+)?$/.test(money.amount))
+          invalid(`${field}.amount`, 'INVALID_VALUE', 'amount must be a decimal string');
+        else if (decimals(money.amount) > isoExponent(account.currency))
+          invalid(`${field}.amount`, 'INVALID_VALUE', `amount has more decimals than ${account.currency} allows`);
         else if (field === 'dailyBudget' && account.currency === 'USD' && Number(money.amount) < MIN_DAILY_USD)
           invalid(`${field}.amount`, 'FIELD_VALUE_TOO_LOW', `Daily budget must be at least ${MIN_DAILY_USD} USD`);
-        if (money?.currencyCode !== account.currency) invalid(`${field}.currencyCode`, 'INVALID_VALUE', `currencyCode must be the account currency ${account.currency}`);
+        if (money?.currencyCode !== account.currency)
+          invalid(`${field}.currencyCode`, 'INVALID_VALUE', `currencyCode must be the account currency ${account.currency}`);
       }
     }
     if (inputErrors.length)
@@ -92,7 +125,9 @@ export class LinkedinAdsFake extends FakeNetwork {
         json: {
           errorDetailType: 'com.linkedin.common.error.BadRequest',
           message: 'Multiple errors occurred during the input validation. Please refer to errorDetails for more information.',
-          errorDetails: { inputErrors: inputErrors.map((e) => ({ description: e.description, input: { inputPath: { fieldPath: e.fieldPath } }, code: e.code })) },
+          errorDetails: {
+            inputErrors: inputErrors.map((e) => ({ description: e.description, input: { inputPath: { fieldPath: e.fieldPath } }, code: e.code })),
+          },
           status: 422,
         },
       };
@@ -104,7 +139,8 @@ export class LinkedinAdsFake extends FakeNetwork {
 
   /** The `search` finder of a collection: `q=search`, an optional `(name:(values:List(<name>)))`, cursor pages. */
   private search(req: RecordedRequest, accountId: string, kind: 'campaign' | 'campaign_group'): FakeAnswer {
-    if (req.query.q !== 'search') return error(400, `Query parameter q is required and must name a finder of this resource, not ${req.query.q ?? '(none)'}`, 'ILLEGAL_ARGUMENT');
+    if (req.query.q !== 'search')
+      return error(400, `Query parameter q is required and must name a finder of this resource, not ${req.query.q ?? '(none)'}`, 'ILLEGAL_ARGUMENT');
     let name: string | undefined;
     if (req.query.search !== undefined) {
       const criterion = /^\(name:\(values:List\((.+)\)\)\)$/s.exec(req.query.search);
@@ -122,10 +158,20 @@ export class LinkedinAdsFake extends FakeNetwork {
       .map((entry) => {
         const stamp = this.stamps.get(entry.id) ?? { created: 0, status: 'ACTIVE' };
         const body = entry.body as Record<string, unknown>;
-        return { ...body, id: Number(entry.id), status: stamp.status, changeAuditStamps: { created: { time: stamp.created, actor: 'urn:li:unknown:0' }, lastModified: { time: stamp.created } }, test: false, $URN: `urn:li:${urn}:${entry.id}` };
+        return {
+          ...body,
+          id: Number(entry.id),
+          status: stamp.status,
+          changeAuditStamps: { created: { time: stamp.created, actor: 'urn:li:unknown:0' }, lastModified: { time: stamp.created } },
+          test: false,
+          $URN: `urn:li:${urn}:${entry.id}`,
+        };
       });
     const end = start + pageSize;
-    return { status: 200, json: { elements: elements.slice(start, end), metadata: end < elements.length ? { nextPageToken: Buffer.from(String(end)).toString('base64url') } : {} } };
+    return {
+      status: 200,
+      json: { elements: elements.slice(start, end), metadata: end < elements.length ? { nextPageToken: Buffer.from(String(end)).toString('base64url') } : {} },
+    };
   }
 
   protected tokenRefusedAnswer(_req: RecordedRequest, why: 'expired' | 'invalid'): FakeAnswer {
@@ -136,7 +182,15 @@ export class LinkedinAdsFake extends FakeNetwork {
 
   /** LinkedIn names no delay (the day's quota resets at midnight UTC). */
   protected rateLimitedAnswer(): FakeAnswer {
-    return { status: 429, json: { serviceErrorCode: 101, code: 'QUOTA_EXCEEDED', message: 'Resource level throttle APPLICATION DAY limit for calls to this resource is reached.', status: 429 } };
+    return {
+      status: 429,
+      json: {
+        serviceErrorCode: 101,
+        code: 'QUOTA_EXCEEDED',
+        message: 'Resource level throttle APPLICATION DAY limit for calls to this resource is reached.',
+        status: 429,
+      },
+    };
   }
 
   protected serverErrorAnswer(_req: RecordedRequest, status: number): FakeAnswer {
@@ -151,7 +205,9 @@ function paramInvalid(fieldPath: string): FakeAnswer {
     json: {
       errorDetailType: 'com.linkedin.common.error.BadRequest',
       message: 'Invalid param. Please see errorDetails for more information.',
-      errorDetails: { inputErrors: [{ description: 'Invalid value for param; wrong type or other syntax error', input: { inputPath: { fieldPath } }, code: 'PARAM_INVALID' }] },
+      errorDetails: {
+        inputErrors: [{ description: 'Invalid value for param; wrong type or other syntax error', input: { inputPath: { fieldPath } }, code: 'PARAM_INVALID' }],
+      },
       status: 400,
     },
   };

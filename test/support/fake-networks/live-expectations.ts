@@ -181,7 +181,13 @@ export const EXPECTED_CAMPAIGN: Partial<Record<Channel, LiveCampaignExpectation>
     providerResourceId: (created) => only(created, 'campaign').id,
     check(created, { name, accountId }) {
       const body = only(created, 'campaign').body as Record<string, any>;
-      expect(body).toMatchObject({ ad_account_id: accountId, name, status: 'PAUSED', daily_budget_micro: 50_000_000, objective_v2_properties: { objective_v2_type: 'SALES' } });
+      expect(body).toMatchObject({
+        ad_account_id: accountId,
+        name,
+        status: 'PAUSED',
+        daily_budget_micro: 50_000_000,
+        objective_v2_properties: { objective_v2_type: 'SALES' },
+      });
       expect(body.lifetime_spend_cap_micro).toBeUndefined();
       expect(Date.parse(body.start_time)).toBe(START_MS);
       expect(body.start_time).toMatch(/-05:00$/);
@@ -191,7 +197,14 @@ export const EXPECTED_CAMPAIGN: Partial<Record<Channel, LiveCampaignExpectation>
     providerResourceId: (created) => only(created, 'campaign').id,
     check(created, { name, accountId }) {
       const body = only(created, 'campaign').body as Record<string, any>;
-      expect(body).toMatchObject({ ad_account_id: accountId, name, status: 'PAUSED', objective_type: 'WEB_CONVERSION', daily_spend_cap: 50_000_000, start_time: START_MS / 1000 });
+      expect(body).toMatchObject({
+        ad_account_id: accountId,
+        name,
+        status: 'PAUSED',
+        objective_type: 'WEB_CONVERSION',
+        daily_spend_cap: 50_000_000,
+        start_time: START_MS / 1000,
+      });
       expect(body.lifetime_spend_cap).toBeUndefined();
     },
   },

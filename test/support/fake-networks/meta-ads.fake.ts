@@ -58,11 +58,14 @@ export class MetaAdsFake extends FakeNetwork {
 
     const body = (req.body ?? {}) as Record<string, unknown>;
     if (typeof body.name !== 'string' || !body.name) return invalidParameter('The name parameter is required.', 'Missing campaign name');
-    if (!OBJECTIVES.includes(String(body.objective))) return invalidParameter(`Param objective must be one of {${OBJECTIVES.join(', ')}}`, 'Invalid objective', 2490487);
+    if (!OBJECTIVES.includes(String(body.objective)))
+      return invalidParameter(`Param objective must be one of {${OBJECTIVES.join(', ')}}`, 'Invalid objective', 2490487);
     if (!['ACTIVE', 'PAUSED'].includes(String(body.status))) return invalidParameter('Param status must be one of {ACTIVE, PAUSED}', 'Invalid status');
-    if (!Array.isArray(body.special_ad_categories)) return invalidParameter('(#100) The parameter special_ad_categories is required', 'Special ad categories required', 1885183);
+    if (!Array.isArray(body.special_ad_categories))
+      return invalidParameter('(#100) The parameter special_ad_categories is required', 'Special ad categories required', 1885183);
     const budgets = ['daily_budget', 'lifetime_budget'].filter((field) => field in body);
-    if (budgets.length !== 1) return invalidParameter('Exactly one of daily_budget or lifetime_budget is needed for a campaign budget', 'Campaign budget required', 1885621);
+    if (budgets.length !== 1)
+      return invalidParameter('Exactly one of daily_budget or lifetime_budget is needed for a campaign budget', 'Campaign budget required', 1885621);
     const amount = body[budgets[0]];
     if (!(Number.isSafeInteger(amount) || (typeof amount === 'string' && /^\d+$/.test(amount))) || Number(amount) <= 0)
       return invalidParameter(`Param ${budgets[0]} must be a positive integer in the currency's offset units`, 'Invalid budget', 1885272);
@@ -95,7 +98,15 @@ export class MetaAdsFake extends FakeNetwork {
     const fields = (req.query.fields ?? 'id').split(',');
     const matching = this.created
       .filter((entry) => entry.kind === 'campaign' && entry.accountId === accountId)
-      .filter((entry) => filters.every((f) => f.field !== 'name' || (f.operator === 'CONTAIN' ? String((entry.body as { name?: string }).name).includes(String(f.value)) : (entry.body as { name?: string }).name === f.value)))
+      .filter((entry) =>
+        filters.every(
+          (f) =>
+            f.field !== 'name' ||
+            (f.operator === 'CONTAIN'
+              ? String((entry.body as { name?: string }).name).includes(String(f.value))
+              : (entry.body as { name?: string }).name === f.value),
+        ),
+      )
       .reverse();
     const start = req.query.after ? Number(Buffer.from(req.query.after, 'base64url').toString()) : 0;
     const page = matching.slice(start, start + limit);
@@ -105,7 +116,16 @@ export class MetaAdsFake extends FakeNetwork {
     });
     const more = start + limit < matching.length;
     const cursor = (at: number) => Buffer.from(String(at)).toString('base64url');
-    return { status: 200, json: { data, paging: { cursors: { before: cursor(start), after: cursor(start + page.length) }, ...(more ? { next: `${this.url}/${VERSION}/act_${accountId}/campaigns?after=${cursor(start + page.length)}` } : {}) } } };
+    return {
+      status: 200,
+      json: {
+        data,
+        paging: {
+          cursors: { before: cursor(start), after: cursor(start + page.length) },
+          ...(more ? { next: `${this.url}/${VERSION}/act_${accountId}/campaigns?after=${cursor(start + page.length)}` } : {}),
+        },
+      },
+    };
   }
 
   /** Meta's `created_time` (ISO 8601 with offset), from the order things were made in. */
@@ -121,8 +141,12 @@ export class MetaAdsFake extends FakeNetwork {
     if (q.client_id !== this.clientId) return graphError(400, 'Error validating application. Invalid application ID.', 'OAuthException', 101);
     if (q.client_secret !== this.clientSecret) return graphError(400, 'Error validating client secret.', 'OAuthException', 1);
     if (q.grant_type === 'fb_exchange_token') {
-      if (this.tokenState(q.fb_exchange_token) !== 'valid') return graphError(400, 'Error validating access token: Session has expired.', 'OAuthException', 190, 463);
-      return { status: 200, json: { access_token: this.issueAccessToken(`EAAG${randomBytes(12).toString('hex')}`), token_type: 'bearer', expires_in: LONG_LIVED_SECONDS } };
+      if (this.tokenState(q.fb_exchange_token) !== 'valid')
+        return graphError(400, 'Error validating access token: Session has expired.', 'OAuthException', 190, 463);
+      return {
+        status: 200,
+        json: { access_token: this.issueAccessToken(`EAAG${randomBytes(12).toString('hex')}`), token_type: 'bearer', expires_in: LONG_LIVED_SECONDS },
+      };
     }
     const refusal = this.redeemCode(q.code, q.redirect_uri);
     if (refusal) return graphError(400, `Invalid verification code format. (${refusal})`, 'OAuthException', 100, 36009);
@@ -137,7 +161,11 @@ export class MetaAdsFake extends FakeNetwork {
 
   protected rateLimitedAnswer(_req: RecordedRequest, retryAfterSeconds: number): FakeAnswer {
     const answer = graphError(400, 'User request limit reached', 'OAuthException', 17, 2446079);
-    const usage = { '1234567890': [{ type: 'ads_management', call_count: 100, total_cputime: 30, total_time: 40, estimated_time_to_regain_access: Math.ceil(retryAfterSeconds / 60) }] };
+    const usage = {
+      '1234567890': [
+        { type: 'ads_management', call_count: 100, total_cputime: 30, total_time: 40, estimated_time_to_regain_access: Math.ceil(retryAfterSeconds / 60) },
+      ],
+    };
     return { ...answer, headers: { 'x-business-use-case-usage': JSON.stringify(usage) } };
   }
 
@@ -154,6 +182,16 @@ function graphError(status: number, message: string, type: string, code: number,
 function invalidParameter(message: string, userTitle: string, subcode?: number): FakeAnswer {
   return {
     status: 400,
-    json: { error: { message: 'Invalid parameter', type: 'OAuthException', code: 100, ...(subcode ? { error_subcode: subcode } : {}), error_user_title: userTitle, error_user_msg: message, fbtrace_id: 'AbCfake' } },
+    json: {
+      error: {
+        message: 'Invalid parameter',
+        type: 'OAuthException',
+        code: 100,
+        ...(subcode ? { error_subcode: subcode } : {}),
+        error_user_title: userTitle,
+        error_user_msg: message,
+        fbtrace_id: 'AbCfake',
+      },
+    },
   };
 }

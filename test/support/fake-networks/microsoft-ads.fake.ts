@@ -8,11 +8,45 @@ const CUSTOMER_PATH = '/Api/CustomerManagement/v13/CustomerManagementService.svc
 const CAMPAIGN_PATH = '/Api/Advertiser/CampaignManagement/v13/CampaignManagementService.svc';
 /** The Campaign data contract's members in the WSDL's order (WCF reads them in this order only). */
 const CAMPAIGN_ORDER = [
-  'AudienceAdsBidAdjustment', 'BidStrategyScope', 'BiddingScheme', 'BudgetType', 'DailyBudget', 'DealIds', 'EndDate', 'ExperimentId', 'FinalUrlSuffix',
-  'ForwardCompatibilityMap', 'GoalIds', 'Id', 'IsDealCampaign', 'IsPolitical', 'MultimediaAdsBidAdjustment', 'Name', 'StartDate', 'Status', 'SubType',
-  'TimeZone', 'TrackingUrlTemplate', 'UrlCustomParameters', 'UseCampaignLevelDates', 'CampaignType', 'Settings', 'BudgetId', 'Languages',
+  'AudienceAdsBidAdjustment',
+  'BidStrategyScope',
+  'BiddingScheme',
+  'BudgetType',
+  'DailyBudget',
+  'DealIds',
+  'EndDate',
+  'ExperimentId',
+  'FinalUrlSuffix',
+  'ForwardCompatibilityMap',
+  'GoalIds',
+  'Id',
+  'IsDealCampaign',
+  'IsPolitical',
+  'MultimediaAdsBidAdjustment',
+  'Name',
+  'StartDate',
+  'Status',
+  'SubType',
+  'TimeZone',
+  'TrackingUrlTemplate',
+  'UrlCustomParameters',
+  'UseCampaignLevelDates',
+  'CampaignType',
+  'Settings',
+  'BudgetId',
+  'Languages',
 ];
-const BIDDING_SCHEMES = ['MaxClicks', 'MaxConversions', 'TargetCpa', 'ManualCpc', 'EnhancedCpc', 'ManualCpm', 'TargetRoas', 'MaxConversionValue', 'TargetImpressionShare'];
+const BIDDING_SCHEMES = [
+  'MaxClicks',
+  'MaxConversions',
+  'TargetCpa',
+  'ManualCpc',
+  'EnhancedCpc',
+  'ManualCpm',
+  'TargetRoas',
+  'MaxConversionValue',
+  'TargetImpressionShare',
+];
 const CAMPAIGN_TYPES = ['Search', 'Shopping', 'DynamicSearchAds', 'Audience', 'Hotel', 'PerformanceMax', 'App'];
 /** The fake's own few IANA → TimeZoneType pairs; an account may also be given the enum name itself. */
 const TIME_ZONES: Record<string, string> = {
@@ -53,7 +87,15 @@ export class MicrosoftAdsFake extends FakeNetwork {
 
   /** A campaign put in the account by other means (the web UI, an older try). */
   plantCampaign(accountId: string, name: string, campaignType = 'Search'): string {
-    return this.remember('campaign', accountId, { biddingScheme: 'MaxClicks', BudgetType: 'DailyBudgetStandard', DailyBudget: '10.00', Name: name, Status: 'Paused', TimeZone: 'EasternTimeUSCanada', CampaignType: campaignType });
+    return this.remember('campaign', accountId, {
+      biddingScheme: 'MaxClicks',
+      BudgetType: 'DailyBudgetStandard',
+      DailyBudget: '10.00',
+      Name: name,
+      Status: 'Paused',
+      TimeZone: 'EasternTimeUSCanada',
+      CampaignType: campaignType,
+    });
   }
 
   /** The manager customer of an account (Account.ParentCustomerId). */
@@ -64,7 +106,8 @@ export class MicrosoftAdsFake extends FakeNetwork {
   protected route(req: RecordedRequest): FakeAnswer {
     const service = req.path === CUSTOMER_PATH ? 'customer' : req.path === CAMPAIGN_PATH ? 'campaign' : null;
     if (!service || req.method !== 'POST') return { status: 404, text: 'Endpoint not found.', contentType: 'text/html' };
-    if (!(req.headers['content-type'] ?? '').startsWith('text/xml')) return { status: 415, text: "Cannot process the message because the content type was not the expected type 'text/xml; charset=utf-8'." };
+    if (!(req.headers['content-type'] ?? '').startsWith('text/xml'))
+      return { status: 415, text: "Cannot process the message because the content type was not the expected type 'text/xml; charset=utf-8'." };
     const xml = String(req.rawBody);
     const action = (req.headers.soapaction ?? '').replace(/"/g, '');
     const ns = service === 'customer' ? CUSTOMER_NS : CAMPAIGN_NS;
@@ -76,7 +119,8 @@ export class MicrosoftAdsFake extends FakeNetwork {
     const token = header('AuthenticationToken');
     const state = this.tokenState(token);
     if (state !== 'valid') return this.tokenRefusedAnswer(req, state);
-    if (header('DeveloperToken') !== this.developerToken) return adApiFault('105', 'InvalidCredentials', 'Authentication failed. Either supplied credentials are invalid or the account is inactive.');
+    if (header('DeveloperToken') !== this.developerToken)
+      return adApiFault('105', 'InvalidCredentials', 'Authentication failed. Either supplied credentials are invalid or the account is inactive.');
     const accountId = value(xml, 'AccountId');
     const account = accountId ? this.reachableAccount(accountId, token) : undefined;
     if (!account) return adApiFault('106', 'UserIsNotAuthorized', 'The user does not represent a authorized developer.');
@@ -92,36 +136,54 @@ export class MicrosoftAdsFake extends FakeNetwork {
       );
     }
 
-    if (header('CustomerAccountId') !== accountId) return adApiFault('116', 'RequestMissingHeaders', 'The CustomerAccountId header element must be the AccountId of the request.');
-    if (header('CustomerId') !== this.parentCustomerOf(account.id)) return adApiFault('106', 'UserIsNotAuthorized', 'The user is not authorized for the customer in the CustomerId header.');
+    if (header('CustomerAccountId') !== accountId)
+      return adApiFault('116', 'RequestMissingHeaders', 'The CustomerAccountId header element must be the AccountId of the request.');
+    if (header('CustomerId') !== this.parentCustomerOf(account.id))
+      return adApiFault('106', 'UserIsNotAuthorized', 'The user is not authorized for the customer in the CustomerId header.');
     if (action === 'GetCampaignsByAccountId') return this.campaignsOf(account.id, xml);
     const campaign = /<Campaigns><Campaign>([\s\S]*)<\/Campaign><\/Campaigns>/.exec(xml)?.[1];
     if (!campaign) return operationFault('1100', 'CampaignServiceNullCampaign', 'The campaign cannot be null or empty.');
     const members = [...campaign.matchAll(/<(\w+)[\s>/]/g)].map((m) => m[1]).filter((name) => CAMPAIGN_ORDER.includes(name));
     const order = members.map((name) => CAMPAIGN_ORDER.indexOf(name));
     if (order.some((position, i) => i > 0 && position <= order[i - 1]))
-      return fault('a:DeserializationFailed', `The formatter threw an exception while trying to deserialize the message: element order ${members.join(', ')} is not the Campaign contract's.`);
+      return fault(
+        'a:DeserializationFailed',
+        `The formatter threw an exception while trying to deserialize the message: element order ${members.join(', ')} is not the Campaign contract's.`,
+      );
 
     const field = (name: string) => value(campaign, name);
     const scheme = /<BiddingScheme i:type="(\w+)BiddingScheme"/.exec(campaign)?.[1];
-    if (!scheme || !BIDDING_SCHEMES.includes(scheme)) return batchError('1260', 'CampaignServiceInvalidBiddingScheme', 'The bidding scheme is not valid for the campaign type.');
+    if (!scheme || !BIDDING_SCHEMES.includes(scheme))
+      return batchError('1260', 'CampaignServiceInvalidBiddingScheme', 'The bidding scheme is not valid for the campaign type.');
     if (!field('Name')) return batchError('1116', 'CampaignServiceMissingCampaignName', 'The campaign name is missing.');
     if (Array.from(field('Name')!).length > NAME_MAX) return batchError('1101', 'CampaignServiceInvalidCampaignName', 'The campaign name is not valid.');
-    if (!['DailyBudgetStandard', 'LifetimeBudgetStandard'].includes(field('BudgetType') ?? '')) return batchError('1152', 'CampaignServiceInvalidBudgetType', 'The budget type is not valid.');
+    if (!['DailyBudgetStandard', 'LifetimeBudgetStandard'].includes(field('BudgetType') ?? ''))
+      return batchError('1152', 'CampaignServiceInvalidBudgetType', 'The budget type is not valid.');
     const budget = field('DailyBudget') ?? '';
-    if (!/^\d+(\.\d+)?$/.test(budget) || Number(budget) <= 0) return batchError('1118', 'CampaignServiceMissingBudget', 'The campaign budget is missing or not valid.');
-    if (decimals(budget) > isoExponent(account.currency)) return batchError('1118', 'CampaignServiceInvalidBudgetAmount', `The budget has more decimals than ${account.currency} allows.`);
-    if (field('Status') !== 'Paused' && field('Status') !== 'Active') return batchError('1120', 'CampaignServiceInvalidStatus', 'The campaign status is not valid.');
-    if (!TIME_ZONE_NAMES.has(field('TimeZone') ?? '') && !Object.values(TIME_ZONES).includes(field('TimeZone') ?? '')) return batchError('1126', 'CampaignServiceInvalidTimeZone', 'The campaign time zone is not valid.');
-    if (!CAMPAIGN_TYPES.includes(field('CampaignType') ?? 'Search')) return batchError('1289', 'CampaignServiceInvalidCampaignType', 'The campaign type is not valid.');
-    for (const date of ['StartDate', 'EndDate']) if (field(date) !== undefined && !DATE_TIME.test(field(date)!)) return batchError('113', 'InvalidDateObject', 'The date specified in the request is not valid.');
+    if (!/^\d+(\.\d+)?$/.test(budget) || Number(budget) <= 0)
+      return batchError('1118', 'CampaignServiceMissingBudget', 'The campaign budget is missing or not valid.');
+    if (decimals(budget) > isoExponent(account.currency))
+      return batchError('1118', 'CampaignServiceInvalidBudgetAmount', `The budget has more decimals than ${account.currency} allows.`);
+    if (field('Status') !== 'Paused' && field('Status') !== 'Active')
+      return batchError('1120', 'CampaignServiceInvalidStatus', 'The campaign status is not valid.');
+    if (!TIME_ZONE_NAMES.has(field('TimeZone') ?? '') && !Object.values(TIME_ZONES).includes(field('TimeZone') ?? ''))
+      return batchError('1126', 'CampaignServiceInvalidTimeZone', 'The campaign time zone is not valid.');
+    if (!CAMPAIGN_TYPES.includes(field('CampaignType') ?? 'Search'))
+      return batchError('1289', 'CampaignServiceInvalidCampaignType', 'The campaign type is not valid.');
+    for (const date of ['StartDate', 'EndDate'])
+      if (field(date) !== undefined && !DATE_TIME.test(field(date)!))
+        return batchError('113', 'InvalidDateObject', 'The date specified in the request is not valid.');
     if (field('BudgetType') === 'LifetimeBudgetStandard' && (!field('StartDate') || !field('EndDate')))
       return batchError('1165', 'CampaignServiceLifetimeBudgetRequiresDates', 'A lifetime budget needs the campaign start and end dates.'); // (unconfirmed) code
     if (this.created.some((c) => c.kind === 'campaign' && c.accountId === account.id && (c.body as { Name?: string }).Name === field('Name')))
       return batchError('1115', 'CampaignServiceCannotCreateDuplicateCampaign', 'An attempt was made to create a duplicate of a campaign that already exists.');
     const id = this.remember('campaign', account.id, {
       biddingScheme: scheme,
-      ...Object.fromEntries(['BudgetType', 'DailyBudget', 'EndDate', 'Name', 'StartDate', 'Status', 'TimeZone', 'UseCampaignLevelDates', 'CampaignType'].filter((n) => field(n) !== undefined).map((n) => [n, field(n)])),
+      ...Object.fromEntries(
+        ['BudgetType', 'DailyBudget', 'EndDate', 'Name', 'StartDate', 'Status', 'TimeZone', 'UseCampaignLevelDates', 'CampaignType']
+          .filter((n) => field(n) !== undefined)
+          .map((n) => [n, field(n)]),
+      ),
     });
     return soap(
       `<AddCampaignsResponse xmlns="${CAMPAIGN_NS}"><CampaignIds xmlns:a="http://schemas.datacontract.org/2004/07/System" xmlns:i="http://www.w3.org/2001/XMLSchema-instance"><a:long>${id}</a:long></CampaignIds><PartialErrors xmlns:i="http://www.w3.org/2001/XMLSchema-instance"/></AddCampaignsResponse>`,
@@ -134,9 +196,16 @@ export class MicrosoftAdsFake extends FakeNetwork {
     const members = [...request.matchAll(/<(\w+)[\s>/]/g)].map((m) => m[1]);
     const order = ['AccountId', 'CampaignType', 'ReturnAdditionalFields'];
     if (members.some((name, i) => !order.includes(name) || (i > 0 && order.indexOf(name) <= order.indexOf(members[i - 1]))))
-      return fault('a:DeserializationFailed', `The formatter threw an exception while trying to deserialize the message: element order ${members.join(', ')} is not GetCampaignsByAccountIdRequest's.`);
+      return fault(
+        'a:DeserializationFailed',
+        `The formatter threw an exception while trying to deserialize the message: element order ${members.join(', ')} is not GetCampaignsByAccountIdRequest's.`,
+      );
     const types = (value(request, 'CampaignType') ?? 'Search').split(/\s+/).filter(Boolean);
-    if (types.some((type) => !CAMPAIGN_TYPES.includes(type))) return fault('a:DeserializationFailed', `The formatter threw an exception while trying to deserialize the message: ${types.join(' ')} is not a CampaignType.`);
+    if (types.some((type) => !CAMPAIGN_TYPES.includes(type)))
+      return fault(
+        'a:DeserializationFailed',
+        `The formatter threw an exception while trying to deserialize the message: ${types.join(' ')} is not a CampaignType.`,
+      );
     const campaigns = this.created
       .filter((c) => c.kind === 'campaign' && c.accountId === accountId && types.includes((c.body as { CampaignType?: string }).CampaignType ?? 'Search'))
       .map((c) => {
@@ -164,8 +233,19 @@ export class MicrosoftAdsFake extends FakeNetwork {
 
   /** 117 CallRateExceeded; Microsoft names no delay in the fault (its documentation says 60 seconds). */
   protected rateLimitedAnswer(req: RecordedRequest): FakeAnswer {
-    if (req.path === this.oauth.tokenPath) return { status: 429, json: { error: 'temporarily_unavailable', error_description: 'AADSTS50196: The server terminated an operation because it encountered a client request loop.' } };
-    return adApiFault('117', 'CallRateExceeded', 'You have exceeded the number of calls that you are allowed to make in a minute. Please reduce the number of calls that you make per minute.');
+    if (req.path === this.oauth.tokenPath)
+      return {
+        status: 429,
+        json: {
+          error: 'temporarily_unavailable',
+          error_description: 'AADSTS50196: The server terminated an operation because it encountered a client request loop.',
+        },
+      };
+    return adApiFault(
+      '117',
+      'CallRateExceeded',
+      'You have exceeded the number of calls that you are allowed to make in a minute. Please reduce the number of calls that you make per minute.',
+    );
   }
 
   protected serverErrorAnswer(_req: RecordedRequest, status: number): FakeAnswer {
@@ -177,7 +257,10 @@ export class MicrosoftAdsFake extends FakeNetwork {
   /** Microsoft identity platform refusals carry the AADSTS code in the description. */
   protected override grantRefusedAnswer(_req: RecordedRequest, error: string, description: string): FakeAnswer {
     const aadsts = error === 'invalid_grant' ? 'AADSTS70000' : error === 'invalid_client' ? 'AADSTS7000215' : 'AADSTS900144';
-    return { status: error === 'invalid_client' ? 401 : 400, json: { error, error_description: `${aadsts}: ${description}`, error_codes: [Number(aadsts.slice(6))], trace_id: 'fake-trace' } };
+    return {
+      status: error === 'invalid_client' ? 401 : 400,
+      json: { error, error_description: `${aadsts}: ${description}`, error_codes: [Number(aadsts.slice(6))], trace_id: 'fake-trace' },
+    };
   }
 }
 

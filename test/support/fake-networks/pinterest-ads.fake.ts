@@ -18,8 +18,52 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  */
 const OBJECTIVES = ['AWARENESS', 'CONSIDERATION', 'WEB_CONVERSION', 'CATALOG_SALES', 'VIDEO_COMPLETION', 'SALES', 'LEADS'];
 const STATUSES = ['ACTIVE', 'PAUSED', 'ARCHIVED', 'DRAFT', 'DELETED_DRAFT'];
-const FIELDS = ['ad_account_id', 'name', 'status', 'objective_type', 'daily_spend_cap', 'lifetime_spend_cap', 'start_time', 'end_time', 'order_line_id', 'tracking_urls', 'is_campaign_budget_optimization', 'is_flexible_daily_budgets', 'is_performance_plus', 'is_automated_campaign', 'bid_options', 'default_ad_group_budget_in_micro_currency'];
-const CURRENCIES = ['USD', 'GBP', 'CAD', 'EUR', 'AUD', 'NZD', 'SEK', 'ILS', 'CHF', 'HKD', 'JPY', 'SGD', 'KRW', 'NOK', 'DKK', 'PLN', 'RON', 'HUF', 'CZK', 'BRL', 'MXN', 'ARS', 'CLP', 'COP', 'INR', 'TRY'];
+const FIELDS = [
+  'ad_account_id',
+  'name',
+  'status',
+  'objective_type',
+  'daily_spend_cap',
+  'lifetime_spend_cap',
+  'start_time',
+  'end_time',
+  'order_line_id',
+  'tracking_urls',
+  'is_campaign_budget_optimization',
+  'is_flexible_daily_budgets',
+  'is_performance_plus',
+  'is_automated_campaign',
+  'bid_options',
+  'default_ad_group_budget_in_micro_currency',
+];
+const CURRENCIES = [
+  'USD',
+  'GBP',
+  'CAD',
+  'EUR',
+  'AUD',
+  'NZD',
+  'SEK',
+  'ILS',
+  'CHF',
+  'HKD',
+  'JPY',
+  'SGD',
+  'KRW',
+  'NOK',
+  'DKK',
+  'PLN',
+  'RON',
+  'HUF',
+  'CZK',
+  'BRL',
+  'MXN',
+  'ARS',
+  'CLP',
+  'COP',
+  'INR',
+  'TRY',
+];
 const USD_DAILY_MINIMUM_MICROS = 5_000_000;
 const LIST_PARAMS = ['campaign_ids', 'entity_statuses', 'page_size', 'order', 'bookmark'];
 
@@ -59,15 +103,26 @@ export class PinterestAdsFake extends FakeNetwork {
     if ('status' in account) return account;
     return {
       status: 200,
-      json: { id, name: `Ads ${id}`, owner: { username: 'acme' }, country: 'US', currency: account.currency, permissions: ['OWNER'], created_time: 1_700_000_000, updated_time: 1_700_000_000 },
+      json: {
+        id,
+        name: `Ads ${id}`,
+        owner: { username: 'acme' },
+        country: 'US',
+        currency: account.currency,
+        permissions: ['OWNER'],
+        created_time: 1_700_000_000,
+        updated_time: 1_700_000_000,
+      },
     };
   }
 
   private createCampaigns(req: RecordedRequest, id: string): FakeAnswer {
     const account = this.gate(req, id);
     if ('status' in account) return account;
-    if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return { status: 415, json: { code: 1, message: 'Content-Type must be application/json' } };
-    if (!Array.isArray(req.body) || req.body.length < 1 || req.body.length > 30) return { status: 400, json: { code: 1, message: 'Invalid request body: expected an array of 1 to 30 campaigns' } };
+    if (!(req.headers['content-type'] ?? '').startsWith('application/json'))
+      return { status: 415, json: { code: 1, message: 'Content-Type must be application/json' } };
+    if (!Array.isArray(req.body) || req.body.length < 1 || req.body.length > 30)
+      return { status: 400, json: { code: 1, message: 'Invalid request body: expected an array of 1 to 30 campaigns' } };
     const items = req.body.map((campaign: Record<string, unknown>) => {
       const problem = this.problem(campaign, id, account.currency);
       if (problem) return { data: null, exceptions: [{ code: 2648, message: problem }] };
@@ -81,7 +136,12 @@ export class PinterestAdsFake extends FakeNetwork {
   /** Campaigns made elsewhere (Ads Manager, another tool), as many as a test needs, without a call each. */
   plantCampaigns(accountId: string, names: string[]): void {
     for (const name of names)
-      this.campaigns.push({ id: this.remember('planted_campaign', accountId, { name }), accountId, body: { ad_account_id: accountId, name, status: 'ACTIVE', objective_type: 'AWARENESS' }, createdTime: Math.floor(Date.now() / 1000) });
+      this.campaigns.push({
+        id: this.remember('planted_campaign', accountId, { name }),
+        accountId,
+        body: { ad_account_id: accountId, name, status: 'ACTIVE', objective_type: 'AWARENESS' },
+        createdTime: Math.floor(Date.now() / 1000),
+      });
   }
 
   private listCampaigns(req: RecordedRequest, id: string): FakeAnswer {
@@ -117,7 +177,14 @@ export class PinterestAdsFake extends FakeNetwork {
   }
 
   private campaignView(campaign: StoredCampaign): Record<string, unknown> {
-    return { ...campaign.body, id: campaign.id, type: 'campaign', status: campaign.body.status ?? 'ACTIVE', created_time: campaign.createdTime, updated_time: campaign.createdTime };
+    return {
+      ...campaign.body,
+      id: campaign.id,
+      type: 'campaign',
+      status: campaign.body.status ?? 'ACTIVE',
+      created_time: campaign.createdTime,
+      updated_time: campaign.createdTime,
+    };
   }
 
   private problem(campaign: Record<string, unknown>, accountId: string, currency: string): string | null {
@@ -131,13 +198,18 @@ export class PinterestAdsFake extends FakeNetwork {
     const daily = campaign.daily_spend_cap;
     const lifetime = campaign.lifetime_spend_cap;
     if (daily !== undefined && lifetime !== undefined) return 'daily_spend_cap and lifetime_spend_cap cannot be set at the same time';
-    for (const [field, value] of [['daily_spend_cap', daily], ['lifetime_spend_cap', lifetime]] as const)
+    for (const [field, value] of [
+      ['daily_spend_cap', daily],
+      ['lifetime_spend_cap', lifetime],
+    ] as const)
       if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) <= 0)) return `${field} must be a positive integer in micro-currency`;
     for (const field of ['start_time', 'end_time'] as const) {
       const value = campaign[field];
-      if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < 1_000_000_000 || (value as number) > 99_999_999_999)) return `${field} must be a Unix timestamp in seconds`;
+      if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < 1_000_000_000 || (value as number) > 99_999_999_999))
+        return `${field} must be a Unix timestamp in seconds`;
     }
-    if (campaign.end_time !== undefined && (campaign.end_time as number) <= ((campaign.start_time as number | undefined) ?? Date.now() / 1000)) return 'end_time must be after start_time';
+    if (campaign.end_time !== undefined && (campaign.end_time as number) <= ((campaign.start_time as number | undefined) ?? Date.now() / 1000))
+      return 'end_time must be after start_time';
     if (!CURRENCIES.includes(currency)) return `Currency ${currency} is not supported`;
     if (currency === 'USD' && daily !== undefined && (daily as number) < USD_DAILY_MINIMUM_MICROS) return 'Daily spend cap must be at least $5.00';
     return null;

@@ -20,8 +20,24 @@ const STATUSES = ['ACTIVE', 'PAUSED', 'ARCHIVED', 'DELETED'];
 const BID_STRATEGIES = ['BIDLESS', 'MANUAL_BIDDING', 'MAXIMIZE_VOLUME', 'TARGET_CPX'];
 const BID_TYPES = ['CPC', 'CPM', 'CPV', 'CPV6', 'CPV15'];
 const FIELDS = [
-  'name', 'objective', 'configured_status', 'is_campaign_budget_optimization', 'goal_type', 'goal_value', 'bid_strategy', 'bid_type', 'bid_value',
-  'start_time', 'end_time', 'funding_instrument_id', 'special_ad_categories', 'spend_cap', 'app_id', 'optimization_goal', 'conversion_pixel_id', 'schedule',
+  'name',
+  'objective',
+  'configured_status',
+  'is_campaign_budget_optimization',
+  'goal_type',
+  'goal_value',
+  'bid_strategy',
+  'bid_type',
+  'bid_value',
+  'start_time',
+  'end_time',
+  'funding_instrument_id',
+  'special_ad_categories',
+  'spend_cap',
+  'app_id',
+  'optimization_goal',
+  'conversion_pixel_id',
+  'schedule',
 ];
 const DEFAULT_AGENTS = /^(|undici|node|node-fetch|python-requests.*|curl.*)$/i;
 const LIST_PARAMS = ['page.size', 'page.token'];
@@ -35,7 +51,13 @@ interface StoredCampaign {
 
 export class RedditAdsFake extends FakeNetwork {
   readonly channel = 'reddit_ads' as const;
-  protected readonly oauth: OAuthShape = { consentPath: '/api/v1/authorize', tokenPath: '/api/v1/access_token', accessTokenSeconds: 86_400, issuesRefreshTokens: true, revocation: { path: '/api/v1/revoke_token', clientAuth: 'basic', requires: ['token_type_hint'] } };
+  protected readonly oauth: OAuthShape = {
+    consentPath: '/api/v1/authorize',
+    tokenPath: '/api/v1/access_token',
+    accessTokenSeconds: 86_400,
+    issuesRefreshTokens: true,
+    revocation: { path: '/api/v1/revoke_token', clientAuth: 'basic', requires: ['token_type_hint'] },
+  };
   private readonly campaigns: StoredCampaign[] = [];
   private readonly pageTokens = new Map<string, number>();
 
@@ -59,15 +81,30 @@ export class RedditAdsFake extends FakeNetwork {
   private readAccount(req: RecordedRequest, id: string): FakeAnswer {
     const account = this.gate(req, id);
     if ('status' in account) return account;
-    return { status: 200, json: { data: { id, name: `Ads ${id}`, type: 'SELF_SERVE', currency: account.currency, time_zone_id: account.timezone, admin_approval: 'VALID', business_id: '950c8eac-0000-4000-8000-000000000001' } } };
+    return {
+      status: 200,
+      json: {
+        data: {
+          id,
+          name: `Ads ${id}`,
+          type: 'SELF_SERVE',
+          currency: account.currency,
+          time_zone_id: account.timezone,
+          admin_approval: 'VALID',
+          business_id: '950c8eac-0000-4000-8000-000000000001',
+        },
+      },
+    };
   }
 
   private createCampaign(req: RecordedRequest, id: string): FakeAnswer {
     const account = this.gate(req, id);
     if ('status' in account) return account;
-    if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return this.error(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+    if (!(req.headers['content-type'] ?? '').startsWith('application/json'))
+      return this.error(415, 'UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
     const body = req.body as { data?: Record<string, unknown> } | undefined;
-    if (!body || typeof body.data !== 'object' || body.data === null || Object.keys(body).length !== 1) return this.error(400, 'INVALID_INPUT', 'The body must be {"data": {...}}');
+    if (!body || typeof body.data !== 'object' || body.data === null || Object.keys(body).length !== 1)
+      return this.error(400, 'INVALID_INPUT', 'The body must be {"data": {...}}');
     const problem = this.problem(body.data);
     if (problem) return this.error(400, 'INVALID_INPUT', problem);
     const stored = { id: this.remember('campaign', id, body.data), accountId: id, body: body.data, createdAt: new Date().toISOString() };
@@ -78,7 +115,12 @@ export class RedditAdsFake extends FakeNetwork {
   /** Campaigns made elsewhere (Ads Manager, another tool), as many as a test needs, without a call each. */
   plantCampaigns(accountId: string, names: string[]): void {
     for (const name of names)
-      this.campaigns.push({ id: this.remember('planted_campaign', accountId, { name }), accountId, body: { name, objective: 'CLICKS', configured_status: 'ACTIVE' }, createdAt: new Date().toISOString() });
+      this.campaigns.push({
+        id: this.remember('planted_campaign', accountId, { name }),
+        accountId,
+        body: { name, objective: 'CLICKS', configured_status: 'ACTIVE' },
+        createdAt: new Date().toISOString(),
+      });
   }
 
   private listCampaigns(req: RecordedRequest, id: string): FakeAnswer {
@@ -106,7 +148,14 @@ export class RedditAdsFake extends FakeNetwork {
   }
 
   private campaignView(campaign: StoredCampaign): Record<string, unknown> {
-    return { ...campaign.body, id: campaign.id, ad_account_id: campaign.accountId, effective_status: campaign.body.configured_status, created_at: campaign.createdAt, modified_at: campaign.createdAt };
+    return {
+      ...campaign.body,
+      id: campaign.id,
+      ad_account_id: campaign.accountId,
+      effective_status: campaign.body.configured_status,
+      created_at: campaign.createdAt,
+      modified_at: campaign.createdAt,
+    };
   }
 
   private problem(data: Record<string, unknown>): string | null {
@@ -116,8 +165,10 @@ export class RedditAdsFake extends FakeNetwork {
     if (!OBJECTIVES.includes(String(data.objective))) return `objective: Input should be ${OBJECTIVES.join(', ')}`;
     if (!STATUSES.includes(String(data.configured_status))) return `configured_status: Field required (${STATUSES.join(', ')})`;
     for (const field of ['start_time', 'end_time'] as const)
-      if (data[field] !== undefined && (typeof data[field] !== 'string' || Number.isNaN(Date.parse(data[field] as string)))) return `${field}: Input should be a valid datetime`;
-    if (data.end_time !== undefined && data.start_time !== undefined && Date.parse(data.end_time as string) <= Date.parse(data.start_time as string)) return 'end_time: must be after start_time';
+      if (data[field] !== undefined && (typeof data[field] !== 'string' || Number.isNaN(Date.parse(data[field] as string))))
+        return `${field}: Input should be a valid datetime`;
+    if (data.end_time !== undefined && data.start_time !== undefined && Date.parse(data.end_time as string) <= Date.parse(data.start_time as string))
+      return 'end_time: must be after start_time';
     if (data.is_campaign_budget_optimization === true) {
       if (data.goal_type !== 'DAILY_SPEND' && data.goal_type !== 'LIFETIME_SPEND') return 'goal_type: Input should be DAILY_SPEND or LIFETIME_SPEND';
       if (!Number.isSafeInteger(data.goal_value) || (data.goal_value as number) <= 0) return 'goal_value: Input should be a positive integer (micro-currency)';
@@ -125,7 +176,8 @@ export class RedditAdsFake extends FakeNetwork {
       if (!BID_TYPES.includes(String(data.bid_type))) return `bid_type: required with campaign budget optimization (${BID_TYPES.join(', ')})`;
       if (data.start_time === undefined) return 'start_time: required with campaign budget optimization';
       if (data.goal_type === 'LIFETIME_SPEND' && data.end_time === undefined) return 'end_time: required with a LIFETIME_SPEND goal';
-    } else if (data.goal_type !== undefined || data.goal_value !== undefined) return 'goal_type and goal_value on a campaign need is_campaign_budget_optimization';
+    } else if (data.goal_type !== undefined || data.goal_value !== undefined)
+      return 'goal_type and goal_value on a campaign need is_campaign_budget_optimization';
     return null;
   }
 

@@ -16,7 +16,20 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  * give is refused). Without `limit`, every campaign in one answer.
  */
 const OBJECTIVE_V2_TYPES = ['AWARENESS_AND_ENGAGEMENT', 'SALES', 'TRAFFIC', 'APP_PROMOTION', 'LEADS'];
-const CAMPAIGN_FIELDS = ['ad_account_id', 'name', 'status', 'start_time', 'end_time', 'daily_budget_micro', 'lifetime_spend_cap_micro', 'objective_v2_properties', 'objective', 'buy_model', 'measurement_spec', 'regulations'];
+const CAMPAIGN_FIELDS = [
+  'ad_account_id',
+  'name',
+  'status',
+  'start_time',
+  'end_time',
+  'daily_budget_micro',
+  'lifetime_spend_cap_micro',
+  'objective_v2_properties',
+  'objective',
+  'buy_model',
+  'measurement_spec',
+  'regulations',
+];
 /** Snap bills in these (its ad account reference). */
 const SNAP_CURRENCIES = ['AUD', 'DKK', 'CAD', 'EUR', 'GBP', 'NOK', 'SEK', 'USD'];
 const ISO_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?([+-]\d{2}:?\d{2}|Z)$/;
@@ -55,7 +68,8 @@ export class SnapchatAdsFake extends FakeNetwork {
     if (refused) return refused;
     const known = this.accounts.get(id);
     if (!known) return this.error(404, 'E3003', 'Resource can not be found', `Ad account ${id} not found`);
-    if (!this.reachableAccount(id, this.bearer(req))) return this.error(403, 'E3002', 'You do not have permission to access this resource', `User is not a member of ad account ${id}`);
+    if (!this.reachableAccount(id, this.bearer(req)))
+      return this.error(403, 'E3002', 'You do not have permission to access this resource', `User is not a member of ad account ${id}`);
     return {
       status: 200,
       json: {
@@ -64,7 +78,15 @@ export class SnapchatAdsFake extends FakeNetwork {
         adaccounts: [
           {
             sub_request_status: 'SUCCESS',
-            adaccount: { id, name: `Account ${id}`, type: 'PARTNER', status: 'ACTIVE', currency: known.currency, timezone: known.timezone, organization_id: randomUUID() },
+            adaccount: {
+              id,
+              name: `Account ${id}`,
+              type: 'PARTNER',
+              status: 'ACTIVE',
+              currency: known.currency,
+              timezone: known.timezone,
+              organization_id: randomUUID(),
+            },
           },
         ],
       },
@@ -77,7 +99,8 @@ export class SnapchatAdsFake extends FakeNetwork {
     const account = this.reachableAccount(id, this.bearer(req));
     if (!this.accounts.has(id)) return this.error(404, 'E3003', 'Resource can not be found', `Ad account ${id} not found`);
     if (!account) return this.error(403, 'E3002', 'You do not have permission to access this resource', `User is not a member of ad account ${id}`);
-    if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return this.error(415, 'E1001', 'Unsupported media type', 'Content-Type must be application/json');
+    if (!(req.headers['content-type'] ?? '').startsWith('application/json'))
+      return this.error(415, 'E1001', 'Unsupported media type', 'Content-Type must be application/json');
     const body = req.body as { campaigns?: unknown } | undefined;
     if (!body || !Array.isArray(body.campaigns) || body.campaigns.length === 0) return this.invalid('campaigns must be a non-empty array');
     const results = body.campaigns.map((campaign) => {
@@ -90,7 +113,17 @@ export class SnapchatAdsFake extends FakeNetwork {
     });
     const failed = results.filter((result) => result.sub_request_status === 'ERROR');
     if (failed.length === results.length)
-      return { status: 400, json: { request_status: 'ERROR', request_id: randomUUID(), debug_message: failed[0].sub_request_error_reason, display_message: 'We are unable to process your request', error_code: 'E1008', campaigns: results } };
+      return {
+        status: 400,
+        json: {
+          request_status: 'ERROR',
+          request_id: randomUUID(),
+          debug_message: failed[0].sub_request_error_reason,
+          display_message: 'We are unable to process your request',
+          error_code: 'E1008',
+          campaigns: results,
+        },
+      };
     return { status: 200, json: { request_status: failed.length ? 'PARTIAL' : 'SUCCESS', request_id: randomUUID(), campaigns: results } };
   }
 
@@ -104,7 +137,8 @@ export class SnapchatAdsFake extends FakeNetwork {
     const refused = this.checkToken(req, this.bearer(req));
     if (refused) return refused;
     if (!this.accounts.has(id)) return this.error(404, 'E3003', 'Resource can not be found', `Ad account ${id} not found`);
-    if (!this.reachableAccount(id, this.bearer(req))) return this.error(403, 'E3002', 'You do not have permission to access this resource', `User is not a member of ad account ${id}`);
+    if (!this.reachableAccount(id, this.bearer(req)))
+      return this.error(403, 'E3002', 'You do not have permission to access this resource', `User is not a member of ad account ${id}`);
     const all = this.campaigns.filter((campaign) => campaign.accountId === id).reverse();
     let start = 0;
     if (req.query.cursor !== undefined) {
@@ -124,7 +158,12 @@ export class SnapchatAdsFake extends FakeNetwork {
     }
     return {
       status: 200,
-      json: { request_status: 'SUCCESS', request_id: randomUUID(), paging, campaigns: page.map((campaign) => ({ sub_request_status: 'SUCCESS', campaign: this.campaignView(campaign) })) },
+      json: {
+        request_status: 'SUCCESS',
+        request_id: randomUUID(),
+        paging,
+        campaigns: page.map((campaign) => ({ sub_request_status: 'SUCCESS', campaign: this.campaignView(campaign) })),
+      },
     };
   }
 
@@ -154,16 +193,21 @@ export class SnapchatAdsFake extends FakeNetwork {
       if (Date.parse(campaign.end_time) <= Date.parse(campaign.start_time)) return 'end_time must be after start_time';
     }
     const v2 = campaign.objective_v2_properties as { objective_v2_type?: unknown } | undefined;
-    if (v2 !== undefined && !OBJECTIVE_V2_TYPES.includes(String(v2?.objective_v2_type))) return `objective_v2_type must be one of ${OBJECTIVE_V2_TYPES.join(', ')}`;
+    if (v2 !== undefined && !OBJECTIVE_V2_TYPES.includes(String(v2?.objective_v2_type)))
+      return `objective_v2_type must be one of ${OBJECTIVE_V2_TYPES.join(', ')}`;
     if (campaign.objective !== undefined && v2 !== undefined) return 'objective and objective_v2_properties cannot both be set';
     const daily = campaign.daily_budget_micro;
     const lifetime = campaign.lifetime_spend_cap_micro;
-    for (const [field, value] of [['daily_budget_micro', daily], ['lifetime_spend_cap_micro', lifetime]] as const)
+    for (const [field, value] of [
+      ['daily_budget_micro', daily],
+      ['lifetime_spend_cap_micro', lifetime],
+    ] as const)
       if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) <= 0)) return `${field} must be a positive integer of micro-currency`;
     if (lifetime !== undefined && campaign.end_time === undefined) return 'a lifetime spend cap needs an end_time';
     if (!SNAP_CURRENCIES.includes(currency)) return `ad account currency ${currency} is not supported`;
     const budget = (daily ?? lifetime) as number | undefined;
-    if (currency === 'USD' && budget !== undefined && budget < USD_MINIMUM_MICROS) return 'The campaign daily budget or lifetime spend cap must be at least 20.00 USD';
+    if (currency === 'USD' && budget !== undefined && budget < USD_MINIMUM_MICROS)
+      return 'The campaign daily budget or lifetime spend cap must be at least 20.00 USD';
     return null;
   }
 

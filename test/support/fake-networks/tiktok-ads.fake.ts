@@ -9,8 +9,27 @@ const BUDGET_MODES = ['BUDGET_MODE_DAY', 'BUDGET_MODE_TOTAL', 'BUDGET_MODE_INFIN
 const MIN_DAILY_USD = 20;
 /** `campaign_name` at most 512 characters, a Chinese or Japanese one counting as two. */
 const NAME_MAX = 512;
-const CAMPAIGN_FIELDS = ['campaign_id', 'campaign_name', 'advertiser_id', 'budget', 'budget_mode', 'objective_type', 'operation_status', 'create_time', 'modify_time'];
-const FILTERS = ['campaign_ids', 'campaign_name', 'objective_type', 'primary_status', 'secondary_status', 'creation_filter_start_time', 'creation_filter_end_time', 'campaign_type'];
+const CAMPAIGN_FIELDS = [
+  'campaign_id',
+  'campaign_name',
+  'advertiser_id',
+  'budget',
+  'budget_mode',
+  'objective_type',
+  'operation_status',
+  'create_time',
+  'modify_time',
+];
+const FILTERS = [
+  'campaign_ids',
+  'campaign_name',
+  'objective_type',
+  'primary_status',
+  'secondary_status',
+  'creation_filter_start_time',
+  'creation_filter_end_time',
+  'campaign_type',
+];
 
 /**
  * TikTok API for Business as the adapter meets it: `Access-Token` header, HTTP 200 with a non-zero
@@ -33,7 +52,13 @@ export class TiktokAdsFake extends FakeNetwork {
 
   /** A campaign put in the advertiser by other means (the Ads Manager, an older try), created at `createTime`. */
   plantCampaign(advertiserId: string, name: string, createTime: string): string {
-    const id = this.remember('campaign', advertiserId, { advertiser_id: advertiserId, campaign_name: name, objective_type: 'WEB_CONVERSIONS', budget_mode: 'BUDGET_MODE_DAY', budget: 50 });
+    const id = this.remember('campaign', advertiserId, {
+      advertiser_id: advertiserId,
+      campaign_name: name,
+      objective_type: 'WEB_CONVERSIONS',
+      budget_mode: 'BUDGET_MODE_DAY',
+      budget: 50,
+    });
     this.createTimes.set(id, createTime);
     return id;
   }
@@ -56,7 +81,14 @@ export class TiktokAdsFake extends FakeNetwork {
       for (const id of ids) {
         const account = this.reachableAccount(String(id), token);
         if (!account) return envelope(40001, `No permission to operate advertiser ${id}.`);
-        list.push({ advertiser_id: String(id), name: `Advertiser ${id}`, currency: account.currency, timezone: account.timezone, display_timezone: account.timezone, status: 'STATUS_ENABLE' });
+        list.push({
+          advertiser_id: String(id),
+          name: `Advertiser ${id}`,
+          currency: account.currency,
+          timezone: account.timezone,
+          display_timezone: account.timezone,
+          status: 'STATUS_ENABLE',
+        });
       }
       return envelope(0, 'OK', { list });
     }
@@ -74,7 +106,8 @@ export class TiktokAdsFake extends FakeNetwork {
       if (!BUDGET_MODES.includes(String(body.budget_mode))) return envelope(40002, `budget_mode: Must be one of: ${BUDGET_MODES.join(', ')}.`);
       if (body.budget_mode !== 'BUDGET_MODE_INFINITE') {
         if (typeof body.budget !== 'number' || !(body.budget > 0)) return envelope(40002, 'budget: Not a valid number.');
-        if (decimals(body.budget) > isoExponent(account.currency)) return envelope(40002, `budget: At most ${isoExponent(account.currency)} decimal places for ${account.currency}.`);
+        if (decimals(body.budget) > isoExponent(account.currency))
+          return envelope(40002, `budget: At most ${isoExponent(account.currency)} decimal places for ${account.currency}.`);
         if (body.budget_mode === 'BUDGET_MODE_DAY' && account.currency === 'USD' && body.budget < MIN_DAILY_USD)
           return envelope(40002, `The daily budget of the campaign must be at least ${MIN_DAILY_USD.toFixed(2)} USD.`);
       }
@@ -103,7 +136,8 @@ export class TiktokAdsFake extends FakeNetwork {
     if (typeof filtering !== 'object' || filtering === null || Array.isArray(filtering)) return envelope(40002, 'filtering: Not a valid mapping type.');
     const unknownFilter = Object.keys(filtering).find((key) => !FILTERS.includes(key));
     if (unknownFilter) return envelope(40002, `filtering.${unknownFilter}: Unknown field.`);
-    if (fields !== undefined && (!Array.isArray(fields) || fields.some((field) => !CAMPAIGN_FIELDS.includes(field)))) return envelope(40002, `fields: Must be a list of: ${CAMPAIGN_FIELDS.join(', ')}.`);
+    if (fields !== undefined && (!Array.isArray(fields) || fields.some((field) => !CAMPAIGN_FIELDS.includes(field))))
+      return envelope(40002, `fields: Must be a list of: ${CAMPAIGN_FIELDS.join(', ')}.`);
     const page = Number(req.query.page ?? 1);
     const pageSize = Number(req.query.page_size ?? 10);
     if (!Number.isInteger(page) || page < 1) return envelope(40002, 'page: Must be greater than or equal to 1.');
@@ -114,11 +148,20 @@ export class TiktokAdsFake extends FakeNetwork {
       .map((entry) => {
         const body = entry.body as Record<string, unknown>;
         const createTime = this.createTimes.get(entry.id) ?? '2026-01-01 00:00:00';
-        return { ...body, campaign_id: entry.id, advertiser_id: advertiserId, operation_status: 'ENABLE', create_time: createTime, modify_time: createTime } as Record<string, unknown>;
+        return {
+          ...body,
+          campaign_id: entry.id,
+          advertiser_id: advertiserId,
+          operation_status: 'ENABLE',
+          create_time: createTime,
+          modify_time: createTime,
+        } as Record<string, unknown>;
       })
       .filter((row) => nameFilter === undefined || String(row.campaign_name).toLowerCase().includes(nameFilter))
       .reverse(); // newest first, as TikTok lists them (unconfirmed)
-    const list = rows.slice((page - 1) * pageSize, page * pageSize).map((row) => (fields ? Object.fromEntries(fields.map((field) => [field, row[field]])) : row));
+    const list = rows
+      .slice((page - 1) * pageSize, page * pageSize)
+      .map((row) => (fields ? Object.fromEntries(fields.map((field) => [field, row[field]])) : row));
     return envelope(0, 'OK', { list, page_info: { page, page_size: pageSize, total_number: rows.length, total_page: Math.ceil(rows.length / pageSize) } });
   }
 

@@ -1,7 +1,9 @@
 import { CampaignSpec } from '@campaign-ops/channels';
 
 /** A unified campaign (API.md §3) for the adapters' specs: USD 12.34 a day from 2027-01-04 09:00 UTC. */
-export function unifiedCampaign(overrides: { name?: string; objective?: string; budget?: Partial<CampaignSpec['budget']>; schedule?: Partial<CampaignSpec['schedule']> } = {}): CampaignSpec {
+export function unifiedCampaign(
+  overrides: { name?: string; objective?: string; budget?: Partial<CampaignSpec['budget']>; schedule?: Partial<CampaignSpec['schedule']> } = {},
+): CampaignSpec {
   return {
     name: overrides.name ?? `Spring sale ${Math.random().toString(36).slice(2, 8)}`,
     objective: overrides.objective ?? 'conversion',

@@ -29,14 +29,66 @@ import { FakeAnswer, FakeNetwork, OAuthShape, RecordedRequest } from './fake-net
  *   of up to 200 comma-separated ids, `q` a case-insensitive prefix of the name); deleted entities
  *   only `with_deleted=true`; `{data, next_cursor, request}`. Unsorted, a list is in id order.
  */
-const OBJECTIVES = ['APP_ENGAGEMENTS', 'APP_INSTALLS', 'ENGAGEMENTS', 'FOLLOWERS', 'LEAD_GENERATION', 'PREROLL_VIEWS', 'REACH', 'VIDEO_VIEWS', 'WEBSITE_CLICKS', 'WEBSITE_CONVERSIONS'];
+const OBJECTIVES = [
+  'APP_ENGAGEMENTS',
+  'APP_INSTALLS',
+  'ENGAGEMENTS',
+  'FOLLOWERS',
+  'LEAD_GENERATION',
+  'PREROLL_VIEWS',
+  'REACH',
+  'VIDEO_VIEWS',
+  'WEBSITE_CLICKS',
+  'WEBSITE_CONVERSIONS',
+];
 const ENTITY_STATUSES = ['ACTIVE', 'PAUSED', 'DRAFT'];
-const CAMPAIGN_PARAMS = ['name', 'funding_instrument_id', 'entity_status', 'budget_optimization', 'daily_budget_amount_local_micro', 'total_budget_amount_local_micro', 'standard_delivery', 'frequency_cap', 'duration_in_days', 'purchase_order_number'];
-const LINE_ITEM_PARAMS = ['campaign_id', 'name', 'objective', 'product_type', 'placements', 'bid_strategy', 'bid_amount_local_micro', 'entity_status', 'start_time', 'end_time', 'goal', 'pay_by', 'ios_app_store_identifier', 'android_app_store_identifier', 'primary_web_event_tag', 'advertiser_domain', 'categories', 'audience_expansion', 'total_budget_amount_local_micro'];
+const CAMPAIGN_PARAMS = [
+  'name',
+  'funding_instrument_id',
+  'entity_status',
+  'budget_optimization',
+  'daily_budget_amount_local_micro',
+  'total_budget_amount_local_micro',
+  'standard_delivery',
+  'frequency_cap',
+  'duration_in_days',
+  'purchase_order_number',
+];
+const LINE_ITEM_PARAMS = [
+  'campaign_id',
+  'name',
+  'objective',
+  'product_type',
+  'placements',
+  'bid_strategy',
+  'bid_amount_local_micro',
+  'entity_status',
+  'start_time',
+  'end_time',
+  'goal',
+  'pay_by',
+  'ios_app_store_identifier',
+  'android_app_store_identifier',
+  'primary_web_event_tag',
+  'advertiser_domain',
+  'categories',
+  'audience_expansion',
+  'total_budget_amount_local_micro',
+];
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 const COLLECTION_PARAMS = ['count', 'cursor', 'q', 'sort_by', 'with_deleted', 'with_draft', 'with_total_count', 'funding_instrument_ids'];
 const SORTABLE: Record<string, string[]> = {
-  campaigns: ['created_at', 'updated_at', 'deleted', 'name', 'start_time', 'end_time', 'daily_budget_amount_local_micro', 'total_budget_amount_local_micro', 'standard_delivery'],
+  campaigns: [
+    'created_at',
+    'updated_at',
+    'deleted',
+    'name',
+    'start_time',
+    'end_time',
+    'daily_budget_amount_local_micro',
+    'total_budget_amount_local_micro',
+    'standard_delivery',
+  ],
   line_items: ['created_at', 'updated_at', 'deleted', 'bid_amount_local_micro'],
 };
 
@@ -112,7 +164,8 @@ export class XAdsFake extends FakeNetwork {
     if (signed.token === undefined) return this.error(401, 'UNAUTHORIZED_ACCESS', 'This request requires a user context', req);
     const state = this.tokenState(signed.token);
     const dead = state === 'expired' || this.invalidated.has(signed.token);
-    if (state !== 'valid') return this.error(401, dead ? '89' : 'UNAUTHORIZED_ACCESS', dead ? 'Invalid or expired token.' : 'This request is not properly authenticated', req);
+    if (state !== 'valid')
+      return this.error(401, dead ? '89' : 'UNAUTHORIZED_ACCESS', dead ? 'Invalid or expired token.' : 'This request is not properly authenticated', req);
     if (req.path === '/1.1/oauth/invalidate_token' && req.method === 'POST') return this.invalidateToken(signed.token);
 
     const match = /^\/12\/accounts\/([^/]+)(\/[a-z_]+)?(?:\/([^/]+))?$/.exec(req.path);
@@ -124,7 +177,15 @@ export class XAdsFake extends FakeNetwork {
     if (!account) return this.error(403, 'ACCOUNT_NOT_FOUND', 'The specified account does not exist or the user does not have access to it', req);
 
     if (!collection && req.method === 'GET')
-      return this.ok(req, { id: accountId, name: `Ads ${accountId}`, timezone: account.timezone, timezone_switch_at: '2016-07-21T07:00:00Z', approval_status: 'ACCEPTED', deleted: false, salt: randomBytes(16).toString('hex') });
+      return this.ok(req, {
+        id: accountId,
+        name: `Ads ${accountId}`,
+        timezone: account.timezone,
+        timezone_switch_at: '2016-07-21T07:00:00Z',
+        approval_status: 'ACCEPTED',
+        deleted: false,
+        salt: randomBytes(16).toString('hex'),
+      });
     if (collection === '/funding_instruments' && req.method === 'GET' && !entityId) return this.ok(req, [this.fundingInstrument(accountId, account.currency)]);
     if (collection === '/campaigns' && req.method === 'POST' && !entityId) return this.createCampaign(req, accountId, account.currency);
     if (collection === '/campaigns' && req.method === 'GET' && !entityId) return this.list(req, accountId, 'campaigns');
@@ -142,7 +203,16 @@ export class XAdsFake extends FakeNetwork {
   }
 
   private fundingInstrument(accountId: string, currency: string): Record<string, unknown> {
-    return { id: `fi${accountId.slice(0, 4)}`, account_id: accountId, currency, type: 'CREDIT_CARD', entity_status: 'ACTIVE', able_to_fund: true, deleted: false, description: 'Visa ending in 1234' };
+    return {
+      id: `fi${accountId.slice(0, 4)}`,
+      account_id: accountId,
+      currency,
+      type: 'CREDIT_CARD',
+      entity_status: 'ACTIVE',
+      able_to_fund: true,
+      deleted: false,
+      description: 'Visa ending in 1234',
+    };
   }
 
   private createCampaign(req: RecordedRequest, accountId: string, currency: string): FakeAnswer {
@@ -150,17 +220,30 @@ export class XAdsFake extends FakeNetwork {
     const unknown = Object.keys(params).find((name) => !CAMPAIGN_PARAMS.includes(name));
     if (unknown) return this.error(400, 'INVALID_PARAMETER', `${unknown} is not a parameter of this endpoint`, req, unknown);
     if (!params.name || params.name.length > 255) return this.error(400, 'MISSING_PARAMETER', 'name is required (at most 255 characters)', req, 'name');
-    if (params.funding_instrument_id !== this.fundingInstrument(accountId, currency).id) return this.error(400, 'INVALID_FUNDING_INSTRUMENT', 'funding_instrument_id is not a funding instrument of this account', req, 'funding_instrument_id');
-    if (params.entity_status !== undefined && !ENTITY_STATUSES.includes(params.entity_status)) return this.error(400, 'INVALID_PARAMETER', `entity_status must be one of ${ENTITY_STATUSES.join(', ')}`, req, 'entity_status');
+    if (params.funding_instrument_id !== this.fundingInstrument(accountId, currency).id)
+      return this.error(400, 'INVALID_FUNDING_INSTRUMENT', 'funding_instrument_id is not a funding instrument of this account', req, 'funding_instrument_id');
+    if (params.entity_status !== undefined && !ENTITY_STATUSES.includes(params.entity_status))
+      return this.error(400, 'INVALID_PARAMETER', `entity_status must be one of ${ENTITY_STATUSES.join(', ')}`, req, 'entity_status');
     if (params.budget_optimization !== undefined && params.budget_optimization !== 'CAMPAIGN' && params.budget_optimization !== 'LINE_ITEM')
       return this.error(400, 'INVALID_PARAMETER', 'budget_optimization must be CAMPAIGN or LINE_ITEM', req, 'budget_optimization');
     const daily = params.daily_budget_amount_local_micro;
     const total = params.total_budget_amount_local_micro;
     if ((params.budget_optimization ?? 'CAMPAIGN') === 'CAMPAIGN' && daily === undefined)
-      return this.error(400, 'MISSING_PARAMETER', 'daily_budget_amount_local_micro is required with budget_optimization CAMPAIGN', req, 'daily_budget_amount_local_micro');
-    for (const [name, value] of [['daily_budget_amount_local_micro', daily], ['total_budget_amount_local_micro', total]] as const)
-      if (value !== undefined && (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value)))) return this.error(400, 'INVALID_PARAMETER', `${name} must be a positive whole number of micros`, req, name);
-    if (daily !== undefined && total !== undefined && Number(daily) > Number(total)) return this.error(400, 'INVALID_PARAMETER', 'daily budget cannot exceed the total budget', req, 'daily_budget_amount_local_micro');
+      return this.error(
+        400,
+        'MISSING_PARAMETER',
+        'daily_budget_amount_local_micro is required with budget_optimization CAMPAIGN',
+        req,
+        'daily_budget_amount_local_micro',
+      );
+    for (const [name, value] of [
+      ['daily_budget_amount_local_micro', daily],
+      ['total_budget_amount_local_micro', total],
+    ] as const)
+      if (value !== undefined && (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value))))
+        return this.error(400, 'INVALID_PARAMETER', `${name} must be a positive whole number of micros`, req, name);
+    if (daily !== undefined && total !== undefined && Number(daily) > Number(total))
+      return this.error(400, 'INVALID_PARAMETER', 'daily budget cannot exceed the total budget', req, 'daily_budget_amount_local_micro');
     const stored = this.store(this.campaigns, accountId, params);
     this.created.push({ id: stored.id, accountId, kind: 'campaign', body: { ...params } });
     return this.ok(req, { ...this.campaignView(stored), currency });
@@ -171,14 +254,20 @@ export class XAdsFake extends FakeNetwork {
     const unknown = Object.keys(params).find((name) => !LINE_ITEM_PARAMS.includes(name));
     if (unknown) return this.error(400, 'INVALID_PARAMETER', `${unknown} is not a parameter of this endpoint`, req, unknown);
     const campaign = this.campaigns.get(params.campaign_id ?? '');
-    if (!campaign || campaign.deleted || campaign.accountId !== accountId) return this.error(404, 'CAMPAIGN_NOT_FOUND', 'campaign_id is not a campaign of this account', req, 'campaign_id');
-    if (!OBJECTIVES.includes(params.objective ?? '')) return this.error(400, 'INVALID_PARAMETER', `objective must be one of ${OBJECTIVES.join(', ')}`, req, 'objective');
-    if (params.product_type !== 'PROMOTED_TWEETS' && params.product_type !== 'PROMOTED_ACCOUNT') return this.error(400, 'INVALID_PARAMETER', 'product_type must be PROMOTED_TWEETS or PROMOTED_ACCOUNT', req, 'product_type');
+    if (!campaign || campaign.deleted || campaign.accountId !== accountId)
+      return this.error(404, 'CAMPAIGN_NOT_FOUND', 'campaign_id is not a campaign of this account', req, 'campaign_id');
+    if (!OBJECTIVES.includes(params.objective ?? ''))
+      return this.error(400, 'INVALID_PARAMETER', `objective must be one of ${OBJECTIVES.join(', ')}`, req, 'objective');
+    if (params.product_type !== 'PROMOTED_TWEETS' && params.product_type !== 'PROMOTED_ACCOUNT')
+      return this.error(400, 'INVALID_PARAMETER', 'product_type must be PROMOTED_TWEETS or PROMOTED_ACCOUNT', req, 'product_type');
     if (!params.placements) return this.error(400, 'MISSING_PARAMETER', 'placements is required', req, 'placements');
-    if (params.entity_status !== undefined && !ENTITY_STATUSES.includes(params.entity_status)) return this.error(400, 'INVALID_PARAMETER', `entity_status must be one of ${ENTITY_STATUSES.join(', ')}`, req, 'entity_status');
+    if (params.entity_status !== undefined && !ENTITY_STATUSES.includes(params.entity_status))
+      return this.error(400, 'INVALID_PARAMETER', `entity_status must be one of ${ENTITY_STATUSES.join(', ')}`, req, 'entity_status');
     for (const name of ['start_time', 'end_time'] as const)
-      if (params[name] !== undefined && !ISO_8601.test(params[name])) return this.error(400, 'INVALID_PARAMETER', `${name} must be an ISO 8601 date-time`, req, name);
-    if (params.start_time && params.end_time && Date.parse(params.end_time) <= Date.parse(params.start_time)) return this.error(400, 'INVALID_PARAMETER', 'end_time must be after start_time', req, 'end_time');
+      if (params[name] !== undefined && !ISO_8601.test(params[name]))
+        return this.error(400, 'INVALID_PARAMETER', `${name} must be an ISO 8601 date-time`, req, name);
+    if (params.start_time && params.end_time && Date.parse(params.end_time) <= Date.parse(params.start_time))
+      return this.error(400, 'INVALID_PARAMETER', 'end_time must be after start_time', req, 'end_time');
     if (params.objective === 'APP_INSTALLS' && !params.ios_app_store_identifier && !params.android_app_store_identifier)
       return this.error(400, 'MISSING_PARAMETER', 'An app store identifier is required for the APP_INSTALLS objective', req, 'android_app_store_identifier');
     const stored = this.store(this.lineItems, accountId, params);
@@ -194,7 +283,13 @@ export class XAdsFake extends FakeNetwork {
   /** Keeps an entity; ids and creation times strictly increase, as X's do between two creates. */
   private store(into: Map<string, StoredEntity>, accountId: string, params: Record<string, string>): StoredEntity {
     this.lastCreatedAt = Math.max(Date.now(), this.lastCreatedAt + 1);
-    const stored = { id: (this.idCounter++).toString(36), accountId, deleted: false, createdAt: new Date(this.lastCreatedAt).toISOString().replace(/\.\d{3}Z$/, 'Z'), params: { ...params } };
+    const stored = {
+      id: (this.idCounter++).toString(36),
+      accountId,
+      deleted: false,
+      createdAt: new Date(this.lastCreatedAt).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      params: { ...params },
+    };
     into.set(stored.id, stored);
     return stored;
   }
@@ -215,7 +310,14 @@ export class XAdsFake extends FakeNetwork {
   }
 
   private lineItemView(lineItem: StoredEntity): Record<string, unknown> {
-    return { ...lineItem.params, id: lineItem.id, account_id: lineItem.accountId, deleted: lineItem.deleted, created_at: lineItem.createdAt, updated_at: lineItem.createdAt };
+    return {
+      ...lineItem.params,
+      id: lineItem.id,
+      account_id: lineItem.accountId,
+      deleted: lineItem.deleted,
+      created_at: lineItem.createdAt,
+      updated_at: lineItem.createdAt,
+    };
   }
 
   /** `GET .../campaigns` or `.../line_items`, with X's collection parameters. */
@@ -227,15 +329,19 @@ export class XAdsFake extends FakeNetwork {
     const count = params.count === undefined ? 200 : Number(params.count);
     if (!Number.isInteger(count) || count < 1 || count > 1000) return this.error(400, 'INVALID_PARAMETER', 'count must be between 1 and 1000', req, 'count');
     for (const flag of ['with_deleted', 'with_draft', 'with_total_count'])
-      if (params[flag] !== undefined && params[flag] !== 'true' && params[flag] !== 'false') return this.error(400, 'INVALID_PARAMETER', `${flag} must be true or false`, req, flag);
-    if (params.with_total_count === 'true' && params.cursor !== undefined) return this.error(400, 'INVALID_PARAMETER', 'with_total_count and cursor are exclusive', req, 'with_total_count');
+      if (params[flag] !== undefined && params[flag] !== 'true' && params[flag] !== 'false')
+        return this.error(400, 'INVALID_PARAMETER', `${flag} must be true or false`, req, flag);
+    if (params.with_total_count === 'true' && params.cursor !== undefined)
+      return this.error(400, 'INVALID_PARAMETER', 'with_total_count and cursor are exclusive', req, 'with_total_count');
     const sort = params.sort_by === undefined ? null : /^([a-z_]+)-(asc|desc)$/.exec(params.sort_by);
-    if (params.sort_by !== undefined && (!sort || !SORTABLE[collection].includes(sort[1]))) return this.error(400, 'INVALID_PARAMETER', `sort_by must be one of ${SORTABLE[collection].join(', ')} with -asc or -desc`, req, 'sort_by');
+    if (params.sort_by !== undefined && (!sort || !SORTABLE[collection].includes(sort[1])))
+      return this.error(400, 'INVALID_PARAMETER', `sort_by must be one of ${SORTABLE[collection].join(', ')} with -asc or -desc`, req, 'sort_by');
     const filters: Record<string, string[]> = {};
     for (const name of [...ids, 'funding_instrument_ids']) {
       if (params[name] === undefined) continue;
       filters[name] = params[name].split(',');
-      if (filters[name].length > 200 || filters[name].some((id) => !id)) return this.error(400, 'INVALID_PARAMETER', `${name} takes 1 to 200 comma-separated ids`, req, name);
+      if (filters[name].length > 200 || filters[name].some((id) => !id))
+        return this.error(400, 'INVALID_PARAMETER', `${name} takes 1 to 200 comma-separated ids`, req, name);
     }
     let start = 0;
     if (params.cursor !== undefined) {
@@ -268,7 +374,15 @@ export class XAdsFake extends FakeNetwork {
       nextCursor = randomBytes(6).toString('hex');
       this.cursors.set(nextCursor, start + page.length);
     }
-    return { status: 200, json: { request: { params: req.query }, data: page, next_cursor: nextCursor, ...(params.with_total_count === 'true' ? { total_count: views.length } : {}) } };
+    return {
+      status: 200,
+      json: {
+        request: { params: req.query },
+        data: page,
+        next_cursor: nextCursor,
+        ...(params.with_total_count === 'true' ? { total_count: views.length } : {}),
+      },
+    };
   }
 
   private deleteCampaign(req: RecordedRequest, accountId: string, id: string): FakeAnswer {
@@ -294,7 +408,8 @@ export class XAdsFake extends FakeNetwork {
 
   private consentPage(req: RecordedRequest): FakeAnswer {
     const pending = this.requestTokens.get(req.query.oauth_token ?? '');
-    if (!pending || pending.used) return { status: 400, text: 'This page is no longer valid. The request token is unknown or was used.', contentType: 'text/html' };
+    if (!pending || pending.used)
+      return { status: 400, text: 'This page is no longer valid. The request token is unknown or was used.', contentType: 'text/html' };
     const back = new URL(pending.callback);
     if (this.refusingNextConsent) {
       this.refusingNextConsent = false;
@@ -320,7 +435,11 @@ export class XAdsFake extends FakeNetwork {
       return { status: 401, text: 'Error processing your OAuth request: Invalid oauth_verifier parameter', contentType: 'text/html' };
     pending.used = true;
     const [token, secret] = this.issueAccessToken().split(':');
-    return { status: 200, text: `oauth_token=${token}&oauth_token_secret=${secret}&user_id=6253282&screen_name=acme_ads`, contentType: 'text/html;charset=utf-8' };
+    return {
+      status: 200,
+      text: `oauth_token=${token}&oauth_token_secret=${secret}&user_id=6253282&screen_name=acme_ads`,
+      contentType: 'text/html;charset=utf-8',
+    };
   }
 
   /** RFC 5849 §3.2: the header's parameters, the consumer, the timestamp, the nonce and the HMAC-SHA1 signature. */
@@ -336,13 +455,15 @@ export class XAdsFake extends FakeNetwork {
       oauth[decodeURIComponent(pair[1])] = decodeURIComponent(pair[2]);
     }
     if (oauth.oauth_consumer_key !== this.clientId) return this.error(401, '32', 'Could not authenticate you.', req);
-    if (oauth.oauth_signature_method !== 'HMAC-SHA1' || (oauth.oauth_version !== undefined && oauth.oauth_version !== '1.0')) return this.error(401, '32', 'Could not authenticate you.', req);
+    if (oauth.oauth_signature_method !== 'HMAC-SHA1' || (oauth.oauth_version !== undefined && oauth.oauth_version !== '1.0'))
+      return this.error(401, '32', 'Could not authenticate you.', req);
     if (!oauth.oauth_nonce || this.seenNonces.has(oauth.oauth_nonce)) return this.error(401, '32', 'Could not authenticate you (nonce reused).', req);
     if (Math.abs(Number(oauth.oauth_timestamp) - Date.now() / 1000) > 300) return this.error(401, '135', 'Timestamp out of bounds.', req);
     const token = oauth.oauth_token;
     const tokenSecret = token === undefined ? '' : (this.tokenSecrets.get(token) ?? this.requestTokens.get(token)?.secret ?? '');
     const params: Array<[string, string]> = Object.entries(req.query);
-    if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded') && typeof req.body === 'object' && req.body) params.push(...Object.entries(req.body as Record<string, string>));
+    if ((req.headers['content-type'] ?? '').startsWith('application/x-www-form-urlencoded') && typeof req.body === 'object' && req.body)
+      params.push(...Object.entries(req.body as Record<string, string>));
     for (const [name, value] of Object.entries(oauth)) if (name !== 'oauth_signature' && name !== 'realm') params.push([name, value]);
     const normalized = params
       .map(([k, v]) => [encode(k), encode(v)])
@@ -350,7 +471,9 @@ export class XAdsFake extends FakeNetwork {
       .map(([k, v]) => `${k}=${v}`)
       .join('&');
     const base = `${req.method}&${encode(this.url + req.path)}&${encode(normalized)}`;
-    const expected = createHmac('sha1', `${encode(this.clientSecret)}&${encode(tokenSecret)}`).update(base).digest('base64');
+    const expected = createHmac('sha1', `${encode(this.clientSecret)}&${encode(tokenSecret)}`)
+      .update(base)
+      .digest('base64');
     if (expected !== oauth.oauth_signature) return this.error(401, '32', 'Could not authenticate you.', req);
     this.seenNonces.add(oauth.oauth_nonce);
     this.verified.set(req, { token, oauth });
@@ -372,7 +495,10 @@ export class XAdsFake extends FakeNetwork {
 
   protected rateLimitedAnswer(req: RecordedRequest, retryAfterSeconds: number): FakeAnswer {
     const reset = Math.floor(Date.now() / 1000) + retryAfterSeconds;
-    return { ...this.error(429, 'TOO_MANY_REQUESTS', 'Rate limit exceeded', req), headers: { 'x-account-rate-limit-limit': '2000', 'x-account-rate-limit-remaining': '0', 'x-account-rate-limit-reset': String(reset) } };
+    return {
+      ...this.error(429, 'TOO_MANY_REQUESTS', 'Rate limit exceeded', req),
+      headers: { 'x-account-rate-limit-limit': '2000', 'x-account-rate-limit-remaining': '0', 'x-account-rate-limit-reset': String(reset) },
+    };
   }
 
   protected serverErrorAnswer(req: RecordedRequest, status: number): FakeAnswer {

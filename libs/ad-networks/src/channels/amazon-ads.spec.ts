@@ -1,5 +1,12 @@
 import { CampaignSpec } from '@campaign-ops/channels';
-import { AmazonAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, rejection } from '../../../../test/support/fake-networks';
+import {
+  AmazonAdsFake,
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  followConsent,
+  refusingLoopbackUrl,
+  rejection,
+} from '../../../../test/support/fake-networks';
 import { NetworkHttp } from '../network-http';
 import { AmazonAds } from './amazon-ads';
 
@@ -18,14 +25,19 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-
 describe('AmazonAds against its fake', () => {
   let fake: AmazonAdsFake;
   let amazon: AmazonAds;
   let token: string;
 
   beforeAll(async () => {
-    fake = await AmazonAdsFake.start({ accounts: [{ id: US_ACCOUNT, ...usd }, { id: JP_ACCOUNT, ...jpy }, { id: UK_ACCOUNT, ...gbp }] });
+    fake = await AmazonAdsFake.start({
+      accounts: [
+        { id: US_ACCOUNT, ...usd },
+        { id: JP_ACCOUNT, ...jpy },
+        { id: UK_ACCOUNT, ...gbp },
+      ],
+    });
     amazon = new AmazonAds(fake.settings(), new NetworkHttp('amazon_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
   });
   beforeEach(() => {
@@ -38,8 +50,10 @@ describe('AmazonAds against its fake', () => {
 
   const create = (spec: CampaignSpec, accountId = US_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
     amazon.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
-  const find = (dispatchId: string, accountId = US_ACCOUNT) => amazon.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
-  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => amazon.validateCampaign({ accessToken: token, providerAccountId: US_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = US_ACCOUNT) =>
+    amazon.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') =>
+    amazon.validateCampaign({ accessToken: token, providerAccountId: US_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentCampaign = () => (fake.lastRequest('/adsApi/v1/create/campaigns').body as { campaigns: Array<Record<string, any>> }).campaigns[0];
 
   it('can launch only with its client id (else channel_live_unavailable)', async () => {
@@ -51,12 +65,24 @@ describe('AmazonAds against its fake', () => {
   describe('Login with Amazon', () => {
     it('consent with the campaign-management scope; the code exchanged, then refreshed (client in the body)', async () => {
       const url = amazon.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/cb', providerAccountId: US_ACCOUNT });
-      expect(Object.fromEntries(new URL(url).searchParams)).toEqual({ client_id: fake.clientId, scope: 'advertising::campaign_management', response_type: 'code', redirect_uri: 'https://ops.example/cb', state: 'st_1' });
+      expect(Object.fromEntries(new URL(url).searchParams)).toEqual({
+        client_id: fake.clientId,
+        scope: 'advertising::campaign_management',
+        response_type: 'code',
+        redirect_uri: 'https://ops.example/cb',
+        state: 'st_1',
+      });
       const back = await followConsent(url);
       expect(back.query.state).toBe('st_1');
 
       const tokens = await amazon.exchangeCode({ code: back.query.code, redirectUri: 'https://ops.example/cb' });
-      expect(fake.lastRequest('/auth/o2/token').body).toEqual({ grant_type: 'authorization_code', code: back.query.code, redirect_uri: 'https://ops.example/cb', client_id: fake.clientId, client_secret: fake.clientSecret });
+      expect(fake.lastRequest('/auth/o2/token').body).toEqual({
+        grant_type: 'authorization_code',
+        code: back.query.code,
+        redirect_uri: 'https://ops.example/cb',
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+      });
       expect(tokens.refreshToken).toMatch(/^rt-/);
       const lifetime = Date.parse(tokens.expiresAt!) - Date.now();
       expect(lifetime).toBeGreaterThan(3_500_000);
@@ -82,11 +108,16 @@ describe('AmazonAds against its fake', () => {
 
   describe("this service's OAuth client refused (a wrong client secret)", () => {
     it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = new AmazonAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('amazon_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new AmazonAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('amazon_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_AMAZON_ADS_CLIENT_ID');
-      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject(
+        { kind: 'validation', providerCode: 'invalid_client' },
+      );
     });
   });
 
@@ -94,11 +125,16 @@ describe('AmazonAds against its fake', () => {
     it('finds the profile of the advertiser account (or of a profile id): its currencyCode and timezone', async () => {
       expect(await amazon.readAccount({ accessToken: token, providerAccountId: JP_ACCOUNT })).toEqual(jpy);
       const sent = fake.lastRequest();
-      expect([sent.method, sent.path, sent.headers.authorization, sent.headers['amazon-advertising-api-clientid']]).toEqual(['GET', '/v2/profiles', `Bearer ${token}`, fake.clientId]);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.headers['amazon-advertising-api-clientid']]).toEqual([
+        'GET',
+        '/v2/profiles',
+        `Bearer ${token}`,
+        fake.clientId,
+      ]);
       expect(await amazon.readAccount({ accessToken: token, providerAccountId: String(fake.profileIdOf(UK_ACCOUNT)) })).toEqual(gbp);
     });
 
-    it('401 is auth; an account among none of the token\'s profiles is account_unreachable', async () => {
+    it("401 is auth; an account among none of the token's profiles is account_unreachable", async () => {
       fake.expireToken(token);
       const expired = await rejection(amazon.readAccount({ accessToken: token, providerAccountId: US_ACCOUNT }));
       expect([expired.kind, expired.providerCode, expired.httpStatus]).toEqual(['auth', 'UNAUTHORIZED', 401]);
@@ -111,8 +147,10 @@ describe('AmazonAds against its fake', () => {
   });
 
   describe('creating a campaign', () => {
-    it('posts a PAUSED Sponsored Products campaign for the profile, field by field, and answers Amazon\'s campaignId', async () => {
-      const created = await create(campaign({ schedule: { start_at: '2027-01-04T09:00:00.000Z', timezone: 'America/Los_Angeles', end_at: '2027-02-01T08:00:00Z' } }));
+    it("posts a PAUSED Sponsored Products campaign for the profile, field by field, and answers Amazon's campaignId", async () => {
+      const created = await create(
+        campaign({ schedule: { start_at: '2027-01-04T09:00:00.000Z', timezone: 'America/Los_Angeles', end_at: '2027-02-01T08:00:00Z' } }),
+      );
       const sent = fake.lastRequest('/adsApi/v1/create/campaigns');
       expect(sent.method).toBe('POST');
       expect(sent.headers).toMatchObject({
@@ -139,11 +177,14 @@ describe('AmazonAds against its fake', () => {
       expect(created.providerResourceId).toBe(fake.created[fake.created.length - 1].id);
     });
 
-    it.each(['conversion', 'traffic', 'awareness', 'leads', 'engagement', 'app_installs'])('objective %s: Amazon has no objective field, the same campaign', async (objective) => {
-      await create(campaign({ objective }));
-      expect(sentCampaign()).toMatchObject({ adProduct: 'SPONSORED_PRODUCTS', state: 'PAUSED' });
-      expect(Object.keys(sentCampaign()).some((field) => /objective|goal/i.test(field))).toBe(false);
-    });
+    it.each(['conversion', 'traffic', 'awareness', 'leads', 'engagement', 'app_installs'])(
+      'objective %s: Amazon has no objective field, the same campaign',
+      async (objective) => {
+        await create(campaign({ objective }));
+        expect(sentCampaign()).toMatchObject({ adProduct: 'SPONSORED_PRODUCTS', state: 'PAUSED' });
+        expect(Object.keys(sentCampaign()).some((field) => /objective|goal/i.test(field))).toBe(false);
+      },
+    );
 
     it.each([
       ['USD', 12_340_000, 12.34, 'US', US_ACCOUNT, usd],
@@ -156,18 +197,30 @@ describe('AmazonAds against its fake', () => {
       expect(sentCampaign().marketplaces).toEqual([marketplace]);
     });
 
-    it('a budget finer than the currency\'s minor unit, or a lifetime budget, is refused before any call', async () => {
+    it("a budget finer than the currency's minor unit, or a lifetime budget, is refused before any call", async () => {
       const before = fake.requests.length;
       const fraction = await rejection(create(campaign({ budget: { amount_micros: 1_500_500_000, currency: 'JPY', type: 'daily' } }), JP_ACCOUNT, jpy));
       expect([fraction.kind, fraction.providerCode]).toEqual(['validation', 'budget_not_whole_minor_units']);
-      const lifetime = await rejection(create(campaign({ budget: { amount_micros: 100_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-01-04T09:00:00Z', timezone: 'UTC', end_at: '2027-02-04T09:00:00Z' } })));
+      const lifetime = await rejection(
+        create(
+          campaign({
+            budget: { amount_micros: 100_000_000, currency: 'USD', type: 'lifetime' },
+            schedule: { start_at: '2027-01-04T09:00:00Z', timezone: 'UTC', end_at: '2027-02-04T09:00:00Z' },
+          }),
+        ),
+      );
       expect([lifetime.kind, lifetime.providerCode]).toEqual(['validation', 'budget_type_unsupported']);
       expect(fake.requests.length).toBe(before);
     });
 
-    it('an error entry of the 207 is validation with Amazon\'s code and message', async () => {
+    it("an error entry of the 207 is validation with Amazon's code and message", async () => {
       const refused = await rejection(create(campaign({ budget: { amount_micros: 50_000_000, currency: 'JPY', type: 'daily' } }), JP_ACCOUNT, jpy));
-      expect([refused.kind, refused.providerCode, refused.httpStatus, refused.message]).toEqual(['validation', 'FIELD_VALUE_IS_BELOW_MINIMUM_LIMIT', 207, 'The daily budget must be at least 100 JPY']);
+      expect([refused.kind, refused.providerCode, refused.httpStatus, refused.message]).toEqual([
+        'validation',
+        'FIELD_VALUE_IS_BELOW_MINIMUM_LIMIT',
+        207,
+        'The daily budget must be at least 100 JPY',
+      ]);
     });
 
     it('401 is auth; a denied profile is account_unreachable', async () => {
@@ -178,7 +231,7 @@ describe('AmazonAds against its fake', () => {
       expect((await rejection(create(campaign()))).kind).toBe('account_unreachable');
     });
 
-    it('429 is rate_limited after Amazon\'s Retry-After; 5xx transient; no answer transient without a code', async () => {
+    it("429 is rate_limited after Amazon's Retry-After; 5xx transient; no answer transient without a code", async () => {
       fake.rateLimitNext(1, 3);
       const limited = await rejection(create(campaign()));
       expect([limited.kind, limited.providerCode, limited.retryAfterMs]).toEqual(['rate_limited', 'TOO_MANY_REQUESTS', 3_000]);
@@ -186,7 +239,10 @@ describe('AmazonAds against its fake', () => {
       const failed = await rejection(create(campaign()));
       expect([failed.kind, failed.providerCode, failed.httpStatus]).toEqual(['transient', 'INTERNAL_ERROR', 500]);
 
-      const down = new AmazonAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('amazon_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const down = new AmazonAds(
+        { ...fake.settings(), apiUrl: await refusingLoopbackUrl() },
+        new NetworkHttp('amazon_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const unreachable = await rejection(down.readAccount({ accessToken: token, providerAccountId: US_ACCOUNT }));
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
     });
@@ -220,7 +276,9 @@ describe('AmazonAds against its fake', () => {
 
     it('finds the one campaign a create made, by the id the create answered', async () => {
       const created = await create(campaign(), US_ACCOUNT, usd, 'dsp_found_one');
-      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+      expect(await find('dsp_found_one')).toEqual([
+        { providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) },
+      ]);
     });
 
     it('finds two, oldest first, when Amazon made the campaign twice (and answered 503)', async () => {
@@ -238,7 +296,10 @@ describe('AmazonAds against its fake', () => {
     });
 
     it('follows nextToken', async () => {
-      fake.plantCampaigns(US_ACCOUNT, Array.from({ length: 5_000 }, (_, i) => `Other · dsp_paged${i}`));
+      fake.plantCampaigns(
+        US_ACCOUNT,
+        Array.from({ length: 5_000 }, (_, i) => `Other · dsp_paged${i}`),
+      );
       const created = await create(campaign(), US_ACCOUNT, usd, 'dsp_paged');
       const before = fake.requests.length;
       expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
@@ -264,11 +325,23 @@ describe('AmazonAds against its fake', () => {
 
     it('a campaign a create would refuse before calling is validation, still without a request', async () => {
       const before = fake.requests.length;
-      expect(await rejection(validate(campaign({ budget: { amount_micros: 100_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-01-04T09:00:00Z', timezone: 'UTC', end_at: '2027-02-04T09:00:00Z' } })))).toMatchObject({
+      expect(
+        await rejection(
+          validate(
+            campaign({
+              budget: { amount_micros: 100_000_000, currency: 'USD', type: 'lifetime' },
+              schedule: { start_at: '2027-01-04T09:00:00Z', timezone: 'UTC', end_at: '2027-02-04T09:00:00Z' },
+            }),
+          ),
+        ),
+      ).toMatchObject({
         kind: 'validation',
         providerCode: 'budget_type_unsupported',
       });
-      expect(await rejection(validate(campaign({ budget: { amount_micros: 12_345_678, currency: 'USD', type: 'daily' } })))).toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 12_345_678, currency: 'USD', type: 'daily' } })))).toMatchObject({
+        kind: 'validation',
+        providerCode: 'budget_not_whole_minor_units',
+      });
       expect(fake.requests.length).toBe(before);
     });
   });

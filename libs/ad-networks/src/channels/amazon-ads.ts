@@ -1,4 +1,16 @@
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  ProviderError,
+  TokenSet,
+} from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
@@ -131,11 +143,15 @@ export class AmazonAds implements AdNetwork {
       json: { campaigns: [campaignIn(profile.marketplace)] },
     });
     if (answer.status !== 207 && answer.status !== 200) throw this.refusal(answer, 'campaign create');
-    const result = (answer.json ?? {}) as { success?: Array<{ index?: number; campaign?: { campaignId?: unknown } }>; error?: Array<{ index?: number; errors?: AmazonError[] }> };
+    const result = (answer.json ?? {}) as {
+      success?: Array<{ index?: number; campaign?: { campaignId?: unknown } }>;
+      error?: Array<{ index?: number; errors?: AmazonError[] }>;
+    };
     const refused = result.error?.find((entry) => entry.index === 0)?.errors?.[0];
     if (refused) throw this.itemRefusal(refused, answer.status);
     const campaignId = result.success?.find((entry) => entry.index === 0)?.campaign?.campaignId;
-    if (typeof campaignId !== 'string' || !campaignId) throw new ProviderError('transient', 'amazon_ads answered the campaign create without a campaignId', null, answer.status);
+    if (typeof campaignId !== 'string' || !campaignId)
+      throw new ProviderError('transient', 'amazon_ads answered the campaign create without a campaignId', null, answer.status);
     return { providerResourceId: campaignId };
   }
 
@@ -182,7 +198,11 @@ export class AmazonAds implements AdNetwork {
     const spec = request.campaign;
     objectiveOf(spec); // checked; Amazon has no objective field
     if (spec.budget.type !== 'daily')
-      throw new ProviderError('validation', 'amazon_ads: Sponsored Products campaigns take only a daily budget (recurrenceTimePeriod DAILY)', 'budget_type_unsupported');
+      throw new ProviderError(
+        'validation',
+        'amazon_ads: Sponsored Products campaigns take only a daily budget (recurrenceTimePeriod DAILY)',
+        'budget_type_unsupported',
+      );
     const dailyBudget = toMajorUnitNumber(spec.budget.amount_micros, spec.budget.currency); // whole minor units
     const end = lifetimeEnd(this.channel, spec);
     const name = markedName(spec.name, request.dispatchId, NAME_MAX_LENGTH);
@@ -217,9 +237,22 @@ export class AmazonAds implements AdNetwork {
     const profiles = Array.isArray(answer.json) ? (answer.json as Profile[]) : [];
     const wanted = access.providerAccountId;
     const profile = profiles.find((p) => p.accountInfo?.id === wanted) ?? profiles.find((p) => String(p.profileId) === wanted);
-    if (!profile) throw new ProviderError('account_unreachable', `amazon_ads: no advertising profile of this token is the account ${wanted}`, 'profile_not_found', answer.status);
+    if (!profile)
+      throw new ProviderError(
+        'account_unreachable',
+        `amazon_ads: no advertising profile of this token is the account ${wanted}`,
+        'profile_not_found',
+        answer.status,
+      );
     const { currencyCode, timezone, countryCode, profileId } = profile;
-    if (typeof currencyCode !== 'string' || typeof timezone !== 'string' || !isIanaTimeZone(timezone) || typeof countryCode !== 'string' || profileId === undefined || profileId === null)
+    if (
+      typeof currencyCode !== 'string' ||
+      typeof timezone !== 'string' ||
+      !isIanaTimeZone(timezone) ||
+      typeof countryCode !== 'string' ||
+      profileId === undefined ||
+      profileId === null
+    )
       throw new ProviderError('transient', 'amazon_ads answered a profile without its currency, time zone or marketplace', null, answer.status);
     const accountId = typeof profile.accountInfo?.id === 'string' ? profile.accountInfo.id : wanted;
     return { profileId: String(profileId), accountId, marketplace: MARKETPLACE_OF_COUNTRY[countryCode] ?? countryCode, currency: currencyCode, timezone };
@@ -227,7 +260,10 @@ export class AmazonAds implements AdNetwork {
 
   private headers(access: AccountAccess): Record<string, string> {
     const clientId = this.settings.clientId ?? undefined;
-    return { authorization: `Bearer ${access.accessToken}`, ...(clientId ? { 'amazon-advertising-api-clientid': clientId, 'amazon-ads-clientid': clientId } : {}) };
+    return {
+      authorization: `Bearer ${access.accessToken}`,
+      ...(clientId ? { 'amazon-advertising-api-clientid': clientId, 'amazon-ads-clientid': clientId } : {}),
+    };
   }
 
   /** An error entry of a 207. */
@@ -236,7 +272,8 @@ export class AmazonAds implements AdNetwork {
     const message = typeof error.message === 'string' ? error.message : 'amazon_ads refused the campaign';
     if (code === 'TOO_MANY_REQUESTS') return new ProviderError('rate_limited', `amazon_ads asks to slow down: ${message}`, code, status);
     if (code === 'UNAUTHORIZED') return new ProviderError('auth', `amazon_ads refused the token: ${message}`, code, status);
-    if (code === 'INTERNAL_ERROR' || code === 'CONFLICT') return new ProviderError('transient', `amazon_ads could not create the campaign now: ${message}`, code, status);
+    if (code === 'INTERNAL_ERROR' || code === 'CONFLICT')
+      return new ProviderError('transient', `amazon_ads could not create the campaign now: ${message}`, code, status);
     if (code === 'FORBIDDEN') return new ProviderError('account_unreachable', `amazon_ads: the token cannot reach this account: ${message}`, code, status);
     return new ProviderError('validation', message, code, status);
   }
@@ -248,9 +285,16 @@ export class AmazonAds implements AdNetwork {
     const said = typeof body.message === 'string' ? body.message : typeof body.details === 'string' ? body.details : null;
     const message = said ?? `amazon_ads refused the ${what} (HTTP ${answer.status})`;
     if (answer.status === 401) return new ProviderError('auth', `amazon_ads refused the access token: ${message}`, code ?? 'UNAUTHORIZED', 401);
-    if (answer.status === 429) return new ProviderError('rate_limited', `amazon_ads asks to slow down: ${message}`, code ?? 'TOO_MANY_REQUESTS', 429, answer.retryAfterMs);
+    if (answer.status === 429)
+      return new ProviderError('rate_limited', `amazon_ads asks to slow down: ${message}`, code ?? 'TOO_MANY_REQUESTS', 429, answer.retryAfterMs);
     if (answer.status >= 500) return new ProviderError('transient', `amazon_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
-    if (answer.status === 403 || answer.status === 404) return new ProviderError('account_unreachable', `amazon_ads: the token cannot reach this account: ${message}`, code ?? `http_${answer.status}`, answer.status);
+    if (answer.status === 403 || answer.status === 404)
+      return new ProviderError(
+        'account_unreachable',
+        `amazon_ads: the token cannot reach this account: ${message}`,
+        code ?? `http_${answer.status}`,
+        answer.status,
+      );
     return new ProviderError('validation', message, code ?? `http_${answer.status}`, answer.status);
   }
 }

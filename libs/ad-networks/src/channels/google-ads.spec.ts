@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import { CampaignSpec } from '@campaign-ops/channels';
-import { GoogleAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
+import {
+  GoogleAdsFake,
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  followConsent,
+  refusingLoopbackUrl,
+  unifiedCampaign,
+  rejection,
+} from '../../../../test/support/fake-networks';
 import { AdNetwork } from '../ad-network.port';
 import { createAdNetworks } from '../ad-networks';
 import { NetworkHttp } from '../network-http';
@@ -16,7 +24,6 @@ const accounts = {
   [JPY]: { currency: 'JPY', timezone: 'Asia/Tokyo' },
   [KWD]: { currency: 'KWD', timezone: 'Asia/Kuwait' },
 };
-
 
 describe('GoogleAds against its fake, over HTTPS', () => {
   let fake: GoogleAdsFake;
@@ -45,7 +52,8 @@ describe('GoogleAds against its fake, over HTTPS', () => {
     dispatchId = id;
     return google.createCampaign(access(accountId), { dispatchId: id, campaign });
   };
-  const sent = (kind: 'campaignBudgets' | 'campaigns') => (fake.lastRequest(new RegExp(`/${kind}:mutate$`)).body as { operations: Array<{ create: Record<string, unknown> }> }).operations[0].create;
+  const sent = (kind: 'campaignBudgets' | 'campaigns') =>
+    (fake.lastRequest(new RegExp(`/${kind}:mutate$`)).body as { operations: Array<{ create: Record<string, unknown> }> }).operations[0].create;
 
   it('can launch only with its developer token (else channel_live_unavailable)', async () => {
     expect(google.launchUnavailableReason?.()).toBeNull();
@@ -82,7 +90,13 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       expect(Date.parse(tokens.expiresAt!)).toBeGreaterThanOrEqual(before + 3599_000);
       const sentForm = fake.lastRequest('/token');
       expect(sentForm.headers['content-type']).toBe('application/x-www-form-urlencoded');
-      expect(sentForm.body).toEqual({ grant_type: 'authorization_code', code: consent.query.code, redirect_uri: redirectUri, client_id: fake.clientId, client_secret: fake.clientSecret });
+      expect(sentForm.body).toEqual({
+        grant_type: 'authorization_code',
+        code: consent.query.code,
+        redirect_uri: redirectUri,
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+      });
     });
 
     it('takes PKCE: the S256 challenge on the consent page, its verifier with the code; a code without its verifier is refused', async () => {
@@ -94,7 +108,10 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const first = await followConsent(url.toString());
       expect(await rejection(google.exchangeCode({ code: first.query.code, redirectUri }))).toMatchObject({ kind: 'auth', providerCode: 'invalid_grant' });
       const second = await followConsent(url.toString());
-      expect(await rejection(google.exchangeCode({ code: second.query.code, redirectUri, codeVerifier: 'w'.repeat(43) }))).toMatchObject({ kind: 'auth', providerCode: 'invalid_grant' });
+      expect(await rejection(google.exchangeCode({ code: second.query.code, redirectUri, codeVerifier: 'w'.repeat(43) }))).toMatchObject({
+        kind: 'auth',
+        providerCode: 'invalid_grant',
+      });
       const third = await followConsent(url.toString());
       expect((await google.exchangeCode({ code: third.query.code, redirectUri, codeVerifier: verifier })).accessToken).toMatch(/^at-/);
       expect(fake.lastRequest('/token').body).toMatchObject({ grant_type: 'authorization_code', code_verifier: verifier });
@@ -112,7 +129,12 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const tokens = await google.refresh(refreshToken);
       expect(tokens.accessToken).toMatch(/^at-/);
       expect(tokens.refreshToken).toBeNull(); // Google answers none: the one on file is kept
-      expect(fake.lastRequest('/token').body).toEqual({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: fake.clientId, client_secret: fake.clientSecret });
+      expect(fake.lastRequest('/token').body).toEqual({
+        grant_type: 'refresh_token',
+        refresh_token: refreshToken,
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+      });
     });
 
     it('makes a refused refresh auth with invalid_grant, and never puts the token in the message', async () => {
@@ -130,17 +152,25 @@ describe('GoogleAds against its fake, over HTTPS', () => {
 
   describe("this service's OAuth client refused (a wrong client secret)", () => {
     it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = createAdNetworks(loadNetworkSettings({ ...fake.env(), CHANNEL_GOOGLE_ADS_CLIENT_SECRET: 'not-the-secret', CHANNEL_TIMEOUT_MS: '5000' }), { dispatcher: await fakeNetworkDispatcher() }).google_ads;
+      const misconfigured = createAdNetworks(
+        loadNetworkSettings({ ...fake.env(), CHANNEL_GOOGLE_ADS_CLIENT_SECRET: 'not-the-secret', CHANNEL_TIMEOUT_MS: '5000' }),
+        { dispatcher: await fakeNetworkDispatcher() },
+      ).google_ads;
       const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_GOOGLE_ADS_CLIENT_ID');
-      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject(
+        { kind: 'validation', providerCode: 'invalid_client' },
+      );
     });
   });
 
   describe('reading the ad account', () => {
     it('searches the customer resource and answers its currency and IANA time zone', async () => {
-      await expect(google.readAccount({ accessToken: token, providerAccountId: '123-456-7890' })).resolves.toEqual({ currency: 'USD', timezone: 'America/New_York' });
+      await expect(google.readAccount({ accessToken: token, providerAccountId: '123-456-7890' })).resolves.toEqual({
+        currency: 'USD',
+        timezone: 'America/New_York',
+      });
       const call = fake.lastRequest();
       expect(call.method).toBe('POST');
       expect(call.path).toBe(`/v23/customers/${USD}/googleAds:search`);
@@ -173,7 +203,13 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const campaign = unifiedCampaign();
       const { providerResourceId } = await create(campaign);
       const budget = sent('campaignBudgets');
-      expect(budget).toEqual({ name: `${campaign.name} budget · ${dispatchId}`, period: 'DAILY', amountMicros: '12340000', deliveryMethod: 'STANDARD', explicitlyShared: false });
+      expect(budget).toEqual({
+        name: `${campaign.name} budget · ${dispatchId}`,
+        period: 'DAILY',
+        amountMicros: '12340000',
+        deliveryMethod: 'STANDARD',
+        explicitlyShared: false,
+      });
       const budgetResource = fake.created.find((c) => c.kind === 'campaign_budget' && c.body === budget);
       expect(budgetResource).toBeDefined();
       const created = sent('campaigns');
@@ -221,7 +257,10 @@ describe('GoogleAds against its fake, over HTTPS', () => {
 
     it('refuses a lifetime budget without an end before any call', async () => {
       const calls = fake.requests.length;
-      await expect(create(unifiedCampaign({ budget: { type: 'lifetime' } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      await expect(create(unifiedCampaign({ budget: { type: 'lifetime' } }))).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'lifetime_budget_needs_end',
+      });
       expect(fake.requests.length).toBe(calls);
     });
 
@@ -249,14 +288,19 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const { providerResourceId } = await create(unifiedCampaign());
       expect(await find(dispatchId)).toEqual([{ providerResourceId, createdAt: null }]);
       const call = fake.lastRequest(/googleAds:search$/);
-      expect(call.body).toEqual({ query: `SELECT campaign.id, campaign.name FROM campaign WHERE campaign.name LIKE '%${dispatchId}%' AND campaign.status != 'REMOVED'` });
+      expect(call.body).toEqual({
+        query: `SELECT campaign.id, campaign.name FROM campaign WHERE campaign.name LIKE '%${dispatchId}%' AND campaign.status != 'REMOVED'`,
+      });
       expect(await find('dsp_gnone')).toEqual([]);
     });
 
     it('finds two oldest first (by id: Google hands them out rising), and ignores a longer id', async () => {
       await create(unifiedCampaign(), USD, 'dsp_gtwiceX');
       // Two with the marker (as two racing creates could leave them), planted out of order.
-      fake.created.push({ id: '1', accountId: USD, kind: 'campaign', body: { name: 'Old · dsp_gtwice' } }, { id: '999999999999', accountId: USD, kind: 'campaign', body: { name: 'New · dsp_gtwice' } });
+      fake.created.push(
+        { id: '1', accountId: USD, kind: 'campaign', body: { name: 'Old · dsp_gtwice' } },
+        { id: '999999999999', accountId: USD, kind: 'campaign', body: { name: 'New · dsp_gtwice' } },
+      );
       expect((await find('dsp_gtwice')).map((c) => c.providerResourceId)).toEqual(['1', '999999999999']);
     });
 
@@ -304,7 +348,18 @@ describe('GoogleAds against its fake, over HTTPS', () => {
       const temporary = `customers/${USD}/campaignBudgets/-1`;
       expect(call.body).toEqual({
         mutateOperations: [
-          { campaignBudgetOperation: { create: { resourceName: temporary, name: `${campaign.name} budget · dsp_gdry`, period: 'DAILY', amountMicros: '12340000', deliveryMethod: 'STANDARD', explicitlyShared: false } } },
+          {
+            campaignBudgetOperation: {
+              create: {
+                resourceName: temporary,
+                name: `${campaign.name} budget · dsp_gdry`,
+                period: 'DAILY',
+                amountMicros: '12340000',
+                deliveryMethod: 'STANDARD',
+                explicitlyShared: false,
+              },
+            },
+          },
           {
             campaignOperation: {
               create: {
@@ -359,17 +414,28 @@ describe('GoogleAds against its fake, over HTTPS', () => {
 
     it("keeps Google's message and code for a refused campaign (validation)", async () => {
       const error = await rejection(create(unifiedCampaign({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT', httpStatus: 400, message: 'google_ads: The budget amount must be a multiple of the minimum currency unit.' });
+      expect(error).toMatchObject({
+        kind: 'validation',
+        providerCode: 'NON_MULTIPLE_OF_MINIMUM_CURRENCY_UNIT',
+        httpStatus: 400,
+        message: 'google_ads: The budget amount must be a multiple of the minimum currency unit.',
+      });
     });
 
     it("makes a developer token Google refuses validation, not auth: the partner's grant is fine", async () => {
-      const misconfigured = new GoogleAds({ ...fake.settings(), developerToken: 'revoked-dev-token' }, new NetworkHttp('google_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new GoogleAds(
+        { ...fake.settings(), developerToken: 'revoked-dev-token' },
+        new NetworkHttp('google_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const error = await rejection(misconfigured.readAccount({ accessToken: token, providerAccountId: USD }));
       expect(error).toMatchObject({ kind: 'validation', providerCode: 'DEVELOPER_TOKEN_INVALID', httpStatus: 401 });
     });
 
     it('is transient without a provider code when nothing listens', async () => {
-      const down = new GoogleAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('google_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const down = new GoogleAds(
+        { ...fake.settings(), apiUrl: await refusingLoopbackUrl() },
+        new NetworkHttp('google_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       await expect(down.readAccount({ accessToken: token, providerAccountId: USD })).rejects.toMatchObject({ kind: 'transient', providerCode: null });
     });
 

@@ -1,5 +1,16 @@
 import { CampaignSpec, Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  TokenSet,
+} from '../ad-network.port';
 import { byIdOrder, carriesMarker, markedName } from '../campaign-marker';
 import { localDateTime } from '../account-time';
 import { toMicros } from '../budget-units';
@@ -59,7 +70,14 @@ const OBJECTIVES: Record<Exclude<Objective, 'app_installs'>, { channelType: 'SEA
 /** Error codes (the value inside `errorCode`) that mean the token cannot reach this customer. */
 const UNREACHABLE_CODES = new Set(['USER_PERMISSION_DENIED', 'CUSTOMER_NOT_ENABLED', 'CUSTOMER_NOT_FOUND', 'INVALID_CUSTOMER_ID']); // CUSTOMER_NOT_FOUND, INVALID_CUSTOMER_ID (unconfirmed)
 /** Error codes that mean the token is dead or lacks the scope: refresh, then re-authenticate. */
-const AUTH_CODES = new Set(['ACCESS_TOKEN_SCOPE_INSUFFICIENT', 'OAUTH_TOKEN_EXPIRED', 'OAUTH_TOKEN_INVALID', 'OAUTH_TOKEN_REVOKED', 'OAUTH_TOKEN_DISABLED', 'NOT_ADS_USER']);
+const AUTH_CODES = new Set([
+  'ACCESS_TOKEN_SCOPE_INSUFFICIENT',
+  'OAUTH_TOKEN_EXPIRED',
+  'OAUTH_TOKEN_INVALID',
+  'OAUTH_TOKEN_REVOKED',
+  'OAUTH_TOKEN_DISABLED',
+  'NOT_ADS_USER',
+]);
 const RATE_CODES = new Set(['RESOURCE_EXHAUSTED', 'RESOURCE_TEMPORARILY_EXHAUSTED']);
 
 export class GoogleAds implements AdNetwork {
@@ -150,7 +168,10 @@ export class GoogleAds implements AdNetwork {
     const { budget, campaign } = campaignOf(access, request);
     const temporary = `customers/${ids.customerId}/campaignBudgets/-1`;
     await this.call(access, ids, 'googleAds:mutate', {
-      mutateOperations: [{ campaignBudgetOperation: { create: { ...budget, resourceName: temporary } } }, { campaignOperation: { create: { ...campaign, campaignBudget: temporary } } }],
+      mutateOperations: [
+        { campaignBudgetOperation: { create: { ...budget, resourceName: temporary } } },
+        { campaignOperation: { create: { ...campaign, campaignBudget: temporary } } },
+      ],
       validateOnly: true,
     });
     return { checkedBy: 'provider', warnings: [] };
@@ -174,7 +195,10 @@ export class GoogleAds implements AdNetwork {
     const rows: unknown[] = [];
     let pageToken: string | undefined;
     for (let page = 0; page < MAX_LOOKUP_PAGES; page++) {
-      const answer = (await this.call(access, ids, 'googleAds:search', { query, ...(pageToken ? { pageToken } : {}) })) as { results?: unknown[]; nextPageToken?: string };
+      const answer = (await this.call(access, ids, 'googleAds:search', { query, ...(pageToken ? { pageToken } : {}) })) as {
+        results?: unknown[];
+        nextPageToken?: string;
+      };
       rows.push(...(answer?.results ?? []));
       pageToken = answer?.nextPageToken;
       if (!pageToken) break;
@@ -206,7 +230,11 @@ interface CustomerIds {
 function customerIds(providerAccountId: string): CustomerIds {
   const parts = providerAccountId.split('/').map((part) => part.replace(/-/g, '').trim());
   if (parts.length > 2 || parts.some((part) => !/^\d{10}$/.test(part)))
-    throw new ProviderError('account_unreachable', `google_ads customer ids are 10 digits ("123-456-7890", or "<manager>/<customer>"), not "${providerAccountId}"`, 'INVALID_CUSTOMER_ID');
+    throw new ProviderError(
+      'account_unreachable',
+      `google_ads customer ids are 10 digits ("123-456-7890", or "<manager>/<customer>"), not "${providerAccountId}"`,
+      'INVALID_CUSTOMER_ID',
+    );
   return parts.length === 2 ? { loginCustomerId: parts[0], customerId: parts[1] } : { customerId: parts[0] };
 }
 
@@ -217,7 +245,8 @@ function customerIds(providerAccountId: string): CustomerIds {
 function campaignOf(access: LiveAccess, request: LiveCampaignRequest): { budget: Record<string, unknown>; campaign: Record<string, unknown> } {
   const { campaign } = request;
   const objective = objectiveOf(campaign);
-  if (objective === 'app_installs') throw unsupportedObjective('google_ads', objective, 'an app campaign needs an app id and store, which a unified campaign does not carry');
+  if (objective === 'app_installs')
+    throw unsupportedObjective('google_ads', objective, 'an app campaign needs an app id and store, which a unified campaign does not carry');
   const end = lifetimeEnd('google_ads', campaign);
   const mapped = OBJECTIVES[objective];
   return {
@@ -240,7 +269,9 @@ function budgetOf(campaign: CampaignSpec, dispatchId: string): Record<string, un
   // Budget names are unique per account: the dispatch's marker makes it the dispatch's, the same on every try (a later try finds it).
   const name = markedName(`${campaign.name} budget`, dispatchId, MAX_NAME_LENGTH);
   const common = { name, deliveryMethod: 'STANDARD', explicitlyShared: false };
-  return campaign.budget.type === 'daily' ? { ...common, period: 'DAILY', amountMicros: micros } : { ...common, period: 'CUSTOM_PERIOD', totalAmountMicros: micros };
+  return campaign.budget.type === 'daily'
+    ? { ...common, period: 'DAILY', amountMicros: micros }
+    : { ...common, period: 'CUSTOM_PERIOD', totalAmountMicros: micros };
 }
 
 /** A GAQL string literal: single-quoted, backslashes and quotes escaped. */
@@ -273,14 +304,18 @@ export function googleAdsError(answer: NetworkAnswer): ProviderError {
   const error = (answer.json as GoogleAdsErrorBody | undefined)?.error;
   const details = error?.details ?? [];
   const failures = details.flatMap((detail) => detail.errors ?? []);
-  const codes = [...failures.flatMap((failure) => Object.values(failure.errorCode ?? {})), ...details.map((detail) => detail.reason).filter((r): r is string => !!r)];
+  const codes = [
+    ...failures.flatMap((failure) => Object.values(failure.errorCode ?? {})),
+    ...details.map((detail) => detail.reason).filter((r): r is string => !!r),
+  ];
   const providerCode = codes[0] ?? error?.status ?? null;
   const message = `google_ads: ${failures[0]?.message ?? error?.message ?? `HTTP ${answer.status}`}`;
   const status = answer.status;
 
   // The service's own developer token, not the partner's grant: re-authenticating would not help.
   if (codes.some((code) => code.startsWith('DEVELOPER_TOKEN_'))) return new ProviderError('validation', message, providerCode, status);
-  if (status === 401 || error?.status === 'UNAUTHENTICATED' || codes.some((code) => AUTH_CODES.has(code))) return new ProviderError('auth', message, providerCode ?? 'UNAUTHENTICATED', status);
+  if (status === 401 || error?.status === 'UNAUTHENTICATED' || codes.some((code) => AUTH_CODES.has(code)))
+    return new ProviderError('auth', message, providerCode ?? 'UNAUTHENTICATED', status);
   if (status === 429 || error?.status === 'RESOURCE_EXHAUSTED' || codes.some((code) => RATE_CODES.has(code))) {
     const delay = [...failures.map((failure) => failure.details?.quotaErrorDetails?.retryDelay), ...details.map((detail) => detail.retryDelay)].find(Boolean);
     return new ProviderError('rate_limited', message, providerCode ?? 'RESOURCE_EXHAUSTED', status, delay ? durationMs(delay) : answer.retryAfterMs);

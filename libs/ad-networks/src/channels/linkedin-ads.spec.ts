@@ -1,5 +1,12 @@
 import { CampaignSpec } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
+import {
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  followConsent,
+  refusingLoopbackUrl,
+  unifiedCampaign,
+  rejection,
+} from '../../../../test/support/fake-networks';
 import { LinkedinAdsFake } from '../../../../test/support/fake-networks/linkedin-ads.fake';
 import { NetworkHttp } from '../network-http';
 import { LinkedinAds, restliNameSearch, untilMidnightUtc } from './linkedin-ads';
@@ -16,7 +23,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
 };
 /** 2026-11-25T21:30:00Z: two and a half hours before LinkedIn's quotas reset. */
 const NOW = Date.UTC(2026, 10, 25, 21, 30, 0);
-
 
 describe('LinkedinAds against its fake, over HTTPS', () => {
   let fake: LinkedinAdsFake;
@@ -46,7 +52,13 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
     it('asks for r_ads and rw_ads, space-separated', () => {
       const url = new URL(linkedin.authorizationUrl({ state: 'st_1', redirectUri, providerAccountId: USD }));
       expect(url.origin + url.pathname).toBe(`${fake.url}/oauth/v2/authorization`);
-      expect(Object.fromEntries(url.searchParams)).toEqual({ response_type: 'code', client_id: fake.clientId, redirect_uri: redirectUri, state: 'st_1', scope: 'r_ads rw_ads' });
+      expect(Object.fromEntries(url.searchParams)).toEqual({
+        response_type: 'code',
+        client_id: fake.clientId,
+        redirect_uri: redirectUri,
+        state: 'st_1',
+        scope: 'r_ads rw_ads',
+      });
     });
 
     it('trades the code for a 60-day token and a refresh token', async () => {
@@ -55,7 +67,13 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
       const tokens = await linkedin.exchangeCode({ code: query.code, redirectUri });
       expect(tokens.refreshToken).toMatch(/^rt-/);
       expect(Date.parse(tokens.expiresAt!) - before).toBeGreaterThanOrEqual(5_184_000_000 - 1000);
-      expect(fake.lastRequest('/oauth/v2/accessToken').body).toEqual({ grant_type: 'authorization_code', code: query.code, redirect_uri: redirectUri, client_id: fake.clientId, client_secret: fake.clientSecret });
+      expect(fake.lastRequest('/oauth/v2/accessToken').body).toEqual({
+        grant_type: 'authorization_code',
+        code: query.code,
+        redirect_uri: redirectUri,
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+      });
     });
 
     it('refreshes, and makes a refused refresh auth (invalid_grant)', async () => {
@@ -73,11 +91,17 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
 
   describe("this service's OAuth client refused (a wrong client secret)", () => {
     it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = new LinkedinAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('linkedin_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }), () => NOW);
+      const misconfigured = new LinkedinAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('linkedin_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+        () => NOW,
+      );
       const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_LINKEDIN_ADS_CLIENT_ID');
-      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject(
+        { kind: 'validation', providerCode: 'invalid_client' },
+      );
     });
   });
 
@@ -91,13 +115,19 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
     });
 
     it('takes the id as an URN too', async () => {
-      await expect(linkedin.readAccount({ accessToken: token, providerAccountId: `urn:li:sponsoredAccount:${JPY}` })).resolves.toEqual({ currency: 'JPY', timezone: 'UTC' });
+      await expect(linkedin.readAccount({ accessToken: token, providerAccountId: `urn:li:sponsoredAccount:${JPY}` })).resolves.toEqual({
+        currency: 'JPY',
+        timezone: 'UTC',
+      });
     });
 
     it('is account_unreachable for an account the token cannot reach (403) or one that is canceled', async () => {
       const error = await rejection(linkedin.readAccount({ accessToken: token, providerAccountId: '508999999' }));
       expect(error).toMatchObject({ kind: 'account_unreachable', providerCode: 'ACCESS_DENIED', httpStatus: 403 });
-      await expect(linkedin.readAccount({ accessToken: token, providerAccountId: CLOSED })).rejects.toMatchObject({ kind: 'account_unreachable', providerCode: 'CANCELED' });
+      await expect(linkedin.readAccount({ accessToken: token, providerAccountId: CLOSED })).rejects.toMatchObject({
+        kind: 'account_unreachable',
+        providerCode: 'CANCELED',
+      });
     });
   });
 
@@ -114,7 +144,12 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
       expect(fake.requests[calls].query).toEqual({ q: 'search', search: `(name:(values:List(${campaign.name} · dsp_l1)))`, pageSize: '1000' });
       const group = fake.lastRequest(/\/adCampaignGroups$/);
       const groupId = fake.created.find((c) => c.kind === 'campaign_group' && c.body === group.body)!.id;
-      expect(group.body).toEqual({ account: `urn:li:sponsoredAccount:${USD}`, name: `${campaign.name} · dsp_l1`, status: 'ACTIVE', runSchedule: { start: Date.UTC(2027, 0, 4, 9), end: Date.UTC(2027, 1, 1) } });
+      expect(group.body).toEqual({
+        account: `urn:li:sponsoredAccount:${USD}`,
+        name: `${campaign.name} · dsp_l1`,
+        status: 'ACTIVE',
+        runSchedule: { start: Date.UTC(2027, 0, 4, 9), end: Date.UTC(2027, 1, 1) },
+      });
       expect(sent()).toEqual({
         account: `urn:li:sponsoredAccount:${USD}`,
         campaignGroup: `urn:li:sponsoredCampaignGroup:${groupId}`,
@@ -168,7 +203,12 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
 
     it("keeps LinkedIn's input error code and description (validation)", async () => {
       const error = await rejection(create(unifiedCampaign({ budget: { amount_micros: 5_000_000 } })));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: 'FIELD_VALUE_TOO_LOW', httpStatus: 422, message: 'linkedin_ads: Daily budget must be at least 10 USD (dailyBudget.amount)' });
+      expect(error).toMatchObject({
+        kind: 'validation',
+        providerCode: 'FIELD_VALUE_TOO_LOW',
+        httpStatus: 422,
+        message: 'linkedin_ads: Daily budget must be at least 10 USD (dailyBudget.amount)',
+      });
     });
   });
 
@@ -192,7 +232,11 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
       const campaign = unifiedCampaign();
       expect(await find('dsp_lnone1', campaign)).toEqual([]);
       const call = campaignSearches().at(-1)!;
-      expect([call.headers.authorization, call.headers['linkedin-version'], call.headers['x-restli-protocol-version']]).toEqual([`Bearer ${token}`, '202605', '2.0.0']);
+      expect([call.headers.authorization, call.headers['linkedin-version'], call.headers['x-restli-protocol-version']]).toEqual([
+        `Bearer ${token}`,
+        '202605',
+        '2.0.0',
+      ]);
       expect(call.query).toEqual({ q: 'search', search: `(name:(values:List(${campaign.name} · dsp_lnone1)))`, pageSize: '1000' });
     });
 
@@ -252,7 +296,8 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
   });
 
   describe('the dry run (no validate-only call at LinkedIn: the rules)', () => {
-    const check = (campaign: CampaignSpec, accountId = USD) => linkedin.validateCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] }, { dispatchId: 'dsp_ldry1', campaign });
+    const check = (campaign: CampaignSpec, accountId = USD) =>
+      linkedin.validateCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] }, { dispatchId: 'dsp_ldry1', campaign });
 
     it('checks the bodies a create would send without any call', async () => {
       const calls = fake.requests.length;
@@ -263,7 +308,10 @@ describe('LinkedinAds against its fake, over HTTPS', () => {
     it('refuses what a create would refuse before its calls, as validation', async () => {
       const calls = fake.requests.length;
       await expect(check(unifiedCampaign({ objective: 'app_installs' }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
-      await expect(check(unifiedCampaign({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      await expect(check(unifiedCampaign({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'budget_not_whole_minor_units',
+      });
       expect(fake.requests.length).toBe(calls);
     });
   });

@@ -1,5 +1,16 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  TokenSet,
+} from '../ad-network.port';
 import { toMajorUnitString } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
@@ -121,8 +132,12 @@ export class LinkedinAds implements AdNetwork {
     const { id, group, campaign } = campaignBodies(access, request);
     // The group an earlier try of this dispatch made, if any: one group per dispatch.
     const [earlier] = await this.search(access, `/rest/adAccounts/${id}/adCampaignGroups`, group.name, request.dispatchId);
-    const groupId = earlier?.providerResourceId ?? createdId(await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaignGroups`, group), 'campaign group');
-    const created = await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaigns`, { ...campaign, campaignGroup: `urn:li:sponsoredCampaignGroup:${groupId}` });
+    const groupId =
+      earlier?.providerResourceId ?? createdId(await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaignGroups`, group), 'campaign group');
+    const created = await this.call(access, 'POST', `/rest/adAccounts/${id}/adCampaigns`, {
+      ...campaign,
+      campaignGroup: `urn:li:sponsoredCampaignGroup:${groupId}`,
+    });
     return { providerResourceId: createdId(created, 'campaign') };
   }
 
@@ -177,7 +192,10 @@ export class LinkedinAds implements AdNetwork {
  * The campaign group and the campaign (without its group) as LinkedIn takes them, both named with
  * the dispatch's marker: what a create sends, and all a dry run checks.
  */
-function campaignBodies(access: LiveAccess, request: LiveCampaignRequest): { id: string; group: Record<string, unknown> & { name: string }; campaign: Record<string, unknown> } {
+function campaignBodies(
+  access: LiveAccess,
+  request: LiveCampaignRequest,
+): { id: string; group: Record<string, unknown> & { name: string }; campaign: Record<string, unknown> } {
   const { campaign } = request;
   const objective = objectiveOf(campaign);
   if (objective === 'app_installs') throw unsupportedObjective('linkedin_ads', objective, 'LinkedIn has no app install objective');
@@ -231,7 +249,8 @@ function accountId(providerAccountId: string): string {
 
 function createdId(answer: NetworkAnswer, what: string): string {
   const id = answer.headers['x-restli-id'] ?? answer.headers['x-linkedin-id'] ?? (answer.json as { id?: unknown } | undefined)?.id;
-  if ((typeof id !== 'string' && typeof id !== 'number') || id === '') throw new ProviderError('transient', `linkedin_ads answered no id for the ${what}`, null);
+  if ((typeof id !== 'string' && typeof id !== 'number') || id === '')
+    throw new ProviderError('transient', `linkedin_ads answered no id for the ${what}`, null);
   return String(id).replace(/^urn:li:sponsoredCampaign(Group)?:/, '');
 }
 

@@ -1,5 +1,12 @@
 import { CampaignSpec } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
+import {
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  followConsent,
+  refusingLoopbackUrl,
+  unifiedCampaign,
+  rejection,
+} from '../../../../test/support/fake-networks';
 import { MetaAdsFake } from '../../../../test/support/fake-networks/meta-ads.fake';
 import { NetworkHttp } from '../network-http';
 import { MetaAds } from './meta-ads';
@@ -14,7 +21,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
   [BHD]: { currency: 'BHD', timezone: 'Asia/Bahrain' },
   [DISABLED]: { currency: 'USD', timezone: 'UTC' },
 };
-
 
 describe('MetaAds against its fake, over HTTPS', () => {
   let fake: MetaAdsFake;
@@ -93,7 +99,10 @@ describe('MetaAds against its fake, over HTTPS', () => {
 
   describe('reading the ad account', () => {
     it('reads account_status, currency and timezone_name with the bearer token', async () => {
-      await expect(meta.readAccount({ accessToken: token, providerAccountId: `act_${USD}` })).resolves.toEqual({ currency: 'USD', timezone: 'America/Los_Angeles' });
+      await expect(meta.readAccount({ accessToken: token, providerAccountId: `act_${USD}` })).resolves.toEqual({
+        currency: 'USD',
+        timezone: 'America/Los_Angeles',
+      });
       const call = fake.lastRequest();
       expect(call.method).toBe('GET');
       expect(call.path).toBe(`/v24.0/act_${USD}`);
@@ -112,19 +121,28 @@ describe('MetaAds against its fake, over HTTPS', () => {
     });
 
     it('is account_unreachable for a disabled account (account_status 2)', async () => {
-      await expect(meta.readAccount({ accessToken: token, providerAccountId: DISABLED })).rejects.toMatchObject({ kind: 'account_unreachable', providerCode: 'account_status_2' });
+      await expect(meta.readAccount({ accessToken: token, providerAccountId: DISABLED })).rejects.toMatchObject({
+        kind: 'account_unreachable',
+        providerCode: 'account_status_2',
+      });
     });
   });
 
   describe('creating a campaign', () => {
-    it('posts name, objective, PAUSED, special_ad_categories and a daily budget in cents; the id is Meta\'s', async () => {
+    it("posts name, objective, PAUSED, special_ad_categories and a daily budget in cents; the id is Meta's", async () => {
       const campaign = unifiedCampaign();
       const { providerResourceId } = await create(campaign);
       const call = fake.lastRequest();
       expect(call.path).toBe(`/v24.0/act_${USD}/campaigns`);
       expect(call.headers.authorization).toBe(`Bearer ${token}`);
       expect(call.headers['content-type']).toBe('application/json');
-      expect(sent()).toEqual({ name: `${campaign.name} · dsp_m1`, objective: 'OUTCOME_SALES', status: 'PAUSED', special_ad_categories: [], daily_budget: 1234 });
+      expect(sent()).toEqual({
+        name: `${campaign.name} · dsp_m1`,
+        objective: 'OUTCOME_SALES',
+        status: 'PAUSED',
+        special_ad_categories: [],
+        daily_budget: 1234,
+      });
       expect(providerResourceId).toBe(fake.created.at(-1)!.id);
     });
 
@@ -157,7 +175,11 @@ describe('MetaAds against its fake, over HTTPS', () => {
 
     it('refuses, before any call, an amount finer than the offset (USD 12.345, JPY 1500.5, BHD 1.255)', async () => {
       const calls = fake.requests.length;
-      for (const [currency, amount_micros, accountId] of [['USD', 12_345_000, USD], ['JPY', 1_500_500_000, JPY], ['BHD', 1_255_000, BHD]] as const) {
+      for (const [currency, amount_micros, accountId] of [
+        ['USD', 12_345_000, USD],
+        ['JPY', 1_500_500_000, JPY],
+        ['BHD', 1_255_000, BHD],
+      ] as const) {
         const error = await rejection(create(unifiedCampaign({ budget: { currency, amount_micros } }), accountId));
         expect(error).toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
       }
@@ -165,12 +187,16 @@ describe('MetaAds against its fake, over HTTPS', () => {
     });
 
     it('refuses KWD before any call: no Meta ad account bills in it', async () => {
-      await expect(create(unifiedCampaign({ budget: { currency: 'KWD', amount_micros: 1_250_000 } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'currency_unsupported' });
+      await expect(create(unifiedCampaign({ budget: { currency: 'KWD', amount_micros: 1_250_000 } }))).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'currency_unsupported',
+      });
     });
   });
 
   describe('finding the campaigns of a dispatch again (its marker in the name)', () => {
-    const find = (dispatchId: string) => meta.findCampaigns({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId, campaign: unifiedCampaign() });
+    const find = (dispatchId: string) =>
+      meta.findCampaigns({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId, campaign: unifiedCampaign() });
     const launch = (dispatchId: string) =>
       meta.createCampaign({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId, campaign: unifiedCampaign() });
 
@@ -197,7 +223,10 @@ describe('MetaAds against its fake, over HTTPS', () => {
 
     it('ignores a campaign whose name only contains the id, or carries a longer one', async () => {
       await launch('dsp_long1X');
-      await meta.createCampaign({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId: 'dsp_other', campaign: unifiedCampaign({ name: 'about dsp_long1 ' }) });
+      await meta.createCampaign(
+        { accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] },
+        { dispatchId: 'dsp_other', campaign: unifiedCampaign({ name: 'about dsp_long1 ' }) },
+      );
       expect(await find('dsp_long1')).toEqual([]);
     });
 
@@ -214,7 +243,8 @@ describe('MetaAds against its fake, over HTTPS', () => {
   });
 
   describe('the dry run (validate_only)', () => {
-    const check = (campaign: CampaignSpec) => meta.validateCampaign({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId: 'dsp_dry1', campaign });
+    const check = (campaign: CampaignSpec) =>
+      meta.validateCampaign({ accessToken: token, providerAccountId: `act_${USD}`, account: accounts[USD] }, { dispatchId: 'dsp_dry1', campaign });
 
     it('posts the create with execution_options validate_only; Meta checks it and makes nothing', async () => {
       const made = fake.created.length;
@@ -222,16 +252,29 @@ describe('MetaAds against its fake, over HTTPS', () => {
       expect(await check(campaign)).toEqual({ checkedBy: 'provider', warnings: [] });
       const call = fake.lastRequest();
       expect([call.method, call.path]).toEqual(['POST', `/v24.0/act_${USD}/campaigns`]);
-      expect(call.body).toEqual({ name: `${campaign.name} · dsp_dry1`, objective: 'OUTCOME_SALES', status: 'PAUSED', special_ad_categories: [], daily_budget: 1234, execution_options: ['validate_only'] });
+      expect(call.body).toEqual({
+        name: `${campaign.name} · dsp_dry1`,
+        objective: 'OUTCOME_SALES',
+        status: 'PAUSED',
+        special_ad_categories: [],
+        daily_budget: 1234,
+        execution_options: ['validate_only'],
+      });
       expect(fake.created.length).toBe(made);
     });
 
     it("answers Meta's refusal as the create would get it", async () =>
-      expect(await rejection(check(unifiedCampaign({ budget: { amount_micros: 500_000 } })))).toMatchObject({ kind: 'validation', providerCode: '100/1885272' }));
+      expect(await rejection(check(unifiedCampaign({ budget: { amount_micros: 500_000 } })))).toMatchObject({
+        kind: 'validation',
+        providerCode: '100/1885272',
+      }));
 
     it('refuses before any call what the adapter knows Meta refuses', async () => {
       const calls = fake.requests.length;
-      await expect(check(unifiedCampaign({ budget: { amount_micros: 12_345_000 } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      await expect(check(unifiedCampaign({ budget: { amount_micros: 12_345_000 } }))).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'budget_not_whole_minor_units',
+      });
       expect(fake.requests.length).toBe(calls);
     });
   });
@@ -261,7 +304,11 @@ describe('MetaAds against its fake, over HTTPS', () => {
 
     it("keeps Meta's user message and code/subcode for a refused campaign", async () => {
       const error = await rejection(create(unifiedCampaign({ budget: { amount_micros: 500_000 } })));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: '100/1885272', message: 'meta_ads: Your budget is too low. The minimum budget for this campaign is $1.00.' });
+      expect(error).toMatchObject({
+        kind: 'validation',
+        providerCode: '100/1885272',
+        message: 'meta_ads: Your budget is too low. The minimum budget for this campaign is $1.00.',
+      });
     });
 
     it('is transient without a provider code when nothing listens, or nothing answers in time', async () => {

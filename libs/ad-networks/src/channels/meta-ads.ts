@@ -1,5 +1,16 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  TokenSet,
+} from '../ad-network.port';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
 import { toMinorUnits } from '../budget-units';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
@@ -54,9 +65,57 @@ const OBJECTIVES: Record<Objective, string> = {
 
 const NO_DECIMALS = ['CLP', 'COP', 'CRC', 'HUF', 'ISK', 'IDR', 'JPY', 'KRW', 'PYG', 'TWD', 'VND'];
 const TWO_DECIMALS = [
-  'DZD', 'ARS', 'AUD', 'BHD', 'BDT', 'BOB', 'BGN', 'BRL', 'GBP', 'CAD', 'CNY', 'HRK', 'CZK', 'DKK', 'EGP', 'EUR', 'GTQ', 'HNL',
-  'HKD', 'INR', 'ILS', 'JOD', 'KES', 'MOP', 'MYR', 'MXN', 'NZD', 'NIO', 'NGN', 'NOK', 'PKR', 'PEN', 'PHP', 'PLN', 'QAR', 'RON',
-  'RUB', 'SAR', 'RSD', 'SGD', 'ZAR', 'SEK', 'CHF', 'THB', 'TRY', 'AED', 'UAH', 'USD', 'UYU', 'VES', 'LKR',
+  'DZD',
+  'ARS',
+  'AUD',
+  'BHD',
+  'BDT',
+  'BOB',
+  'BGN',
+  'BRL',
+  'GBP',
+  'CAD',
+  'CNY',
+  'HRK',
+  'CZK',
+  'DKK',
+  'EGP',
+  'EUR',
+  'GTQ',
+  'HNL',
+  'HKD',
+  'INR',
+  'ILS',
+  'JOD',
+  'KES',
+  'MOP',
+  'MYR',
+  'MXN',
+  'NZD',
+  'NIO',
+  'NGN',
+  'NOK',
+  'PKR',
+  'PEN',
+  'PHP',
+  'PLN',
+  'QAR',
+  'RON',
+  'RUB',
+  'SAR',
+  'RSD',
+  'SGD',
+  'ZAR',
+  'SEK',
+  'CHF',
+  'THB',
+  'TRY',
+  'AED',
+  'UAH',
+  'USD',
+  'UYU',
+  'VES',
+  'LKR',
 ];
 /** Decimal places of Meta's offset (1 → 0, 100 → 2) per ad account currency. */
 export const META_CURRENCY_DECIMALS: Readonly<Record<string, number>> = Object.freeze({
@@ -93,8 +152,18 @@ export class MetaAds implements AdNetwork {
 
   async exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
     const client = requireClient(this.settings);
-    const shortLived = await this.token({ client_id: client.clientId, client_secret: client.clientSecret, redirect_uri: request.redirectUri, code: request.code });
-    return this.token({ grant_type: 'fb_exchange_token', client_id: client.clientId, client_secret: client.clientSecret, fb_exchange_token: shortLived.accessToken });
+    const shortLived = await this.token({
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      redirect_uri: request.redirectUri,
+      code: request.code,
+    });
+    return this.token({
+      grant_type: 'fb_exchange_token',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      fb_exchange_token: shortLived.accessToken,
+    });
   }
 
   async refresh(_refreshToken: string): Promise<TokenSet> {
@@ -105,9 +174,14 @@ export class MetaAds implements AdNetwork {
     const id = adAccountId(access.providerAccountId);
     const answer = await this.graph(access, 'GET', `act_${id}`, { query: { fields: 'account_status,currency,timezone_name' } });
     const account = answer as { account_status?: number; currency?: string; timezone_name?: string };
-    if (!account.currency || !account.timezone_name) throw new ProviderError('account_unreachable', `meta_ads answered no currency or time zone for act_${id}`, null);
+    if (!account.currency || !account.timezone_name)
+      throw new ProviderError('account_unreachable', `meta_ads answered no currency or time zone for act_${id}`, null);
     if (account.account_status !== undefined && !USABLE_ACCOUNT_STATUSES.includes(account.account_status))
-      throw new ProviderError('account_unreachable', `meta_ads ad account act_${id} cannot run ads (account_status ${account.account_status})`, `account_status_${account.account_status}`);
+      throw new ProviderError(
+        'account_unreachable',
+        `meta_ads ad account act_${id} cannot run ads (account_status ${account.account_status})`,
+        `account_status_${account.account_status}`,
+      );
     return { currency: account.currency, timezone: account.timezone_name };
   }
 
@@ -131,17 +205,27 @@ export class MetaAds implements AdNetwork {
         paging?: { cursors?: { after?: string }; next?: string };
       };
       for (const campaign of answer.data ?? [])
-        if (typeof campaign.id === 'string') found.push({ providerResourceId: campaign.id, name: campaign.name, createdAt: typeof campaign.created_time === 'string' ? campaign.created_time : null });
+        if (typeof campaign.id === 'string')
+          found.push({
+            providerResourceId: campaign.id,
+            name: campaign.name,
+            createdAt: typeof campaign.created_time === 'string' ? campaign.created_time : null,
+          });
       after = answer.paging?.next ? answer.paging.cursors?.after : undefined;
       if (!after) break;
     }
-    return oldestFirst(found.filter((campaign) => carriesMarker(campaign.name, request.dispatchId))).map(({ providerResourceId, createdAt }) => ({ providerResourceId, createdAt }));
+    return oldestFirst(found.filter((campaign) => carriesMarker(campaign.name, request.dispatchId))).map(({ providerResourceId, createdAt }) => ({
+      providerResourceId,
+      createdAt,
+    }));
   }
 
   /** The create itself, with `execution_options: ["validate_only"]`: checked by Meta, nothing made. */
   async validateCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CampaignCheck> {
     const id = adAccountId(access.providerAccountId);
-    const answer = (await this.graph(access, 'POST', `act_${id}/campaigns`, { json: { ...campaignBody(request), execution_options: ['validate_only'] } })) as { success?: unknown };
+    const answer = (await this.graph(access, 'POST', `act_${id}/campaigns`, { json: { ...campaignBody(request), execution_options: ['validate_only'] } })) as {
+      success?: unknown;
+    };
     if (answer.success !== true) throw new ProviderError('transient', 'meta_ads answered a validate-only call without success', null);
     return { checkedBy: 'provider', warnings: [] };
   }
@@ -160,7 +244,11 @@ export class MetaAds implements AdNetwork {
 
   /** `DELETE /me/permissions` with the user token: the person's authorization of this app ends (Graph API, "Revoking permissions"). */
   async revokeTokens(tokens: { accessToken: string; refreshToken: string | null }): Promise<void> {
-    const answer = await this.http.call({ method: 'DELETE', url: `${this.settings.apiUrl}/${META_GRAPH_VERSION}/me/permissions`, headers: { authorization: `Bearer ${tokens.accessToken}` } });
+    const answer = await this.http.call({
+      method: 'DELETE',
+      url: `${this.settings.apiUrl}/${META_GRAPH_VERSION}/me/permissions`,
+      headers: { authorization: `Bearer ${tokens.accessToken}` },
+    });
     if (answer.status < 200 || answer.status >= 300) throw metaError(answer);
   }
 
@@ -225,7 +313,8 @@ export function metaError(answer: NetworkAnswer): ProviderError {
   if (isRateCode(code)) return new ProviderError('rate_limited', message, providerCode, answer.status, usageDelayMs(answer.headers) ?? answer.retryAfterMs);
   // 100/33: "Object with ID ... does not exist, cannot be loaded due to missing permissions"; 803: unknown alias.
   if ((code === 100 && error.error_subcode === 33) || code === 803) return new ProviderError('account_unreachable', message, providerCode, answer.status);
-  if (code === 1 || code === 2 || error.is_transient === true || answer.status >= 500) return new ProviderError('transient', message, providerCode, answer.status);
+  if (code === 1 || code === 2 || error.is_transient === true || answer.status >= 500)
+    return new ProviderError('transient', message, providerCode, answer.status);
   return new ProviderError('validation', message, providerCode, answer.status);
 }
 
@@ -238,7 +327,8 @@ export function usageDelayMs(headers: Record<string, string>): number | null {
   const delays: number[] = [];
   const businessUsage = parseHeader(headers['x-business-use-case-usage']) as Record<string, Array<{ estimated_time_to_regain_access?: number }>> | null;
   for (const entries of Object.values(businessUsage ?? {}))
-    for (const entry of Array.isArray(entries) ? entries : []) if (typeof entry?.estimated_time_to_regain_access === 'number') delays.push(entry.estimated_time_to_regain_access * 60_000);
+    for (const entry of Array.isArray(entries) ? entries : [])
+      if (typeof entry?.estimated_time_to_regain_access === 'number') delays.push(entry.estimated_time_to_regain_access * 60_000);
   const accountUsage = parseHeader(headers['x-ad-account-usage']) as { reset_time_duration?: number } | null;
   if (typeof accountUsage?.reset_time_duration === 'number') delays.push(accountUsage.reset_time_duration * 1000);
   const longest = Math.max(0, ...delays);

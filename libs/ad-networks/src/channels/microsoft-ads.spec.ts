@@ -1,5 +1,12 @@
 import { CampaignSpec } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
+import {
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  followConsent,
+  refusingLoopbackUrl,
+  unifiedCampaign,
+  rejection,
+} from '../../../../test/support/fake-networks';
 import { MicrosoftAdsFake } from '../../../../test/support/fake-networks/microsoft-ads.fake';
 import { isIanaTimeZone } from '../account-time';
 import { NetworkHttp } from '../network-http';
@@ -15,7 +22,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
 };
 const CAMPAIGN_PATH = '/Api/Advertiser/CampaignManagement/v13/CampaignManagementService.svc';
 const CUSTOMER_PATH = '/Api/CustomerManagement/v13/CustomerManagementService.svc';
-
 
 describe('MicrosoftAds against its fake, over HTTPS', () => {
   let fake: MicrosoftAdsFake;
@@ -41,7 +47,10 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
 
   it('can launch only with its developer token (else channel_live_unavailable)', async () => {
     expect(microsoft.launchUnavailableReason()).toBeNull();
-    const bare = new MicrosoftAds(fake.settings({ developerToken: null }), new NetworkHttp('microsoft_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+    const bare = new MicrosoftAds(
+      fake.settings({ developerToken: null }),
+      new NetworkHttp('microsoft_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+    );
     expect(bare.launchUnavailableReason()).toContain('CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN');
   });
 
@@ -75,7 +84,11 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
       });
       const refreshed = await microsoft.refresh(tokens.refreshToken!);
       expect(refreshed.refreshToken).not.toBe(tokens.refreshToken);
-      expect(fake.lastRequest('/common/oauth2/v2.0/token').body).toMatchObject({ grant_type: 'refresh_token', refresh_token: tokens.refreshToken, scope: 'https://ads.microsoft.com/msads.manage offline_access' });
+      expect(fake.lastRequest('/common/oauth2/v2.0/token').body).toMatchObject({
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refreshToken,
+        scope: 'https://ads.microsoft.com/msads.manage offline_access',
+      });
     });
 
     it('makes a refused refresh auth (invalid_grant, AADSTS in the message)', async () => {
@@ -92,11 +105,16 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
 
   describe("this service's OAuth client refused (a wrong client secret)", () => {
     it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = new MicrosoftAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('microsoft_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new MicrosoftAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('microsoft_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_MICROSOFT_ADS_CLIENT_ID');
-      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject(
+        { kind: 'validation', providerCode: 'invalid_client' },
+      );
     });
   });
 
@@ -130,7 +148,9 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
 
     it('finds Customer Management on the clientcenter host of the campaign host', () => {
       expect(customerManagementUrl('https://campaign.api.bingads.microsoft.com')).toBe(`https://clientcenter.api.bingads.microsoft.com${CUSTOMER_PATH}`);
-      expect(customerManagementUrl('https://campaign.api.sandbox.bingads.microsoft.com')).toBe(`https://clientcenter.api.sandbox.bingads.microsoft.com${CUSTOMER_PATH}`);
+      expect(customerManagementUrl('https://campaign.api.sandbox.bingads.microsoft.com')).toBe(
+        `https://clientcenter.api.sandbox.bingads.microsoft.com${CUSTOMER_PATH}`,
+      );
       expect(customerManagementUrl('https://127.0.0.1:8443')).toBe(`https://127.0.0.1:8443${CUSTOMER_PATH}`);
     });
   });
@@ -181,11 +201,19 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
 
     it('makes a lifetime budget LifetimeBudgetStandard with start and end dates in the account time zone', async () => {
       await create(unifiedCampaign({ budget: { type: 'lifetime', amount_micros: 900_000_000 }, schedule: { end_at: '2027-02-01T04:59:59Z' } }));
-      expect(sent()).toMatchObject({ BudgetType: 'LifetimeBudgetStandard', DailyBudget: '900.00', StartDate: '2027-01-04T04:00:00', EndDate: '2027-01-31T23:59:59' });
+      expect(sent()).toMatchObject({
+        BudgetType: 'LifetimeBudgetStandard',
+        DailyBudget: '900.00',
+        StartDate: '2027-01-04T04:00:00',
+        EndDate: '2027-01-31T23:59:59',
+      });
     });
 
     it('refuses a lifetime budget without an end before any call', async () => {
-      await expect(create(unifiedCampaign({ budget: { type: 'lifetime' } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      await expect(create(unifiedCampaign({ budget: { type: 'lifetime' } }))).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'lifetime_budget_needs_end',
+      });
     });
 
     it('writes major units exactly per currency: JPY 1500, KWD 1.250, USD 7.01', async () => {
@@ -200,8 +228,14 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
     it("keeps Microsoft's partial error code and message (validation): a campaign of another type holds the name, so none of the dispatch's is found", async () => {
       const campaign = unifiedCampaign();
       fake.plantCampaign(USD, `${campaign.name} · dsp_bshop1`, 'Shopping');
-      const error = await rejection(microsoft.createCampaign({ accessToken: token, providerAccountId: USD, account: accounts[USD] }, { dispatchId: 'dsp_bshop1', campaign }));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: 'CampaignServiceCannotCreateDuplicateCampaign', message: 'microsoft_ads: An attempt was made to create a duplicate of a campaign that already exists.' });
+      const error = await rejection(
+        microsoft.createCampaign({ accessToken: token, providerAccountId: USD, account: accounts[USD] }, { dispatchId: 'dsp_bshop1', campaign }),
+      );
+      expect(error).toMatchObject({
+        kind: 'validation',
+        providerCode: 'CampaignServiceCannotCreateDuplicateCampaign',
+        message: 'microsoft_ads: An attempt was made to create a duplicate of a campaign that already exists.',
+      });
       expect(fake.requests.at(-1)!.headers.soapaction).toBe('GetCampaignsByAccountId');
     });
   });
@@ -210,7 +244,21 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
     const access = (accountId = USD) => ({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] });
     const launch = (dispatchId: string, campaign = unifiedCampaign()) => microsoft.createCampaign(access(), { dispatchId, campaign });
     const find = (dispatchId: string) => microsoft.findCampaigns(access(), { dispatchId, campaign: unifiedCampaign() });
-    const plantWithId = (id: string, name: string) => fake.created.push({ id, accountId: USD, kind: 'campaign', body: { biddingScheme: 'MaxClicks', BudgetType: 'DailyBudgetStandard', DailyBudget: '10.00', Name: name, Status: 'Paused', TimeZone: 'EasternTimeUSCanada', CampaignType: 'Search' } });
+    const plantWithId = (id: string, name: string) =>
+      fake.created.push({
+        id,
+        accountId: USD,
+        kind: 'campaign',
+        body: {
+          biddingScheme: 'MaxClicks',
+          BudgetType: 'DailyBudgetStandard',
+          DailyBudget: '10.00',
+          Name: name,
+          Status: 'Paused',
+          TimeZone: 'EasternTimeUSCanada',
+          CampaignType: 'Search',
+        },
+      });
 
     it("shortens the partner's part, never the marker, to 128 characters", async () => {
       await launch('dsp_blong1', unifiedCampaign({ name: 'x'.repeat(200) }));
@@ -224,13 +272,15 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
       expect(fake.requests.length - calls).toBe(2);
       expect(read.headers.soapaction).toBe('GetAccount');
       expect([list.path, list.headers.soapaction]).toEqual([CAMPAIGN_PATH, 'GetCampaignsByAccountId']);
-      expect([soapHeader(list.rawBody, 'AuthenticationToken'), soapHeader(list.rawBody, 'DeveloperToken'), soapHeader(list.rawBody, 'CustomerAccountId'), soapHeader(list.rawBody, 'CustomerId')]).toEqual([
-        token,
-        fake.developerToken,
-        USD,
-        fake.parentCustomerOf(USD),
-      ]);
-      expect(list.rawBody).toContain(`<GetCampaignsByAccountIdRequest xmlns="https://bingads.microsoft.com/CampaignManagement/v13"><AccountId>${USD}</AccountId><CampaignType>Search Audience</CampaignType></GetCampaignsByAccountIdRequest>`);
+      expect([
+        soapHeader(list.rawBody, 'AuthenticationToken'),
+        soapHeader(list.rawBody, 'DeveloperToken'),
+        soapHeader(list.rawBody, 'CustomerAccountId'),
+        soapHeader(list.rawBody, 'CustomerId'),
+      ]).toEqual([token, fake.developerToken, USD, fake.parentCustomerOf(USD)]);
+      expect(list.rawBody).toContain(
+        `<GetCampaignsByAccountIdRequest xmlns="https://bingads.microsoft.com/CampaignManagement/v13"><AccountId>${USD}</AccountId><CampaignType>Search Audience</CampaignType></GetCampaignsByAccountIdRequest>`,
+      );
     });
 
     it('finds the one it made, of either type it makes', async () => {
@@ -268,7 +318,8 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
   });
 
   describe('the dry run (no validate-only call in Campaign Management: the rules)', () => {
-    const check = (campaign: CampaignSpec, account = accounts[USD]) => microsoft.validateCampaign({ accessToken: token, providerAccountId: USD, account }, { dispatchId: 'dsp_bdry1', campaign });
+    const check = (campaign: CampaignSpec, account = accounts[USD]) =>
+      microsoft.validateCampaign({ accessToken: token, providerAccountId: USD, account }, { dispatchId: 'dsp_bdry1', campaign });
 
     it('checks the Campaign a create would send without any call', async () => {
       const calls = fake.requests.length;
@@ -279,8 +330,14 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
     it('refuses what a create would refuse before its calls, as validation', async () => {
       const calls = fake.requests.length;
       await expect(check(unifiedCampaign({ objective: 'app_installs' }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
-      await expect(check(unifiedCampaign({ budget: { type: 'lifetime' } }))).rejects.toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
-      await expect(check(unifiedCampaign(), { currency: 'USD', timezone: 'Europe/Lisbon' })).rejects.toMatchObject({ kind: 'validation', providerCode: 'timezone_unsupported' });
+      await expect(check(unifiedCampaign({ budget: { type: 'lifetime' } }))).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'lifetime_budget_needs_end',
+      });
+      await expect(check(unifiedCampaign(), { currency: 'USD', timezone: 'Europe/Lisbon' })).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'timezone_unsupported',
+      });
       expect(fake.requests.length).toBe(calls);
     });
   });
@@ -294,7 +351,10 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
     });
 
     it('makes 105 InvalidCredentials auth', async () => {
-      await expect(microsoft.readAccount({ accessToken: 'unknown', providerAccountId: USD })).rejects.toMatchObject({ kind: 'auth', providerCode: 'InvalidCredentials' });
+      await expect(microsoft.readAccount({ accessToken: 'unknown', providerAccountId: USD })).rejects.toMatchObject({
+        kind: 'auth',
+        providerCode: 'InvalidCredentials',
+      });
     });
 
     it('makes 117 CallRateExceeded rate_limited for the documented 60 s', async () => {
@@ -324,7 +384,8 @@ describe('MicrosoftAds against its fake, over HTTPS', () => {
     const answerOf = (text: string) => ({ status: 500, headers: {}, text, json: undefined, retryAfterMs: null });
 
     it('reads each error element, nested in any prefix, with its code and message', () => {
-      const xml = '<s:Fault><detail><e:AdApiFaultDetail><e:Errors><e:AdApiError><e:Code>105</e:Code><e:ErrorCode>InvalidCredentials</e:ErrorCode><e:Message>Bad</e:Message></e:AdApiError></e:Errors></e:AdApiFaultDetail></detail></s:Fault>';
+      const xml =
+        '<s:Fault><detail><e:AdApiFaultDetail><e:Errors><e:AdApiError><e:Code>105</e:Code><e:ErrorCode>InvalidCredentials</e:ErrorCode><e:Message>Bad</e:Message></e:AdApiError></e:Errors></e:AdApiFaultDetail></detail></s:Fault>';
       expect(xmlBlocks(xml, ['AdApiError', 'BatchError']).map((block) => block.name)).toEqual(['AdApiError']);
       expect(microsoftError(answerOf(xml))).toMatchObject({ kind: 'auth', providerCode: 'InvalidCredentials' });
     });

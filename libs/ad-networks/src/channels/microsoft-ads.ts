@@ -1,5 +1,16 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  TokenSet,
+} from '../ad-network.port';
 import { zonedTime } from '../account-time';
 import { ISO_4217_EXPONENTS, toMajorUnitString } from '../budget-units';
 import { byIdOrder, carriesMarker, markedName } from '../campaign-marker';
@@ -193,7 +204,10 @@ export class MicrosoftAds implements AdNetwork {
   }
 
   exchangeCode(request: { code: string; redirectUri: string; codeVerifier?: string }): Promise<TokenSet> {
-    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri, { extra: { scope: SCOPES.join(' ') }, codeVerifier: request.codeVerifier });
+    return exchangeAuthorizationCode(this.http, this.settings, request.code, request.redirectUri, {
+      extra: { scope: SCOPES.join(' ') },
+      codeVerifier: request.codeVerifier,
+    });
   }
 
   /** Microsoft answers a new refresh token on each refresh (the old one keeps working until it expires). */
@@ -203,7 +217,9 @@ export class MicrosoftAds implements AdNetwork {
 
   /** Every Microsoft Advertising SOAP call carries the developer token: without it no live launch can run. */
   launchUnavailableReason(): string | null {
-    return this.settings.developerToken ? null : 'Microsoft Advertising needs a developer token on every call: CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN is not set';
+    return this.settings.developerToken
+      ? null
+      : 'Microsoft Advertising needs a developer token on every call: CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN is not set';
   }
 
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {
@@ -287,16 +303,23 @@ export class MicrosoftAds implements AdNetwork {
     const parentCustomerId = xmlValues(answer, 'ParentCustomerId')[0];
     const status = xmlValues(answer, 'AccountLifeCycleStatus')[0];
     if (!code || !zone || !parentCustomerId) throw new ProviderError('account_unreachable', `microsoft_ads answered no account ${accountId}`, null);
-    if (status === 'Inactive' || status === 'Suspended') throw new ProviderError('account_unreachable', `microsoft_ads account ${accountId} is ${status}`, status);
+    if (status === 'Inactive' || status === 'Suspended')
+      throw new ProviderError('account_unreachable', `microsoft_ads account ${accountId} is ${status}`, status);
     const currency = LEGACY_CURRENCIES[code] ?? code;
-    if (ISO_4217_EXPONENTS[currency] === undefined) throw new ProviderError('account_unreachable', `microsoft_ads account ${accountId} bills in ${code}, no current ISO 4217 currency`, 'currency_unsupported');
+    if (ISO_4217_EXPONENTS[currency] === undefined)
+      throw new ProviderError(
+        'account_unreachable',
+        `microsoft_ads account ${accountId} bills in ${code}, no current ISO 4217 currency`,
+        'currency_unsupported',
+      );
     const timezone = MICROSOFT_TIME_ZONES[zone];
     if (!timezone) throw new ProviderError('transient', `microsoft_ads answered a time zone this adapter does not know: ${zone}`, null);
     return { currency, timezone, parentCustomerId };
   }
 
   private developerToken(): string {
-    if (!this.settings.developerToken) throw new ProviderError('validation', 'microsoft_ads needs CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN', 'channel_not_configured');
+    if (!this.settings.developerToken)
+      throw new ProviderError('validation', 'microsoft_ads needs CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN', 'channel_not_configured');
     return this.settings.developerToken;
   }
 
@@ -305,7 +328,12 @@ export class MicrosoftAds implements AdNetwork {
       .map(([name, value]) => `<${name}>${xmlEscape(value)}</${name}>`)
       .join('');
     const envelope = `<?xml version="1.0" encoding="utf-8"?><s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Header xmlns="${ns}">${headerXml}</s:Header><s:Body>${body}</s:Body></s:Envelope>`;
-    const answer = await this.http.call({ method: 'POST', url, headers: { accept: 'text/xml', soapaction: action }, raw: { body: envelope, contentType: 'text/xml; charset=utf-8' } });
+    const answer = await this.http.call({
+      method: 'POST',
+      url,
+      headers: { accept: 'text/xml', soapaction: action },
+      raw: { body: envelope, contentType: 'text/xml; charset=utf-8' },
+    });
     if (answer.status >= 200 && answer.status < 300 && !/<(?:\w+:)?Fault>/.test(answer.text)) return answer.text;
     throw microsoftError(answer);
   }
@@ -343,7 +371,8 @@ function campaignElement(access: LiveAccess, request: LiveCampaignRequest): stri
 }
 
 function accountIdOf(providerAccountId: string): string {
-  if (!/^\d+$/.test(providerAccountId)) throw new ProviderError('account_unreachable', `microsoft_ads account ids are digits, not "${providerAccountId}"`, null);
+  if (!/^\d+$/.test(providerAccountId))
+    throw new ProviderError('account_unreachable', `microsoft_ads account ids are digits, not "${providerAccountId}"`, null);
   return providerAccountId;
 }
 
@@ -369,7 +398,11 @@ interface SoapError {
 /** Every error element of a fault or of partial errors: AdApiError, OperationError, BatchError. */
 function soapErrors(xml: string): SoapError[] {
   const blocks = xmlBlocks(xml, ['AdApiError', 'OperationError', 'BatchError', 'EditorialError']).map(({ inner }) => inner);
-  return blocks.map((block) => ({ code: xmlValues(block, 'Code')[0] ?? '', errorCode: xmlValues(block, 'ErrorCode')[0], message: xmlValues(block, 'Message')[0] ?? 'error' }));
+  return blocks.map((block) => ({
+    code: xmlValues(block, 'Code')[0] ?? '',
+    errorCode: xmlValues(block, 'ErrorCode')[0],
+    message: xmlValues(block, 'Message')[0] ?? 'error',
+  }));
 }
 
 /** A Bing Ads SOAP fault (HTTP 500 for every refusal), classified by its numeric `Code`. */
@@ -377,8 +410,10 @@ export function microsoftError(answer: NetworkAnswer): ProviderError {
   const errors = soapErrors(answer.text);
   const first = errors[0];
   if (!first) {
-    if (answer.status === 429) return new ProviderError('rate_limited', 'microsoft_ads asks to slow down (HTTP 429)', null, 429, answer.retryAfterMs ?? CALL_RATE_WAIT_MS);
-    if (answer.status >= 500) return new ProviderError('transient', `microsoft_ads failed with HTTP ${answer.status}`, null, answer.status, answer.retryAfterMs);
+    if (answer.status === 429)
+      return new ProviderError('rate_limited', 'microsoft_ads asks to slow down (HTTP 429)', null, 429, answer.retryAfterMs ?? CALL_RATE_WAIT_MS);
+    if (answer.status >= 500)
+      return new ProviderError('transient', `microsoft_ads failed with HTTP ${answer.status}`, null, answer.status, answer.retryAfterMs);
     return new ProviderError('validation', `microsoft_ads refused the call with HTTP ${answer.status}${faultString(answer.text)}`, null, answer.status);
   }
   const codes = errors.map((error) => error.code);

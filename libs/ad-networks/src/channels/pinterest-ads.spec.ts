@@ -17,14 +17,18 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-
 describe('PinterestAds against its fake', () => {
   let fake: PinterestAdsFake;
   let pinterest: PinterestAds;
   let token: string;
 
   beforeAll(async () => {
-    fake = await PinterestAdsFake.start({ accounts: [{ id: USD_ACCOUNT, currency: 'USD', timezone: 'UTC' }, { id: JPY_ACCOUNT, currency: 'JPY', timezone: 'UTC' }] });
+    fake = await PinterestAdsFake.start({
+      accounts: [
+        { id: USD_ACCOUNT, currency: 'USD', timezone: 'UTC' },
+        { id: JPY_ACCOUNT, currency: 'JPY', timezone: 'UTC' },
+      ],
+    });
     pinterest = new PinterestAds(fake.settings(), new NetworkHttp('pinterest_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
   });
   beforeEach(() => {
@@ -37,20 +41,30 @@ describe('PinterestAds against its fake', () => {
 
   const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
     pinterest.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
-  const find = (dispatchId: string, accountId = USD_ACCOUNT) => pinterest.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
-  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => pinterest.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = USD_ACCOUNT) =>
+    pinterest.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') =>
+    pinterest.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentCampaign = () => (fake.lastRequest(/\/campaigns$/).body as Array<Record<string, unknown>>)[0];
 
   describe('OAuth', () => {
     it('sends the browser to the consent page with comma-separated ads scopes', () => {
       const url = new URL(pinterest.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/cb', providerAccountId: USD_ACCOUNT }));
       expect(url.origin + url.pathname).toBe(`${fake.url}/oauth/`);
-      expect(Object.fromEntries(url.searchParams)).toEqual({ client_id: fake.clientId, redirect_uri: 'https://ops.example/cb', response_type: 'code', scope: 'ads:read,ads:write', state: 'st_1' });
+      expect(Object.fromEntries(url.searchParams)).toEqual({
+        client_id: fake.clientId,
+        redirect_uri: 'https://ops.example/cb',
+        response_type: 'code',
+        scope: 'ads:read,ads:write',
+        state: 'st_1',
+      });
     });
 
     it('exchanges the code with the client as HTTP Basic, then refreshes into a new refresh token', async () => {
       const redirectUri = 'https://ops.example/cb';
-      const consent = await request(pinterest.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: USD_ACCOUNT }), { dispatcher: await fakeNetworkDispatcher() });
+      const consent = await request(pinterest.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: USD_ACCOUNT }), {
+        dispatcher: await fakeNetworkDispatcher(),
+      });
       await consent.body.dump();
       const code = new URL(String(consent.headers.location)).searchParams.get('code')!;
 
@@ -67,7 +81,7 @@ describe('PinterestAds against its fake', () => {
       expect(refreshed.refreshToken).not.toBe(tokens.refreshToken);
     });
 
-    it('a refused code or refresh is auth, with Pinterest\'s code and message', async () => {
+    it("a refused code or refresh is auth, with Pinterest's code and message", async () => {
       const code = await rejection(pinterest.exchangeCode({ code: 'never-issued', redirectUri: 'https://ops.example/cb' }));
       expect([code.kind, code.providerCode, code.httpStatus]).toEqual(['auth', '283', 400]);
       expect(code.message).toContain('The authorization grant is invalid');
@@ -85,11 +99,16 @@ describe('PinterestAds against its fake', () => {
 
   describe("this service's OAuth client refused (a wrong client secret)", () => {
     it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = new PinterestAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('pinterest_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new PinterestAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('pinterest_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_PINTEREST_ADS_CLIENT_ID');
-      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject(
+        { kind: 'validation', providerCode: 'invalid_client' },
+      );
     });
   });
 
@@ -115,12 +134,20 @@ describe('PinterestAds against its fake', () => {
   });
 
   describe('creating a campaign', () => {
-    it('maps the unified campaign field by field (an array body, Unix seconds, PAUSED) and answers Pinterest\'s id', async () => {
+    it("maps the unified campaign field by field (an array body, Unix seconds, PAUSED) and answers Pinterest's id", async () => {
       const created = await create(campaign({ schedule: { start_at: '2027-03-01T08:00:00Z', timezone: 'Europe/London', end_at: '2027-03-31T08:00:00.500Z' } }));
       const sent = fake.lastRequest(/\/campaigns$/);
       expect([sent.method, sent.path, sent.headers.authorization]).toEqual(['POST', `/v5/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`]);
       expect(sent.body).toEqual([
-        { ad_account_id: USD_ACCOUNT, name: 'Autumn boards · dsp_1', status: 'PAUSED', objective_type: 'WEB_CONVERSION', daily_spend_cap: 25_000_000, start_time: 1_803_888_000, end_time: 1_806_480_000 },
+        {
+          ad_account_id: USD_ACCOUNT,
+          name: 'Autumn boards · dsp_1',
+          status: 'PAUSED',
+          objective_type: 'WEB_CONVERSION',
+          daily_spend_cap: 25_000_000,
+          start_time: 1_803_888_000,
+          end_time: 1_806_480_000,
+        },
       ]);
       expect(created.providerResourceId).toBe(fake.created[fake.created.length - 1].id);
       expect(created.providerResourceId).toMatch(/^\d+$/);
@@ -145,7 +172,12 @@ describe('PinterestAds against its fake', () => {
     });
 
     it('a lifetime budget is lifetime_spend_cap (never both caps)', async () => {
-      await create(campaign({ budget: { amount_micros: 400_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-03-01T08:00:00Z', timezone: 'UTC', end_at: '2027-04-01T08:00:00Z' } }));
+      await create(
+        campaign({
+          budget: { amount_micros: 400_000_000, currency: 'USD', type: 'lifetime' },
+          schedule: { start_at: '2027-03-01T08:00:00Z', timezone: 'UTC', end_at: '2027-04-01T08:00:00Z' },
+        }),
+      );
       expect(sentCampaign()).toMatchObject({ lifetime_spend_cap: 400_000_000, end_time: 1_806_566_400 });
       expect(sentCampaign()).not.toHaveProperty('daily_spend_cap');
     });
@@ -158,7 +190,7 @@ describe('PinterestAds against its fake', () => {
       expect(sentCampaign().daily_spend_cap).toBe(micros);
     });
 
-    it('an item exception is validation with Pinterest\'s message and code', async () => {
+    it("an item exception is validation with Pinterest's message and code", async () => {
       const refused = await rejection(create(campaign({ budget: { amount_micros: 4_990_000, currency: 'USD', type: 'daily' } })));
       expect([refused.kind, refused.providerCode, refused.message]).toEqual(['validation', '2648', 'Daily spend cap must be at least $5.00']);
     });
@@ -181,7 +213,10 @@ describe('PinterestAds against its fake', () => {
       const failed = await rejection(create(campaign()));
       expect([failed.kind, failed.httpStatus]).toEqual(['transient', 500]);
 
-      const down = new PinterestAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('pinterest_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const down = new PinterestAds(
+        { ...fake.settings(), apiUrl: await refusingLoopbackUrl() },
+        new NetworkHttp('pinterest_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const unreachable = await rejection(down.readAccount({ accessToken: token, providerAccountId: USD_ACCOUNT }));
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
     });
@@ -196,12 +231,19 @@ describe('PinterestAds against its fake', () => {
     it('finds nothing when no campaign carries the marker, asking for the largest pages, newest first', async () => {
       expect(await find('dsp_nothing')).toEqual([]);
       const sent = fake.lastRequest(/\/campaigns$/);
-      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual(['GET', `/v5/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, { page_size: '250', order: 'DESCENDING' }]);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual([
+        'GET',
+        `/v5/ad_accounts/${USD_ACCOUNT}/campaigns`,
+        `Bearer ${token}`,
+        { page_size: '250', order: 'DESCENDING' },
+      ]);
     });
 
     it('finds the one campaign a create made, by the id the create answered', async () => {
       const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_found_one');
-      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+      expect(await find('dsp_found_one')).toEqual([
+        { providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) },
+      ]);
     });
 
     it('finds two, oldest first, when Pinterest made the campaign twice (and answered 503)', async () => {
@@ -219,7 +261,10 @@ describe('PinterestAds against its fake', () => {
 
     it('follows the bookmark to an older campaign', async () => {
       const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
-      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 300 }, (_, i) => `Someone else's campaign ${i}`));
+      fake.plantCampaigns(
+        USD_ACCOUNT,
+        Array.from({ length: 300 }, (_, i) => `Someone else's campaign ${i}`),
+      );
       const before = fake.requests.length;
       expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
       const pages = fake.requests.slice(before);
@@ -245,7 +290,10 @@ describe('PinterestAds against its fake', () => {
     it('a campaign a create would refuse before calling is validation, still without a request', async () => {
       const before = fake.requests.length;
       expect(await rejection(validate(campaign({ objective: 'app_installs' })))).toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
-      expect(await rejection(validate(campaign({ budget: { amount_micros: 400_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 400_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({
+        kind: 'validation',
+        providerCode: 'lifetime_budget_needs_end',
+      });
       expect(fake.requests.length).toBe(before);
     });
   });

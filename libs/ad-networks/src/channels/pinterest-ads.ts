@@ -1,5 +1,17 @@
 import { Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  ProviderError,
+  TokenSet,
+} from '../ad-network.port';
 import { toMicros } from '../budget-units';
 import { carriesMarker, markedName } from '../campaign-marker';
 import { NetworkAnswer, NetworkHttp } from '../network-http';
@@ -115,14 +127,26 @@ export class PinterestAds implements AdNetwork {
 
   async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
     const campaign = this.campaignBody(access, request);
-    const answer = await this.http.call({ method: 'POST', url: `${this.accountUrl(access.providerAccountId)}/campaigns`, headers: this.auth(access), json: [campaign] });
+    const answer = await this.http.call({
+      method: 'POST',
+      url: `${this.accountUrl(access.providerAccountId)}/campaigns`,
+      headers: this.auth(access),
+      json: [campaign],
+    });
     if (answer.status !== 200) throw this.refusal(answer, 'campaign create');
     const items = ((answer.json ?? {}) as { items?: unknown }).items;
     const item = (Array.isArray(items) ? items[0] : undefined) as { data?: { id?: unknown }; exceptions?: PinterestError[] } | undefined;
     const exception = item?.exceptions?.[0];
-    if (exception) throw new ProviderError('validation', String(exception.message ?? 'pinterest_ads refused the campaign'), exception.code === undefined ? 'exception' : String(exception.code), answer.status);
+    if (exception)
+      throw new ProviderError(
+        'validation',
+        String(exception.message ?? 'pinterest_ads refused the campaign'),
+        exception.code === undefined ? 'exception' : String(exception.code),
+        answer.status,
+      );
     const id = item?.data?.id;
-    if (typeof id !== 'string' || !id) throw new ProviderError('transient', 'pinterest_ads answered the campaign create without a campaign id', null, answer.status);
+    if (typeof id !== 'string' || !id)
+      throw new ProviderError('transient', 'pinterest_ads answered the campaign create without a campaign id', null, answer.status);
     return { providerResourceId: id };
   }
 
@@ -212,8 +236,15 @@ export class PinterestAds implements AdNetwork {
       const delay = answer.retryAfterMs ?? (Number.isFinite(reset) && reset > 0 ? reset * 1000 : null);
       return new ProviderError('rate_limited', `pinterest_ads asks to slow down: ${message}`, code ?? 'rate_limited', 429, delay);
     }
-    if (answer.status >= 500) return new ProviderError('transient', `pinterest_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
-    if (answer.status === 403 || answer.status === 404) return new ProviderError('account_unreachable', `pinterest_ads: the token cannot reach this ad account: ${message}`, code ?? `http_${answer.status}`, answer.status);
+    if (answer.status >= 500)
+      return new ProviderError('transient', `pinterest_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
+    if (answer.status === 403 || answer.status === 404)
+      return new ProviderError(
+        'account_unreachable',
+        `pinterest_ads: the token cannot reach this ad account: ${message}`,
+        code ?? `http_${answer.status}`,
+        answer.status,
+      );
     return new ProviderError('validation', message, code ?? `http_${answer.status}`, answer.status);
   }
 }

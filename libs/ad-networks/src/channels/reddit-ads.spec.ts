@@ -17,14 +17,18 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-
 describe('RedditAds against its fake', () => {
   let fake: RedditAdsFake;
   let reddit: RedditAds;
   let token: string;
 
   beforeAll(async () => {
-    fake = await RedditAdsFake.start({ accounts: [{ id: USD_ACCOUNT, ...usd }, { id: EUR_ACCOUNT, ...eur }] });
+    fake = await RedditAdsFake.start({
+      accounts: [
+        { id: USD_ACCOUNT, ...usd },
+        { id: EUR_ACCOUNT, ...eur },
+      ],
+    });
     reddit = new RedditAds(fake.settings(), new NetworkHttp('reddit_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
   });
   beforeEach(() => {
@@ -37,20 +41,31 @@ describe('RedditAds against its fake', () => {
 
   const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
     reddit.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
-  const find = (dispatchId: string, accountId = USD_ACCOUNT) => reddit.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
-  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => reddit.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = USD_ACCOUNT) =>
+    reddit.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') =>
+    reddit.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentData = () => (fake.lastRequest(/\/campaigns$/).body as { data: Record<string, unknown> }).data;
 
   describe('OAuth', () => {
     it('asks for a permanent grant with comma-separated ads scopes', () => {
       const url = new URL(reddit.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/cb', providerAccountId: USD_ACCOUNT }));
       expect(url.origin + url.pathname).toBe(`${fake.url}/api/v1/authorize`);
-      expect(Object.fromEntries(url.searchParams)).toEqual({ client_id: fake.clientId, response_type: 'code', state: 'st_1', redirect_uri: 'https://ops.example/cb', duration: 'permanent', scope: 'adsread,adsedit' });
+      expect(Object.fromEntries(url.searchParams)).toEqual({
+        client_id: fake.clientId,
+        response_type: 'code',
+        state: 'st_1',
+        redirect_uri: 'https://ops.example/cb',
+        duration: 'permanent',
+        scope: 'adsread,adsedit',
+      });
     });
 
     it('exchanges the code with the client as HTTP Basic and our User-Agent; a refresh keeps the refresh token on file', async () => {
       const redirectUri = 'https://ops.example/cb';
-      const consent = await request(reddit.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: USD_ACCOUNT }), { dispatcher: await fakeNetworkDispatcher() });
+      const consent = await request(reddit.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: USD_ACCOUNT }), {
+        dispatcher: await fakeNetworkDispatcher(),
+      });
       await consent.body.dump();
       const code = new URL(String(consent.headers.location)).searchParams.get('code')!;
 
@@ -85,11 +100,16 @@ describe('RedditAds against its fake', () => {
 
   describe("this service's OAuth client refused (a wrong client secret)", () => {
     it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = new RedditAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('reddit_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new RedditAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('reddit_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_REDDIT_ADS_CLIENT_ID');
-      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject(
+        { kind: 'validation', providerCode: 'invalid_client' },
+      );
     });
   });
 
@@ -115,10 +135,17 @@ describe('RedditAds against its fake', () => {
   });
 
   describe('creating a campaign', () => {
-    it('maps the unified campaign field by field into {data} and answers Reddit\'s id', async () => {
-      const created = await create(campaign({ schedule: { start_at: '2027-05-01T16:00:00.000Z', timezone: 'America/Chicago', end_at: '2027-06-01T05:00:00Z' } }));
+    it("maps the unified campaign field by field into {data} and answers Reddit's id", async () => {
+      const created = await create(
+        campaign({ schedule: { start_at: '2027-05-01T16:00:00.000Z', timezone: 'America/Chicago', end_at: '2027-06-01T05:00:00Z' } }),
+      );
       const sent = fake.lastRequest(/\/campaigns$/);
-      expect([sent.method, sent.path, sent.headers.authorization, sent.headers['content-type']]).toEqual(['POST', `/api/v3/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, 'application/json']);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.headers['content-type']]).toEqual([
+        'POST',
+        `/api/v3/ad_accounts/${USD_ACCOUNT}/campaigns`,
+        `Bearer ${token}`,
+        'application/json',
+      ]);
       expect(sent.body).toEqual({
         data: {
           name: 'Launch week · dsp_1',
@@ -149,7 +176,12 @@ describe('RedditAds against its fake', () => {
     });
 
     it('a lifetime budget is a LIFETIME_SPEND goal with its end time', async () => {
-      await create(campaign({ budget: { amount_micros: 900_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-05-01T16:00:00Z', timezone: 'UTC', end_at: '2027-05-31T16:00:00Z' } }));
+      await create(
+        campaign({
+          budget: { amount_micros: 900_000_000, currency: 'USD', type: 'lifetime' },
+          schedule: { start_at: '2027-05-01T16:00:00Z', timezone: 'UTC', end_at: '2027-05-31T16:00:00Z' },
+        }),
+      );
       expect(sentData()).toMatchObject({ goal_type: 'LIFETIME_SPEND', goal_value: 900_000_000, end_time: '2027-05-31T16:00:00Z' });
     });
 
@@ -161,9 +193,14 @@ describe('RedditAds against its fake', () => {
       expect(sentData().goal_value).toBe(micros);
     });
 
-    it('Reddit\'s 400 is validation with its message and code', async () => {
+    it("Reddit's 400 is validation with its message and code", async () => {
       const refused = await rejection(create(campaign({ schedule: { start_at: '2027-05-01T16:00:00Z', timezone: 'UTC', end_at: '2027-04-01T16:00:00Z' } })));
-      expect([refused.kind, refused.providerCode, refused.httpStatus, refused.message]).toEqual(['validation', 'INVALID_INPUT', 400, 'end_time: must be after start_time']);
+      expect([refused.kind, refused.providerCode, refused.httpStatus, refused.message]).toEqual([
+        'validation',
+        'INVALID_INPUT',
+        400,
+        'end_time: must be after start_time',
+      ]);
     });
 
     it('401 is auth, 403 account_unreachable', async () => {
@@ -181,8 +218,13 @@ describe('RedditAds against its fake', () => {
       fake.failNext(1, 502);
       expect([(await rejection(create(campaign()))).kind]).toEqual(['transient']);
 
-      const down = new RedditAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('reddit_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
-      const unreachable = await rejection(down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }));
+      const down = new RedditAds(
+        { ...fake.settings(), apiUrl: await refusingLoopbackUrl() },
+        new NetworkHttp('reddit_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
+      const unreachable = await rejection(
+        down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }),
+      );
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
     });
   });
@@ -196,13 +238,20 @@ describe('RedditAds against its fake', () => {
     it('finds nothing when no campaign carries the marker, asking for pages of 1000 with our User-Agent', async () => {
       expect(await find('dsp_nothing')).toEqual([]);
       const sent = fake.lastRequest(/\/campaigns$/);
-      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual(['GET', `/api/v3/ad_accounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, { 'page.size': '1000' }]);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual([
+        'GET',
+        `/api/v3/ad_accounts/${USD_ACCOUNT}/campaigns`,
+        `Bearer ${token}`,
+        { 'page.size': '1000' },
+      ]);
       expect(sent.headers['user-agent']).toMatch(/^campaign-ops\//);
     });
 
     it('finds the one campaign a create made, by the id the create answered', async () => {
       const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_found_one');
-      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+      expect(await find('dsp_found_one')).toEqual([
+        { providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) },
+      ]);
     });
 
     it('finds two, oldest first, when Reddit made the campaign twice (and answered 503)', async () => {
@@ -219,7 +268,10 @@ describe('RedditAds against its fake', () => {
     });
 
     it("follows pagination.next_url's page.token, on our own API URL", async () => {
-      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`));
+      fake.plantCampaigns(
+        USD_ACCOUNT,
+        Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`),
+      );
       const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
       const before = fake.requests.length;
       expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
@@ -245,8 +297,14 @@ describe('RedditAds against its fake', () => {
 
     it('a campaign a create would refuse before calling is validation, still without a request', async () => {
       const before = fake.requests.length;
-      expect(await rejection(validate(campaign({ budget: { amount_micros: 900_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
-      expect(await rejection(validate(campaign({ budget: { amount_micros: 0.5, currency: 'USD', type: 'daily' } })))).toMatchObject({ kind: 'validation', providerCode: 'budget_invalid' });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 900_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({
+        kind: 'validation',
+        providerCode: 'lifetime_budget_needs_end',
+      });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 0.5, currency: 'USD', type: 'daily' } })))).toMatchObject({
+        kind: 'validation',
+        providerCode: 'budget_invalid',
+      });
       expect(fake.requests.length).toBe(before);
     });
   });

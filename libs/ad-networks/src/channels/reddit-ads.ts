@@ -1,5 +1,17 @@
 import { Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  ProviderError,
+  TokenSet,
+} from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMicros } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
@@ -119,10 +131,16 @@ export class RedditAds implements AdNetwork {
 
   async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
     const data = this.campaignBody(request);
-    const answer = await this.http.call({ method: 'POST', url: `${this.accountUrl(access.providerAccountId)}/campaigns`, headers: this.headers(access), json: { data } });
+    const answer = await this.http.call({
+      method: 'POST',
+      url: `${this.accountUrl(access.providerAccountId)}/campaigns`,
+      headers: this.headers(access),
+      json: { data },
+    });
     if (answer.status !== 200 && answer.status !== 201) throw this.refusal(answer, 'campaign create');
     const id = ((answer.json ?? {}) as { data?: { id?: unknown } }).data?.id;
-    if (typeof id !== 'string' || !id) throw new ProviderError('transient', 'reddit_ads answered the campaign create without a campaign id', null, answer.status);
+    if (typeof id !== 'string' || !id)
+      throw new ProviderError('transient', 'reddit_ads answered the campaign create without a campaign id', null, answer.status);
     return { providerResourceId: id };
   }
 
@@ -186,7 +204,13 @@ export class RedditAds implements AdNetwork {
     if (answer.status === 429 || answer.status >= 500) throw this.refusal(answer, 'token grant');
     const said = typeof body.error_description === 'string' ? body.error_description : typeof body.message === 'string' ? body.message : null;
     // A 401 here (`{"message": "Unauthorized", "error": 401}`) is the HTTP Basic client refused: the operator's, not the person's.
-    throw grantRefusal(this.channel, answer.status, typeof body.error === 'string' ? body.error : null, said, answer.status === 200 ? 'token_refused' : `http_${answer.status}`);
+    throw grantRefusal(
+      this.channel,
+      answer.status,
+      typeof body.error === 'string' ? body.error : null,
+      said,
+      answer.status === 200 ? 'token_refused' : `http_${answer.status}`,
+    );
   }
 
   private accountUrl(adAccountId: string): string {
@@ -206,9 +230,22 @@ export class RedditAds implements AdNetwork {
     const said = nested.message ?? body.message;
     const message = typeof said === 'string' && said ? said : `reddit_ads refused the ${what} (HTTP ${answer.status})`;
     if (answer.status === 401) return new ProviderError('auth', `reddit_ads refused the access token: ${message}`, code ?? 'unauthorized', 401);
-    if (answer.status === 429) return new ProviderError('rate_limited', `reddit_ads asks to slow down: ${message}`, code ?? 'rate_limited', 429, answer.retryAfterMs ?? rateLimitReset(answer));
+    if (answer.status === 429)
+      return new ProviderError(
+        'rate_limited',
+        `reddit_ads asks to slow down: ${message}`,
+        code ?? 'rate_limited',
+        429,
+        answer.retryAfterMs ?? rateLimitReset(answer),
+      );
     if (answer.status >= 500) return new ProviderError('transient', `reddit_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
-    if (answer.status === 403 || answer.status === 404) return new ProviderError('account_unreachable', `reddit_ads: the token cannot reach this ad account: ${message}`, code ?? `http_${answer.status}`, answer.status);
+    if (answer.status === 403 || answer.status === 404)
+      return new ProviderError(
+        'account_unreachable',
+        `reddit_ads: the token cannot reach this ad account: ${message}`,
+        code ?? `http_${answer.status}`,
+        answer.status,
+      );
     return new ProviderError('validation', message, code ?? `http_${answer.status}`, answer.status);
   }
 }

@@ -16,7 +16,6 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-
 describe('SnapchatAds against its fake', () => {
   let fake: SnapchatAdsFake;
   let snap: SnapchatAds;
@@ -42,13 +41,17 @@ describe('SnapchatAds against its fake', () => {
 
   const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
     snap.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
-  const find = (dispatchId: string, accountId = USD_ACCOUNT) => snap.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
-  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => snap.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
+  const find = (dispatchId: string, accountId = USD_ACCOUNT) =>
+    snap.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: campaign() });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') =>
+    snap.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
   const sentCampaign = () => (fake.lastRequest(/\/campaigns$/).body as { campaigns: Array<Record<string, unknown>> }).campaigns[0];
 
   describe('OAuth', () => {
     it('sends the browser to the consent page with the client id, scope, redirect and state', () => {
-      const url = new URL(snap.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/v1/connections/oauth/callback', providerAccountId: USD_ACCOUNT }));
+      const url = new URL(
+        snap.authorizationUrl({ state: 'st_1', redirectUri: 'https://ops.example/v1/connections/oauth/callback', providerAccountId: USD_ACCOUNT }),
+      );
       expect(url.origin + url.pathname).toBe(`${fake.url}/login/oauth2/authorize`);
       expect(Object.fromEntries(url.searchParams)).toEqual({
         client_id: fake.clientId,
@@ -61,7 +64,9 @@ describe('SnapchatAds against its fake', () => {
 
     it('exchanges the code from the consent for an access and a refresh token, then refreshes', async () => {
       const redirectUri = 'https://ops.example/v1/connections/oauth/callback';
-      const consent = await request(snap.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: USD_ACCOUNT }), { dispatcher: await fakeNetworkDispatcher() });
+      const consent = await request(snap.authorizationUrl({ state: 'st_2', redirectUri, providerAccountId: USD_ACCOUNT }), {
+        dispatcher: await fakeNetworkDispatcher(),
+      });
       await consent.body.dump();
       const back = new URL(String(consent.headers.location));
       expect(back.searchParams.get('state')).toBe('st_2');
@@ -71,7 +76,13 @@ describe('SnapchatAds against its fake', () => {
       expect(tokens.refreshToken).toMatch(/^rt-/);
       expect(Date.parse(tokens.expiresAt!) - Date.now()).toBeGreaterThan(3500_000);
       const grant = fake.lastRequest('/login/oauth2/access_token').body as Record<string, string>;
-      expect(grant).toEqual({ grant_type: 'authorization_code', code: back.searchParams.get('code'), redirect_uri: redirectUri, client_id: fake.clientId, client_secret: fake.clientSecret });
+      expect(grant).toEqual({
+        grant_type: 'authorization_code',
+        code: back.searchParams.get('code'),
+        redirect_uri: redirectUri,
+        client_id: fake.clientId,
+        client_secret: fake.clientSecret,
+      });
 
       const refreshed = await snap.refresh(tokens.refreshToken!);
       expect(refreshed.accessToken).not.toBe(tokens.accessToken);
@@ -96,11 +107,16 @@ describe('SnapchatAds against its fake', () => {
 
   describe("this service's OAuth client refused (a wrong client secret)", () => {
     it("is validation invalid_client on the refresh and the code exchange: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = new SnapchatAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('snapchat_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new SnapchatAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('snapchat_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(misconfigured.refresh(fake.issueRefreshToken()));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_SNAPCHAT_ADS_CLIENT_ID');
-      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject({ kind: 'validation', providerCode: 'invalid_client' });
+      expect(await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }))).toMatchObject(
+        { kind: 'validation', providerCode: 'invalid_client' },
+      );
     });
   });
 
@@ -128,10 +144,15 @@ describe('SnapchatAds against its fake', () => {
   });
 
   describe('creating a campaign', () => {
-    it('maps the unified campaign field by field and answers Snap\'s campaign id', async () => {
+    it("maps the unified campaign field by field and answers Snap's campaign id", async () => {
       const created = await create(campaign({ schedule: { start_at: '2027-01-04T17:00:00Z', timezone: 'America/New_York', end_at: '2027-02-01T08:00:00Z' } }));
       const sent = fake.lastRequest(/\/campaigns$/);
-      expect([sent.method, sent.path, sent.headers.authorization, sent.headers['content-type']]).toEqual(['POST', `/v1/adaccounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, 'application/json']);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.headers['content-type']]).toEqual([
+        'POST',
+        `/v1/adaccounts/${USD_ACCOUNT}/campaigns`,
+        `Bearer ${token}`,
+        'application/json',
+      ]);
       expect(sentCampaign()).toEqual({
         ad_account_id: USD_ACCOUNT,
         name: 'Spring launch · dsp_1',
@@ -159,7 +180,12 @@ describe('SnapchatAds against its fake', () => {
     });
 
     it('a lifetime budget is lifetime_spend_cap_micro, with the end time', async () => {
-      await create(campaign({ budget: { amount_micros: 300_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-07-01T07:00:00Z', timezone: 'UTC', end_at: '2027-07-31T07:00:00Z' } }));
+      await create(
+        campaign({
+          budget: { amount_micros: 300_000_000, currency: 'USD', type: 'lifetime' },
+          schedule: { start_at: '2027-07-01T07:00:00Z', timezone: 'UTC', end_at: '2027-07-31T07:00:00Z' },
+        }),
+      );
       const sent = sentCampaign();
       expect(sent.lifetime_spend_cap_micro).toBe(300_000_000);
       expect(sent).not.toHaveProperty('daily_budget_micro');
@@ -174,12 +200,16 @@ describe('SnapchatAds against its fake', () => {
       expect(sentCampaign().daily_budget_micro).toBe(micros);
     });
 
-    it('writes the schedule with the ad account\'s offset (daylight saving included)', async () => {
-      await create(campaign({ budget: { amount_micros: 30_000_000, currency: 'EUR', type: 'daily' }, schedule: { start_at: '2027-07-01T12:30:00Z', timezone: 'UTC' } }), EUR_ACCOUNT, { currency: 'EUR', timezone: 'Europe/Paris' });
+    it("writes the schedule with the ad account's offset (daylight saving included)", async () => {
+      await create(
+        campaign({ budget: { amount_micros: 30_000_000, currency: 'EUR', type: 'daily' }, schedule: { start_at: '2027-07-01T12:30:00Z', timezone: 'UTC' } }),
+        EUR_ACCOUNT,
+        { currency: 'EUR', timezone: 'Europe/Paris' },
+      );
       expect(sentCampaign().start_time).toBe('2027-07-01T14:30:00+02:00');
     });
 
-    it('Snap\'s refusal is validation with Snap\'s own message and code', async () => {
+    it("Snap's refusal is validation with Snap's own message and code", async () => {
       const refused = await rejection(create(campaign({ budget: { amount_micros: 5_000_000, currency: 'USD', type: 'daily' } })));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'E1008', 400]);
       expect(refused.message).toBe('The campaign daily budget or lifetime spend cap must be at least 20.00 USD');
@@ -193,7 +223,7 @@ describe('SnapchatAds against its fake', () => {
       expect((await rejection(create(campaign()))).kind).toBe('account_unreachable');
     });
 
-    it('429 is rate_limited with the network\'s delay, or one rate window when it names none', async () => {
+    it("429 is rate_limited with the network's delay, or one rate window when it names none", async () => {
       fake.rateLimitNext(1, 7);
       const named = await rejection(create(campaign()));
       expect([named.kind, named.httpStatus, named.retryAfterMs]).toEqual(['rate_limited', 429, 7_000]);
@@ -206,14 +236,19 @@ describe('SnapchatAds against its fake', () => {
       const failed = await rejection(create(campaign()));
       expect([failed.kind, failed.httpStatus]).toEqual(['transient', 503]);
 
-      const down = new SnapchatAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('snapchat_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
-      const unreachable = await rejection(down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }));
+      const down = new SnapchatAds(
+        { ...fake.settings(), apiUrl: await refusingLoopbackUrl() },
+        new NetworkHttp('snapchat_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
+      const unreachable = await rejection(
+        down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }),
+      );
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
     });
   });
 
   describe("the dispatch's marker, and finding a campaign again", () => {
-    it('names the campaign with the marker, after the partner\'s name', async () => {
+    it("names the campaign with the marker, after the partner's name", async () => {
       await create(campaign({ name: 'Summer drop' }), USD_ACCOUNT, usd, 'dsp_01JMARKER');
       expect(sentCampaign().name).toBe('Summer drop · dsp_01JMARKER');
     });
@@ -221,7 +256,12 @@ describe('SnapchatAds against its fake', () => {
     it('finds nothing when no campaign carries the marker, asking Snap for its largest pages', async () => {
       expect(await find('dsp_nothing')).toEqual([]);
       const sent = fake.lastRequest(/\/campaigns$/);
-      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual(['GET', `/v1/adaccounts/${USD_ACCOUNT}/campaigns`, `Bearer ${token}`, { limit: '1000' }]);
+      expect([sent.method, sent.path, sent.headers.authorization, sent.query]).toEqual([
+        'GET',
+        `/v1/adaccounts/${USD_ACCOUNT}/campaigns`,
+        `Bearer ${token}`,
+        { limit: '1000' },
+      ]);
     });
 
     it('finds the one campaign a create made, by the id the create answered', async () => {
@@ -240,13 +280,21 @@ describe('SnapchatAds against its fake', () => {
 
     it('ignores a campaign whose name only carries a longer id, and campaigns of other ad accounts', async () => {
       await create(campaign(), USD_ACCOUNT, usd, 'dsp_short0');
-      await create(campaign({ budget: { amount_micros: 30_000_000, currency: 'EUR', type: 'daily' } }), EUR_ACCOUNT, { currency: 'EUR', timezone: 'Europe/Paris' }, 'dsp_short');
+      await create(
+        campaign({ budget: { amount_micros: 30_000_000, currency: 'EUR', type: 'daily' } }),
+        EUR_ACCOUNT,
+        { currency: 'EUR', timezone: 'Europe/Paris' },
+        'dsp_short',
+      );
       expect(await find('dsp_short')).toEqual([]);
     });
 
     it("follows Snap's pages (newest first) to an older campaign, sending the cursor to our own API URL", async () => {
       const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
-      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`));
+      fake.plantCampaigns(
+        USD_ACCOUNT,
+        Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`),
+      );
       const before = fake.requests.length;
       expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
       const pages = fake.requests.slice(before);

@@ -1,5 +1,17 @@
 import { Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  ProviderError,
+  TokenSet,
+} from '../ad-network.port';
 import { isIanaTimeZone, isoWithOffset } from '../account-time';
 import { toMicros } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
@@ -108,7 +120,11 @@ export class SnapchatAds implements AdNetwork {
   }
 
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {
-    const answer = await this.http.call({ method: 'GET', url: this.url(`/adaccounts/${encodeURIComponent(access.providerAccountId)}`), headers: this.auth(access) });
+    const answer = await this.http.call({
+      method: 'GET',
+      url: this.url(`/adaccounts/${encodeURIComponent(access.providerAccountId)}`),
+      headers: this.auth(access),
+    });
     if (answer.status !== 200) throw this.refusal(answer, 'ad account read');
     const item = this.firstItem(answer, 'adaccounts');
     const account = item.adaccount as { currency?: unknown; timezone?: unknown } | undefined;
@@ -121,7 +137,12 @@ export class SnapchatAds implements AdNetwork {
 
   async createCampaign(access: LiveAccess, request: LiveCampaignRequest): Promise<CreatedCampaign> {
     const campaign = this.campaignBody(access, request);
-    const answer = await this.http.call({ method: 'POST', url: this.campaignsUrl(access.providerAccountId), headers: this.auth(access), json: { campaigns: [campaign] } });
+    const answer = await this.http.call({
+      method: 'POST',
+      url: this.campaignsUrl(access.providerAccountId),
+      headers: this.auth(access),
+      json: { campaigns: [campaign] },
+    });
     if (answer.status !== 200) throw this.refusal(answer, 'campaign create');
     const created = this.firstItem(answer, 'campaigns').campaign as { id?: unknown } | undefined;
     if (typeof created?.id !== 'string' || !created.id)
@@ -133,7 +154,12 @@ export class SnapchatAds implements AdNetwork {
     const found: FoundCampaign[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
-      const answer = await this.http.call({ method: 'GET', url: this.campaignsUrl(access.providerAccountId), headers: this.auth(access), query: { limit: LOOKUP_PAGE_SIZE, cursor } });
+      const answer = await this.http.call({
+        method: 'GET',
+        url: this.campaignsUrl(access.providerAccountId),
+        headers: this.auth(access),
+        query: { limit: LOOKUP_PAGE_SIZE, cursor },
+      });
       if (answer.status !== 200) throw this.refusal(answer, 'campaign lookup');
       const body = (answer.json ?? {}) as SnapError & { paging?: { next_link?: unknown }; campaigns?: unknown };
       if (body.request_status !== 'SUCCESS' || !Array.isArray(body.campaigns))
@@ -189,7 +215,12 @@ export class SnapchatAds implements AdNetwork {
     const items = body[plural];
     const item = Array.isArray(items) ? (items[0] as SnapItem | undefined) : undefined;
     if (item && item.sub_request_status && item.sub_request_status !== 'SUCCESS')
-      throw new ProviderError('validation', item.sub_request_error_reason ?? `snapchat_ads refused the request (${item.sub_request_status})`, body.error_code ?? 'sub_request_error', answer.status);
+      throw new ProviderError(
+        'validation',
+        item.sub_request_error_reason ?? `snapchat_ads refused the request (${item.sub_request_status})`,
+        body.error_code ?? 'sub_request_error',
+        answer.status,
+      );
     if (!item || (body.request_status && body.request_status !== 'SUCCESS'))
       throw new ProviderError('transient', `snapchat_ads answered without ${plural}`, body.error_code ?? null, answer.status);
     return item;
@@ -205,8 +236,15 @@ export class SnapchatAds implements AdNetwork {
       return new ProviderError('rate_limited', 'snapchat_ads asks to slow down (HTTP 429)', code ?? 'rate_limited', 429, answer.retryAfterMs ?? RATE_WINDOW_MS);
     if (answer.status >= 500) return new ProviderError('transient', `snapchat_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
     if (answer.status === 403 || answer.status === 404)
-      return new ProviderError('account_unreachable', `snapchat_ads: the token cannot reach this ad account: ${message}`, code ?? `http_${answer.status}`, answer.status);
-    const failed = Object.values(body).find((value): value is SnapItem[] => Array.isArray(value) && (value[0] as SnapItem | undefined)?.sub_request_error_reason !== undefined);
+      return new ProviderError(
+        'account_unreachable',
+        `snapchat_ads: the token cannot reach this ad account: ${message}`,
+        code ?? `http_${answer.status}`,
+        answer.status,
+      );
+    const failed = Object.values(body).find(
+      (value): value is SnapItem[] => Array.isArray(value) && (value[0] as SnapItem | undefined)?.sub_request_error_reason !== undefined,
+    );
     const reason = failed?.[0]?.sub_request_error_reason;
     return new ProviderError('validation', reason ?? message, code ?? `http_${answer.status}`, answer.status);
   }

@@ -1,5 +1,12 @@
 import { CampaignSpec } from '@campaign-ops/channels';
-import { closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, unifiedCampaign, rejection } from '../../../../test/support/fake-networks';
+import {
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  followConsent,
+  refusingLoopbackUrl,
+  unifiedCampaign,
+  rejection,
+} from '../../../../test/support/fake-networks';
 import { TiktokAdsFake } from '../../../../test/support/fake-networks/tiktok-ads.fake';
 import { NetworkHttp } from '../network-http';
 import { TiktokAds } from './tiktok-ads';
@@ -12,7 +19,6 @@ const accounts: Record<string, { currency: string; timezone: string }> = {
   [JPY]: { currency: 'JPY', timezone: 'Asia/Tokyo' },
   [KWD]: { currency: 'KWD', timezone: 'Etc/GMT-3' },
 };
-
 
 describe('TiktokAds against its fake, over HTTPS', () => {
   let fake: TiktokAdsFake;
@@ -31,7 +37,8 @@ describe('TiktokAds against its fake, over HTTPS', () => {
     await closeFakeNetworkDispatcher();
   });
 
-  const usd50 = (overrides: Parameters<typeof unifiedCampaign>[0] = {}) => unifiedCampaign({ ...overrides, budget: { amount_micros: 50_000_000, ...overrides.budget } });
+  const usd50 = (overrides: Parameters<typeof unifiedCampaign>[0] = {}) =>
+    unifiedCampaign({ ...overrides, budget: { amount_micros: 50_000_000, ...overrides.budget } });
   const create = (campaign: CampaignSpec, accountId = USD) =>
     tiktok.createCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] }, { dispatchId: 'dsp_t1', campaign });
   const sent = () => fake.lastRequest('/open_api/v1.3/campaign/create/').body as Record<string, unknown>;
@@ -39,7 +46,7 @@ describe('TiktokAds against its fake, over HTTPS', () => {
   describe('OAuth', () => {
     const redirectUri = 'https://ops.example/v1/connections/oauth/callback';
 
-    it('sends the browser to the portal with app_id, state and redirect (no scopes: they are the app\'s)', () => {
+    it("sends the browser to the portal with app_id, state and redirect (no scopes: they are the app's)", () => {
       const url = new URL(tiktok.authorizationUrl({ state: 'st_1', redirectUri, providerAccountId: USD }));
       expect(url.origin + url.pathname).toBe(`${fake.url}/portal/auth`);
       expect(Object.fromEntries(url.searchParams)).toEqual({ app_id: fake.clientId, state: 'st_1', redirect_uri: redirectUri });
@@ -71,7 +78,10 @@ describe('TiktokAds against its fake, over HTTPS', () => {
 
   describe("this service's OAuth client refused", () => {
     it("makes a wrong app secret at the token call validation invalid_client: the operator's configuration, which no consent fixes", async () => {
-      const misconfigured = new TiktokAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('tiktok_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new TiktokAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('tiktok_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(misconfigured.exchangeCode({ code: 'any-code', redirectUri: 'https://ops.example/v1/connections/oauth/callback' }));
       expect([refused.kind, refused.providerCode]).toEqual(['validation', 'invalid_client']);
       expect(refused.message).toContain('CHANNEL_TIKTOK_ADS_CLIENT_ID');
@@ -101,10 +111,16 @@ describe('TiktokAds against its fake, over HTTPS', () => {
   });
 
   describe('creating a campaign', () => {
-    it('posts advertiser, name, objective and a daily budget in major units; the id is TikTok\'s campaign_id', async () => {
+    it("posts advertiser, name, objective and a daily budget in major units; the id is TikTok's campaign_id", async () => {
       const campaign = usd50();
       const { providerResourceId } = await create(campaign);
-      expect(sent()).toEqual({ advertiser_id: USD, campaign_name: `${campaign.name} · dsp_t1`, objective_type: 'WEB_CONVERSIONS', budget_mode: 'BUDGET_MODE_DAY', budget: 50 });
+      expect(sent()).toEqual({
+        advertiser_id: USD,
+        campaign_name: `${campaign.name} · dsp_t1`,
+        objective_type: 'WEB_CONVERSIONS',
+        budget_mode: 'BUDGET_MODE_DAY',
+        budget: 50,
+      });
       expect(fake.lastRequest().headers['access-token']).toBe(token);
       expect(providerResourceId).toBe(fake.created.at(-1)!.id);
     });
@@ -139,13 +155,21 @@ describe('TiktokAds against its fake, over HTTPS', () => {
 
     it('refuses, before any call, an amount finer than the currency (JPY 1500.5)', async () => {
       const calls = fake.requests.length;
-      await expect(create(usd50({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      await expect(create(usd50({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'budget_not_whole_minor_units',
+      });
       expect(fake.requests.length).toBe(calls);
     });
 
     it("keeps TikTok's message and code for a refused campaign (below the daily minimum)", async () => {
       const error = await rejection(create(unifiedCampaign()));
-      expect(error).toMatchObject({ kind: 'validation', providerCode: '40002', httpStatus: 200, message: 'tiktok_ads: The daily budget of the campaign must be at least 20.00 USD.' });
+      expect(error).toMatchObject({
+        kind: 'validation',
+        providerCode: '40002',
+        httpStatus: 200,
+        message: 'tiktok_ads: The daily budget of the campaign must be at least 20.00 USD.',
+      });
     });
   });
 
@@ -203,7 +227,11 @@ describe('TiktokAds against its fake, over HTTPS', () => {
     it('follows page_info.total_page', async () => {
       for (let i = 0; i < 1005; i++) fake.plantCampaign(USD, `Bulk ${i} · dsp_tbulk1`, '2026-06-01 10:00:00');
       expect(await find('dsp_tbulk1')).toHaveLength(1005);
-      expect(lookups().slice(-2).map((call) => call.query.page)).toEqual(['1', '2']);
+      expect(
+        lookups()
+          .slice(-2)
+          .map((call) => call.query.page),
+      ).toEqual(['1', '2']);
     });
 
     it('is transient when TikTok fails the lookup (5xx)', async () => {
@@ -218,7 +246,8 @@ describe('TiktokAds against its fake, over HTTPS', () => {
   });
 
   describe('the dry run (no validate-only call at TikTok: the rules)', () => {
-    const check = (campaign: CampaignSpec, accountId = USD) => tiktok.validateCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] }, { dispatchId: 'dsp_tdry1', campaign });
+    const check = (campaign: CampaignSpec, accountId = USD) =>
+      tiktok.validateCampaign({ accessToken: token, providerAccountId: accountId, account: accounts[accountId] }, { dispatchId: 'dsp_tdry1', campaign });
 
     it('checks the body a create would send without any call', async () => {
       const calls = fake.requests.length;
@@ -229,7 +258,10 @@ describe('TiktokAds against its fake, over HTTPS', () => {
 
     it('refuses what a create would refuse before its call, as validation', async () => {
       const calls = fake.requests.length;
-      await expect(check(usd50({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({ kind: 'validation', providerCode: 'budget_not_whole_minor_units' });
+      await expect(check(usd50({ budget: { currency: 'JPY', amount_micros: 1_500_500_000 } }), JPY)).rejects.toMatchObject({
+        kind: 'validation',
+        providerCode: 'budget_not_whole_minor_units',
+      });
       expect(fake.requests.length).toBe(calls);
     });
   });

@@ -1,5 +1,16 @@
 import { Objective, ProviderError } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  TokenSet,
+} from '../ad-network.port';
 import { isIanaTimeZone } from '../account-time';
 import { toMajorUnitNumber } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
@@ -86,7 +97,11 @@ export class TiktokAds implements AdNetwork {
 
   async exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
     const client = requireClient(this.settings);
-    const answer = await this.http.call({ method: 'POST', url: this.settings.tokenUrl, json: { app_id: client.clientId, secret: client.clientSecret, auth_code: request.code } });
+    const answer = await this.http.call({
+      method: 'POST',
+      url: this.settings.tokenUrl,
+      json: { app_id: client.clientId, secret: client.clientSecret, auth_code: request.code },
+    });
     let data: unknown;
     try {
       data = tiktokData(answer);
@@ -94,7 +109,8 @@ export class TiktokAds implements AdNetwork {
       const refusal = error as ProviderError;
       if (refusal.kind === 'rate_limited' || refusal.kind === 'transient') throw refusal;
       // 40001 at the token call: the app id or secret refused (unconfirmed code), the operator's configuration.
-      if (refusal.providerCode === String(APP_REFUSED_CODE)) throw clientRefused(this.channel, `${refusal.providerCode}: ${refusal.message}`, refusal.httpStatus);
+      if (refusal.providerCode === String(APP_REFUSED_CODE))
+        throw clientRefused(this.channel, `${refusal.providerCode}: ${refusal.message}`, refusal.httpStatus);
       // A refused auth_code: the person must consent again.
       throw new ProviderError('auth', refusal.message, refusal.providerCode, refusal.httpStatus);
     }
@@ -104,12 +120,19 @@ export class TiktokAds implements AdNetwork {
   }
 
   async refresh(_refreshToken: string): Promise<TokenSet> {
-    throw new ProviderError('auth', 'tiktok_ads issues no refresh tokens (its tokens do not expire until revoked): the person must consent again', 'no_refresh_token');
+    throw new ProviderError(
+      'auth',
+      'tiktok_ads issues no refresh tokens (its tokens do not expire until revoked): the person must consent again',
+      'no_refresh_token',
+    );
   }
 
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {
     const data = await this.call(access, 'GET', '/advertiser/info/', {
-      query: { advertiser_ids: JSON.stringify([access.providerAccountId]), fields: JSON.stringify(['advertiser_id', 'currency', 'timezone', 'display_timezone', 'status']) },
+      query: {
+        advertiser_ids: JSON.stringify([access.providerAccountId]),
+        fields: JSON.stringify(['advertiser_id', 'currency', 'timezone', 'display_timezone', 'status']),
+      },
     });
     const advertiser = (data as { list?: Array<{ currency?: string; timezone?: string; display_timezone?: string }> }).list?.[0];
     if (!advertiser?.currency) throw new ProviderError('account_unreachable', `tiktok_ads answered no advertiser ${access.providerAccountId}`, null);
@@ -156,7 +179,13 @@ export class TiktokAds implements AdNetwork {
   }
 
   private async call(access: AccountAccess, method: 'GET' | 'POST', path: string, body: { query?: Record<string, string>; json?: unknown }): Promise<unknown> {
-    const answer = await this.http.call({ method, url: `${this.settings.apiUrl}${TIKTOK_API_PATH}${path}`, headers: { 'access-token': access.accessToken }, query: body.query, json: body.json });
+    const answer = await this.http.call({
+      method,
+      url: `${this.settings.apiUrl}${TIKTOK_API_PATH}${path}`,
+      headers: { 'access-token': access.accessToken },
+      query: body.query,
+      json: body.json,
+    });
     return tiktokData(answer);
   }
 }
@@ -176,7 +205,8 @@ function campaignBody(access: LiveAccess, request: LiveCampaignRequest): Record<
 }
 
 /** Chinese, Japanese (and, unconfirmed, Korean) characters, which TikTok counts as two. */
-const WIDE = /[\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA960-\uA97F\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60\uFFE0-\uFFE6]|[\u{20000}-\u{3FFFD}]/u;
+const WIDE =
+  /[\u1100-\u115F\u2E80-\u303E\u3041-\u33FF\u3400-\u4DBF\u4E00-\u9FFF\uA960-\uA97F\uAC00-\uD7A3\uF900-\uFAFF\uFE30-\uFE4F\uFF00-\uFF60\uFFE0-\uFFE6]|[\u{20000}-\u{3FFFD}]/u;
 
 /** A name's length as TikTok counts it. */
 function tiktokNameLength(name: string): number {
@@ -206,9 +236,26 @@ function utcInstant(text: string): string {
 /** `data` of a TikTok answer whose `code` is 0; anything else as the ProviderError it means. */
 export function tiktokData(answer: NetworkAnswer): unknown {
   const body = answer.json as { code?: unknown; message?: unknown; data?: unknown } | undefined;
-  if (answer.status >= 500) return fail(new ProviderError('transient', `tiktok_ads failed with HTTP ${answer.status}`, typeof body?.code === 'number' ? String(body.code) : null, answer.status, answer.retryAfterMs));
+  if (answer.status >= 500)
+    return fail(
+      new ProviderError(
+        'transient',
+        `tiktok_ads failed with HTTP ${answer.status}`,
+        typeof body?.code === 'number' ? String(body.code) : null,
+        answer.status,
+        answer.retryAfterMs,
+      ),
+    );
   if (answer.status === 429) return fail(new ProviderError('rate_limited', 'tiktok_ads asks to slow down (HTTP 429)', null, 429, answer.retryAfterMs));
-  if (typeof body?.code !== 'number') return fail(new ProviderError(answer.status >= 400 ? 'validation' : 'transient', `tiktok_ads answered HTTP ${answer.status} without its envelope`, null, answer.status));
+  if (typeof body?.code !== 'number')
+    return fail(
+      new ProviderError(
+        answer.status >= 400 ? 'validation' : 'transient',
+        `tiktok_ads answered HTTP ${answer.status} without its envelope`,
+        null,
+        answer.status,
+      ),
+    );
   if (body.code === 0) return body.data ?? {};
   const code = body.code;
   const message = `tiktok_ads: ${typeof body.message === 'string' ? body.message : `code ${code}`}`;

@@ -1,5 +1,12 @@
 import { CampaignSpec } from '@campaign-ops/channels';
-import { XAdsFake, closeFakeNetworkDispatcher, fakeNetworkDispatcher, followConsent, refusingLoopbackUrl, rejection } from '../../../../test/support/fake-networks';
+import {
+  XAdsFake,
+  closeFakeNetworkDispatcher,
+  fakeNetworkDispatcher,
+  followConsent,
+  refusingLoopbackUrl,
+  rejection,
+} from '../../../../test/support/fake-networks';
 import { NetworkHttp } from '../network-http';
 import { XAds, oauth1Header, oauth1Signature, xAdsCallbackCode } from './x-ads';
 
@@ -19,7 +26,6 @@ const campaign = (overrides: Partial<CampaignSpec> = {}): CampaignSpec => ({
   ...overrides,
 });
 
-
 describe('OAuth 1.0a signing (RFC 5849, HMAC-SHA1)', () => {
   // X's own worked example ("Creating a signature").
   const example = {
@@ -34,7 +40,7 @@ describe('OAuth 1.0a signing (RFC 5849, HMAC-SHA1)', () => {
     timestamp: 1318622958,
   };
 
-  it('signs X\'s documented example to its documented signature', () => {
+  it("signs X's documented example to its documented signature", () => {
     const oauth = {
       oauth_consumer_key: example.consumerKey,
       oauth_nonce: example.nonce,
@@ -59,7 +65,13 @@ describe('XAds against its fake', () => {
   let token: string;
 
   beforeAll(async () => {
-    fake = await XAdsFake.start({ accounts: [{ id: USD_ACCOUNT, ...usd }, { id: JPY_ACCOUNT, ...jpy }, { id: KWD_ACCOUNT, ...kwd }] });
+    fake = await XAdsFake.start({
+      accounts: [
+        { id: USD_ACCOUNT, ...usd },
+        { id: JPY_ACCOUNT, ...jpy },
+        { id: KWD_ACCOUNT, ...kwd },
+      ],
+    });
     x = new XAds(fake.settings(), new NetworkHttp('x_ads', 5_000, { dispatcher: await fakeNetworkDispatcher() }));
   });
   beforeEach(() => {
@@ -72,9 +84,12 @@ describe('XAds against its fake', () => {
 
   const create = (spec: CampaignSpec, accountId = USD_ACCOUNT, account = usd, dispatchId = 'dsp_1') =>
     x.createCampaign({ accessToken: token, providerAccountId: accountId, account }, { dispatchId, campaign: spec });
-  const find = (dispatchId: string, spec = campaign(), accountId = USD_ACCOUNT) => x.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: spec });
-  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') => x.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
-  const lineItemsOf = (campaignId: string) => fake.created.filter((c) => c.kind === 'line_item' && (c.body as Record<string, string>).campaign_id === campaignId);
+  const find = (dispatchId: string, spec = campaign(), accountId = USD_ACCOUNT) =>
+    x.findCampaigns({ accessToken: token, providerAccountId: accountId, account: usd }, { dispatchId, campaign: spec });
+  const validate = (spec: CampaignSpec, dispatchId = 'dsp_dry') =>
+    x.validateCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId, campaign: spec });
+  const lineItemsOf = (campaignId: string) =>
+    fake.created.filter((c) => c.kind === 'line_item' && (c.body as Record<string, string>).campaign_id === campaignId);
   const lastOf = (kind: string) => [...fake.created].reverse().find((c) => c.kind === kind)!.body as Record<string, string>;
 
   describe('OAuth 1.0a consent and tokens', () => {
@@ -97,7 +112,9 @@ describe('XAds against its fake', () => {
       const binding = x.consentBinding(url.toString());
       expect(binding).toBe(back.query.oauth_token);
       expect(x.callbackCode(back.query, binding)).toBe(code);
-      expect(() => x.callbackCode(back.query, 'rq-of-another-round')).toThrow(expect.objectContaining({ kind: 'auth', providerCode: 'request_token_mismatch' }));
+      expect(() => x.callbackCode(back.query, 'rq-of-another-round')).toThrow(
+        expect.objectContaining({ kind: 'auth', providerCode: 'request_token_mismatch' }),
+      );
 
       const tokens = await x.exchangeCode({ code: code!, redirectUri: CALLBACK });
       expect(tokens.accessToken).toMatch(/^at-[0-9a-f]+:[0-9a-f]+$/);
@@ -124,9 +141,12 @@ describe('XAds against its fake', () => {
       expect((await rejection(x.exchangeCode({ code: 'no-verifier', redirectUri: CALLBACK }))).kind).toBe('auth');
     });
 
-    it('needs the app\'s consumer key and secret even for imported tokens', async () => {
+    it("needs the app's consumer key and secret even for imported tokens", async () => {
       expect(x.launchUnavailableReason()).toBeNull();
-      const bare = new XAds(fake.settings({ clientId: null, clientSecret: null }), new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const bare = new XAds(
+        fake.settings({ clientId: null, clientSecret: null }),
+        new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       expect(bare.launchUnavailableReason()).toContain('CHANNEL_X_ADS_CLIENT_ID');
       const refused = await rejection(bare.readAccount({ accessToken: token, providerAccountId: USD_ACCOUNT }));
       expect([refused.kind, refused.providerCode]).toEqual(['validation', 'channel_not_configured']);
@@ -135,7 +155,10 @@ describe('XAds against its fake', () => {
 
   describe("this service's OAuth client refused", () => {
     it("makes a request-token call X cannot authenticate (a wrong consumer secret) validation invalid_client: only the app signs it, so it is the operator's configuration", async () => {
-      const misconfigured = new XAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const misconfigured = new XAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(misconfigured.startConsent({ state: 'st_9', redirectUri: CALLBACK, providerAccountId: USD_ACCOUNT }));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'invalid_client', 401]);
       expect(refused.message).toContain('CHANNEL_X_ADS_CLIENT_ID');
@@ -143,17 +166,24 @@ describe('XAds against its fake', () => {
   });
 
   describe('reading the ad account', () => {
-    it('answers the account\'s time zone and its funding instrument\'s currency, every call signed with the user token', async () => {
+    it("answers the account's time zone and its funding instrument's currency, every call signed with the user token", async () => {
       expect(await x.readAccount({ accessToken: token, providerAccountId: JPY_ACCOUNT })).toEqual(jpy);
       const [account, instruments] = fake.requests.slice(-2);
-      expect([account.method, account.path, instruments.path]).toEqual(['GET', `/12/accounts/${JPY_ACCOUNT}`, `/12/accounts/${JPY_ACCOUNT}/funding_instruments`]);
+      expect([account.method, account.path, instruments.path]).toEqual([
+        'GET',
+        `/12/accounts/${JPY_ACCOUNT}`,
+        `/12/accounts/${JPY_ACCOUNT}/funding_instruments`,
+      ]);
       expect(account.headers.authorization).toMatch(/^OAuth /);
       expect(account.headers.authorization).toContain(`oauth_token="${token.split(':')[0]}"`);
       expect(account.headers.authorization).not.toContain(token.split(':')[1]);
     });
 
     it('a signature the network cannot verify is auth (wrong consumer secret)', async () => {
-      const forged = new XAds(fake.settings({ clientSecret: 'not-the-secret' }), new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
+      const forged = new XAds(
+        fake.settings({ clientSecret: 'not-the-secret' }),
+        new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
       const refused = await rejection(forged.readAccount({ accessToken: token, providerAccountId: USD_ACCOUNT }));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['auth', '32', 401]);
       const wrongSecret = await rejection(x.readAccount({ accessToken: `${token.split(':')[0]}:0000`, providerAccountId: USD_ACCOUNT }));
@@ -176,7 +206,7 @@ describe('XAds against its fake', () => {
   });
 
   describe('creating a campaign', () => {
-    it('creates the campaign (budget, funding instrument, PAUSED) then its line item (objective, schedule in the account\'s zone)', async () => {
+    it("creates the campaign (budget, funding instrument, PAUSED) then its line item (objective, schedule in the account's zone)", async () => {
       const created = await create(campaign({ schedule: { start_at: '2027-01-04T17:00:00Z', timezone: 'America/New_York', end_at: '2027-02-01T08:00:00Z' } }));
       const calls = fake.requests.slice(-3);
       expect(calls.map((c) => `${c.method} ${c.path}`)).toEqual([
@@ -217,7 +247,7 @@ describe('XAds against its fake', () => {
       expect(lastOf('line_item').objective).toBe(xObjective);
     });
 
-    it('app_installs: X refuses the line item without an app (validation, X\'s message and code) and the campaign is deleted again', async () => {
+    it("app_installs: X refuses the line item without an app (validation, X's message and code) and the campaign is deleted again", async () => {
       const refused = await rejection(create(campaign({ objective: 'app_installs' })));
       expect([refused.kind, refused.providerCode, refused.httpStatus]).toEqual(['validation', 'MISSING_PARAMETER', 400]);
       expect(refused.message).toBe('An app store identifier is required for the APP_INSTALLS objective (android_app_store_identifier)');
@@ -229,7 +259,12 @@ describe('XAds against its fake', () => {
     });
 
     it('a lifetime budget is the total budget, with the daily cap at the same amount (CAMPAIGN optimization needs one)', async () => {
-      await create(campaign({ budget: { amount_micros: 500_000_000, currency: 'USD', type: 'lifetime' }, schedule: { start_at: '2027-07-01T07:00:00Z', timezone: 'UTC', end_at: '2027-07-31T07:00:00Z' } }));
+      await create(
+        campaign({
+          budget: { amount_micros: 500_000_000, currency: 'USD', type: 'lifetime' },
+          schedule: { start_at: '2027-07-01T07:00:00Z', timezone: 'UTC', end_at: '2027-07-31T07:00:00Z' },
+        }),
+      );
       expect(lastOf('campaign')).toMatchObject({ total_budget_amount_local_micro: '500000000', daily_budget_amount_local_micro: '500000000' });
       expect(lastOf('line_item')).toMatchObject({ start_time: '2027-07-01T00:00:00-07:00', end_time: '2027-07-31T00:00:00-07:00' });
     });
@@ -238,19 +273,19 @@ describe('XAds against its fake', () => {
       ['USD', USD_ACCOUNT, usd, 12_345_678, '2027-01-04T09:00:00-08:00'],
       ['JPY', JPY_ACCOUNT, jpy, 5_000_000_000, '2027-01-05T02:00:00+09:00'],
       ['KWD', KWD_ACCOUNT, kwd, 2_500_000, '2027-01-04T20:00:00+03:00'],
-    ])('passes %s micros through as local micros, the schedule in the account\'s zone', async (currency, accountId, account, micros, start) => {
+    ])("passes %s micros through as local micros, the schedule in the account's zone", async (currency, accountId, account, micros, start) => {
       await create(campaign({ budget: { amount_micros: micros, currency, type: 'daily' } }), accountId, account);
       expect(lastOf('campaign').daily_budget_amount_local_micro).toBe(String(micros));
       expect(lastOf('line_item').start_time).toBe(start);
     });
 
-    it('no funding instrument in the budget\'s currency is refused before the campaign call', async () => {
+    it("no funding instrument in the budget's currency is refused before the campaign call", async () => {
       const refused = await rejection(create(campaign({ budget: { amount_micros: 60_000_000, currency: 'EUR', type: 'daily' } })));
       expect([refused.kind, refused.providerCode]).toEqual(['validation', 'FUNDING_INSTRUMENT_NOT_FOUND']);
       expect(fake.lastRequest().path).toBe(`/12/accounts/${USD_ACCOUNT}/funding_instruments`);
     });
 
-    it('429 waits until X\'s rate-limit reset; code 88 under any status is a rate limit too', async () => {
+    it("429 waits until X's rate-limit reset; code 88 under any status is a rate limit too", async () => {
       fake.rateLimitNext(1, 40);
       const limited = await rejection(create(campaign()));
       expect([limited.kind, limited.providerCode, limited.httpStatus]).toEqual(['rate_limited', 'TOO_MANY_REQUESTS', 429]);
@@ -272,8 +307,13 @@ describe('XAds against its fake', () => {
       const failed = await rejection(create(campaign()));
       expect([failed.kind, failed.providerCode, failed.httpStatus]).toEqual(['transient', 'SERVICE_UNAVAILABLE', 503]);
 
-      const down = new XAds({ ...fake.settings(), apiUrl: await refusingLoopbackUrl() }, new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }));
-      const unreachable = await rejection(down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }));
+      const down = new XAds(
+        { ...fake.settings(), apiUrl: await refusingLoopbackUrl() },
+        new NetworkHttp('x_ads', 2_000, { dispatcher: await fakeNetworkDispatcher() }),
+      );
+      const unreachable = await rejection(
+        down.createCampaign({ accessToken: token, providerAccountId: USD_ACCOUNT, account: usd }, { dispatchId: 'dsp_2', campaign: campaign() }),
+      );
       expect([unreachable.kind, unreachable.providerCode]).toEqual(['transient', null]);
     });
   });
@@ -297,7 +337,9 @@ describe('XAds against its fake', () => {
     it('finds the one campaign a create made; its line item is there, so nothing is made', async () => {
       const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_found_one');
       const before = fake.created.length;
-      expect(await find('dsp_found_one')).toEqual([{ providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) }]);
+      expect(await find('dsp_found_one')).toEqual([
+        { providerResourceId: created.providerResourceId, createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) },
+      ]);
       expect(fake.lastRequest().path).toBe(`/12/accounts/${USD_ACCOUNT}/line_items`);
       expect(fake.lastRequest().query).toEqual({ campaign_ids: created.providerResourceId });
       expect(fake.created.length).toBe(before);
@@ -364,7 +406,10 @@ describe('XAds against its fake', () => {
 
     it('follows next_cursor to an older campaign', async () => {
       const created = await create(campaign(), USD_ACCOUNT, usd, 'dsp_paged');
-      fake.plantCampaigns(USD_ACCOUNT, Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`));
+      fake.plantCampaigns(
+        USD_ACCOUNT,
+        Array.from({ length: 1_000 }, (_, i) => `Someone else's campaign ${i}`),
+      );
       const before = fake.requests.length;
       expect((await find('dsp_paged')).map((c) => c.providerResourceId)).toEqual([created.providerResourceId]);
       const pages = fake.requests.slice(before).filter((r) => r.path.endsWith('/campaigns'));
@@ -392,7 +437,10 @@ describe('XAds against its fake', () => {
 
     it('a campaign a create would refuse before calling is validation, still without a request', async () => {
       const before = fake.requests.length;
-      expect(await rejection(validate(campaign({ budget: { amount_micros: 500_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({ kind: 'validation', providerCode: 'lifetime_budget_needs_end' });
+      expect(await rejection(validate(campaign({ budget: { amount_micros: 500_000_000, currency: 'USD', type: 'lifetime' } })))).toMatchObject({
+        kind: 'validation',
+        providerCode: 'lifetime_budget_needs_end',
+      });
       expect(await rejection(validate(campaign({ objective: 'sales' })))).toMatchObject({ kind: 'validation', providerCode: 'objective_unsupported' });
       expect(fake.requests.length).toBe(before);
     });

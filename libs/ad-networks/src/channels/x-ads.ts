@@ -1,6 +1,18 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { Objective } from '@campaign-ops/channels';
-import { AccountAccess, AdNetwork, CampaignCheck, CreatedCampaign, FoundCampaign, LiveAccess, LiveCampaignRequest, NetworkSettings, ProviderAccount, ProviderError, TokenSet } from '../ad-network.port';
+import {
+  AccountAccess,
+  AdNetwork,
+  CampaignCheck,
+  CreatedCampaign,
+  FoundCampaign,
+  LiveAccess,
+  LiveCampaignRequest,
+  NetworkSettings,
+  ProviderAccount,
+  ProviderError,
+  TokenSet,
+} from '../ad-network.port';
 import { isIanaTimeZone, isoWithOffset } from '../account-time';
 import { toMicros } from '../budget-units';
 import { carriesMarker, markedName, oldestFirst } from '../campaign-marker';
@@ -185,7 +197,8 @@ export class XAds implements AdNetwork {
   /** Step 3: the request token and verifier (`xAdsCallbackCode`) for the user's token and secret. */
   async exchangeCode(request: { code: string; redirectUri: string }): Promise<TokenSet> {
     const [requestToken, verifier, extra] = request.code.split(':');
-    if (!requestToken || !verifier || extra !== undefined) throw new ProviderError('auth', 'x_ads: the callback carried no request token and verifier', 'oauth_verifier_missing');
+    if (!requestToken || !verifier || extra !== undefined)
+      throw new ProviderError('auth', 'x_ads: the callback carried no request token and verifier', 'oauth_verifier_missing');
     const answer = await this.http.call({ method: 'POST', url: this.settings.tokenUrl, query: { oauth_token: requestToken, oauth_verifier: verifier } });
     const form = new URLSearchParams(answer.text);
     const token = form.get('oauth_token');
@@ -202,16 +215,24 @@ export class XAds implements AdNetwork {
   }
 
   refresh(): Promise<TokenSet> {
-    return Promise.reject(new ProviderError('auth', 'x_ads user tokens do not expire and cannot be refreshed: the person must consent again', 'refresh_unsupported'));
+    return Promise.reject(
+      new ProviderError('auth', 'x_ads user tokens do not expire and cannot be refreshed: the person must consent again', 'refresh_unsupported'),
+    );
   }
 
   async readAccount(access: AccountAccess): Promise<ProviderAccount> {
     const credentials = this.user(access.accessToken);
     const account = await this.api(credentials, 'GET', this.accountPath(access.providerAccountId), {}, 'ad account read');
     const timezone = (account as { data?: { timezone?: unknown } }).data?.timezone;
-    if (typeof timezone !== 'string' || !isIanaTimeZone(timezone)) throw new ProviderError('transient', 'x_ads answered the account read without a time zone', null);
+    if (typeof timezone !== 'string' || !isIanaTimeZone(timezone))
+      throw new ProviderError('transient', 'x_ads answered the account read without a time zone', null);
     const instrument = (await this.fundingInstruments(credentials, access.providerAccountId))[0];
-    if (!instrument) throw new ProviderError('account_unreachable', 'x_ads: the ad account has no active funding instrument, so no campaign can run on it', 'FUNDING_INSTRUMENT_NOT_FOUND');
+    if (!instrument)
+      throw new ProviderError(
+        'account_unreachable',
+        'x_ads: the ad account has no active funding instrument, so no campaign can run on it',
+        'FUNDING_INSTRUMENT_NOT_FOUND',
+      );
     return { currency: instrument.currency, timezone };
   }
 
@@ -220,7 +241,8 @@ export class XAds implements AdNetwork {
     const credentials = this.user(access.accessToken);
     const currency = request.campaign.budget.currency;
     const instrument = (await this.fundingInstruments(credentials, access.providerAccountId)).find((fi) => fi.currency === currency);
-    if (!instrument) throw new ProviderError('validation', `x_ads: the ad account has no active funding instrument in ${currency}`, 'FUNDING_INSTRUMENT_NOT_FOUND');
+    if (!instrument)
+      throw new ProviderError('validation', `x_ads: the ad account has no active funding instrument in ${currency}`, 'FUNDING_INSTRUMENT_NOT_FOUND');
 
     const created = await this.api(credentials, 'POST', this.campaignsPath(access.providerAccountId), plan.campaign(instrument.id), 'campaign create');
     const campaignId = (created as { data?: { id?: unknown } }).data?.id;
@@ -235,7 +257,10 @@ export class XAds implements AdNetwork {
     let cursor: string | undefined;
     for (let page = 0; page < LOOKUP_MAX_PAGES; page++) {
       const params: Record<string, string> = { count: LOOKUP_PAGE_SIZE, sort_by: 'created_at-desc', ...(cursor ? { cursor } : {}) };
-      const answer = (await this.api(credentials, 'GET', this.campaignsPath(access.providerAccountId), params, 'campaign lookup')) as { data?: unknown; next_cursor?: unknown };
+      const answer = (await this.api(credentials, 'GET', this.campaignsPath(access.providerAccountId), params, 'campaign lookup')) as {
+        data?: unknown;
+        next_cursor?: unknown;
+      };
       if (!Array.isArray(answer.data)) throw new ProviderError('transient', 'x_ads answered the campaign lookup without data', null);
       for (const campaign of answer.data as Array<{ id?: unknown; name?: unknown; created_at?: unknown; deleted?: unknown }>)
         if (typeof campaign?.id === 'string' && campaign.deleted !== true && carriesMarker(campaign.name, request.dispatchId))
@@ -294,14 +319,22 @@ export class XAds implements AdNetwork {
       await this.api(credentials, 'POST', `${this.accountPath(accountId)}/line_items`, plan.lineItem(campaignId), 'line item create');
     } catch (error) {
       if (!(error instanceof ProviderError) || error.kind !== 'transient')
-        await this.api(credentials, 'DELETE', `${this.campaignsPath(accountId)}/${encodeURIComponent(campaignId)}`, {}, 'campaign delete').catch(() => undefined);
+        await this.api(credentials, 'DELETE', `${this.campaignsPath(accountId)}/${encodeURIComponent(campaignId)}`, {}, 'campaign delete').catch(
+          () => undefined,
+        );
       throw error;
     }
   }
 
   /** A found campaign that an earlier try left without its line item gets the one that try would have made. */
   private async completeIfNeeded(credentials: Credentials, access: LiveAccess, request: LiveCampaignRequest, campaignId: string): Promise<void> {
-    const answer = (await this.api(credentials, 'GET', `${this.accountPath(access.providerAccountId)}/line_items`, { campaign_ids: campaignId }, 'line item lookup')) as { data?: unknown };
+    const answer = (await this.api(
+      credentials,
+      'GET',
+      `${this.accountPath(access.providerAccountId)}/line_items`,
+      { campaign_ids: campaignId },
+      'line item lookup',
+    )) as { data?: unknown };
     if (!Array.isArray(answer.data)) throw new ProviderError('transient', 'x_ads answered the line item lookup without data', null);
     if (answer.data.some((item: { campaign_id?: unknown; deleted?: unknown }) => item?.campaign_id === campaignId && item.deleted !== true)) return;
     await this.createLineItem(credentials, access.providerAccountId, campaignId, this.tryPlan(access, request));
@@ -322,7 +355,13 @@ export class XAds implements AdNetwork {
     throw this.refusal(answer, what);
   }
 
-  private signedCall(method: HttpMethod, url: string, query: Record<string, string>, credentials: Credentials, oauthExtra: Record<string, string> = {}): Promise<NetworkAnswer> {
+  private signedCall(
+    method: HttpMethod,
+    url: string,
+    query: Record<string, string>,
+    credentials: Credentials,
+    oauthExtra: Record<string, string> = {},
+  ): Promise<NetworkAnswer> {
     const authorization = oauth1Header({ method, url, params: query, ...credentials, oauthExtra });
     return this.http.call({ method, url, query, headers: { authorization } });
   }
@@ -354,11 +393,24 @@ export class XAds implements AdNetwork {
     const first = ((answer.json ?? {}) as XError).errors?.[0];
     const code = first?.code === undefined || first.code === null ? null : String(first.code);
     const message = typeof first?.message === 'string' ? first.message : `x_ads refused the ${what} (HTTP ${answer.status})`;
-    if (answer.status === 429 || code === '88') return new ProviderError('rate_limited', `x_ads asks to slow down: ${message}`, code ?? 'rate_limited', answer.status, answer.retryAfterMs ?? rateLimitReset(answer));
-    if (answer.status === 401 || (code !== null && AUTH_CODES.has(code) && answer.status < 500)) return new ProviderError('auth', `x_ads refused the token: ${message}`, code ?? 'unauthorized', answer.status);
+    if (answer.status === 429 || code === '88')
+      return new ProviderError(
+        'rate_limited',
+        `x_ads asks to slow down: ${message}`,
+        code ?? 'rate_limited',
+        answer.status,
+        answer.retryAfterMs ?? rateLimitReset(answer),
+      );
+    if (answer.status === 401 || (code !== null && AUTH_CODES.has(code) && answer.status < 500))
+      return new ProviderError('auth', `x_ads refused the token: ${message}`, code ?? 'unauthorized', answer.status);
     if (answer.status >= 500) return new ProviderError('transient', `x_ads failed with HTTP ${answer.status}`, code, answer.status, answer.retryAfterMs);
     if (answer.status === 404 || (answer.status === 403 && code !== null && UNREACHABLE_CODES.has(code)))
-      return new ProviderError('account_unreachable', `x_ads: the token cannot reach this ad account: ${message}`, code ?? `http_${answer.status}`, answer.status);
+      return new ProviderError(
+        'account_unreachable',
+        `x_ads: the token cannot reach this ad account: ${message}`,
+        code ?? `http_${answer.status}`,
+        answer.status,
+      );
     const parameter = typeof first?.parameter === 'string' ? ` (${first.parameter})` : '';
     return new ProviderError('validation', `${message}${parameter}`, code ?? `http_${answer.status}`, answer.status);
   }
@@ -397,7 +449,10 @@ export interface OAuth1Request {
 /** The HMAC-SHA1 signature of a request (RFC 5849 §3.4). */
 export function oauth1Signature(request: OAuth1Request, oauthParams: Record<string, string>): string {
   const url = new URL(request.url);
-  const pairs: Array<[string, string]> = [...url.searchParams, ...Object.entries(request.params), ...Object.entries(oauthParams)].map(([k, v]) => [oauthEncode(k), oauthEncode(v)]);
+  const pairs: Array<[string, string]> = [...url.searchParams, ...Object.entries(request.params), ...Object.entries(oauthParams)].map(([k, v]) => [
+    oauthEncode(k),
+    oauthEncode(v),
+  ]);
   pairs.sort(([ak, av], [bk, bv]) => (ak < bk ? -1 : ak > bk ? 1 : av < bv ? -1 : av > bv ? 1 : 0));
   const baseUrl = `${url.protocol}//${url.host.toLowerCase()}${url.pathname}`;
   const base = [request.method.toUpperCase(), oauthEncode(baseUrl), oauthEncode(pairs.map(([k, v]) => `${k}=${v}`).join('&'))].join('&');

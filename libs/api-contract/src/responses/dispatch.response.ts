@@ -27,7 +27,8 @@ export class DispatchResponse {
   @Field({ $ref: '#/components/schemas/CampaignDto', description: "The request's campaign object." }) campaign!: unknown;
   @Field(orNull(id('con', 'The connection used; null in sandbox without one.'))) connection_id!: string | null;
   @Field(orNull(text('The resource at the provider; null until completed.', { examples: ['sbx_meta_ads_4821937465'] }))) provider_resource_id!: string | null;
-  @Field({ oneOf: [schemaRef(DispatchErrorResponse), { type: 'null' }], description: 'Why it failed; null unless failed.' }) error!: DispatchErrorResponse | null;
+  @Field({ oneOf: [schemaRef(DispatchErrorResponse), { type: 'null' }], description: 'Why it failed; null unless failed.' })
+  error!: DispatchErrorResponse | null;
   @Field(integer('Provider calls over the whole life of the dispatch.', { minimum: 0 })) attempts!: number;
   @Field(orNull(text('The Idempotency-Key the launch was sent with.'))) idempotency_key!: string | null;
   @Field(timestamp('When it was accepted first.')) created_at!: string;
@@ -40,7 +41,12 @@ export class DispatchResponse {
 export class CampaignValidationResponse {
   @Field(constant(true)) valid!: true;
   @Field(channel) channel!: string;
-  @Field(oneOf(['provider', 'rules', 'sandbox'], '`provider`: the ad network’s own validate-only call; `rules`: the channel’s rules this service knows (the network has no such call); `sandbox`: the simulator (test keys).'))
+  @Field(
+    oneOf(
+      ['provider', 'rules', 'sandbox'],
+      '`provider`: the ad network’s own validate-only call; `rules`: the channel’s rules this service knows (the network has no such call); `sandbox`: the simulator (test keys).',
+    ),
+  )
   checked_by!: string;
   @Field({ type: 'array', items: { type: 'string' }, description: 'Remarks that do not refuse the campaign.' }) warnings!: string[];
 }

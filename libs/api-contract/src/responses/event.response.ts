@@ -56,12 +56,17 @@ function partnerEvent(event: WebhookEventType): ResponseDto {
 }
 
 /** Each partner event's DTO (named `eventSchemaName(event)` in the document). */
-export const EVENT_RESPONSES: Record<WebhookEventType, ResponseDto> = Object.fromEntries(WEBHOOK_EVENT_TYPES.map((event) => [event, partnerEvent(event)])) as Record<WebhookEventType, ResponseDto>;
+export const EVENT_RESPONSES: Record<WebhookEventType, ResponseDto> = Object.fromEntries(
+  WEBHOOK_EVENT_TYPES.map((event) => [event, partnerEvent(event)]),
+) as Record<WebhookEventType, ResponseDto>;
 
 /** A partner event, any of them. */
 @RawResponse({
   description: 'A partner event in the webhook shape `{id, event, timestamp, data}`.',
   oneOf: WEBHOOK_EVENT_TYPES.map((event) => schemaRef(eventSchemaName(event))),
-  discriminator: { propertyName: 'event', mapping: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((event) => [event, `#/components/schemas/${responseSchemaName(EVENT_RESPONSES[event])}`])) },
+  discriminator: {
+    propertyName: 'event',
+    mapping: Object.fromEntries(WEBHOOK_EVENT_TYPES.map((event) => [event, `#/components/schemas/${responseSchemaName(EVENT_RESPONSES[event])}`])),
+  },
 })
 export class EventResponse {}

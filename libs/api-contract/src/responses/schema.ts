@@ -16,7 +16,9 @@ export type ResponseDto = abstract new (...args: never[]) => unknown;
 /** `DispatchResponse` → `Dispatch`: the name of a response DTO's schema in the document. */
 export const responseSchemaName = (dto: ResponseDto): string => dto.name.replace(/Response$/, '');
 
-export const schemaRef = (name: string | ResponseDto): JsonSchema => ({ $ref: `#/components/schemas/${typeof name === 'string' ? name : responseSchemaName(name)}` });
+export const schemaRef = (name: string | ResponseDto): JsonSchema => ({
+  $ref: `#/components/schemas/${typeof name === 'string' ? name : responseSchemaName(name)}`,
+});
 
 /** A field of a response: always present (null where it has no value, when its schema allows it). */
 export const Field =
@@ -41,11 +43,27 @@ export const id = (prefix: string, description: string): JsonSchema => ({
   examples: [`${prefix}_01JBZ8KQ4T7W3X9M2N5P6R8S0V`],
 });
 /** API.md §1: ISO 8601 UTC with milliseconds and `Z`. */
-export const timestamp = (description: string): JsonSchema => ({ type: 'string', format: 'date-time', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$', description, examples: ['2026-12-01T09:00:00.000Z'] });
-export const orNull = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type, 'null'], ...(schema.examples ? { examples: [...(schema.examples as unknown[]), null] } : {}) });
+export const timestamp = (description: string): JsonSchema => ({
+  type: 'string',
+  format: 'date-time',
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
+  description,
+  examples: ['2026-12-01T09:00:00.000Z'],
+});
+export const orNull = (schema: JsonSchema): JsonSchema => ({
+  ...schema,
+  type: [schema.type, 'null'],
+  ...(schema.examples ? { examples: [...(schema.examples as unknown[]), null] } : {}),
+});
 export const text = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
 export const integer = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', description, ...extra });
 export const oneOf = (values: readonly string[], description: string): JsonSchema => ({ type: 'string', enum: [...values], description });
 export const constant = (value: string | boolean, description?: string): JsonSchema => ({ const: value, ...(description ? { description } : {}) });
 /** An inline object (not a DTO of its own) whose every property is always present, and which has no other. */
-export const object = (description: string, properties: Record<string, JsonSchema>): JsonSchema => ({ type: 'object', description, required: Object.keys(properties), properties, additionalProperties: false });
+export const object = (description: string, properties: Record<string, JsonSchema>): JsonSchema => ({
+  type: 'object',
+  description,
+  required: Object.keys(properties),
+  properties,
+  additionalProperties: false,
+});

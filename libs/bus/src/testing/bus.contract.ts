@@ -183,7 +183,10 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
       it('redelivers after the retryInMs the handler asked for', async () => {
         const { subject, options } = durableSetup();
         const seen: Seen[] = [];
-        const consumer = await bus.consume(options, record(seen, (message) => (message.deliveryCount === 1 ? { retryInMs: 200 } : undefined)));
+        const consumer = await bus.consume(
+          options,
+          record(seen, (message) => (message.deliveryCount === 1 ? { retryInMs: 200 } : undefined)),
+        );
         await bus.publish(subject, { id: 'later' });
 
         await waitFor(() => seen.length >= 2, 'the redelivery');
@@ -279,7 +282,10 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         const seen: Seen[] = [];
         const release = deferred();
         // The first instance holds the message past its ack wait, as if its process hung.
-        const stuck = await bus.consume(options, record(seen, () => release.promise, 'stuck'));
+        const stuck = await bus.consume(
+          options,
+          record(seen, () => release.promise, 'stuck'),
+        );
         await bus.publish(subject, { id: 'held' });
         await waitFor(() => seen.length >= 1, 'the first delivery');
         const healthy = await bus.consume(options, record(seen, undefined, 'healthy'));
@@ -301,7 +307,10 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         const { subject, options } = durableSetup({ ackWaitMs: 500, maxHandlingMs: 10_000 });
         const seen: Seen[] = [];
         const release = deferred();
-        const slow = await bus.consume(options, record(seen, () => release.promise, 'slow'));
+        const slow = await bus.consume(
+          options,
+          record(seen, () => release.promise, 'slow'),
+        );
         await bus.publish(subject, { id: 'long' });
         await waitFor(() => seen.length >= 1, 'the first delivery');
         const other = await bus.consume(options, record(seen, undefined, 'other'));
@@ -317,7 +326,10 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         const { subject, options } = durableSetup({ ackWaitMs: 400, maxHandlingMs: 800 });
         const seen: Seen[] = [];
         const release = deferred();
-        const stuck = await bus.consume(options, record(seen, () => release.promise, 'stuck'));
+        const stuck = await bus.consume(
+          options,
+          record(seen, () => release.promise, 'stuck'),
+        );
         await bus.publish(subject, { id: 'hung' });
         await waitFor(() => seen.length >= 1, 'the first delivery');
         const healthy = await bus.consume(options, record(seen, undefined, 'healthy'));
@@ -356,7 +368,13 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
           ['healthy', 1],
         ]);
         expect(await bus.listParked({ durable: options.durable })).toEqual([
-          expect.objectContaining({ durable: options.durable, subject, data: { id: 'poison' }, deliveryCount: 2, reason: 'retry asked on the last allowed delivery' }),
+          expect.objectContaining({
+            durable: options.durable,
+            subject,
+            data: { id: 'poison' },
+            deliveryCount: 2,
+            reason: 'retry asked on the last allowed delivery',
+          }),
         ]);
       });
     });
@@ -477,7 +495,13 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         }
 
         expect(parked).toEqual([
-          expect.objectContaining({ durable: options.durable, subject, data: { id: 'held' }, deliveryCount: 1, reason: 'not acked within ackWaitMs on the last allowed delivery' }),
+          expect.objectContaining({
+            durable: options.durable,
+            subject,
+            data: { id: 'held' },
+            deliveryCount: 1,
+            reason: 'not acked within ackWaitMs on the last allowed delivery',
+          }),
         ]);
         // The hung handler failing late changes nothing: parked once, delivered once. stop() returned
         // once that failure was handled; a new instance of the durable gets only what comes next.
@@ -518,11 +542,7 @@ async function settled(bus: Bus, durable: string): Promise<void> {
 /** Waits (past a failed delivery's 1 s backoff) until the durable has `count` parked messages, and returns them. */
 async function parkedOf(bus: Bus, durable: string, count: number): Promise<ParkedMessage[]> {
   let parked: ParkedMessage[] = [];
-  await waitFor(
-    async () => (parked = await bus.listParked({ durable })).length >= count,
-    `${count} parked message(s) of ${durable}`,
-    8000,
-  );
+  await waitFor(async () => (parked = await bus.listParked({ durable })).length >= count, `${count} parked message(s) of ${durable}`, 8000);
   return parked;
 }
 

@@ -62,9 +62,23 @@ async function startNatsClusterOnce(size: number): Promise<NatsClusterHandle> {
 
   const nodes = specs.map((spec): NatsClusterNode & { server?: RunningServer } => {
     const args = [
-      '-a', HOST, '-p', String(spec.port), '-m', String(spec.monitorPort),
-      '-n', spec.name, '-js', '-sd', spec.storeDir,
-      '--cluster_name', CLUSTER_NAME, '--cluster', `nats://${HOST}:${spec.clusterPort}`, '--routes', routes,
+      '-a',
+      HOST,
+      '-p',
+      String(spec.port),
+      '-m',
+      String(spec.monitorPort),
+      '-n',
+      spec.name,
+      '-js',
+      '-sd',
+      spec.storeDir,
+      '--cluster_name',
+      CLUSTER_NAME,
+      '--cluster',
+      `nats://${HOST}:${spec.clusterPort}`,
+      '--routes',
+      routes,
     ];
     const node: NatsClusterNode & { server?: RunningServer } = {
       ...spec,

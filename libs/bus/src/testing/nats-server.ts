@@ -137,10 +137,7 @@ export function resolveBinary(): string {
   if (onPath) return onPath;
   if (isExecutable(DEBIAN_BINARY)) return DEBIAN_BINARY;
   // Never skip: a bus test that silently does not run proves nothing.
-  throw new Error(
-    'nats-server not found (NATS_SERVER_BIN, PATH, /usr/sbin/nats-server). ' +
-      "Install Debian's nats-server: apt-get install -y nats-server",
-  );
+  throw new Error('nats-server not found (NATS_SERVER_BIN, PATH, /usr/sbin/nats-server). ' + "Install Debian's nats-server: apt-get install -y nats-server");
 }
 
 function isExecutable(path: string): boolean {
@@ -204,7 +201,13 @@ export interface RunningServer {
 }
 
 /** Starts nats-server with these arguments and resolves once it greets clients on `port`. */
-export async function launch(binary: string, args: string[], port: number, env: Record<string, string> = {}, violations: string[] = []): Promise<RunningServer> {
+export async function launch(
+  binary: string,
+  args: string[],
+  port: number,
+  env: Record<string, string> = {},
+  violations: string[] = [],
+): Promise<RunningServer> {
   const child = spawn(binary, args, {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, ...env },

@@ -129,7 +129,8 @@ export class InMemoryNetwork implements AdNetwork {
   }
 
   private failIfClientRefused(): void {
-    if (this.refuseClient) throw new ProviderError('validation', 'meta_ads refused the grant (invalid_client): client authentication failed', 'invalid_client', 401);
+    if (this.refuseClient)
+      throw new ProviderError('validation', 'meta_ads refused the grant (invalid_client): client authentication failed', 'invalid_client', 401);
   }
 
   private failIfDown(): void {
@@ -168,13 +169,26 @@ export interface ConnectionsHarness {
 export function connectionsHarness(networks: AdNetworks, networkSettings: ChannelSettings): ConnectionsHarness {
   const events = SqliteEventStore.open(':memory:');
   const reads = SqliteReadStore.open(':memory:');
-  const settings: ConnectionSettings = { encryptionKey: SecretBox.generateHexKey(), previousEncryptionKey: null, publicBaseUrl: 'https://api.campaign-ops.example', refreshSweepMs: 60_000 };
+  const settings: ConnectionSettings = {
+    encryptionKey: SecretBox.generateHexKey(),
+    previousEncryptionKey: null,
+    publicBaseUrl: 'https://api.campaign-ops.example',
+    refreshSweepMs: 60_000,
+  };
   const build = () => {
     const store = new ConnectionStore(events, reads);
     const vault = new TokenVault(reads, settings);
     const slots = new ChannelSlots(store, vault);
     const rounds = new OAuthRounds(store, vault, slots, networks, networkSettings, settings);
-    return { store, vault, slots, rounds, commands: new ConnectionCommands(store, vault, slots, rounds, networks), queries: new ConnectionQueries(store), access: new ConnectionAccessService(store, vault, networks) };
+    return {
+      store,
+      vault,
+      slots,
+      rounds,
+      commands: new ConnectionCommands(store, vault, slots, rounds, networks),
+      queries: new ConnectionQueries(store),
+      access: new ConnectionAccessService(store, vault, networks),
+    };
   };
   return {
     events,

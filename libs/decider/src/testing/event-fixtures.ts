@@ -38,7 +38,11 @@ const nameOf = (type: string, version: number, label?: string) => `${type}.v${ve
 function fieldsOf(value: unknown): unknown {
   if (Array.isArray(value)) return value.length ? [fieldsOf(value[0])] : [];
   if (value === null || typeof value !== 'object') return '*';
-  return Object.fromEntries(Object.keys(value).sort().map((key) => [key, fieldsOf((value as Record<string, unknown>)[key])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, fieldsOf((value as Record<string, unknown>)[key])]),
+  );
 }
 
 function holes(value: unknown, path = '$'): string[] {

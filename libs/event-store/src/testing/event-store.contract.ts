@@ -1,12 +1,5 @@
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
-import {
-  EventStore,
-  EventToAppend,
-  RecordedEvent,
-  SubscribeToAllOptions,
-  Subscription,
-  WrongExpectedRevisionError,
-} from '../event-store.port';
+import { EventStore, EventToAppend, RecordedEvent, SubscribeToAllOptions, Subscription, WrongExpectedRevisionError } from '../event-store.port';
 
 /**
  * The behaviour every EventStore adapter must have. Only the port is used, and every test works
@@ -18,11 +11,7 @@ import {
  * `open` is called before each test; after it the store is closed, then `cleanup` (if any) runs,
  * e.g. to delete files.
  */
-export function eventStoreContract(
-  name: string,
-  open: () => Promise<EventStore>,
-  cleanup?: (store: EventStore) => Promise<void>,
-): void {
+export function eventStoreContract(name: string, open: () => Promise<EventStore>, cleanup?: (store: EventStore) => Promise<void>): void {
   describe(`EventStore contract: ${name}`, () => {
     const ISO_UTC_MILLIS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -51,8 +40,7 @@ export function eventStoreContract(
       data,
     });
 
-    const newEvents = (count: number): EventToAppend[] =>
-      Array.from({ length: count }, (_, i) => newEvent('Tested', { n: i }));
+    const newEvents = (count: number): EventToAppend[] => Array.from({ length: count }, (_, i) => newEvent('Tested', { n: i }));
 
     /** Subscribes and records what it is given; the subscription is closed after the test. */
     function record(options: Partial<SubscribeToAllOptions> = {}) {
@@ -90,8 +78,7 @@ export function eventStoreContract(
       await waitFor(() => witness.events.length === total, 'the witness to receive the new events');
     }
 
-    const ofStreams = (events: RecordedEvent[], streamIds: string[]) =>
-      events.filter((event) => streamIds.includes(event.streamId));
+    const ofStreams = (events: RecordedEvent[], streamIds: string[]) => events.filter((event) => streamIds.includes(event.streamId));
 
     function expectStrictlyIncreasing(positions: string[]): void {
       for (let i = 1; i < positions.length; i++) {
@@ -136,20 +123,17 @@ export function eventStoreContract(
         { expectedRevision: 2, exists: true, actual: 1 },
         { expectedRevision: 'stream_exists' as const, exists: false, actual: 'no_stream' },
         { expectedRevision: 0, exists: false, actual: 'no_stream' },
-      ])(
-        'rejects expected revision $expectedRevision when the stream is at $actual, writing nothing',
-        async ({ expectedRevision, exists, actual }) => {
-          const streamId = streamIn('order');
-          if (exists) await store.append(streamId, newEvents(2), { expectedRevision: 'no_stream' });
-          const before = await store.readStream(streamId);
+      ])('rejects expected revision $expectedRevision when the stream is at $actual, writing nothing', async ({ expectedRevision, exists, actual }) => {
+        const streamId = streamIn('order');
+        if (exists) await store.append(streamId, newEvents(2), { expectedRevision: 'no_stream' });
+        const before = await store.readStream(streamId);
 
-          const appending = store.append(streamId, [newEvent()], { expectedRevision });
+        const appending = store.append(streamId, [newEvent()], { expectedRevision });
 
-          await expect(appending).rejects.toBeInstanceOf(WrongExpectedRevisionError);
-          await expect(appending).rejects.toMatchObject({ streamId, expected: expectedRevision, actual });
-          expect(await store.readStream(streamId)).toEqual(before);
-        },
-      );
+        await expect(appending).rejects.toBeInstanceOf(WrongExpectedRevisionError);
+        await expect(appending).rejects.toMatchObject({ streamId, expected: expectedRevision, actual });
+        expect(await store.readStream(streamId)).toEqual(before);
+      });
 
       it('numbers revisions from 0, contiguously, across appends', async () => {
         const streamId = streamIn('order');
@@ -175,9 +159,7 @@ export function eventStoreContract(
         const [readA, readB, readC] = await Promise.all([a, b, c].map((streamId) => store.readStream(streamId)));
         const inAppendOrder = [readA[0], readA[1], readB[0], readA[2], readC[0], readC[1], readC[2]];
         expectStrictlyIncreasing(inAppendOrder.map((event) => event.position));
-        expect(results.map((result) => result.position)).toEqual(
-          [readA[1], readB[0], readA[2], readC[2]].map((event) => event.position),
-        );
+        expect(results.map((result) => result.position)).toEqual([readA[1], readB[0], readA[2], readC[2]].map((event) => event.position));
       });
 
       it('treats a retry of the same append as done: same result, nothing duplicated', async () => {
@@ -242,8 +224,7 @@ export function eventStoreContract(
         await store.append(streamId, newEvents(3), { expectedRevision: 1 });
       });
 
-      const revisions = async (options?: Parameters<EventStore['readStream']>[1]) =>
-        (await store.readStream(streamId, options)).map((event) => event.revision);
+      const revisions = async (options?: Parameters<EventStore['readStream']>[1]) => (await store.readStream(streamId, options)).map((event) => event.revision);
 
       it('reads forwards by default and backwards on request', async () => {
         expect(await revisions()).toEqual([0, 1, 2, 3, 4]);

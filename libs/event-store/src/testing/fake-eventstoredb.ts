@@ -118,8 +118,7 @@ export class FakeEventStoreDb {
     const fake = new FakeEventStoreDb();
     fake.server.addService(StreamsService as unknown as grpc.ServiceDefinition, {
       read: (call: grpc.ServerWritableStream<ReadReq, ReadResp>) => fake.read(call),
-      append: (call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>) =>
-        fake.appendCall(call, callback),
+      append: (call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>) => fake.appendCall(call, callback),
       batchAppend: (call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>) => fake.batchAppendCall(call),
     });
     if (options.batchAppend) {
@@ -134,9 +133,7 @@ export class FakeEventStoreDb {
       });
     }
     fake.boundPort = await new Promise<number>((resolve, reject) =>
-      fake.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(error) : resolve(bound),
-      ),
+      fake.server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
     );
     return fake;
   }
@@ -257,9 +254,7 @@ export class FakeEventStoreDb {
       }
       const from = options.getStream()!;
       const revision = from.hasRevision() ? Number(from.getRevision()) : from.hasEnd() ? Infinity : 0;
-      events = backwards
-        ? all.filter((event) => event.revision <= revision).reverse()
-        : all.filter((event) => event.revision >= revision);
+      events = backwards ? all.filter((event) => event.revision <= revision).reverse() : all.filter((event) => event.revision >= revision);
     } else {
       const all = options.getAll()!;
       const position = all.hasPosition() ? BigInt(all.getPosition()!.getCommitPosition()) : undefined;
@@ -271,11 +266,7 @@ export class FakeEventStoreDb {
     finish();
   }
 
-  private subscribe(
-    call: grpc.ServerWritableStream<ReadReq, ReadResp>,
-    options: ReadReq.Options,
-    finish: (failure?: FakeFailure) => void,
-  ): void {
+  private subscribe(call: grpc.ServerWritableStream<ReadReq, ReadResp>, options: ReadReq.Options, finish: (failure?: FakeFailure) => void): void {
     const behaviour = this.behaviour.subscribe;
     if (behaviour === 'hang') return;
     if (typeof behaviour === 'object' && 'code' in behaviour) return finish(behaviour);
@@ -389,7 +380,13 @@ export class FakeEventStoreDb {
       append.proposed.push(...request.getProposedMessagesList());
       if (!request.getIsFinal()) return;
       pending.delete(correlation);
-      this.calls.push({ kind: 'append', stream: streamName(append.options!.getStreamIdentifier()), requiresLeader: record.requiresLeader, cancelled: false, ended: false });
+      this.calls.push({
+        kind: 'append',
+        stream: streamName(append.options!.getStreamIdentifier()),
+        requiresLeader: record.requiresLeader,
+        cancelled: false,
+        ended: false,
+      });
       const behaviour = this.behaviour.append;
       if (behaviour === 'hang') return;
       const response = new BatchAppendResp().setCorrelationId(new UUID().setString(correlation)).setStreamIdentifier(append.options!.getStreamIdentifier());
@@ -400,12 +397,16 @@ export class FakeEventStoreDb {
       const options = append.options!;
       const Case = BatchAppendReq.Options.ExpectedStreamPositionCase;
       const wanted = options.getExpectedStreamPositionCase();
-      const outcome = this.decideAppend(streamName(options.getStreamIdentifier()), {
-        any: wanted === Case.ANY || wanted === Case.EXPECTED_STREAM_POSITION_NOT_SET,
-        noStream: wanted === Case.NO_STREAM,
-        streamExists: wanted === Case.STREAM_EXISTS,
-        revision: wanted === Case.STREAM_POSITION ? BigInt(options.getStreamPosition()) : undefined,
-      }, append.proposed);
+      const outcome = this.decideAppend(
+        streamName(options.getStreamIdentifier()),
+        {
+          any: wanted === Case.ANY || wanted === Case.EXPECTED_STREAM_POSITION_NOT_SET,
+          noStream: wanted === Case.NO_STREAM,
+          streamExists: wanted === Case.STREAM_EXISTS,
+          revision: wanted === Case.STREAM_POSITION ? BigInt(options.getStreamPosition()) : undefined,
+        },
+        append.proposed,
+      );
       if ('current' in outcome) {
         const wrong = new WrongExpectedVersion();
         if (outcome.current >= 0) wrong.setCurrentStreamRevision(String(outcome.current));
@@ -501,8 +502,7 @@ function subscriptionFilter(options: ReadReq.Options): (event: FakeStoredEvent) 
   const field = (event: FakeStoredEvent) => (filter.hasStreamIdentifier() ? event.streamId : event.type);
   const prefixes = expression.getPrefixList();
   const regex = expression.getRegex() ? new RegExp(expression.getRegex()) : undefined;
-  return (event) =>
-    (prefixes.length === 0 || prefixes.some((prefix) => field(event).startsWith(prefix))) && (!regex || regex.test(field(event)));
+  return (event) => (prefixes.length === 0 || prefixes.some((prefix) => field(event).startsWith(prefix))) && (!regex || regex.test(field(event)));
 }
 
 function toServiceError(failure: FakeFailure): Partial<grpc.ServiceError> {

@@ -24,7 +24,7 @@ export class AccountController {
   @ApiOperation({ operationId: 'getAccount', summary: "The key's account", description: "Its credits balance is the key's mode's." })
   @ApiAnswer(AccountResponse, { errors: ['resource_missing'] })
   async get(@Caller() caller: Caller) {
-        const account = await this.directory.account(caller.accountId);
+    const account = await this.directory.account(caller.accountId);
     if (!account) throw new ApiError('resource_missing', 'The account of this key no longer exists.');
     const balances = await this.services.call<CreditBalances>(SUBJECTS.creditsBalances, { caller, accountId: caller.accountId });
     return {

@@ -1,6 +1,15 @@
 import { Body, Controller, Delete, HttpCode, Param, Patch, Post, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { AdminAccountResponse, ApiKeyResponse, CreateAccountDto, CreateKeyDto, GrantCreditsDto, NoBody, RevokedApiKeyResponse, UpdateAccountDto } from '@campaign-ops/api-contract';
+import {
+  AdminAccountResponse,
+  ApiKeyResponse,
+  CreateAccountDto,
+  CreateKeyDto,
+  GrantCreditsDto,
+  NoBody,
+  RevokedApiKeyResponse,
+  UpdateAccountDto,
+} from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { unwrap } from '@campaign-ops/api-errors';
 import { AccountDirectory, AccountResource } from '@campaign-ops/accounts';
@@ -36,7 +45,11 @@ export class AdminController {
   }
 
   @Patch('accounts/:id')
-  @ApiOperation({ operationId: 'updateAccount', summary: "Change an account's name or OAuth redirect URIs", description: 'What is given replaces what the account has; answers the account.' })
+  @ApiOperation({
+    operationId: 'updateAccount',
+    summary: "Change an account's name or OAuth redirect URIs",
+    description: 'What is given replaces what the account has; answers the account.',
+  })
   @AccountId()
   @ApiAnswer(AdminAccountResponse)
   async updateAccount(@Param('id') accountId: string, @Body() { name, oauth_redirect_uris }: UpdateAccountDto) {

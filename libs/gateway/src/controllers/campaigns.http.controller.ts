@@ -37,7 +37,11 @@ export class CampaignsController {
       'a test key runs on the sandbox simulator (magic names in `campaign.name`: `[sandbox:fail]`, `[sandbox:transient]`, `[sandbox:reauth]`, `[sandbox:slow]`).',
   })
   @ApiAnswer(DispatchResponse, { errors: ['insufficient_credits', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable'] })
-  async create(@Caller() caller: Caller, @Body() { channel, campaign }: CreateCampaignDto, @Headers('idempotency-key') idempotencyKey?: string): Promise<DispatchResource> {
+  async create(
+    @Caller() caller: Caller,
+    @Body() { channel, campaign }: CreateCampaignDto,
+    @Headers('idempotency-key') idempotencyKey?: string,
+  ): Promise<DispatchResource> {
     const message: CreateDispatchRequest = { caller, channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
     return this.services.call<DispatchResource>(SUBJECTS.dispatchCreate, message);
   }
@@ -55,7 +59,9 @@ export class CampaignsController {
       'Meta `execution_options: ["validate_only"]`), elsewhere by the channel rules the service knows (`"rules"`); a test key by the sandbox (`"sandbox"`). ' +
       'A refusal is 422 `provider_validation_failed` with the network’s message and `provider_code`. `Idempotency-Key` is accepted and ignored.',
   })
-  @ApiAnswer(CampaignValidationResponse, { errors: ['provider_validation_failed', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable', 'provider_unavailable'] })
+  @ApiAnswer(CampaignValidationResponse, {
+    errors: ['provider_validation_failed', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable', 'provider_unavailable'],
+  })
   validate(@Caller() caller: Caller, @Body() { channel, campaign }: CreateCampaignDto): Promise<CampaignValidation> {
     const message: ValidateCampaignRequest = { caller, channel, campaign };
     return this.services.call<CampaignValidation>(SUBJECTS.dispatchValidate, message, this.reachesNetwork);

@@ -11,7 +11,11 @@ describe('ConnectionsController: how long each call waits for connection-service
   const services = {
     call: async (subject: string, _request: object, options?: { timeoutMs?: number }) => {
       calls.push({ subject, timeoutMs: options?.timeoutMs });
-      return subject === SUBJECTS.connectionOAuthCallback ? { location: 'https://partner.example/back?status=active' } : subject === SUBJECTS.connectionList ? { data: [], hasMore: false } : {};
+      return subject === SUBJECTS.connectionOAuthCallback
+        ? { location: 'https://partner.example/back?status=active' }
+        : subject === SUBJECTS.connectionList
+          ? { data: [], hasMore: false }
+          : {};
     },
   } as unknown as ServiceClient;
   const directory = { account: async () => ({ oauth_redirect_uris: ['https://partner.example/back'] }) } as unknown as AccountDirectory;

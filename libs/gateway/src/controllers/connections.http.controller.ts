@@ -1,7 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Req, Res, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiQuery, ApiSecurity, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ConnectionResponse, ConnectionWithAuthorizationUrlResponse, CreateConnectionDto, ListConnectionsQueryDto, NoBody, OAuthRedirectResponse, ReauthorizeConnectionDto } from '@campaign-ops/api-contract';
+import {
+  ConnectionResponse,
+  ConnectionWithAuthorizationUrlResponse,
+  CreateConnectionDto,
+  ListConnectionsQueryDto,
+  NoBody,
+  OAuthRedirectResponse,
+  ReauthorizeConnectionDto,
+} from '@campaign-ops/api-contract';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { ApiAnswer, CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { ListResult, OAuthCallbackResult, SUBJECTS } from '@campaign-ops/service-messages';
@@ -12,7 +20,17 @@ import { pageOf } from '../http/validation';
 
 const ConnectionId = () => ApiParam({ name: 'id', description: 'The connection id (`con_…`).' });
 /** What connecting can answer besides the usual: the redirect_uri's rules, the provider's verdict, the slot, the channel's settings. */
-const CONNECT_ERRORS = ['url_invalid', 'url_not_https', 'redirect_uri_not_registered', 'credentials_invalid', 'provider_account_unreachable', 'connection_exists', 'channel_live_unavailable', 'channel_not_configured', 'provider_unavailable'];
+const CONNECT_ERRORS = [
+  'url_invalid',
+  'url_not_https',
+  'redirect_uri_not_registered',
+  'credentials_invalid',
+  'provider_account_unreachable',
+  'connection_exists',
+  'channel_live_unavailable',
+  'channel_not_configured',
+  'provider_unavailable',
+];
 /** A query value as the browser sent it (a repeated parameter counts as absent). */
 const single = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 
@@ -55,15 +73,19 @@ export class ConnectionsController {
   })
   @ApiAnswer(ConnectionWithAuthorizationUrlResponse, { errors: CONNECT_ERRORS })
   async create(@Caller() caller: Caller, @Body() body: CreateConnectionDto) {
-    return this.services.call(SUBJECTS.connectionCreate, {
-      caller,
-      channel: body.channel,
-      providerAccountId: body.provider_account_id,
-      credentials: body.credentials && { ...body.credentials },
-      redirectUri: body.redirect_uri,
-      ...(await this.registeredRedirectUris(caller, body.redirect_uri)),
-      sandbox: body.sandbox && { ...body.sandbox },
-    }, this.reachesNetwork);
+    return this.services.call(
+      SUBJECTS.connectionCreate,
+      {
+        caller,
+        channel: body.channel,
+        providerAccountId: body.provider_account_id,
+        credentials: body.credentials && { ...body.credentials },
+        redirectUri: body.redirect_uri,
+        ...(await this.registeredRedirectUris(caller, body.redirect_uri)),
+        sandbox: body.sandbox && { ...body.sandbox },
+      },
+      this.reachesNetwork,
+    );
   }
 
   @Get()
@@ -100,13 +122,17 @@ export class ConnectionsController {
   @ApiAnswer(OAuthRedirectResponse, { redirect: true, errors: ['state_invalid'] })
   async oauthCallback(@Req() request: GatewayRequest, @Res() response: Response, @Query() query: Record<string, unknown>): Promise<void> {
     const singles = Object.fromEntries(Object.entries(query).flatMap(([name, value]) => (typeof value === 'string' ? [[name, value]] : [])));
-    const result = await this.services.call<OAuthCallbackResult>(SUBJECTS.connectionOAuthCallback, {
-      requestId: request.requestId,
-      state: single(query.state),
-      code: single(query.code),
-      error: single(query.error),
-      query: singles,
-    }, this.reachesNetwork);
+    const result = await this.services.call<OAuthCallbackResult>(
+      SUBJECTS.connectionOAuthCallback,
+      {
+        requestId: request.requestId,
+        state: single(query.state),
+        code: single(query.code),
+        error: single(query.error),
+        query: singles,
+      },
+      this.reachesNetwork,
+    );
     // Still JSON, as every answer of the API: the browser follows Location, a script can read it.
     response.setHeader('Cache-Control', 'no-store');
     response.setHeader('Referrer-Policy', 'no-referrer');
@@ -127,7 +153,11 @@ export class ConnectionsController {
   @Delete(':id')
   @UseGuards(ApiKeyGuard)
   @ApiSecurity('apiKey')
-  @ApiOperation({ operationId: 'deleteConnection', summary: 'Delete a connection', description: 'The connection is `revoked` and its tokens are destroyed; deleting it again answers the same.' })
+  @ApiOperation({
+    operationId: 'deleteConnection',
+    summary: 'Delete a connection',
+    description: 'The connection is `revoked` and its tokens are destroyed; deleting it again answers the same.',
+  })
   @ConnectionId()
   @ApiAnswer(ConnectionResponse)
   remove(@Caller() caller: Caller, @Param('id') id: string, @Body() _body: NoBody) {
@@ -141,17 +171,22 @@ export class ConnectionsController {
   @ApiOperation({
     operationId: 'reauthorizeConnection',
     summary: 'Reauthorize a connection',
-    description: 'New `credentials` (checked like an import) make it `active` again at once; `redirect_uri` starts a new OAuth round (`authorization_url`). A test key needs neither.',
+    description:
+      'New `credentials` (checked like an import) make it `active` again at once; `redirect_uri` starts a new OAuth round (`authorization_url`). A test key needs neither.',
   })
   @ConnectionId()
   @ApiAnswer(ConnectionWithAuthorizationUrlResponse, { errors: CONNECT_ERRORS.filter((code) => code !== 'connection_exists') })
   async reauthorize(@Caller() caller: Caller, @Param('id') id: string, @Body() body: ReauthorizeConnectionDto) {
-    return this.services.call(SUBJECTS.connectionReauthorize, {
-      caller,
-      id,
-      credentials: body.credentials && { ...body.credentials },
-      redirectUri: body.redirect_uri,
-      ...(await this.registeredRedirectUris(caller, body.redirect_uri)),
-    }, this.reachesNetwork);
+    return this.services.call(
+      SUBJECTS.connectionReauthorize,
+      {
+        caller,
+        id,
+        credentials: body.credentials && { ...body.credentials },
+        redirectUri: body.redirect_uri,
+        ...(await this.registeredRedirectUris(caller, body.redirect_uri)),
+      },
+      this.reachesNetwork,
+    );
   }
 }

@@ -39,7 +39,11 @@ export class DispatchesController {
 
   @Post(':id/retry')
   @HttpCode(200)
-  @ApiOperation({ operationId: 'retryDispatch', summary: 'Retry a failed dispatch', description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.' })
+  @ApiOperation({
+    operationId: 'retryDispatch',
+    summary: 'Retry a failed dispatch',
+    description: 'Only from `failed`; the dispatch is `accepted` again and is not charged again.',
+  })
   @DispatchId()
   @ApiAnswer(DispatchResponse, { errors: ['dispatch_not_retryable', 'connection_required', 'connection_reauth_required', 'channel_live_unavailable'] })
   retry(@Caller() caller: Caller, @Param('id') id: string, @Body() _body: NoBody): Promise<DispatchResource> {
@@ -47,7 +51,11 @@ export class DispatchesController {
   }
 
   @Get(':id/events')
-  @ApiOperation({ operationId: 'listDispatchEvents', summary: "A dispatch's audit trail", description: 'Its whole history from the event store, oldest first.' })
+  @ApiOperation({
+    operationId: 'listDispatchEvents',
+    summary: "A dispatch's audit trail",
+    description: 'Its whole history from the event store, oldest first.',
+  })
   @DispatchId()
   @ApiAnswer(DispatchEventResponse, { list: { paginated: false } })
   async events(@Caller() caller: Caller, @Param('id') id: string): Promise<ListPage<unknown>> {

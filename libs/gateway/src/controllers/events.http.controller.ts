@@ -17,7 +17,11 @@ export class EventsController {
   constructor(private readonly services: ServiceClient) {}
 
   @Get()
-  @ApiOperation({ operationId: 'listEvents', summary: 'List events', description: "The account's events of the last 30 days in the webhook shape, newest first, to catch up on what an endpoint missed." })
+  @ApiOperation({
+    operationId: 'listEvents',
+    summary: 'List events',
+    description: "The account's events of the last 30 days in the webhook shape, newest first, to catch up on what an endpoint missed.",
+  })
   @ApiAnswer(EventResponse, { list: { query: ListEventsQueryDto } })
   async list(@Caller() caller: Caller, @Query() query: ListEventsQueryDto) {
     const createdAfter = query.created_after === undefined ? undefined : new Date(query.created_after).toISOString();

@@ -1,6 +1,15 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post, Query, UseGuards } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiSecurity, ApiTags } from '@nestjs/swagger';
-import { CreateWebhookDto, DeletedWebhookEndpointResponse, DeliveryResponse, ListQueryDto, NoBody, UpdateWebhookDto, WebhookEndpointResponse, WebhookEndpointWithSecretResponse } from '@campaign-ops/api-contract';
+import {
+  CreateWebhookDto,
+  DeletedWebhookEndpointResponse,
+  DeliveryResponse,
+  ListQueryDto,
+  NoBody,
+  UpdateWebhookDto,
+  WebhookEndpointResponse,
+  WebhookEndpointWithSecretResponse,
+} from '@campaign-ops/api-contract';
 import { ApiAnswer } from '@campaign-ops/service-runtime';
 import { ListResult, SUBJECTS } from '@campaign-ops/service-messages';
 import { MAX_ENDPOINTS_PER_ACCOUNT } from '@campaign-ops/webhook-domain';
@@ -65,7 +74,11 @@ export class WebhooksController {
 
   @Post(':id/rotate-secret')
   @HttpCode(200)
-  @ApiOperation({ operationId: 'rotateWebhookSecret', summary: 'Rotate the signing secret', description: 'The answer carries the new `signing_secret`; the old one stops at once.' })
+  @ApiOperation({
+    operationId: 'rotateWebhookSecret',
+    summary: 'Rotate the signing secret',
+    description: 'The answer carries the new `signing_secret`; the old one stops at once.',
+  })
   @EndpointId()
   @ApiAnswer(WebhookEndpointWithSecretResponse)
   rotateSecret(@Caller() caller: Caller, @Param('id') id: string, @Body() _body: NoBody) {

@@ -41,19 +41,30 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (exception instanceof HttpException && exception.getStatus() === 404) {
       const allowed = this.routes.allowedMethods(request.path);
       if (allowed.length > 0) {
-        return new ApiError('method_not_allowed', `${request.method} is not allowed on ${shown(request.path)}; use ${allowed.join(', ')}.`, undefined, { Allow: allowed.join(', ') });
+        return new ApiError('method_not_allowed', `${request.method} is not allowed on ${shown(request.path)}; use ${allowed.join(', ')}.`, undefined, {
+          Allow: allowed.join(', '),
+        });
       }
       return noRoute(request);
     }
     // A path that does not decode (e.g. `%E0%A4%A`) names no route.
-    if (exception instanceof URIError || (exception instanceof HttpException && exception.getStatus() === 400 && /^Failed to decode param/.test(exception.message))) {
+    if (
+      exception instanceof URIError ||
+      (exception instanceof HttpException && exception.getStatus() === 400 && /^Failed to decode param/.test(exception.message))
+    ) {
       return noRoute(request);
     }
     // body-parser style errors from express itself (e.g. an aborted upload)
     const status = (exception as { status?: number })?.status;
     if (status === 413) return new ApiError('payload_too_large', 'The body is larger than 65536 bytes.');
     this.logger.error(
-      JSON.stringify({ msg: 'unhandled error', request_id: request.requestId, method: request.method, path: request.path, error: (exception as Error)?.message }),
+      JSON.stringify({
+        msg: 'unhandled error',
+        request_id: request.requestId,
+        method: request.method,
+        path: request.path,
+        error: (exception as Error)?.message,
+      }),
       (exception as Error)?.stack,
     );
     return new ApiError('internal_error', 'Something went wrong on our side; the request id helps us find it.');

@@ -1,5 +1,13 @@
 import { ArgumentMetadata } from '@nestjs/common';
-import { CreateAccountDto, CreateCampaignDto, CreateWebhookDto, ListDispatchesQueryDto, ListEventsQueryDto, NoBody, UpdateWebhookDto } from '@campaign-ops/api-contract';
+import {
+  CreateAccountDto,
+  CreateCampaignDto,
+  CreateWebhookDto,
+  ListDispatchesQueryDto,
+  ListEventsQueryDto,
+  NoBody,
+  UpdateWebhookDto,
+} from '@campaign-ops/api-contract';
 import { ApiError } from '@campaign-ops/api-errors';
 import { sandboxCampaign } from '../../../../test/support/partner-client';
 import { ApiValidationPipe } from './api-validation.pipe';
@@ -55,7 +63,12 @@ describe('POST /v1/campaigns body (CreateCampaignDto through the ApiValidationPi
     ['a local start time', (b) => (b.campaign.schedule.start_at = '2026-12-01T09:00:00+01:00'), 'parameter_invalid', 'campaign.schedule.start_at'],
     ['an impossible date', (b) => (b.campaign.schedule.start_at = '2026-02-30T09:00:00Z'), 'parameter_invalid', 'campaign.schedule.start_at'],
     ['an unknown time zone', (b) => (b.campaign.schedule.timezone = 'Mars/Olympus'), 'parameter_invalid', 'campaign.schedule.timezone'],
-    ['an end before the start', (b) => ((b.campaign.schedule as Record<string, unknown>).end_at = '2026-11-30T09:00:00Z'), 'parameter_invalid', 'campaign.schedule.end_at'],
+    [
+      'an end before the start',
+      (b) => ((b.campaign.schedule as Record<string, unknown>).end_at = '2026-11-30T09:00:00Z'),
+      'parameter_invalid',
+      'campaign.schedule.end_at',
+    ],
     ['a lifetime budget with no end', (b) => (b.campaign.budget.type = 'lifetime'), 'parameter_missing', 'campaign.schedule.end_at'],
   ])('refuses %s', async (_, edit, code, param) => expect(await check(edit)).toMatchObject({ code, param }));
 
@@ -69,19 +82,45 @@ describe('POST /v1/campaigns body (CreateCampaignDto through the ApiValidationPi
     ).toBeNull());
 
   it('says which currency rule was broken, in words', async () =>
-    expect((await check((b) => (b.campaign.budget.currency = 'usd')))?.message).toBe('campaign.budget.currency must be a three-letter uppercase ISO 4217 code'));
+    expect((await check((b) => (b.campaign.budget.currency = 'usd')))?.message).toBe(
+      'campaign.budget.currency must be a three-letter uppercase ISO 4217 code',
+    ));
 
   it('answers what a value is before what it holds, whatever the order of the decorators', async () =>
-    expect((await check((b) => ((b.campaign.budget as Record<string, unknown>).amount_micros = '5')))?.message).toBe('campaign.budget.amount_micros must be an integer, not a string'));
+    expect((await check((b) => ((b.campaign.budget as Record<string, unknown>).amount_micros = '5')))?.message).toBe(
+      'campaign.budget.amount_micros must be an integer, not a string',
+    ));
 
   it('answers the rules of a field in the order they are written', async () =>
-    expect((await check((b) => (b.campaign.schedule.timezone = 'Mars/'.repeat(20))))?.message).toBe('campaign.schedule.timezone must be shorter than or equal to 64 characters'));
+    expect((await check((b) => (b.campaign.schedule.timezone = 'Mars/'.repeat(20))))?.message).toBe(
+      'campaign.schedule.timezone must be shorter than or equal to 64 characters',
+    ));
 
   it('answers the first error, deterministically: unknown fields, then the fields in order, then rules across fields', async () => {
-    expect(await check((b) => { b.extra = 1; b.channel = 'x'; })).toMatchObject({ code: 'parameter_unknown', param: 'extra' });
-    expect(await check((b) => { b.channel = 'x'; b.campaign.name = ''; })).toMatchObject({ param: 'channel' });
-    expect(await check((b) => { b.campaign.budget.type = 'lifetime'; b.campaign.schedule.timezone = 'Mars/Olympus'; })).toMatchObject({ code: 'parameter_invalid', param: 'campaign.schedule.timezone' });
-    expect(await check((b) => { b.campaign.schedule.start_at = 'soon'; (b.campaign.schedule as Record<string, unknown>).end_at = '2020-01-01T00:00:00Z'; })).toMatchObject({ param: 'campaign.schedule.start_at' });
+    expect(
+      await check((b) => {
+        b.extra = 1;
+        b.channel = 'x';
+      }),
+    ).toMatchObject({ code: 'parameter_unknown', param: 'extra' });
+    expect(
+      await check((b) => {
+        b.channel = 'x';
+        b.campaign.name = '';
+      }),
+    ).toMatchObject({ param: 'channel' });
+    expect(
+      await check((b) => {
+        b.campaign.budget.type = 'lifetime';
+        b.campaign.schedule.timezone = 'Mars/Olympus';
+      }),
+    ).toMatchObject({ code: 'parameter_invalid', param: 'campaign.schedule.timezone' });
+    expect(
+      await check((b) => {
+        b.campaign.schedule.start_at = 'soon';
+        (b.campaign.schedule as Record<string, unknown>).end_at = '2020-01-01T00:00:00Z';
+      }),
+    ).toMatchObject({ param: 'campaign.schedule.start_at' });
   });
 
   it.each([
@@ -89,27 +128,48 @@ describe('POST /v1/campaigns body (CreateCampaignDto through the ApiValidationPi
     ['a string', 'channel=meta_ads'],
     ['null', null],
     ['a number', 42],
-  ])('refuses a body that is %s, naming no field', async (_, value) => expect(await errorOf(value, body(CreateCampaignDto))).toEqual({ code: 'parameter_invalid', param: undefined, message: expect.stringContaining('must be a JSON object') }));
+  ])('refuses a body that is %s, naming no field', async (_, value) =>
+    expect(await errorOf(value, body(CreateCampaignDto))).toEqual({
+      code: 'parameter_invalid',
+      param: undefined,
+      message: expect.stringContaining('must be a JSON object'),
+    }),
+  );
 
-  it('takes no body as an empty one: the first required field is missing', async () => expect(await errorOf(undefined, body(CreateCampaignDto))).toMatchObject({ code: 'parameter_missing', param: 'channel' }));
+  it('takes no body as an empty one: the first required field is missing', async () =>
+    expect(await errorOf(undefined, body(CreateCampaignDto))).toMatchObject({ code: 'parameter_missing', param: 'channel' }));
 });
 
 describe('webhook bodies', () => {
   it('refuses an unknown event with event_unknown, naming the item', async () =>
-    expect(await errorOf({ url: 'https://x.example', events: ['dispatch.completed', 'dispatch.done'] }, body(CreateWebhookDto))).toMatchObject({ code: 'event_unknown', param: 'events.1', message: expect.stringContaining('dispatch.done') }));
+    expect(await errorOf({ url: 'https://x.example', events: ['dispatch.completed', 'dispatch.done'] }, body(CreateWebhookDto))).toMatchObject({
+      code: 'event_unknown',
+      param: 'events.1',
+      message: expect.stringContaining('dispatch.done'),
+    }));
   it('names the type it got with its article: an object, an undefined, a number', async () => {
-    expect(await errorOf({ url: { a: 1 }, events: ['dispatch.completed'] }, body(CreateWebhookDto))).toMatchObject({ message: expect.stringMatching(/not an object$/) });
+    expect(await errorOf({ url: { a: 1 }, events: ['dispatch.completed'] }, body(CreateWebhookDto))).toMatchObject({
+      message: expect.stringMatching(/not an object$/),
+    });
     expect(await errorOf({ url: 'https://x.example', events: [5] }, body(CreateWebhookDto))).toMatchObject({ message: expect.stringMatching(/not a number$/) });
   });
 
   it('refuses an item that is not a string before looking it up', async () =>
-    expect(await errorOf({ url: 'https://x.example', events: [5] }, body(CreateWebhookDto))).toMatchObject({ code: 'parameter_invalid', param: 'events.0', message: 'events.0 must be a string, not a number' }));
+    expect(await errorOf({ url: 'https://x.example', events: [5] }, body(CreateWebhookDto))).toMatchObject({
+      code: 'parameter_invalid',
+      param: 'events.0',
+      message: 'events.0 must be a string, not a number',
+    }));
   it('refuses an empty event list', async () =>
     expect(await errorOf({ url: 'https://x.example', events: [] }, body(CreateWebhookDto))).toMatchObject({ code: 'parameter_invalid', param: 'events' }));
   it('lets a PATCH leave fields out, but not send them null', async () => {
     expect(await errorOf({}, body(UpdateWebhookDto))).toBeNull();
     expect(await errorOf({ enabled: false }, body(UpdateWebhookDto))).toBeNull();
-    expect(await errorOf({ url: null }, body(UpdateWebhookDto))).toMatchObject({ code: 'parameter_invalid', param: 'url', message: 'url must be a string, not null' });
+    expect(await errorOf({ url: null }, body(UpdateWebhookDto))).toMatchObject({
+      code: 'parameter_invalid',
+      param: 'url',
+      message: 'url must be a string, not null',
+    });
     expect(await errorOf({ enabled: 'yes' }, body(UpdateWebhookDto))).toMatchObject({ code: 'parameter_invalid', param: 'enabled' });
   });
 });
@@ -146,6 +206,9 @@ describe('list queries', () => {
   it('events: a known type and a real UTC instant', async () => {
     expect(await errorOf({ type: 'dispatch.failed', created_after: '2026-12-01T09:00:00Z' }, query(ListEventsQueryDto))).toBeNull();
     expect(await errorOf({ type: 'dispatch.done' }, query(ListEventsQueryDto))).toMatchObject({ code: 'parameter_invalid', param: 'type' });
-    expect(await errorOf({ created_after: '2026-02-30T00:00:00Z' }, query(ListEventsQueryDto))).toMatchObject({ code: 'parameter_invalid', param: 'created_after' });
+    expect(await errorOf({ created_after: '2026-02-30T00:00:00Z' }, query(ListEventsQueryDto))).toMatchObject({
+      code: 'parameter_invalid',
+      param: 'created_after',
+    });
   });
 });

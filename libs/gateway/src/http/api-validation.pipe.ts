@@ -90,7 +90,8 @@ function ruleError(error: ValidationError, rule: string, param: string, context:
   }
   // class-validator's own messages begin with the field's name ("each value in events must …").
   const message = error.constraints![rule].replace(new RegExp(`^(each value in )?${error.property} `), '');
-  const detail = context.item && TYPE_RULES.has(rule) ? `, not ${describeType(subject)}` : context.code === 'event_unknown' ? ` (${String(subject)} is not one)` : '';
+  const detail =
+    context.item && TYPE_RULES.has(rule) ? `, not ${describeType(subject)}` : context.code === 'event_unknown' ? ` (${String(subject)} is not one)` : '';
   return new ApiError(context.code ?? 'parameter_invalid', `${at} ${message}${detail}`, at);
 }
 

@@ -14,7 +14,12 @@ const TOKEN = 'admin-token-0123456789';
 
 /** A request as the guards read it, with this Authorization header (or none). */
 function requestWith(authorization?: string): GatewayRequest {
-  return { method: 'POST', path: '/admin/v1/accounts', requestId: 'req_test', header: (name: string) => (name === 'Authorization' ? authorization : undefined) } as unknown as GatewayRequest;
+  return {
+    method: 'POST',
+    path: '/admin/v1/accounts',
+    requestId: 'req_test',
+    header: (name: string) => (name === 'Authorization' ? authorization : undefined),
+  } as unknown as GatewayRequest;
 }
 
 /** Runs a guard on the request as Nest would: its verdict, or the API error it throws. */

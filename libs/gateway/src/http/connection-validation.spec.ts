@@ -16,13 +16,24 @@ async function errorOf(value: unknown, metadata: ArgumentMetadata): Promise<{ co
   }
 }
 
-const importBody = () => ({ channel: 'meta_ads', provider_account_id: 'act_42', credentials: { access_token: 'EAAB', refresh_token: 'r', expires_at: '2027-01-01T00:00:00Z' } });
+const importBody = () => ({
+  channel: 'meta_ads',
+  provider_account_id: 'act_42',
+  credentials: { access_token: 'EAAB', refresh_token: 'r', expires_at: '2027-01-01T00:00:00Z' },
+});
 
 describe('connection requests through the ApiValidationPipe', () => {
   it('accepts a token import, an OAuth start and a bare sandbox connection, and hands them on as they came', async () => {
     expect(await pipe.transform(importBody(), body(CreateConnectionDto))).toEqual(importBody());
-    expect(await errorOf({ channel: 'google_ads', provider_account_id: '123-456-7890', redirect_uri: 'https://partner.example/back' }, body(CreateConnectionDto))).toBeNull();
-    expect(await errorOf({ channel: 'tiktok_ads', provider_account_id: 'adv_1', sandbox: { currency: 'EUR', timezone: 'Europe/Berlin' } }, body(CreateConnectionDto))).toBeNull();
+    expect(
+      await errorOf({ channel: 'google_ads', provider_account_id: '123-456-7890', redirect_uri: 'https://partner.example/back' }, body(CreateConnectionDto)),
+    ).toBeNull();
+    expect(
+      await errorOf(
+        { channel: 'tiktok_ads', provider_account_id: 'adv_1', sandbox: { currency: 'EUR', timezone: 'Europe/Berlin' } },
+        body(CreateConnectionDto),
+      ),
+    ).toBeNull();
   });
 
   it.each<[string, Record<string, unknown>, string, string]>([
@@ -36,16 +47,34 @@ describe('connection requests through the ApiValidationPipe', () => {
     ['an empty access token', { ...importBody(), credentials: { access_token: '' } }, 'parameter_invalid', 'credentials.access_token'],
     ['an access token that is not a string', { ...importBody(), credentials: { access_token: 42 } }, 'parameter_invalid', 'credentials.access_token'],
     ['credentials that are not an object', { ...importBody(), credentials: 'EAAB' }, 'parameter_invalid', 'credentials'],
-    ['an expiry that is not UTC', { ...importBody(), credentials: { access_token: 'a', expires_at: '2027-01-01T00:00:00+01:00' } }, 'parameter_invalid', 'credentials.expires_at'],
+    [
+      'an expiry that is not UTC',
+      { ...importBody(), credentials: { access_token: 'a', expires_at: '2027-01-01T00:00:00+01:00' } },
+      'parameter_invalid',
+      'credentials.expires_at',
+    ],
     ['both credentials and redirect_uri', { ...importBody(), redirect_uri: 'https://partner.example/back' }, 'parameter_invalid', 'redirect_uri'],
-    ['a sandbox currency that is not ISO 4217', { channel: 'meta_ads', provider_account_id: 'a', sandbox: { currency: 'EURO' } }, 'parameter_invalid', 'sandbox.currency'],
-    ['a sandbox time zone that does not exist', { channel: 'meta_ads', provider_account_id: 'a', sandbox: { timezone: 'Mars/Olympus' } }, 'parameter_invalid', 'sandbox.timezone'],
+    [
+      'a sandbox currency that is not ISO 4217',
+      { channel: 'meta_ads', provider_account_id: 'a', sandbox: { currency: 'EURO' } },
+      'parameter_invalid',
+      'sandbox.currency',
+    ],
+    [
+      'a sandbox time zone that does not exist',
+      { channel: 'meta_ads', provider_account_id: 'a', sandbox: { timezone: 'Mars/Olympus' } },
+      'parameter_invalid',
+      'sandbox.timezone',
+    ],
   ])('answers %s with %s at %s', async (_, value, code, param) => expect(await errorOf(value, body(CreateConnectionDto))).toEqual({ code, param }));
 
   it('takes credentials or redirect_uri (or neither) to reauthorize, not both, nor anything else', async () => {
     expect(await errorOf({}, body(ReauthorizeConnectionDto))).toBeNull();
     expect(await errorOf({ credentials: { access_token: 'a' } }, body(ReauthorizeConnectionDto))).toBeNull();
-    expect(await errorOf({ credentials: { access_token: 'a' }, redirect_uri: 'https://x.example' }, body(ReauthorizeConnectionDto))).toEqual({ code: 'parameter_invalid', param: 'redirect_uri' });
+    expect(await errorOf({ credentials: { access_token: 'a' }, redirect_uri: 'https://x.example' }, body(ReauthorizeConnectionDto))).toEqual({
+      code: 'parameter_invalid',
+      param: 'redirect_uri',
+    });
     expect(await errorOf({ channel: 'meta_ads' }, body(ReauthorizeConnectionDto))).toEqual({ code: 'parameter_unknown', param: 'channel' });
   });
 

@@ -7,12 +7,14 @@ import { GatewayRequest, ListPage } from './request-context';
 export class EnvelopeInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
     const request = context.switchToHttp().getRequest<GatewayRequest>();
-    return next.handle().pipe(
-      map((result) =>
-        result instanceof ListPage
-          ? { success: true, data: result.data, has_more: result.hasMore, request_id: request.requestId }
-          : { success: true, data: result, request_id: request.requestId },
-      ),
-    );
+    return next
+      .handle()
+      .pipe(
+        map((result) =>
+          result instanceof ListPage
+            ? { success: true, data: result.data, has_more: result.hasMore, request_id: request.requestId }
+            : { success: true, data: result, request_id: request.requestId },
+        ),
+      );
   }
 }

@@ -72,7 +72,8 @@ class AdminThingsController {
 /** Stands in for ApiKeyGuard: `X-Account` makes the caller. */
 function fakeAuth(request: GatewayRequest, _response: Response, next: NextFunction): void {
   const account = request.header('X-Account');
-  if (account) request.caller = { accountId: account, mode: request.header('X-Mode') === 'live' ? 'live' : 'test', requestId: request.requestId, keyId: `key_${account}` };
+  if (account)
+    request.caller = { accountId: account, mode: request.header('X-Mode') === 'live' ? 'live' : 'test', requestId: request.requestId, keyId: `key_${account}` };
   next();
 }
 
@@ -144,7 +145,12 @@ describe('IdempotencyInterceptor', () => {
     expect(other.status).toBe(409);
     expect(JSON.parse(other.text)).toMatchObject({
       success: false,
-      error: { type: 'idempotency_error', code: 'idempotency_key_reused', param: 'Idempotency-Key', message: 'This Idempotency-Key was already used with a different request; send a new key for a new request.' },
+      error: {
+        type: 'idempotency_error',
+        code: 'idempotency_key_reused',
+        param: 'Idempotency-Key',
+        message: 'This Idempotency-Key was already used with a different request; send a new key for a new request.',
+      },
     });
     // same JSON, other bytes: another request too
     const spaced = await post('/v1/things', '{"name": "a"}', { 'Idempotency-Key': 'reused-1' });
@@ -162,7 +168,12 @@ describe('IdempotencyInterceptor', () => {
     while (!runs.includes('slow')) await new Promise((r) => setTimeout(r, 5));
     const during = await post('/v1/things/slow', {}, { 'Idempotency-Key': 'slow-1' });
     expect(during.status).toBe(409);
-    expect(JSON.parse(during.text).error).toEqual({ type: 'idempotency_error', code: 'idempotency_key_in_use', param: 'Idempotency-Key', message: 'A request with this Idempotency-Key is still in progress; retry once it has finished.' });
+    expect(JSON.parse(during.text).error).toEqual({
+      type: 'idempotency_error',
+      code: 'idempotency_key_in_use',
+      param: 'Idempotency-Key',
+      message: 'A request with this Idempotency-Key is still in progress; retry once it has finished.',
+    });
     open();
     const done = await first;
     const after = await post('/v1/things/slow', {}, { 'Idempotency-Key': 'slow-1' });
@@ -241,7 +252,11 @@ describe('IdempotencyInterceptor', () => {
 
   it('leaves requests other than POST alone, key or not', async () => {
     for (let n = 0; n < 2; n++) {
-      const response = await fetch(`${base}/v1/things/t1`, { method: 'PATCH', headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'patch-1', 'X-Account': 'acct_1' }, body: '{}' });
+      const response = await fetch(`${base}/v1/things/t1`, {
+        method: 'PATCH',
+        headers: { 'Content-Type': 'application/json', 'Idempotency-Key': 'patch-1', 'X-Account': 'acct_1' },
+        body: '{}',
+      });
       expect([response.status, response.headers.get('idempotent-replayed')]).toEqual([200, null]);
     }
     expect(runs).toEqual(['update:t1', 'update:t1']);
@@ -286,7 +301,12 @@ describe('IdempotencyInterceptor outside HTTP', () => {
     const begin = jest.fn();
     const interceptor = new IdempotencyInterceptor({ begin } as unknown as IdempotencyStore);
     const handled = of('answer');
-    const context = { getType: () => 'rpc', switchToHttp: () => { throw new Error('not HTTP'); } } as unknown as ExecutionContext;
+    const context = {
+      getType: () => 'rpc',
+      switchToHttp: () => {
+        throw new Error('not HTTP');
+      },
+    } as unknown as ExecutionContext;
     expect(await interceptor.intercept(context, { handle: () => handled })).toBe(handled);
     expect(begin).not.toHaveBeenCalled();
   });

@@ -98,7 +98,9 @@ export class IdempotencyInterceptor implements NestInterceptor {
             })
           : this.store.release(reservation);
       settle
-        .catch((error: Error) => this.logger.error(JSON.stringify({ msg: 'idempotency record not written', request_id: request.requestId, error: error.message })))
+        .catch((error: Error) =>
+          this.logger.error(JSON.stringify({ msg: 'idempotency record not written', request_id: request.requestId, error: error.message })),
+        )
         .finally(() => send.call(response, body));
       return response;
     }) as Response['send'];

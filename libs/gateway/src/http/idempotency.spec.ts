@@ -83,7 +83,12 @@ describe('IdempotencyStore', () => {
   let now: number;
   let store: IdempotencyStore;
   const LEASE = 60_000;
-  const answer = (requestId = 'req_1'): StoredAnswer => ({ status: 200, contentType: 'application/json; charset=utf-8', body: `{"success":true,"request_id":"${requestId}"}`, requestId });
+  const answer = (requestId = 'req_1'): StoredAnswer => ({
+    status: 200,
+    contentType: 'application/json; charset=utf-8',
+    body: `{"success":true,"request_id":"${requestId}"}`,
+    requestId,
+  });
   const run = async (fingerprint = 'fp-1', key = 'key-1', scope = 'acct_1:test'): Promise<Reservation> => {
     const begun = await store.begin(scope, key, fingerprint);
     if (begun.kind !== 'run') throw new Error(`expected to run, got ${begun.kind}`);
@@ -224,11 +229,13 @@ describe('IdempotencyStore', () => {
       },
     });
     const swept = new IdempotencyStore(racing, { leaseMs: LEASE, now: () => now, sweepIntervalMs: 0 });
-    await swept.release(await (async () => {
-      const begun = await swept.begin('acct_1:test', 'k', 'fp');
-      if (begun.kind !== 'run') throw new Error(begun.kind);
-      return begun.reservation;
-    })());
+    await swept.release(
+      await (async () => {
+        const begun = await swept.begin('acct_1:test', 'k', 'fp');
+        if (begun.kind !== 'run') throw new Error(begun.kind);
+        return begun.reservation;
+      })(),
+    );
     now += LEASE * 2;
     taken.add(idempotencyRecordId('acct_1:test', 'k', ''));
     expect(await swept.sweep()).toBe(0);
@@ -306,7 +313,9 @@ describe('IdempotencyStore', () => {
 
   it('sweeps at most `limit` records a call, expired ones only, however many live records come before them', async () => {
     // Record ids are HMACs: the three expired keys are those whose ids sort last, after every live one.
-    const keys = Array.from({ length: 10 }, (_, n) => `key-${n}`).sort((a, b) => (idempotencyRecordId('acct_1:test', a, '') < idempotencyRecordId('acct_1:test', b, '') ? -1 : 1));
+    const keys = Array.from({ length: 10 }, (_, n) => `key-${n}`).sort((a, b) =>
+      idempotencyRecordId('acct_1:test', a, '') < idempotencyRecordId('acct_1:test', b, '') ? -1 : 1,
+    );
     const [live, expired] = [keys.slice(0, 7), keys.slice(7)];
     for (const key of live) await store.complete(await run('fp', key), answer());
     for (const key of expired) await store.release(await run('fp', key));
@@ -345,11 +354,26 @@ describe("the gateway's store", () => {
   it('keys records with the deployment secret, and leases a reservation for twice the longest bus timeout (at least a minute)', async () => {
     const reads = SqliteReadStore.open(':memory:');
     try {
-      const store = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000, connectionRequestTimeoutMs: 45_000 } as ServiceConfig));
-      const short = new IdempotencyStore(reads, idempotencyOptionsProvider.useFactory({ idempotencySecretKey: 'c'.repeat(64), requestTimeoutMs: 5_000, connectionRequestTimeoutMs: 5_000 } as ServiceConfig));
+      const store = new IdempotencyStore(
+        reads,
+        idempotencyOptionsProvider.useFactory({
+          idempotencySecretKey: 'c'.repeat(64),
+          requestTimeoutMs: 5_000,
+          connectionRequestTimeoutMs: 45_000,
+        } as ServiceConfig),
+      );
+      const short = new IdempotencyStore(
+        reads,
+        idempotencyOptionsProvider.useFactory({
+          idempotencySecretKey: 'c'.repeat(64),
+          requestTimeoutMs: 5_000,
+          connectionRequestTimeoutMs: 5_000,
+        } as ServiceConfig),
+      );
       await store.begin('acct_1:test', 'key-1', 'fp');
       await short.begin('acct_1:test', 'key-2', 'fp');
-      const record = async (key: string) => (await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).get(idempotencyRecordId('acct_1:test', key, 'c'.repeat(64))))!;
+      const record = async (key: string) =>
+        (await reads.collection<IdempotencyRecord>(IDEMPOTENCY_COLLECTION).get(idempotencyRecordId('acct_1:test', key, 'c'.repeat(64))))!;
       expect((await record('key-1')).locked_until - (await record('key-1')).created_at).toBe(90_000);
       expect((await record('key-2')).locked_until - (await record('key-2')).created_at).toBe(60_000);
     } finally {
@@ -359,7 +383,7 @@ describe("the gateway's store", () => {
 });
 
 describe('the gateway module’s store, as Nest builds it', () => {
-  it('takes its secret and lease from the configuration: twice the longest bus timeout (a connection call\'s)', async () => {
+  it("takes its secret and lease from the configuration: twice the longest bus timeout (a connection call's)", async () => {
     const reads = SqliteReadStore.open(':memory:');
     try {
       const moduleRef = await Test.createTestingModule({

@@ -104,11 +104,7 @@ export interface Reservation {
   answerKey: string;
 }
 
-export type Begun =
-  | { kind: 'run'; reservation: Reservation }
-  | { kind: 'replay'; answer: StoredAnswer }
-  | { kind: 'reused' }
-  | { kind: 'in_use' };
+export type Begun = { kind: 'run'; reservation: Reservation } | { kind: 'replay'; answer: StoredAnswer } | { kind: 'reused' } | { kind: 'in_use' };
 
 /** Where the gateway's idempotency settings are injected from (configuration). */
 export const IDEMPOTENCY_OPTIONS = Symbol('IDEMPOTENCY_OPTIONS');
@@ -191,7 +187,11 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
   /** Keeps the answer for replay. False when the reservation was lost (taken over after its lease). */
   async complete(reservation: Reservation, answer: StoredAnswer): Promise<boolean> {
     const sealed = SecretBox.fromHexKey(reservation.answerKey).seal(JSON.stringify(answer));
-    const done = await this.records.update(reservation.id, { state: 'done', locked_until: 0, sealed_answer: sealed }, { token: reservation.token, state: 'in_flight' });
+    const done = await this.records.update(
+      reservation.id,
+      { state: 'done', locked_until: 0, sealed_answer: sealed },
+      { token: reservation.token, state: 'in_flight' },
+    );
     if (!done) this.logger.warn(JSON.stringify({ msg: 'idempotency reservation lost before its answer was kept', request_id: answer.requestId }));
     return done !== null;
   }
@@ -248,6 +248,9 @@ export class IdempotencyStore implements OnApplicationBootstrap, OnModuleDestroy
  */
 export const idempotencyOptionsProvider = {
   provide: IDEMPOTENCY_OPTIONS,
-  useFactory: (config: ServiceConfig): IdempotencyOptions => ({ secret: config.idempotencySecretKey, leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.connectionRequestTimeoutMs) }),
+  useFactory: (config: ServiceConfig): IdempotencyOptions => ({
+    secret: config.idempotencySecretKey,
+    leaseMs: Math.max(DEFAULT_LEASE_MS, 2 * config.connectionRequestTimeoutMs),
+  }),
   inject: [CONFIG],
 };

@@ -41,7 +41,8 @@ export function jsonBodyMiddleware(request: GatewayRequest, _response: Response,
       return next();
     }
     const type = request.headers['content-type'];
-    if (!type || !JSON_TYPE.test(type.trim())) return next(new ApiError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.'));
+    if (!type || !JSON_TYPE.test(type.trim()))
+      return next(new ApiError('unsupported_media_type', 'Send the body as JSON with Content-Type: application/json.'));
     let body: unknown;
     try {
       body = JSON.parse(raw.toString('utf8'));
@@ -78,7 +79,8 @@ export function shapeRefusal(body: unknown): ApiError | null {
     const { value, path } = pending.pop()!;
     if (typeof value !== 'object' || value === null) continue;
     const param = path.join('.') || 'body';
-    if (path.length >= MAX_BODY_DEPTH) return new ApiError('parameter_invalid', `${param} is nested deeper than ${MAX_BODY_DEPTH} levels; no field of this API is.`, param);
+    if (path.length >= MAX_BODY_DEPTH)
+      return new ApiError('parameter_invalid', `${param} is nested deeper than ${MAX_BODY_DEPTH} levels; no field of this API is.`, param);
     for (const [key, inner] of Object.entries(value)) {
       const at = [...path, key];
       if (!Array.isArray(value) && PROTOTYPE_NAMES.has(key)) return new ApiError('parameter_unknown', `${at.join('.')} is not a known parameter`, at.join('.'));

@@ -23,7 +23,9 @@ function setup(perSecond = 1, burst = 2) {
   } as unknown as AccountDirectory;
   const admin = { accepts: (token: string) => token === 'the-admin-token-123' } as unknown as AdminTokenGuard;
   const routes = new ApiDocument();
-  routes.load({ paths: { '/v1/account': { get: {} }, '/v1/campaigns': { post: {} }, '/admin/v1/accounts': { post: {} }, '/readyz': { get: {} } } } as unknown as OpenApiDocument);
+  routes.load({
+    paths: { '/v1/account': { get: {} }, '/v1/campaigns': { post: {} }, '/admin/v1/accounts': { post: {} }, '/readyz': { get: {} } },
+  } as unknown as OpenApiDocument);
   const middleware = new RateLimitMiddleware({ rateLimit: { perSecond, burst } } as ServiceConfig, directory, admin, routes);
 
   const call = async (method: string, path: string, token?: string, ip = '10.0.0.1') => {

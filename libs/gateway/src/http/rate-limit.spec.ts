@@ -131,12 +131,18 @@ describe('rate limit configuration', () => {
   });
 
   it('reads RATE_LIMIT_PER_SECOND and RATE_LIMIT_BURST', () => {
-    expect(loadConfig('api-gateway', { DATA_DIR: dataDir, IDEMPOTENCY_SECRET_KEY: 'f'.repeat(64), RATE_LIMIT_PER_SECOND: '5', RATE_LIMIT_BURST: '7' }).rateLimit).toEqual({ perSecond: 5, burst: 7 });
+    expect(
+      loadConfig('api-gateway', { DATA_DIR: dataDir, IDEMPOTENCY_SECRET_KEY: 'f'.repeat(64), RATE_LIMIT_PER_SECOND: '5', RATE_LIMIT_BURST: '7' }).rateLimit,
+    ).toEqual({ perSecond: 5, burst: 7 });
   });
 
   it('stops on a value that is not a positive whole number, naming the variable', () => {
-    expect(() => loadConfig('api-gateway', { DATA_DIR: dataDir, IDEMPOTENCY_SECRET_KEY: 'f'.repeat(64), RATE_LIMIT_PER_SECOND: '0' })).toThrow(/RATE_LIMIT_PER_SECOND/);
-    expect(() => loadConfig('api-gateway', { DATA_DIR: dataDir, IDEMPOTENCY_SECRET_KEY: 'f'.repeat(64), RATE_LIMIT_BURST: 'lots' })).toThrow(/RATE_LIMIT_BURST/);
+    expect(() => loadConfig('api-gateway', { DATA_DIR: dataDir, IDEMPOTENCY_SECRET_KEY: 'f'.repeat(64), RATE_LIMIT_PER_SECOND: '0' })).toThrow(
+      /RATE_LIMIT_PER_SECOND/,
+    );
+    expect(() => loadConfig('api-gateway', { DATA_DIR: dataDir, IDEMPOTENCY_SECRET_KEY: 'f'.repeat(64), RATE_LIMIT_BURST: 'lots' })).toThrow(
+      /RATE_LIMIT_BURST/,
+    );
     expect(() => loadConfig('api-gateway', { DATA_DIR: dataDir })).toThrow(/IDEMPOTENCY_SECRET_KEY is required/);
   });
 });

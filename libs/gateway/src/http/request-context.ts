@@ -20,7 +20,9 @@ export function callerOf(request: GatewayRequest): Caller {
 }
 
 /** The authenticated caller of a route behind ApiKeyGuard, as a handler's parameter: `@Caller() caller: Caller`. */
-export const Caller = createParamDecorator((_data: unknown, context: ExecutionContext): Caller => callerOf(context.switchToHttp().getRequest<GatewayRequest>()));
+export const Caller = createParamDecorator((_data: unknown, context: ExecutionContext): Caller =>
+  callerOf(context.switchToHttp().getRequest<GatewayRequest>()),
+);
 
 /** A list answer: the envelope adds `has_more`. */
 export class ListPage<T> {

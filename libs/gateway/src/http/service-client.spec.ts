@@ -20,8 +20,12 @@ describe('ServiceClient', () => {
   it("waits BUS_REQUEST_TIMEOUT_MS by default, and the caller's own when it names one", async () => {
     const { bus, waits } = recordingBus();
     const services = new ServiceClient(bus, { requestTimeoutMs: 10_000 });
-    expect(await services.call('svc.connection.get', { caller: { requestId: 'req_1' }, id: 'con_1' })).toEqual({ echoed: { caller: { requestId: 'req_1' }, id: 'con_1' } });
-    expect(await services.call('svc.connection.create', { caller: { requestId: 'req_2' } }, { timeoutMs: 120_000 })).toEqual({ echoed: { caller: { requestId: 'req_2' } } });
+    expect(await services.call('svc.connection.get', { caller: { requestId: 'req_1' }, id: 'con_1' })).toEqual({
+      echoed: { caller: { requestId: 'req_1' }, id: 'con_1' },
+    });
+    expect(await services.call('svc.connection.create', { caller: { requestId: 'req_2' } }, { timeoutMs: 120_000 })).toEqual({
+      echoed: { caller: { requestId: 'req_2' } },
+    });
     expect(waits).toEqual([
       { subject: 'svc.connection.get', timeoutMs: 10_000, requestId: 'req_1' },
       { subject: 'svc.connection.create', timeoutMs: 120_000, requestId: 'req_2' },

@@ -13,14 +13,20 @@ export class ApiDocument {
 
   load(document: OpenApiDocument): void {
     this.json = JSON.stringify(document);
-    this.routes = Object.entries(document.paths).flatMap(([path, item]) => Object.keys(item).map((method) => ({ method: method.toUpperCase(), segments: path.split('/') })));
+    this.routes = Object.entries(document.paths).flatMap(([path, item]) =>
+      Object.keys(item).map((method) => ({ method: method.toUpperCase(), segments: path.split('/') })),
+    );
   }
 
   /** The methods a path allows, empty when no route has this path. */
   allowedMethods(path: string): string[] {
     const segments = path.replace(/\/+$/, '').split('/');
     return this.routes
-      .filter((route) => route.segments.length === segments.length && route.segments.every((segment, i) => (segment.startsWith('{') ? segments[i] !== '' : segment === segments[i])))
+      .filter(
+        (route) =>
+          route.segments.length === segments.length &&
+          route.segments.every((segment, i) => (segment.startsWith('{') ? segments[i] !== '' : segment === segments[i])),
+      )
       .map((route) => route.method);
   }
 }

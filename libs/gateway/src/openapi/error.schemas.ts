@@ -17,7 +17,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   credentials_invalid: 'The provider refused the access token (`param`: `credentials.access_token`).',
   provider_account_unreachable: 'The token works, but not for this ad account at the provider.',
   state_invalid: 'An OAuth `state` that was never issued or is past its 15 minutes.',
-  redirect_uri_not_registered: "The `redirect_uri` has not the origin and path of one of the account's `oauth_redirect_uris` (an operator registers them: PATCH /admin/v1/accounts/:id).",
+  redirect_uri_not_registered:
+    "The `redirect_uri` has not the origin and path of one of the account's `oauth_redirect_uris` (an operator registers them: PATCH /admin/v1/accounts/:id).",
   api_key_missing: 'No `Authorization: Bearer` header.',
   api_key_invalid: 'The key (or admin token) is not valid.',
   api_key_revoked: 'The key has been revoked.',
@@ -66,7 +67,11 @@ export const ERROR_SCHEMA: JsonSchema = {
         code: { type: 'string', enum: CODES, description: 'What went wrong; the table above.' },
         message: { type: 'string', description: 'In words, for people; never a secret or a stack trace.' },
         param: { type: 'string', description: 'The field, query parameter or header at fault, as a dotted path.', examples: ['campaign.budget.currency'] },
-        provider_code: { type: ['string', 'null'], description: 'Only with `provider_validation_failed`: the ad network\'s own code (or `currency_mismatch`, a rule of ours).', examples: ['currency_mismatch'] },
+        provider_code: {
+          type: ['string', 'null'],
+          description: "Only with `provider_validation_failed`: the ad network's own code (or `currency_mismatch`, a rule of ours).",
+          examples: ['currency_mismatch'],
+        },
         checks: { type: 'object', additionalProperties: { type: 'string' }, description: 'Only from /readyz: each dependency and its state.' },
       },
       additionalProperties: false,

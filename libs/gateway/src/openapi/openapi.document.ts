@@ -50,18 +50,32 @@ const DESCRIPTION = `Launch campaigns on ad networks as auditable **dispatches**
 - **Ids** are a prefix and a sortable unique part (\`dsp_\`, \`whk_\`, \`evt_\`, …); timestamps are ISO 8601 UTC with milliseconds.`;
 
 const HEADERS: Record<string, JsonSchema> = {
-  'X-Request-Id': { description: 'The request id, as in the body; a client-sent `X-Request-Id` is echoed (prefixed `req_`).', required: true, schema: schemaRef('RequestId') },
+  'X-Request-Id': {
+    description: 'The request id, as in the body; a client-sent `X-Request-Id` is echoed (prefixed `req_`).',
+    required: true,
+    schema: schemaRef('RequestId'),
+  },
   'RateLimit-Limit': { description: "Requests allowed per second to the key's bucket.", schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Remaining': { description: 'Requests left right now.', schema: { type: 'integer', minimum: 0 } },
   'RateLimit-Reset': { description: 'Seconds until the bucket is full again.', schema: { type: 'integer', minimum: 0 } },
   'Retry-After': { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'integer', minimum: 0 } },
-  Location: { description: "The partner's `redirect_uri`, with `connection_id` and `status` (or `error`) added to its query.", required: true, schema: { type: 'string', format: 'uri' } },
-  'Idempotent-Replayed': { description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key.', schema: { type: 'string', enum: ['true'] } },
+  Location: {
+    description: "The partner's `redirect_uri`, with `connection_id` and `status` (or `error`) added to its query.",
+    required: true,
+    schema: { type: 'string', format: 'uri' },
+  },
+  'Idempotent-Replayed': {
+    description: '`true` when this answer is the replay of an earlier request with the same Idempotency-Key.',
+    schema: { type: 'string', enum: ['true'] },
+  },
 };
 const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
 const parameterRef = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 /** The headers of every answer of a route (the probes are not rate limited). */
-const everyAnswer = (route: RouteKind) => ['X-Request-Id', ...(route.rateLimited === false ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'])];
+const everyAnswer = (route: RouteKind) => [
+  'X-Request-Id',
+  ...(route.rateLimited === false ? [] : ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset']),
+];
 /** `Idempotent-Replayed` on the answers of a POST that the idempotency store keeps for replay. */
 const replayable = (route: RouteKind, status: number) => route.method === 'POST' && isReplayableStatus(status);
 
@@ -76,15 +90,26 @@ const PARAMETERS: Record<string, JsonSchema> = {
   IdempotencyKey: {
     name: 'Idempotency-Key',
     in: 'header',
-    description: 'For 24 h, the same key with the same body replays the first answer byte for byte (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`; while the first is in flight, 409 `idempotency_key_in_use`. Successes and 402, 409 and 422 answers are kept; other errors free the key. Scoped to the account and mode (the operators, on the Admin API).',
+    description:
+      'For 24 h, the same key with the same body replays the first answer byte for byte (`Idempotent-Replayed: true`); with another body, 409 `idempotency_key_reused`; while the first is in flight, 409 `idempotency_key_in_use`. Successes and 402, 409 and 422 answers are kept; other errors free the key. Scoped to the account and mode (the operators, on the Admin API).',
     schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
   },
   Limit: { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-  StartingAfter: { name: 'starting_after', in: 'query', description: 'The last id of the previous page.', schema: { type: 'string', pattern: '^[a-z]+_[0-9A-Za-z]+$' } },
+  StartingAfter: {
+    name: 'starting_after',
+    in: 'query',
+    description: 'The last id of the previous page.',
+    schema: { type: 'string', pattern: '^[a-z]+_[0-9A-Za-z]+$' },
+  },
 };
 
 const SECURITY_SCHEMES: Record<'apiKey' | 'adminToken', SecuritySchemeObject> = {
-  apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'mk_live_… | mk_test_…', description: 'A partner API key: `mk_live_` (live data) or `mk_test_` (sandbox) and at least 32 base62 characters.' },
+  apiKey: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'mk_live_… | mk_test_…',
+    description: 'A partner API key: `mk_live_` (live data) or `mk_test_` (sandbox) and at least 32 base62 characters.',
+  },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The ADMIN_TOKEN of the deployment (Admin API only).' },
 };
 
@@ -131,10 +156,20 @@ export function buildOpenApiDocument(app: INestApplication, version: string): Op
 }
 
 /** GET /docs is Swagger UI's page (SwaggerModule, in http-app.ts), described here as the others. */
-const DOCS_OPERATION: JsonSchema = { operationId: 'getDocs', summary: 'This document as HTML', tags: ['Operations'], [API_ANSWER]: { resource: responseSchemaName(DocsPageResponse), raw: 'text/html' } };
+const DOCS_OPERATION: JsonSchema = {
+  operationId: 'getDocs',
+  summary: 'This document as HTML',
+  tags: ['Operations'],
+  [API_ANSWER]: { resource: responseSchemaName(DocsPageResponse), raw: 'text/html' },
+};
 
 /** The request id of every answer, in the envelope. */
-const REQUEST_ID: JsonSchema = { type: 'string', pattern: '^req_[A-Za-z0-9_-]+$', description: 'The request id, also in the `X-Request-Id` header.', examples: ['req_01JBZ8KQ4T7W3X9M2N5P6R8S0V'] };
+const REQUEST_ID: JsonSchema = {
+  type: 'string',
+  pattern: '^req_[A-Za-z0-9_-]+$',
+  description: 'The request id, also in the `X-Request-Id` header.',
+  examples: ['req_01JBZ8KQ4T7W3X9M2N5P6R8S0V'],
+};
 
 /** The document @nestjs/swagger read from the controllers, with what every route of its kind shares. */
 export function completeDocument(generated: OpenAPIObject, version: string): OpenApiDocument {
@@ -204,13 +239,23 @@ function operationOf(
   if (!answer) throw new Error(`${method} ${path} has no @ApiAnswer: every route says what it answers`);
   const security = (generated.security ?? []) as Record<string, unknown>[];
   const auth = security.some((s) => 'apiKey' in s) ? 'apiKey' : security.some((s) => 'adminToken' in s) ? 'admin' : 'none';
-  const bodyRef = (generated.requestBody as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined)?.content?.['application/json']?.schema?.$ref;
+  const bodyRef = (generated.requestBody as { content?: Record<string, { schema?: { $ref?: string } }> } | undefined)?.content?.['application/json']?.schema
+    ?.$ref;
   const bodyName = bodyRef?.split('/').pop();
   const body = bodyName !== undefined && bodyName !== NoBody.name ? bodyName : undefined;
   const inPath = ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'path');
   // Query parameters a route names with @ApiQuery (lists take theirs from their query DTO instead).
   const inQuery = answer.list ? [] : ((generated.parameters ?? []) as JsonSchema[]).filter((p) => p.in === 'query');
-  const route: RouteKind = { method, path, auth, body: body !== undefined, list: answer.list, errors: answer.errors, rateLimited: answer.rateLimited, openQuery: inQuery.length > 0 };
+  const route: RouteKind = {
+    method,
+    path,
+    auth,
+    body: body !== undefined,
+    list: answer.list,
+    errors: answer.errors,
+    rateLimited: answer.rateLimited,
+    openQuery: inQuery.length > 0,
+  };
   const parameters: JsonSchema[] = [
     ...inPath.map(({ name, description }) => ({ name, in: 'path', required: true, description, schema: pathIdSchema(path, name as string) })),
     ...inQuery.map(({ name, description, required }) => ({ name, in: 'query', required: required === true, description, schema: { type: 'string' } })),
@@ -225,22 +270,33 @@ function operationOf(
   let requestBody: JsonSchema | undefined;
   if (body) {
     addWithReferences(body, requests, schemas);
-    requestBody = { required: ((requests[body].required as string[] | undefined) ?? []).length > 0, content: { 'application/json': { schema: schemaRef(body) } } };
+    requestBody = {
+      required: ((requests[body].required as string[] | undefined) ?? []).length > 0,
+      content: { 'application/json': { schema: schemaRef(body) } },
+    };
   }
 
   const summary = generated.summary as string;
   const success: JsonSchema = answer.redirect
-    ? { description: summary + '.', headers: headersOf([...everyAnswer(route), 'Location']), content: { 'application/json': { schema: envelope(answer.resource, false) } } }
+    ? {
+        description: summary + '.',
+        headers: headersOf([...everyAnswer(route), 'Location']),
+        content: { 'application/json': { schema: envelope(answer.resource, false) } },
+      }
     : answer.raw
-    ? { description: summary + '.', headers: headersOf(everyAnswer(route)), content: { [answer.raw]: { schema: schemaRef(answer.resource) } } }
-    : {
-        description: answer.list ? `A list of ${answer.resource}.` : `The ${answer.resource}.`,
-        headers: headersOf([...everyAnswer(route), ...(replayable(route, 200) ? ['Idempotent-Replayed'] : [])]),
-        content: { 'application/json': { schema: envelope(answer.resource, answer.list !== undefined) } },
-      };
+      ? { description: summary + '.', headers: headersOf(everyAnswer(route)), content: { [answer.raw]: { schema: schemaRef(answer.resource) } } }
+      : {
+          description: answer.list ? `A list of ${answer.resource}.` : `The ${answer.resource}.`,
+          headers: headersOf([...everyAnswer(route), ...(replayable(route, 200) ? ['Idempotent-Replayed'] : [])]),
+          content: { 'application/json': { schema: envelope(answer.resource, answer.list !== undefined) } },
+        };
   const responses: Record<string, JsonSchema> = { [answer.redirect ? '302' : '200']: success };
   for (const [status, codes] of errorCodesByStatus(route)) {
-    const headers = [...everyAnswer(route), ...(codes.includes('rate_limited') || codes.includes('service_unavailable') ? ['Retry-After'] : []), ...(replayable(route, status) ? ['Idempotent-Replayed'] : [])];
+    const headers = [
+      ...everyAnswer(route),
+      ...(codes.includes('rate_limited') || codes.includes('service_unavailable') ? ['Retry-After'] : []),
+      ...(replayable(route, status) ? ['Idempotent-Replayed'] : []),
+    ];
     responses[String(status)] = errorResponse(codes, headers);
   }
 
@@ -278,10 +334,14 @@ function webhookOf(event: WebhookEventType): JsonSchema {
     tags: ['Webhook events'],
     security: [],
     parameters: [
-      header('X-SERVICE-Signature', '`sha256=` and the lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint’s `signing_secret`. The body only is signed.', {
-        type: 'string',
-        pattern: '^sha256=[0-9a-f]{64}$',
-      }),
+      header(
+        'X-SERVICE-Signature',
+        '`sha256=` and the lowercase hex HMAC-SHA256 of the raw body, keyed with the endpoint’s `signing_secret`. The body only is signed.',
+        {
+          type: 'string',
+          pattern: '^sha256=[0-9a-f]{64}$',
+        },
+      ),
       header('X-SERVICE-Timestamp', 'Unix time (seconds) of when the event was sent.', { type: 'string', pattern: '^[0-9]+$' }),
       header('X-SERVICE-Event', 'The event name.', { type: 'string', const: event }),
       header('X-SERVICE-Event-Id', 'The body’s `id`, the same on every attempt and redelivery.', { type: 'string', pattern: '^evt_[0-9A-Za-z]+$' }),

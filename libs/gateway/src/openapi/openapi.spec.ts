@@ -16,18 +16,26 @@ const ROOT = resolve(__dirname, '../../../..');
 /** The one route a browser calls: no key, and a 302 where every other route answers 200. */
 const OAUTH_CALLBACK = '/v1/connections/oauth/callback';
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
-const CONTROLLERS = [...(Reflect.getMetadata('controllers', GatewayModule) as Function[]), ...(InfrastructureModule.forRoot({} as ServiceConfig).controllers ?? [])];
+const CONTROLLERS = [
+  ...(Reflect.getMetadata('controllers', GatewayModule) as Function[]),
+  ...(InfrastructureModule.forRoot({} as ServiceConfig).controllers ?? []),
+];
 
 let app: INestApplication;
 let document: OpenApiDocument;
 let components: Record<string, Record<string, any>>;
 const operation = (method: string, path: string) => document.paths[path]?.[method.toLowerCase()] as Record<string, any>;
 /** Every operation of the document, as `[METHOD, path, operation]`. */
-const operations = () => Object.entries(document.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => [method.toUpperCase(), path, op as Record<string, any>] as const));
+const operations = () =>
+  Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]) => [method.toUpperCase(), path, op as Record<string, any>] as const),
+  );
 
 beforeAll(async () => {
   // The gateway's controllers, as @nestjs/swagger reads them in the running app (their dependencies are not needed to describe them).
-  const moduleRef = await Test.createTestingModule({ controllers: CONTROLLERS as Type[] }).useMocker(() => ({})).compile();
+  const moduleRef = await Test.createTestingModule({ controllers: CONTROLLERS as Type[] })
+    .useMocker(() => ({}))
+    .compile();
   app = moduleRef.createNestApplication({ logger: false });
   document = buildOpenApiDocument(app, VERSION);
   components = document.components as Record<string, Record<string, any>>;
@@ -43,7 +51,10 @@ function servedRoutes(): string[] {
       .filter((name) => name !== 'constructor' && Reflect.getMetadata(METHOD_METADATA, prototype[name]) !== undefined)
       .map((name) => {
         const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, prototype[name]) as number];
-        const path = `/${base}/${String(Reflect.getMetadata(PATH_METADATA, prototype[name]))}`.replace(/\/+/g, '/').replace(/(.)\/$/, '$1').replace(/:([A-Za-z_]+)/g, '{$1}');
+        const path = `/${base}/${String(Reflect.getMetadata(PATH_METADATA, prototype[name]))}`
+          .replace(/\/+/g, '/')
+          .replace(/(.)\/$/, '$1')
+          .replace(/:([A-Za-z_]+)/g, '{$1}');
         return `${method} ${path}`;
       });
   });
@@ -51,7 +62,11 @@ function servedRoutes(): string[] {
 
 describe('the document as a route table', () => {
   it('describes exactly what the controllers serve, and Swagger UI at /docs', () => {
-    expect(operations().map(([method, path]) => `${method} ${path}`).sort()).toEqual([...servedRoutes(), 'GET /docs'].sort());
+    expect(
+      operations()
+        .map(([method, path]) => `${method} ${path}`)
+        .sort(),
+    ).toEqual([...servedRoutes(), 'GET /docs'].sort());
   });
 
   it('answers which methods a path allows', () => {
@@ -80,11 +95,17 @@ describe('GET /openapi.json', () => {
         env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
       });
       expect(lint.error).toBeUndefined();
-      const report = JSON.parse(lint.stdout) as { totals: { errors: number; warnings: number }; problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[] };
+      const report = JSON.parse(lint.stdout) as {
+        totals: { errors: number; warnings: number };
+        problems: { ruleId: string; severity: string; message: string; location: { pointer: string }[] }[];
+      };
       const problems = report.problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location[0]?.pointer}: ${p.message}`);
       expect({ errors: report.totals.errors, problems: problems.filter((p) => p.startsWith('error')) }).toEqual({ errors: 0, problems: [] });
       // Warnings are allowed, but only these: the probes and /metrics have no 4xx answer (never rate limited), and the OAuth callback no 2xx (it answers 302).
-      const expected = [/^warn operation-4xx-response at #\/paths\/~1(healthz|readyz|metrics)\/get\/responses:/, /^warn operation-2xx-response at #\/paths\/~1v1~1connections~1oauth~1callback\/get\/responses:/];
+      const expected = [
+        /^warn operation-4xx-response at #\/paths\/~1(healthz|readyz|metrics)\/get\/responses:/,
+        /^warn operation-2xx-response at #\/paths\/~1v1~1connections~1oauth~1callback\/get\/responses:/,
+      ];
       expect(problems.filter((p) => !expected.some((allowed) => allowed.test(p)))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -105,9 +126,11 @@ describe('GET /openapi.json', () => {
       expect(op).toMatchObject({ operationId: expect.any(String), summary: expect.any(String), tags: [expect.any(String)] });
       expect(op.security).toEqual(auth === 'none' ? [] : [{ [auth]: [] }]);
       expect(op.responses[browser ? '302' : '200']).toBeDefined();
-      for (const status of [...(limited ? ['429'] : []), '500', '503']) expect(op.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
+      for (const status of [...(limited ? ['429'] : []), '500', '503'])
+        expect(op.responses[status].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Error' });
       expect(op.responses['429'] !== undefined).toBe(limited);
-      if (auth !== 'none') expect(Object.keys(op.responses['401'].content['application/json'].examples)).toEqual(expect.arrayContaining(['api_key_missing', 'api_key_invalid']));
+      if (auth !== 'none')
+        expect(Object.keys(op.responses['401'].content['application/json'].examples)).toEqual(expect.arrayContaining(['api_key_missing', 'api_key_invalid']));
       if (path.includes('/{')) expect(op.responses['404'].content['application/json'].examples).toHaveProperty('resource_missing');
       if (op.requestBody) for (const status of ['400', '413', '415']) expect(op.responses[status]).toBeDefined();
       const parameters = (op.parameters as Record<string, string>[]).map((p) => p.$ref ?? `${p.in}:${p.name}`);
@@ -125,7 +148,9 @@ describe('GET /openapi.json', () => {
 
   it('names the route-specific errors its controller declares', () => {
     expect(Object.keys(operation('POST', '/v1/campaigns').responses['402'].content['application/json'].examples)).toEqual(['insufficient_credits']);
-    expect(Object.keys(operation('POST', '/v1/webhooks').responses['400'].content['application/json'].examples)).toEqual(expect.arrayContaining(['url_forbidden_host', 'event_unknown']));
+    expect(Object.keys(operation('POST', '/v1/webhooks').responses['400'].content['application/json'].examples)).toEqual(
+      expect.arrayContaining(['url_forbidden_host', 'event_unknown']),
+    );
     expect(operation('POST', '/v1/dispatches/{id}/retry').responses['409'].content['application/json'].examples).toHaveProperty('dispatch_not_retryable');
     expect(operation('POST', '/v1/dispatches/{id}/retry')).not.toHaveProperty('requestBody');
   });
@@ -137,8 +162,16 @@ describe('GET /openapi.json', () => {
       required: ['success', 'data', 'has_more', 'request_id'],
       properties: { data: { type: 'array', items: { $ref: '#/components/schemas/Dispatch' } }, has_more: { type: 'boolean' } },
     });
-    expect(list.parameters).toEqual(expect.arrayContaining([{ $ref: '#/components/parameters/Limit' }, { $ref: '#/components/parameters/StartingAfter' }, expect.objectContaining({ name: 'status', in: 'query' })]));
-    expect(operation('GET', '/v1/events').parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'type' }), expect.objectContaining({ name: 'created_after' })]));
+    expect(list.parameters).toEqual(
+      expect.arrayContaining([
+        { $ref: '#/components/parameters/Limit' },
+        { $ref: '#/components/parameters/StartingAfter' },
+        expect.objectContaining({ name: 'status', in: 'query' }),
+      ]),
+    );
+    expect(operation('GET', '/v1/events').parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'type' }), expect.objectContaining({ name: 'created_after' })]),
+    );
   });
 
   it('takes request bodies from the DTOs that validate them', () => {
@@ -148,7 +181,10 @@ describe('GET /openapi.json', () => {
       additionalProperties: false,
       properties: { channel: { enum: expect.arrayContaining(['meta_ads', 'google_ads']) }, campaign: { $ref: '#/components/schemas/CampaignDto' } },
     });
-    expect(components.schemas.BudgetDto).toMatchObject({ required: ['amount_micros', 'currency', 'type'], properties: { amount_micros: { type: 'integer', minimum: 1 }, currency: { $ref: '#/components/schemas/CurrencyCode' } } });
+    expect(components.schemas.BudgetDto).toMatchObject({
+      required: ['amount_micros', 'currency', 'type'],
+      properties: { amount_micros: { type: 'integer', minimum: 1 }, currency: { $ref: '#/components/schemas/CurrencyCode' } },
+    });
     expect(components.schemas.CurrencyCode.enum).toEqual(expect.arrayContaining(['USD', 'EUR']));
     expect(components.schemas.TimeZone.enum).toEqual(expect.arrayContaining(['UTC', 'Europe/Berlin']));
     expect(components.schemas.ScheduleDto.required).toEqual(['start_at', 'timezone']);
@@ -164,10 +200,14 @@ describe('GET /openapi.json', () => {
 
   it('shows the dispatch with every field of API.md §3, and the secret only where it is issued', () => {
     expect(Object.keys(components.schemas.Dispatch.properties)).toEqual(
-      'id status channel resource_type action environment credits_charged campaign connection_id provider_resource_id error attempts idempotency_key created_at updated_at completed_at failed_at'.split(' '),
+      'id status channel resource_type action environment credits_charged campaign connection_id provider_resource_id error attempts idempotency_key created_at updated_at completed_at failed_at'.split(
+        ' ',
+      ),
     );
     expect(components.schemas.WebhookEndpoint.properties).not.toHaveProperty('signing_secret');
-    expect(operation('POST', '/v1/webhooks').responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/WebhookEndpointWithSecretEnvelope' });
+    expect(operation('POST', '/v1/webhooks').responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/WebhookEndpointWithSecretEnvelope',
+    });
   });
 
   it('describes the five webhook events with their headers and payloads', () => {
@@ -191,10 +231,17 @@ describe('GET /openapi.json', () => {
       expect(Object.keys(components.schemas.Connection.properties)).toEqual(fields);
       expect(components.schemas.Connection.properties).not.toHaveProperty('access_token');
       expect(components.schemas.ConnectionWithAuthorizationUrl).toMatchObject({ required: fields, properties: { authorization_url: { format: 'uri' } } });
-      for (const [method, path] of [['POST', '/v1/connections'], ['POST', '/v1/connections/{id}/reauthorize']]) {
-        expect(operation(method, path).responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ConnectionWithAuthorizationUrlEnvelope' });
+      for (const [method, path] of [
+        ['POST', '/v1/connections'],
+        ['POST', '/v1/connections/{id}/reauthorize'],
+      ]) {
+        expect(operation(method, path).responses['200'].content['application/json'].schema).toEqual({
+          $ref: '#/components/schemas/ConnectionWithAuthorizationUrlEnvelope',
+        });
       }
-      expect(operation('GET', '/v1/connections/{id}').responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ConnectionEnvelope' });
+      expect(operation('GET', '/v1/connections/{id}').responses['200'].content['application/json'].schema).toEqual({
+        $ref: '#/components/schemas/ConnectionEnvelope',
+      });
     });
 
     it('takes the nested credentials, the redirect_uri and the sandbox account from the DTOs', () => {
@@ -202,16 +249,25 @@ describe('GET /openapi.json', () => {
       expect(components.schemas.CreateConnectionDto).toMatchObject({
         required: ['channel', 'provider_account_id'],
         additionalProperties: false,
-        properties: { credentials: { $ref: '#/components/schemas/ConnectionCredentialsDto' }, sandbox: { $ref: '#/components/schemas/SandboxAccountDto' }, redirect_uri: { format: 'uri' } },
+        properties: {
+          credentials: { $ref: '#/components/schemas/ConnectionCredentialsDto' },
+          sandbox: { $ref: '#/components/schemas/SandboxAccountDto' },
+          redirect_uri: { format: 'uri' },
+        },
       });
-      expect(components.schemas.ConnectionCredentialsDto).toMatchObject({ required: ['access_token'], properties: { access_token: { writeOnly: true }, refresh_token: { writeOnly: true } } });
+      expect(components.schemas.ConnectionCredentialsDto).toMatchObject({
+        required: ['access_token'],
+        properties: { access_token: { writeOnly: true }, refresh_token: { writeOnly: true } },
+      });
       expect(Object.keys(operation('POST', '/v1/connections').responses['400'].content['application/json'].examples)).toEqual(
         expect.arrayContaining(['credentials_invalid', 'provider_account_unreachable', 'url_not_https']),
       );
       expect(Object.keys(operation('POST', '/v1/connections').responses['409'].content['application/json'].examples)).toContain('connection_exists');
       expect(Object.keys(operation('POST', '/v1/connections').responses['422'].content['application/json'].examples)).toContain('channel_not_configured');
       expect(Object.keys(operation('POST', '/v1/connections').responses['502'].content['application/json'].examples)).toEqual(['provider_unavailable']);
-      expect(operation('GET', '/v1/connections').parameters).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'channel', in: 'query' }), expect.objectContaining({ name: 'status', in: 'query' })]));
+      expect(operation('GET', '/v1/connections').parameters).toEqual(
+        expect.arrayContaining([expect.objectContaining({ name: 'channel', in: 'query' }), expect.objectContaining({ name: 'status', in: 'query' })]),
+      );
     });
 
     it('describes the OAuth callback as the browser meets it: no key, a 302 with Location, state_invalid in the envelope', () => {
@@ -222,7 +278,12 @@ describe('GET /openapi.json', () => {
       expect(Object.keys(callback.responses['302'].headers)).toContain('Location');
       expect(callback.responses['302'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/OAuthRedirectEnvelope' });
       expect(Object.keys(callback.responses['400'].content['application/json'].examples)).toEqual(['body_invalid_json', 'state_invalid']);
-      expect(callback.parameters.filter((p: { in?: string }) => p.in === 'query').map((p: { name: string }) => p.name).sort()).toEqual(['code', 'error', 'state']);
+      expect(
+        callback.parameters
+          .filter((p: { in?: string }) => p.in === 'query')
+          .map((p: { name: string }) => p.name)
+          .sort(),
+      ).toEqual(['code', 'error', 'state']);
     });
   });
 

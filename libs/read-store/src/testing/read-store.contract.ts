@@ -352,8 +352,7 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         for (const i of order) await items.insert(item(i, fields(i)));
         return items;
       };
-      const range = (from: number, to: number) =>
-        Array.from({ length: Math.abs(to - from) + 1 }, (_, k) => docId(from <= to ? from + k : from - k));
+      const range = (from: number, to: number) => Array.from({ length: Math.abs(to - from) + 1 }, (_, k) => docId(from <= to ? from + k : from - k));
 
       it('lists newest first, 20 by default', async () => {
         const items = await seed(25);
@@ -475,7 +474,10 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
         await live.upsert(item(1, { status: 'old' }), 0);
         await live.upsert(item(2, { status: 'old' }), 0);
 
-        const rebuild = await store.beginRebuild([{ name, indexes: ['status'] }, { name: other, indexes: [['status', 'n']] }]);
+        const rebuild = await store.beginRebuild([
+          { name, indexes: ['status'] },
+          { name: other, indexes: [['status', 'n']] },
+        ]);
         await rebuild.upsertMany(name, [
           { doc: item(2, { status: 'new', n: 1 }), revision: 3 },
           { doc: item(3, { status: 'new', n: 2 }), revision: 0 },

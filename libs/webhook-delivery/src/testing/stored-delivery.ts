@@ -25,5 +25,8 @@ export function dueDeliveryOf(view: Pick<EndpointView, 'id' | 'account_id'>): De
   const now = new Date().toISOString();
   const eventId = newId('evt');
   const body = JSON.stringify({ id: eventId, event: 'dispatch.completed', timestamp: now, data: { dispatch_id: newId('dsp') } });
-  return pendingDelivery({ id: newId('dlv'), endpoint_id: view.id, account_id: view.account_id, mode: 'test', event_id: eventId, event: 'dispatch.completed', body }, now);
+  return pendingDelivery(
+    { id: newId('dlv'), endpoint_id: view.id, account_id: view.account_id, mode: 'test', event_id: eventId, event: 'dispatch.completed', body },
+    now,
+  );
 }

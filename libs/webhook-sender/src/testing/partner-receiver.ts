@@ -1,11 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import {
-  createServer as createHttpServer,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
+import { createServer as createHttpServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 
@@ -65,11 +59,7 @@ export interface PartnerReceiver {
    * Resolves with all accepted events matching `predicate` once there are at least `count`;
    * rejects after `timeoutMs` with a list of everything received.
    */
-  waitFor(
-    predicate: (event: AcceptedWebhook) => boolean,
-    timeoutMs?: number,
-    count?: number,
-  ): Promise<AcceptedWebhook[]>;
+  waitFor(predicate: (event: AcceptedWebhook) => boolean, timeoutMs?: number, count?: number): Promise<AcceptedWebhook[]>;
   /** Stops listening, drops open connections and pending delayed answers, rejects pending waitFor calls. */
   close(): Promise<void>;
 }
@@ -154,10 +144,7 @@ function bodyProblems(body: unknown): string[] {
   const { timestamp } = body;
   // The round trip also rejects impossible dates such as 2024-02-30.
   const isIsoMillis =
-    typeof timestamp === 'string' &&
-    ISO_MILLIS_UTC.test(timestamp) &&
-    !Number.isNaN(Date.parse(timestamp)) &&
-    new Date(timestamp).toISOString() === timestamp;
+    typeof timestamp === 'string' && ISO_MILLIS_UTC.test(timestamp) && !Number.isNaN(Date.parse(timestamp)) && new Date(timestamp).toISOString() === timestamp;
   if (!isIsoMillis) {
     problems.push('body.timestamp must be ISO 8601 UTC with milliseconds, e.g. 2024-05-01T12:00:00.000Z');
   }
@@ -166,11 +153,7 @@ function bodyProblems(body: unknown): string[] {
 }
 
 /** Checks the signature over the bytes received, as the contract tells partners to. */
-function checkSignature(
-  header: string | undefined,
-  rawBody: Buffer,
-  secrets: readonly string[],
-): { valid: boolean; problem?: string } {
+function checkSignature(header: string | undefined, rawBody: Buffer, secrets: readonly string[]): { valid: boolean; problem?: string } {
   if (header === undefined) return { valid: false, problem: 'x-service-signature is missing' };
   if (!SIGNATURE_PATTERN.test(header)) {
     return { valid: false, problem: 'x-service-signature must be sha256=<64 lowercase hex>' };
@@ -179,9 +162,7 @@ function checkSignature(
     return { valid: false, problem: 'no secret registered to verify x-service-signature' };
   }
   const given = Buffer.from(header.slice('sha256='.length), 'hex');
-  const valid = secrets.some((secret) =>
-    timingSafeEqual(given, createHmac('sha256', secret).update(rawBody).digest()),
-  );
+  const valid = secrets.some((secret) => timingSafeEqual(given, createHmac('sha256', secret).update(rawBody).digest()));
   return valid ? { valid } : { valid, problem: 'x-service-signature does not verify against any registered secret' };
 }
 
@@ -358,9 +339,7 @@ class FakePartner implements PartnerReceiver {
 
 /** Starts a fake partner endpoint on 127.0.0.1 with a random port. */
 export async function startPartnerReceiver(options: PartnerReceiverOptions = {}): Promise<PartnerReceiver> {
-  const server = options.tls
-    ? createHttpsServer({ key: options.tls.key, cert: options.tls.cert })
-    : createHttpServer();
+  const server = options.tls ? createHttpsServer({ key: options.tls.key, cert: options.tls.cert }) : createHttpServer();
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {

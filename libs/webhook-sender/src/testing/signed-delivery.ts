@@ -16,10 +16,7 @@ export type SignedDeliveryOptions = {
  * A delivery as the contract describes it (envelope, signature and headers), for tests of the
  * sender and the fake partner. Overrides let a test break exactly one thing.
  */
-export function signedDelivery(
-  secret: string,
-  options: SignedDeliveryOptions = {},
-): { body: string; headers: Record<string, string> } {
+export function signedDelivery(secret: string, options: SignedDeliveryOptions = {}): { body: string; headers: Record<string, string> } {
   const id = newId('evt');
   const event = options.event ?? 'dispatch.succeeded';
   const data = options.data ?? { dispatch_id: newId('dsp') };

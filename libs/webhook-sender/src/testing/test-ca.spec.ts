@@ -24,9 +24,7 @@ function getFromChildProcess(port: number, env: NodeJS.ProcessEnv): Promise<stri
       res.resume(); console.log(res.statusCode);
     }).on('error', (err) => console.log(err.code));`;
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ['-e', script], { env, timeout: 10_000 }, (err, stdout) =>
-      err ? reject(err) : resolve(stdout.trim()),
-    );
+    execFile(process.execPath, ['-e', script], { env, timeout: 10_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim())));
   });
 }
 
@@ -68,9 +66,7 @@ describe('createTestCertificates', () => {
 
   it('is refused for a host name the certificate does not cover', async () => {
     // Same server, but the client checks the certificate against another name.
-    expect(await get('127.0.0.1', port, { ca: certs.caCert, servername: 'partner.example.com' })).toBe(
-      'ERR_TLS_CERT_ALTNAME_INVALID',
-    );
+    expect(await get('127.0.0.1', port, { ca: certs.caCert, servername: 'partner.example.com' })).toBe('ERR_TLS_CERT_ALTNAME_INVALID');
   });
 
   it('is trusted by a child process through NODE_EXTRA_CA_CERTS, and only then', async () => {
