@@ -1,4 +1,4 @@
-import { ApiError, ERROR_CATALOG, failure, unwrap } from './api-errors';
+import { ApiError, ERROR_CATALOG, failure, unavailable, unwrap } from './api-errors';
 
 describe('api errors', () => {
   it('map every code to the status and type of API.md §1', () => {
@@ -20,6 +20,25 @@ describe('api errors', () => {
     expect(() => unwrap(failure('resource_missing', 'No such dispatch: dsp_1', 'id'))).toThrow(
       expect.objectContaining({ code: 'resource_missing', param: 'id', status: 404 }),
     );
+  });
+
+  it('come back with Retry-After where the code says to try again later: the seconds the service said, else 1', () => {
+    const thrown = (outcome: Parameters<typeof unwrap>[0]) => {
+      try {
+        unwrap(outcome);
+      } catch (error) {
+        return error as ApiError;
+      }
+      throw new Error('no error');
+    };
+    expect(thrown(unavailable('The dispatch backlog is full.', 7))).toMatchObject({
+      code: 'service_unavailable',
+      status: 503,
+      headers: { 'Retry-After': '7' },
+    });
+    expect(thrown(failure('service_unavailable', 'Connections cannot be checked right now.')).headers).toEqual({ 'Retry-After': '1' });
+    expect(thrown(failure('rate_limited', 'Slow down.')).headers).toEqual({ 'Retry-After': '1' });
+    expect(thrown(failure('resource_missing', 'No such dispatch: dsp_1', 'id')).headers).toEqual({});
   });
 
   it('turn an unknown code from the wire into an internal error', () => {

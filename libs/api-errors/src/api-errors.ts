@@ -91,8 +91,11 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_CATALOG, value);
 }
 
-/** A service's answer over the bus: a value or an API error, never an exception across the wire. */
-export type Outcome<T> = { ok: true; value: T } | { ok: false; error: ErrorBody };
+/**
+ * A service's answer over the bus: a value or an API error, never an exception across the wire.
+ * A refusal to try again later (503, 429) may say after how many seconds (`Retry-After`; 1 unsaid).
+ */
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: ErrorBody; retryAfterSeconds?: number };
 
 export const success = <T>(value: T): Outcome<T> => ({ ok: true, value });
 export const failure = (code: ErrorCode, message: string, param?: string): Outcome<never> => ({
@@ -106,8 +109,20 @@ export const providerRefusal = (message: string, providerCode: string | null): O
   error: { code: 'provider_validation_failed', message, provider_code: providerCode },
 });
 
-/** Unwraps an outcome, throwing the ApiError it carries. */
+/** A refusal for now (503 `service_unavailable`): try again after `retryAfterSeconds`. */
+export const unavailable = (message: string, retryAfterSeconds = 1): Outcome<never> => ({
+  ok: false,
+  error: { code: 'service_unavailable', message },
+  retryAfterSeconds,
+});
+
+/** The codes whose answers carry `Retry-After`. */
+const TRY_AGAIN_LATER: ReadonlySet<ErrorCode> = new Set(['service_unavailable', 'rate_limited']);
+
+/** Unwraps an outcome, throwing the ApiError it carries (with `Retry-After` where its code has one). */
 export function unwrap<T>(outcome: Outcome<T>): T {
   if (outcome.ok) return outcome.value;
-  throw ApiError.fromBody(outcome.error);
+  const error = ApiError.fromBody(outcome.error);
+  if (!TRY_AGAIN_LATER.has(error.code)) throw error;
+  throw new ApiError(error.code, error.message, error.param, { 'Retry-After': String(outcome.retryAfterSeconds ?? 1) }, error.providerCode);
 }

@@ -99,6 +99,10 @@ export interface ListParkedOptions {
   limit?: number;
 }
 
+export interface ConsumerProgress {
+  pending: number;
+  settled: number;
+}
 export interface Consumer {
   stop(): Promise<void>;
 }
@@ -120,6 +124,14 @@ export interface Bus {
   consume<T>(options: ConsumerOptions, handler: (message: DeliveredMessage<T>) => Promise<HandlerOutcome>): Promise<Consumer>;
   /** Messages a durable consumer has not acked yet (queued or in flight): its lag, for /metrics. Parked messages are not pending. */
   pending(durable: string): Promise<number>;
+  /**
+   * A durable consumer's progress, for how long its backlog takes at its pace: `pending` as
+   * pending() counts it, and `settled`, the deliveries it has settled so far (handled, failed and
+   * retried later, or parked), a count that only grows while the bus is open. Its origin is the
+   * adapter's (in-process: the consumers of this process since it opened the bus; NATS: the
+   * consumer's deliveries since it was made): compare two readings, never one with zero.
+   */
+  progress(durable: string): Promise<ConsumerProgress>;
   /** Parked messages, oldest first. */
   listParked(options?: ListParkedOptions): Promise<ParkedMessage[]>;
   /**

@@ -16,6 +16,7 @@ import {
   PublishOptions,
   RequestContext,
   RequestOptions,
+  ConsumerProgress,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
@@ -68,6 +69,8 @@ export class InProcessBus implements Bus {
   private closed = false;
   private readonly responderGroups: ResponderGroup[] = [];
   private readonly consumers = new Set<InProcessConsumer>();
+  /** Deliveries settled by this process's consumers, by durable (see progress). */
+  private readonly settled = new Map<string, number>();
   private readonly purgeTimer: NodeJS.Timeout;
   private purging: Promise<void> | undefined;
 
@@ -162,6 +165,7 @@ export class InProcessBus implements Bus {
       handler as MessageHandler,
       this.logger,
       () => this.consumers.delete(consumer),
+      () => void this.settled.set(options.durable, (this.settled.get(options.durable) ?? 0) + 1),
     );
     this.consumers.add(consumer);
     return consumer;
@@ -169,6 +173,10 @@ export class InProcessBus implements Bus {
 
   async pending(durable: string): Promise<number> {
     return this.store.pending(durable);
+  }
+
+  async progress(durable: string): Promise<ConsumerProgress> {
+    return { pending: this.store.pending(durable), settled: this.settled.get(durable) ?? 0 };
   }
 
   async listParked(options?: ListParkedOptions): Promise<ParkedMessage[]> {
@@ -278,6 +286,7 @@ class InProcessConsumer implements Consumer {
     private readonly handler: MessageHandler,
     private readonly logger: BusLogger,
     private readonly onStopped: () => void,
+    private readonly onSettled: () => void,
   ) {
     this.loop = this.run();
   }
@@ -325,6 +334,7 @@ class InProcessConsumer implements Consumer {
       }
       if (claimed) {
         await this.handle(claimed);
+        this.onSettled();
         // Let timers and I/O run between messages even when handlers resolve synchronously.
         await new Promise((resolve) => setImmediate(resolve));
       } else {

@@ -19,6 +19,7 @@ import {
   PublishOptions,
   RequestContext,
   RequestOptions,
+  ConsumerProgress,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
@@ -226,11 +227,16 @@ export class NatsBus implements Bus {
   }
 
   async pending(durable: string): Promise<number> {
+    return (await this.progress(durable)).pending;
+  }
+
+  /** From the consumer's info: its deliveries so far less those still waiting for their ack are the settled ones. */
+  async progress(durable: string): Promise<ConsumerProgress> {
     try {
       const info = await this.jsm.consumers.info(this.streamName, durable);
-      return info.num_pending + info.num_ack_pending;
+      return { pending: info.num_pending + info.num_ack_pending, settled: Math.max(0, info.delivered.consumer_seq - info.num_ack_pending) };
     } catch {
-      return 0; // not created yet
+      return { pending: 0, settled: 0 }; // not created yet
     }
   }
 

@@ -9,6 +9,7 @@ import { CampaignChecks } from './campaign-checks';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
+import { DispatchBacklog } from './dispatch-backlog';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchStore } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
@@ -42,7 +43,15 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
   const checks = (network: CheckingNetwork | null) => {
     const live = new LiveLaunches(network ? { meta_ads: network as unknown as AdNetwork } : {}, bus);
     const [dispatchStore, ledgers] = [new DispatchStore(events, reads), new CreditLedgers(events, reads)];
-    const commands = new DispatchCommands(dispatchStore, ledgers, new ChargedDispatches(dispatchStore, ledgers), new DispatchIdempotency(reads), bus, live);
+    const commands = new DispatchCommands(
+      dispatchStore,
+      ledgers,
+      new ChargedDispatches(dispatchStore, ledgers),
+      new DispatchIdempotency(reads),
+      bus,
+      live,
+      new DispatchBacklog(bus, { dispatchBacklogSeconds: 30 }),
+    );
     return new CampaignChecks(commands, live, new SandboxSimulator({ slowMs: 0 }));
   };
   const request = (mode: 'live' | 'test', overrides: Partial<CampaignSpec> = {}): ValidateCampaignRequest => ({

@@ -7,6 +7,7 @@ import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
 import { LiveLaunches } from './live-launches';
+import { DispatchBacklog } from './dispatch-backlog';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchStore } from './dispatch-store';
 
@@ -26,6 +27,7 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
   let store: DispatchStore;
   let commands: DispatchCommands;
   let charged: ChargedDispatches;
+  let backlog: DispatchBacklog;
   const caller = { accountId: 'acct_1', mode: 'test' as const, requestId: 'req_1' };
   const launch = (key: string | null, name = 'Spring'): Promise<ReturnType<DispatchCommands['create']> extends Promise<infer T> ? T : never> =>
     commands.create({ caller, channel: 'meta_ads', campaign: { ...campaign, name }, idempotencyKey: key } as CreateDispatchRequest);
@@ -41,7 +43,8 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
     idempotency = new DispatchIdempotency(reads);
     store = new DispatchStore(events, reads);
     charged = new ChargedDispatches(store, ledgers);
-    commands = new DispatchCommands(store, ledgers, charged, idempotency, bus, new LiveLaunches({}, bus));
+    backlog = new DispatchBacklog(bus, { dispatchBacklogSeconds: 10 });
+    commands = new DispatchCommands(store, ledgers, charged, idempotency, bus, new LiveLaunches({}, bus), backlog);
     await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 10, now: new Date().toISOString() }, {});
   });
 
@@ -50,6 +53,37 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
     await bus.close();
     await events.close();
     await reads.close();
+  });
+
+  it('refuses a launch while more waits at the executor than it starts within the bound: 503 with Retry-After, nothing charged or stored, the key given back', async () => {
+    let now = 1_000_000;
+    backlog.now = () => now;
+    const progress = jest.spyOn(bus, 'progress').mockResolvedValue({ pending: 0, settled: 0 });
+    backlog.check();
+    await backlog.settled();
+    // 20 settled a second, 10 s of bound: 300 waiting is 5 s too many.
+    now += 1_000;
+    progress.mockResolvedValue({ pending: 300, settled: 20 });
+    backlog.check();
+    await backlog.settled();
+    const before = { charges: await charges(), balance: await balance(), dispatches: await store.views.count({}) };
+
+    const refused = await launch('k9');
+    expect(refused).toMatchObject({
+      ok: false,
+      error: { code: 'service_unavailable', message: expect.stringMatching(/300 are waiting/) },
+      retryAfterSeconds: 5,
+    });
+    expect({ charges: await charges(), balance: await balance(), dispatches: await store.views.count({}) }).toEqual(before);
+    expect(progress).toHaveBeenCalledWith('dispatch-executor');
+
+    // Worked off: the same key launches now.
+    now += 1_000;
+    progress.mockResolvedValue({ pending: 0, settled: 320 });
+    backlog.check();
+    await backlog.settled();
+    expect(await launch('k9')).toMatchObject({ ok: true });
+    expect(await charges()).toBe(before.charges + 1);
   });
 
   it('answers the same dispatch for the same key, charged once', async () => {

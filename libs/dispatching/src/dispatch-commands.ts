@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Channel } from '@campaign-ops/channels';
-import { failure, Outcome, success } from '@campaign-ops/api-errors';
+import { failure, Outcome, success, unavailable } from '@campaign-ops/api-errors';
 import { BUS, Bus, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
 import {
   evolve,
@@ -20,6 +20,7 @@ import { RecordedEvent, WrongExpectedRevisionError } from '@campaign-ops/event-s
 import { newId } from '@campaign-ops/ids';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
+import { DispatchBacklog } from './dispatch-backlog';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
 import { requestService } from '@campaign-ops/service-runtime';
@@ -39,6 +40,7 @@ export class DispatchCommands {
     @Inject(BUS) private readonly bus: Bus,
     /** Which channels can run live dispatches (an adapter exists and is configured for them). */
     private readonly live: LiveLaunches,
+    private readonly backlog: DispatchBacklog,
   ) {}
 
   async create(request: CreateDispatchRequest): Promise<Outcome<DispatchResource>> {
@@ -54,6 +56,16 @@ export class DispatchCommands {
       if (idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
       return outcome;
     };
+    // Overload (API.md §3): past the backlog's bound a launch is refused before anything is charged or stored.
+    const backlog = this.backlog.check();
+    if (backlog.refuse) {
+      return refuse(
+        unavailable(
+          `Launches are coming in faster than dispatches can be started: ${backlog.waiting} are waiting, about ${Math.round(backlog.waiting / backlog.pace)} s of work. Try again after the Retry-After seconds.`,
+          backlog.retryAfterSeconds,
+        ),
+      );
+    }
     const connection = await this.resolveConnection({ accountId: caller.accountId, mode: caller.mode, channel });
     if (!connection.ok) return refuse(connection);
     const found = connection.value.connection;

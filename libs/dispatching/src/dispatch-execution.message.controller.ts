@@ -1,6 +1,7 @@
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { DurableConsumerOptions } from '@campaign-ops/bus-transport';
 import { MessageController, ServiceConfig } from '@campaign-ops/service-runtime';
+import { EXECUTOR_DURABLE } from './dispatch-backlog';
 import { DispatchExecutor } from './dispatch-executor';
 import { DISPATCH_EVENT_SUBJECTS, RelayedEvent } from './dispatch-relay';
 import { CONNECTION_REQUEST_TIMEOUT_MS } from './live-launches';
@@ -23,7 +24,7 @@ export class DispatchExecutionMessageController {
   constructor(private readonly executor: DispatchExecutor) {}
 
   @EventPattern(DISPATCH_EVENT_SUBJECTS, {
-    durable: 'dispatch-executor',
+    durable: EXECUTOR_DURABLE,
     ackWaitMs: (config) => config.executorLeaseMs,
     maxHandlingMs: (config) => liveTryMaxMs(config.channelTimeoutMs),
     lanes: (config) => config.executorConcurrency,

@@ -8,6 +8,7 @@ import { DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
+import { EXECUTOR_DURABLE } from './dispatch-backlog';
 import { relayDispatchEvent } from './dispatch-relay';
 import { DispatchStore } from './dispatch-store';
 
@@ -59,7 +60,7 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
         ),
       ),
     );
-    watchConsumerLag(this.bus, ['dispatch-executor', 'credit-grants']);
+    watchConsumerLag(this.bus, [EXECUTOR_DURABLE, 'credit-grants']);
     this.sweepTimer = setInterval(
       () => void this.idempotency.sweep().catch((e: Error) => this.logger.warn(`idempotency sweep failed: ${e.message}`)),
       3_600_000,

@@ -6,6 +6,7 @@ import { ChargedDispatches } from './charged-dispatches';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';
 import { CreditsMessageController } from './credits.message.controller';
+import { DispatchBacklog } from './dispatch-backlog';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchExecutionMessageController } from './dispatch-execution.message.controller';
 import { DispatchExecutor, SANDBOX_PROVIDER } from './dispatch-executor';
@@ -31,6 +32,7 @@ import { LiveLaunches } from './live-launches';
     CreditLedgers,
     ChargedDispatches,
     DispatchCommands,
+    DispatchBacklog,
     CampaignChecks,
     CreditHandlers,
     DispatchQueries,

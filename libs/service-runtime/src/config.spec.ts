@@ -115,6 +115,7 @@ describe('loadConfig', () => {
       expect(config).toMatchObject({
         shutdownGraceMs: 25_000,
         executorConcurrency: 16,
+        dispatchBacklogSeconds: 30,
         executorLeaseMs: 60_000,
         channelRetryMaxWaitMs: 900_000,
         channelTimeoutMs: 30_000,
@@ -126,6 +127,7 @@ describe('loadConfig', () => {
       const config = load({
         SHUTDOWN_GRACE_MS: '500',
         EXECUTOR_CONCURRENCY: '2',
+        DISPATCH_BACKLOG_SECONDS: '5',
         EXECUTOR_LEASE_MS: '5000',
         CHANNEL_RETRY_MAX_WAIT: '90s',
         CHANNEL_TIMEOUT_MS: '45000',
@@ -136,6 +138,7 @@ describe('loadConfig', () => {
       expect(config).toMatchObject({
         shutdownGraceMs: 500,
         executorConcurrency: 2,
+        dispatchBacklogSeconds: 5,
         executorLeaseMs: 5_000,
         channelRetryMaxWaitMs: 90_000,
         channelTimeoutMs: 45_000,
@@ -152,6 +155,7 @@ describe('loadConfig', () => {
 
     it.each([
       ['EXECUTOR_CONCURRENCY', '0'],
+      ['DISPATCH_BACKLOG_SECONDS', '0'],
       ['EXECUTOR_LEASE_MS', '999'],
       ['WEBHOOK_CONCURRENCY', '0'],
       ['WEBHOOK_ENDPOINT_CONCURRENCY', '0'],

@@ -78,6 +78,11 @@ export interface ServiceConfig {
   };
   executorConcurrency: number;
   /**
+   * The longest launches may wait for their first try at the executor's pace before a launch is
+   * refused (503, nothing charged): DISPATCH_BACKLOG_SECONDS (API.md §3, "Overload").
+   */
+  dispatchBacklogSeconds: number;
+  /**
    * How soon a launch whose process died is taken over by another replica (EXECUTOR_LEASE_MS):
    * while a try runs its message is kept, renewed every third of this.
    */
@@ -390,6 +395,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
       disableAfterMs: duration(env, 'WEBHOOK_DISABLE_AFTER', '5d'),
     },
     executorConcurrency: integer(env, 'EXECUTOR_CONCURRENCY', 16, 1, 256),
+    dispatchBacklogSeconds: integer(env, 'DISPATCH_BACKLOG_SECONDS', 30, 1, 3_600),
     executorLeaseMs: integer(env, 'EXECUTOR_LEASE_MS', 60_000, 1_000, 3_600_000),
     channelRetryMaxWaitMs: duration(env, 'CHANNEL_RETRY_MAX_WAIT', '15m'),
     channelTimeoutMs: integer(env, 'CHANNEL_TIMEOUT_MS', 30_000, 1, 600_000),

@@ -277,6 +277,31 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         expect(await bus.pending(`d_${unique()}`)).toBe(0);
       });
 
+      it("tells a durable's progress: pending as pending() counts it, and every settled delivery (acked or to be retried) counted once", async () => {
+        const { subject, options } = durableSetup();
+        expect(await bus.progress(options.durable)).toEqual({ pending: 0, settled: 0 });
+        const seen: string[] = [];
+        let retried = false;
+        const handler = async (message: DeliveredMessage<{ id: string }>) => {
+          seen.push(message.data.id);
+          // `c` once asks to be retried: its first delivery is settled, then its second.
+          if (message.data.id === 'c' && !retried) return ((retried = true), { retryInMs: 50 });
+        };
+        const first = await bus.consume(options, handler);
+        await bus.publish(subject, { id: 'a' });
+        await waitFor(async () => (await bus.progress(options.durable)).settled === 1, 'one settled delivery');
+        await first.stop();
+        await bus.publish(subject, { id: 'b' });
+        await bus.publish(subject, { id: 'c' });
+        await waitFor(async () => (await bus.progress(options.durable)).pending === 2, 'two pending messages');
+        const second = await bus.consume(options, handler);
+        await waitFor(() => seen.length >= 4, 'four deliveries');
+        await waitFor(async () => (await bus.progress(options.durable)).pending === 0, 'nothing pending');
+        await waitFor(async () => (await bus.progress(options.durable)).settled === 4, 'four settled deliveries');
+        await second.stop();
+        expect(seen).toEqual(['a', 'b', 'c', 'c']);
+      });
+
       it('redelivers a message not acked within ackWaitMs', async () => {
         const { subject, options } = durableSetup({ ackWaitMs: 500 });
         const seen: Seen[] = [];

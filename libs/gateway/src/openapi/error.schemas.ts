@@ -40,7 +40,8 @@ export const ERROR_MEANINGS: Record<ErrorCode, string> = {
   rate_limited: 'Too many requests for this key (or, without a valid key, from this address); wait `Retry-After` seconds.',
   internal_error: 'Something went wrong on our side; the request id helps us find it.',
   provider_unavailable: 'The ad network did not answer (or failed); try again shortly.',
-  service_unavailable: 'A dependency is down; try again after `Retry-After` seconds.',
+  service_unavailable:
+    'A dependency is down, or (a launch) more dispatches wait for their first try than start within `DISPATCH_BACKLOG_SECONDS`, nothing charged; try again after `Retry-After` seconds.',
 };
 
 const CODES = Object.keys(ERROR_CATALOG) as ErrorCode[];

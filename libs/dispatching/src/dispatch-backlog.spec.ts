@@ -1,0 +1,116 @@
+import { BacklogBound, STALLED_PACE_PER_SECOND } from './dispatch-backlog';
+
+/** Readings one second apart from t0: [pending, settled] each. */
+function boundAfter(boundSeconds: number, readings: Array<[number, number]>, stepMs = 1_000): BacklogBound {
+  const bound = new BacklogBound(boundSeconds);
+  readings.forEach(([pending, settled], i) => bound.observe(1_000_000 + i * stepMs, { pending, settled }));
+  return bound;
+}
+
+describe('the overload rule (API.md §3, "Overload")', () => {
+  it('given one reading only, refuses nothing, however much waits: no pace is known yet', () => {
+    expect(boundAfter(10, [[100_000, 0]]).verdict()).toEqual({ refuse: false });
+  });
+
+  it('given a pace of 20/s and a bound of 10 s, takes a launch while 200 wait, and refuses one at 201 for the time the excess takes', () => {
+    expect(
+      boundAfter(10, [
+        [0, 0],
+        [200, 20],
+      ]).verdict(),
+    ).toEqual({ refuse: false });
+    expect(
+      boundAfter(10, [
+        [0, 0],
+        [201, 20],
+      ]).verdict(),
+    ).toEqual({ refuse: true, retryAfterSeconds: 1, waiting: 201, pace: 20 });
+    expect(
+      boundAfter(10, [
+        [0, 0],
+        [300, 20],
+      ]).verdict(),
+    ).toEqual({ refuse: true, retryAfterSeconds: 5, waiting: 300, pace: 20 });
+  });
+
+  it('asks to wait at most the bound itself', () => {
+    expect(
+      boundAfter(10, [
+        [0, 0],
+        [100_000, 20],
+      ]).verdict(),
+    ).toMatchObject({ refuse: true, retryAfterSeconds: 10 });
+  });
+
+  it('averages the pace over readings, the latest weighing half', () => {
+    // 20/s, then 60/s: 40/s, so 400 waiting is within 10 s and 401 is not.
+    expect(
+      boundAfter(10, [
+        [0, 0],
+        [0, 20],
+        [400, 80],
+      ]).verdict(),
+    ).toEqual({ refuse: false });
+    expect(
+      boundAfter(10, [
+        [0, 0],
+        [0, 20],
+        [401, 80],
+      ]).verdict(),
+    ).toMatchObject({ refuse: true, pace: 40 });
+  });
+
+  it('given an executor that settled nothing while work waited, assumes a stalled pace rather than none', () => {
+    const stalled = STALLED_PACE_PER_SECOND * 10;
+    expect(
+      boundAfter(10, [
+        [50, 7],
+        [stalled, 7],
+      ]).verdict(),
+    ).toEqual({ refuse: false });
+    expect(
+      boundAfter(10, [
+        [50, 7],
+        [stalled + 1, 7],
+      ]).verdict(),
+    ).toMatchObject({ refuse: true, pace: STALLED_PACE_PER_SECOND });
+  });
+
+  it('starts over after readings too far apart (an idle spell tells nothing of the pace now)', () => {
+    expect(
+      boundAfter(
+        10,
+        [
+          [0, 0],
+          [100_000, 20],
+        ],
+        6_000,
+      ).verdict(),
+    ).toEqual({ refuse: false });
+    expect(
+      boundAfter(
+        10,
+        [
+          [0, 0],
+          [100_000, 20],
+        ],
+        5_000,
+      ).verdict(),
+    ).toMatchObject({ refuse: true });
+  });
+
+  it('starts over when the count of settled deliveries went back (the consumer was made again), or a reading is not later', () => {
+    expect(
+      boundAfter(10, [
+        [0, 500],
+        [100_000, 20],
+      ]).verdict(),
+    ).toEqual({ refuse: false });
+    const bound = boundAfter(10, [
+      [0, 0],
+      [100_000, 20],
+    ]);
+    bound.observe(1_001_000, { pending: 100_000, settled: 40 });
+    expect(bound.verdict()).toEqual({ refuse: false });
+  });
+});
