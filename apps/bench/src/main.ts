@@ -16,6 +16,8 @@
  *                   503 after 500 ms for BENCH_FAIRNESS_OUTAGE_S
  *   gentle          BENCH_GENTLE_RATE launches/s for BENCH_GENTLE_SECONDS: CPU per launch, as with --nats
  *   memory          the process's peak RSS (VmHWM) over all of the above; idle CPU at the end
+ *   overload        a standalone process of its own with DISPATCH_BACKLOG_SECONDS=BENCH_OVERLOAD_BOUND_S, sent
+ *                   BENCH_OVERLOAD_RATE launches/s for BENCH_OVERLOAD_SECONDS: only 200 or 503, every accepted one completes
  * --nats, against nats-server + api-gateway + dispatch-, connection- and webhook-delivery-service:
  *   idle CPU of the tree, the closed loop, paced at BENCH_GENTLE_RATE (CPU per launch) and at
  *   BENCH_NATS_PACED_RATE (every launch answered, every webhook within 5 s of the load's end)
@@ -39,6 +41,9 @@
  *   BENCH_GENTLE_SECONDS       its length (default 10)
  *   BENCH_NATS_PACED_RATE      --nats: the pace whose every webhook is due within 5 s (default 200)
  *   BENCH_NATS_PACED_SECONDS   --nats: its length (default 10)
+ *   BENCH_OVERLOAD_RATE        launches/s of the overload burst (default 2000)
+ *   BENCH_OVERLOAD_SECONDS     its length (default 3)
+ *   BENCH_OVERLOAD_BOUND_S     DISPATCH_BACKLOG_SECONDS of its process (default 2)
  *   BENCH_WEBHOOK_TIMEOUT_S    how long to wait for the last webhook of a phase (default 120)
  *   BENCH_DEADLINE_S           the whole run, after which everything is stopped and it fails (default 900)
  *   BENCH_CPU_PROF             a directory: each service process writes a V8 CPU profile there when it stops
@@ -62,6 +67,7 @@ import { ms, perSecond, Report, row, times } from './report';
 import { RunningSystem, startFourApps, startStandalone } from './systems';
 import { WebhookReceiver } from './webhook-receiver';
 import { measureOpsThroughputAsTheCliRuns } from './ops-throughput';
+import { overloadBurst } from './overload';
 import { connectionsSection, cpuGoal, expressSection, headroomGoal, launchRateGoal, logNotes } from './report-sections';
 import { settings, Settings } from './settings';
 
@@ -275,9 +281,23 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
     if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
     logNotes(report, system);
+  } catch (error) {
+    await receiver.close();
+    throw error;
   } finally {
     rss?.stop();
     await system.stop();
+  }
+  try {
+    rss?.setPhase('overload');
+    await overloadBurst(report, ROOT, receiver, caCertPath, RETRY_SCHEDULE, {
+      rate: s.overloadRate,
+      durationMs: s.overloadMs,
+      maxSockets: s.maxSockets,
+      boundSeconds: s.overloadBoundSeconds,
+      webhookTimeoutMs: s.webhookTimeoutMs,
+    });
+  } finally {
     await receiver.close();
   }
 }

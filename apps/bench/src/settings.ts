@@ -23,6 +23,9 @@ export function settings() {
     gentleMs: envInt('BENCH_GENTLE_SECONDS', 10, 1, 600) * 1000,
     natsPacedRate: envInt('BENCH_NATS_PACED_RATE', 200, 1, 100_000),
     natsPacedMs: envInt('BENCH_NATS_PACED_SECONDS', 10, 1, 600) * 1000,
+    overloadRate: envInt('BENCH_OVERLOAD_RATE', 2000, 1, 100_000),
+    overloadMs: envInt('BENCH_OVERLOAD_SECONDS', 3, 1, 600) * 1000,
+    overloadBoundSeconds: envInt('BENCH_OVERLOAD_BOUND_S', 2, 1, 3600),
     webhookTimeoutMs: envInt('BENCH_WEBHOOK_TIMEOUT_S', 120, 1, 3600) * 1000,
     deadlineMs: envInt('BENCH_DEADLINE_S', 900, 10, 24 * 3600) * 1000,
   };

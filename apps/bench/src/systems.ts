@@ -55,13 +55,13 @@ function logsOf(apps: [string, Child][]) {
     }));
 }
 
-export async function startStandalone(root: string, caCertPath: string, retrySchedule: string): Promise<RunningSystem> {
+export async function startStandalone(root: string, caCertPath: string, retrySchedule: string, env: Record<string, string> = {}): Promise<RunningSystem> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const main = join(root, 'dist', 'apps', 'standalone', 'src', 'main.js');
   const child = Child.spawn(
     main,
-    { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN },
+    { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN, ...env },
     { cwd: root },
   );
   await started('the standalone service', child, base);
