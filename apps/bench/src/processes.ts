@@ -79,11 +79,13 @@ export class Child {
   }
 
   /** A node script of ours (from dist/), with only PATH inherited from the bench's environment. */
-  static spawn(script: string, env: Record<string, string>, options: { cwd?: string; ipc?: boolean } = {}): Child {
+  static spawn(script: string, env: Record<string, string>, options: { cwd?: string; ipc?: boolean; cpuProfileDir?: string } = {}): Child {
     if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first (\`npm run bench\` does)`);
-    // BENCH_CPU_PROF=DIR: every service process writes a V8 CPU profile there when it stops (the
-    // profile behind a goal not met; read it with Chrome DevTools or scripts/cpu-profile-summary.js).
-    const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+    // A V8 CPU profile written there when the process stops: the service's always (the stage
+    // table's source), others' with BENCH_CPU_PROF=DIR (read them with Chrome DevTools or
+    // scripts/cpu-profile-summary.js).
+    const dir = options.cpuProfileDir ?? process.env.BENCH_CPU_PROF;
+    const profile = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
     return Child.spawnBinary(process.execPath, [...profile, script], env, options);
   }
 

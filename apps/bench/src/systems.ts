@@ -4,7 +4,7 @@
  * processes.ts, so every way out of the bench stops it.
  */
 import { randomBytes } from 'node:crypto';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { connect } from 'nats';
 import { BenchFailure, ADMIN_TOKEN, sleep } from './common';
@@ -19,7 +19,18 @@ export type RunningSystem = System & {
   /** From here on, at LOG_LEVEL=warn, anything the processes write is worth reporting. */
   markReady(): void;
   stop(): Promise<void>;
+  /** Where the service's processes write their CPU profiles when they stop (the stage table's source). */
+  profileDir: string;
 };
+
+/** A directory for one system's CPU profiles: under BENCH_CPU_PROF when set (kept), else a temporary one. */
+function profileDirFor(name: string): string {
+  const kept = process.env.BENCH_CPU_PROF;
+  if (!kept) return makeTempDir(`campaign-ops-bench-prof-${name}-`);
+  const dir = join(kept, `${name}-${Date.now()}`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
 
 /** What every app gets: quiet logs, the receiver's CA, loopback partners allowed, short retries. */
 function commonEnv(caCertPath: string, retrySchedule: string): Record<string, string> {
@@ -59,10 +70,11 @@ export async function startStandalone(root: string, caCertPath: string, retrySch
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const main = join(root, 'dist', 'apps', 'standalone', 'src', 'main.js');
+  const profileDir = profileDirFor('standalone');
   const child = Child.spawn(
     main,
     { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN, ...env },
-    { cwd: root },
+    { cwd: root, cpuProfileDir: profileDir },
   );
   await started('the standalone service', child, base);
   return {
@@ -72,6 +84,7 @@ export async function startStandalone(root: string, caCertPath: string, retrySch
     logged: logsOf([['standalone', child]]),
     markReady: () => child.markReady(),
     stop: () => child.stop(),
+    profileDir,
   };
 }
 
@@ -134,12 +147,13 @@ export async function startFourApps(root: string, caCertPath: string, retrySched
   };
   const gatewayPort = await freePort();
   const base = `http://127.0.0.1:${gatewayPort}`;
+  const profileDir = profileDirFor('four-apps');
   const start = async (app: string, extra: Record<string, string>, port?: number): Promise<[string, Child]> => {
     const appPort = port ?? (await freePort());
     const child = Child.spawn(
       join(root, 'dist', 'apps', app, 'src', 'main.js'),
       { ...common, DATA_DIR: join(dataDir, app), PORT: String(appPort), ...extra },
-      { cwd: root },
+      { cwd: root, cpuProfileDir: profileDir },
     );
     await started(app, child, `http://127.0.0.1:${appPort}`);
     return [app, child];
@@ -163,5 +177,6 @@ export async function startFourApps(root: string, caCertPath: string, retrySched
       await Promise.all(services.map(([, child]) => child.stop()));
       await nats.stop();
     },
+    profileDir,
   };
 }

@@ -1,0 +1,53 @@
+import { CpuProfile, cpuByStage, stageLines } from './stage-table';
+
+const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({ id, callFrame: { functionName, url }, children });
+
+/** root -> idle, GC, program, a timer tick -> the executor -> SQLite, and express -> JSON.parse. */
+const profile: CpuProfile = {
+  nodes: [
+    frame(1, '(root)', '', [2, 3, 4, 5, 11, 13]),
+    frame(2, '(idle)', ''),
+    frame(3, '(garbage collector)', ''),
+    frame(4, '(program)', ''),
+    frame(5, 'processTicksAndRejections', 'node:internal/process/task_queues', [6, 8, 10]),
+    frame(6, 'handle', 'file:///srv/dist/libs/dispatching/src/dispatch-executor.js', [7]),
+    frame(7, 'run', 'file:///srv/node_modules/better-sqlite3/lib/methods/wrappers.js'),
+    frame(8, 'handle', 'file:///srv/node_modules/express/lib/router/layer.js', [9]),
+    frame(9, 'parse', ''),
+    frame(10, 'listOnTimeout', 'node:internal/timers'),
+    frame(11, 'parserOnIncoming', 'node:_http_server', [12]),
+    frame(12, 'emit', 'node:events'),
+    frame(13, 'Module._load', 'node:internal/modules/cjs/loader', [14]),
+    frame(14, 'compileFunction', ''),
+  ],
+  samples: [2, 3, 4, 7, 7, 9, 10, 12, 14],
+  timeDeltas: [1000, 10, 20, 30, 40, 50, 60, 5, 7],
+};
+
+describe('the stage table (CPU per launch by stage, from CPU profiles)', () => {
+  it("gives each sample to the nearest stage of ours above it, the rest to GC, node's internals or other, and leaves idle out", () => {
+    expect(Object.fromEntries(cpuByStage(profile))).toEqual({
+      'garbage collector': 10,
+      other: 20,
+      'executor (the try, its outcome)': 70,
+      'gateway (HTTP, auth, validation, idempotency)': 55,
+      'node internals': 60,
+      'start-up (loading code)': 7,
+    });
+  });
+
+  it('lists the stages in the order a launch crosses them, per launch, with their share, then the total', () => {
+    const lines = stageLines(cpuByStage(profile), 10);
+    expect(lines.map(([stage]) => stage)).toEqual([
+      'start-up (loading code)',
+      'gateway (HTTP, auth, validation, idempotency)',
+      'executor (the try, its outcome)',
+      'garbage collector',
+      'node internals',
+      'other',
+      'all (sampled, idle left out)',
+    ]);
+    expect(lines[2][1]).toMatch(/^\s+7 µs a launch\s+31\.5 %$/);
+    expect(lines[6][1]).toMatch(/^\s+22 µs a launch\s+100\.0 %$/);
+  });
+});
