@@ -1,5 +1,8 @@
 import { BacklogBound, STALLED_PACE_PER_SECOND } from './dispatch-backlog';
 
+/** Within 5 s of the last reading of every boundAfter here (its readings come from 1_000_000 on). */
+const NOW = 1_006_000;
+
 /** Readings one second apart from t0: [pending, settled] each. */
 function boundAfter(boundSeconds: number, readings: Array<[number, number]>, stepMs = 1_000): BacklogBound {
   const bound = new BacklogBound(boundSeconds);
@@ -9,7 +12,7 @@ function boundAfter(boundSeconds: number, readings: Array<[number, number]>, ste
 
 describe('the overload rule (API.md §3, "Overload")', () => {
   it('given one reading only, refuses nothing, however much waits: no pace is known yet', () => {
-    expect(boundAfter(10, [[100_000, 0]]).verdict()).toEqual({ refuse: false });
+    expect(boundAfter(10, [[100_000, 0]]).verdict(NOW)).toEqual({ refuse: false });
   });
 
   it('given a pace of 20/s and a bound of 10 s, takes a launch while 200 wait, and refuses one at 201 for the time the excess takes', () => {
@@ -17,19 +20,19 @@ describe('the overload rule (API.md §3, "Overload")', () => {
       boundAfter(10, [
         [0, 0],
         [200, 20],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toEqual({ refuse: false });
     expect(
       boundAfter(10, [
         [0, 0],
         [201, 20],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toEqual({ refuse: true, retryAfterSeconds: 1, waiting: 201, pace: 20 });
     expect(
       boundAfter(10, [
         [0, 0],
         [300, 20],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toEqual({ refuse: true, retryAfterSeconds: 5, waiting: 300, pace: 20 });
   });
 
@@ -38,7 +41,7 @@ describe('the overload rule (API.md §3, "Overload")', () => {
       boundAfter(10, [
         [0, 0],
         [100_000, 20],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toMatchObject({ refuse: true, retryAfterSeconds: 10 });
   });
 
@@ -49,14 +52,14 @@ describe('the overload rule (API.md §3, "Overload")', () => {
         [0, 0],
         [0, 20],
         [400, 80],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toEqual({ refuse: false });
     expect(
       boundAfter(10, [
         [0, 0],
         [0, 20],
         [401, 80],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toMatchObject({ refuse: true, pace: 40 });
   });
 
@@ -66,14 +69,23 @@ describe('the overload rule (API.md §3, "Overload")', () => {
       boundAfter(10, [
         [50, 7],
         [stalled, 7],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toEqual({ refuse: false });
     expect(
       boundAfter(10, [
         [50, 7],
         [stalled + 1, 7],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toMatchObject({ refuse: true, pace: STALLED_PACE_PER_SECOND });
+  });
+
+  it('refuses nothing on a reading older than 5 s: the backlog it saw may be gone', () => {
+    const bound = boundAfter(10, [
+      [0, 0],
+      [100_000, 20],
+    ]);
+    expect(bound.verdict(1_001_000 + 5_000)).toMatchObject({ refuse: true });
+    expect(bound.verdict(1_001_000 + 5_001)).toEqual({ refuse: false });
   });
 
   it('starts over after readings too far apart (an idle spell tells nothing of the pace now)', () => {
@@ -85,7 +97,7 @@ describe('the overload rule (API.md §3, "Overload")', () => {
           [100_000, 20],
         ],
         6_000,
-      ).verdict(),
+      ).verdict(NOW),
     ).toEqual({ refuse: false });
     expect(
       boundAfter(
@@ -95,7 +107,7 @@ describe('the overload rule (API.md §3, "Overload")', () => {
           [100_000, 20],
         ],
         5_000,
-      ).verdict(),
+      ).verdict(NOW),
     ).toMatchObject({ refuse: true });
   });
 
@@ -104,13 +116,13 @@ describe('the overload rule (API.md §3, "Overload")', () => {
       boundAfter(10, [
         [0, 500],
         [100_000, 20],
-      ]).verdict(),
+      ]).verdict(NOW),
     ).toEqual({ refuse: false });
     const bound = boundAfter(10, [
       [0, 0],
       [100_000, 20],
     ]);
     bound.observe(1_001_000, { pending: 100_000, settled: 40 });
-    expect(bound.verdict()).toEqual({ refuse: false });
+    expect(bound.verdict(NOW)).toEqual({ refuse: false });
   });
 });

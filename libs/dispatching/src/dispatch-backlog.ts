@@ -46,9 +46,13 @@ export class BacklogBound {
     this.pace = this.pace === null ? rate : PACE_WEIGHT * rate + (1 - PACE_WEIGHT) * this.pace;
   }
 
-  /** Whether a launch now is refused, and for how long (whole seconds, at least 1) its caller should wait. */
-  verdict(): BacklogVerdict {
-    if (this.pace === null || this.last === null) return { refuse: false };
+  /**
+   * Whether a launch at `at` (epoch ms) is refused, and for how long (whole seconds, at least 1)
+   * its caller should wait. A reading older than PACE_WINDOW_MS refuses nothing: after a quiet
+   * spell the backlog it saw may be gone.
+   */
+  verdict(at: number): BacklogVerdict {
+    if (this.pace === null || this.last === null || at - this.last.at > PACE_WINDOW_MS) return { refuse: false };
     const pace = Math.max(this.pace, STALLED_PACE_PER_SECOND);
     const waiting = this.last.progress.pending;
     if (waiting <= pace * this.boundSeconds) return { refuse: false };
@@ -93,7 +97,7 @@ export class DispatchBacklog {
         .catch(() => undefined)
         .finally(() => (this.reading = null));
     }
-    return this.bound.verdict();
+    return this.bound.verdict(this.now());
   }
 
   /** Resolves once the reading under way (if any) is taken: for specs. */
