@@ -61,17 +61,31 @@ export async function openAccount(
   return { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` };
 }
 
-/** Every non-200 of a run, summarised as "count x status: first error". */
-export function failuresOf(sent: Sent[]): { count: number; summary: string[] } {
+/** A launch refused by the overload bound (API.md §3): 503 service_unavailable, nothing charged. */
+export const shedByOverload = (s: Sent): boolean =>
+  s.status === 503 && s.body?.error?.code === 'service_unavailable' && /are waiting/.test(String(s.body?.error?.message));
+
+/**
+ * Every non-200 of a run, summarised as "count x status: first error". Launches shed by the
+ * overload bound are listed apart (`shed`) and not counted as failures: refusing them is what the
+ * service is meant to do past its backlog's bound.
+ */
+export function failuresOf(sent: Sent[]): { count: number; shed: number; summary: string[] } {
   const byStatus = new Map<number, { count: number; example: string }>();
+  let shed = 0;
   for (const s of sent) {
     if (s.status === 200) continue;
+    if (shedByOverload(s)) {
+      shed++;
+      continue;
+    }
     const entry = byStatus.get(s.status) ?? { count: 0, example: s.error ?? '' };
     entry.count++;
     byStatus.set(s.status, entry);
   }
   const summary = [...byStatus].map(([status, { count, example }]) => `${count} x ${status === 0 ? 'no response' : `HTTP ${status}`}: ${example}`);
-  return { count: [...byStatus.values()].reduce((n, e) => n + e.count, 0), summary };
+  if (shed > 0) summary.push(`${shed} x HTTP 503 shed by the overload bound (DISPATCH_BACKLOG_SECONDS)`);
+  return { count: [...byStatus.values()].reduce((n, e) => n + e.count, 0), shed, summary };
 }
 
 /** The answered launches of a run and their dispatch ids. */

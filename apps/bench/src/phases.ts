@@ -159,7 +159,10 @@ export async function closedLaunches(
   const toArrival = ascending(withTimestamp.map((s) => epoch(route.completedAt.get(s.body.data.id)!) - route.eventTimestamp.get(s.body.data.id)!));
 
   report.section(`${title} (closed loop: ${launches} launches, ${concurrency} in flight, then every webhook awaited)`, [
-    row('launches', `${perSecond(launchesPerSecond)} launches/s   (${accepted.length}/${launches} answered 200)`),
+    row(
+      'launches',
+      `${perSecond(launchesPerSecond)} launches/s   (${accepted.length}/${launches} answered 200${failures.shed > 0 ? `, ${failures.shed} shed: 503 past the backlog's bound` : ''})`,
+    ),
     row('POST latency', dist(latencies(run.sent))),
     row(
       'POST -> signed dispatch.completed',
@@ -244,7 +247,7 @@ export async function pacedLaunches(
     cpuMsPerLaunch: used.cpuMs / run.sent.length,
   };
   report.section(`${title} (open loop: ${pace.rate} launches/s for ${pace.durationMs / 1000} s, latency from each launch's due time)`, [
-    row('answered 200', `${accepted.length}/${run.sent.length}${failures.count > 0 ? `; ${failures.summary.join('; ')}` : ''}`),
+    row('answered 200', `${accepted.length}/${run.sent.length}${failures.count + failures.shed > 0 ? `; ${failures.summary.join('; ')}` : ''}`),
     row('POST latency', dist(sorted)),
     row('launch -> signed dispatch.completed', `${dist(e2e)}  (${delivered}/${ids.length} delivered; a missing one counts as never)`),
     row(`webhooks within ${withinMs / 1000} s of the load's end`, `${countedWithin}/${ids.length}`),
