@@ -213,6 +213,15 @@ describe('ops export, verify, rebuild and inspect on a running standalone proces
     expect(byAccount.count).toBeGreaterThanOrEqual(8 * 2);
     expect(readFileSync(account, 'utf8')).not.toContain('Other account');
     expect(await ops(['verify', account, '--json'], env())).toMatchObject({ ok: true, checked_against_store: true });
+
+    // One stream, named as stored or by its dispatch's id: the same events. A stream with none is refused (exit 2), not exported empty.
+    const byStream = await ops(['export', '--out', join(dataDir, 'stream.jsonl'), '--stream', `dispatch-${dispatches.transient}`, '--json'], env());
+    const byId = await ops(['export', '--out', join(dataDir, 'by-id.jsonl'), '--stream', dispatches.transient, '--json'], env());
+    expect(byStream.count).toBeGreaterThanOrEqual(3);
+    expect([byId.count, byId.final_hash, byId.filter]).toEqual([byStream.count, byStream.final_hash, byStream.filter]);
+    const none = await runOps(['export', '--out', join(dataDir, 'none.jsonl'), '--stream', 'dispatch-dsp_01NOSUCHDISPATCH000000000000'], env());
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('no events in stream dispatch-dsp_01NOSUCHDISPATCH000000000000');
   }, 60_000);
 
   it('inspect shows a dispatch’s events, provider attempts and webhook deliveries with times and request ids, and a connection’s', async () => {

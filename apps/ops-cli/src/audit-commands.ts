@@ -1,4 +1,8 @@
+import { accountStreamId } from '@campaign-ops/account-domain';
+import { connectionStreamId } from '@campaign-ops/connection-domain';
+import { dispatchStreamId } from '@campaign-ops/dispatch-domain';
 import { EventStore } from '@campaign-ops/event-store';
+import { webhookStreamId } from '@campaign-ops/webhook-domain';
 import { exportEvents, ExportFilter, verifyExport } from '@campaign-ops/event-export';
 import { checkReadModels, OPERATIONAL_COLLECTIONS, READ_MODELS, readModelNamed, rebuildReadModels } from '@campaign-ops/read-model-rebuild';
 import { ReadStore } from '@campaign-ops/read-store';
@@ -26,6 +30,29 @@ const text = (value: Values, name: string): string | undefined => {
 
 export const AUDIT_COMMANDS = ['export', 'verify', 'rebuild', 'inspect'];
 
+/** Resource ids that name their stream: `--stream dsp_…` is `dispatch-dsp_…`. */
+const STREAM_OF_ID: ReadonlyArray<[prefix: string, streamOf: (id: string) => string]> = [
+  ['dsp_', dispatchStreamId],
+  ['con_', connectionStreamId],
+  ['whk_', webhookStreamId],
+  ['acct_', accountStreamId],
+];
+
+/**
+ * The stream `--stream` names: a stream id as stored, or a resource id whose stream it is. A
+ * stream without events is refused: an export of nothing would look like an audit of nothing.
+ */
+async function streamNamed(given: string | undefined, eventStore: EventStore): Promise<string | undefined> {
+  if (given === undefined) return undefined;
+  const stream = STREAM_OF_ID.find(([prefix]) => given.startsWith(prefix))?.[1](given) ?? given;
+  if ((await eventStore.readStream(stream, { maxCount: 1 })).length === 0) {
+    throw new AuditUsageError(
+      `no events in stream ${stream}: streams are named dispatch-dsp_…, connection-con_…, webhook-whk_…, account-acct_… and credits-acct_…-test|live (a dsp_, con_, whk_ or acct_ id is taken for its stream)`,
+    );
+  }
+  return stream;
+}
+
 export async function runAudit(command: string, args: string[], values: Values, stores: Stores): Promise<Outcome> {
   switch (command) {
     case 'export':
@@ -45,7 +72,7 @@ async function runExport(values: Values, { eventStore }: Stores): Promise<Outcom
   const out = text(values, 'out');
   if (!out) throw new AuditUsageError('export needs --out FILE');
   const filter: ExportFilter = {
-    stream: text(values, 'stream'),
+    stream: await streamNamed(text(values, 'stream'), eventStore),
     category: text(values, 'category'),
     account: text(values, 'account'),
     from: text(values, 'from'),

@@ -34,7 +34,9 @@ NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
 
   export --out FILE [--stream ID | --category NAME] [--account ACCT_ID] [--from ISO] [--to ISO]
                                                    events in commit order as hash-chained JSON lines, and
-                                                   FILE.manifest.json; signing secrets and key hashes redacted
+                                                   FILE.manifest.json; signing secrets and key hashes redacted;
+                                                   --stream takes a stream (dispatch-dsp_…) or a dsp_, con_,
+                                                   whk_ or acct_ id, and refuses a stream without events
   verify FILE [--no-manifest]                      the chain, the manifest, then the event store walked as the
                                                    export did: every line as stored, none missing; exit 1 naming
                                                    the first line that differs (no manifest: exit 1, unless
