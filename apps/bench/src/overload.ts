@@ -43,8 +43,8 @@ export async function overloadBurst(
     const refused = run.sent.filter((x) => x.status === 503 && x.body?.error?.code === 'service_unavailable');
     const other = run.sent.length - accepted.length - refused.length;
     progress(`${title}: ${accepted.length} accepted, ${refused.length} refused; waiting for the accepted ones' webhooks`);
-    const delivered = await waitForCompletions(receiver.route('overload'), ids, s.webhookTimeoutMs);
     const route = receiver.route('overload');
+    const delivered = await waitForCompletions(route, ids, s.webhookTimeoutMs);
     const e2e = ascending(accepted.map((x) => (route.completedAt.get(x.body.data.id) ?? Infinity) - x.startedAt));
     report.goal({
       label: `overload: ${s.rate}/s burst shed cleanly`,
