@@ -8,7 +8,7 @@ import { DeliveredMessage } from './bus.port';
 import { InProcessBus } from './in-process-bus';
 import { MESSAGE_RETENTION_MS, SqliteBusStore } from './sqlite-bus-store';
 import { busContract } from './testing/bus.contract';
-import { waitFor } from './testing/wait-for';
+import { deferred, waitFor } from './testing/wait-for';
 
 // Failures the tests provoke on purpose (thrown handlers, maxDeliver) would only add noise.
 const quietLogger: BusLogger = { warn: () => undefined, error: () => undefined };
@@ -237,6 +237,8 @@ describe('in-process bus owned by one process', () => {
     // come before this one.
     await second.publish('evt.later.a', { id: 'marker' });
     await waitFor(() => seen.includes('marker'), 'the marker');
+    // The marker counts as settled once its ack is committed (acks of one turn share a commit).
+    await waitFor(async () => (await second.progress('later')).settled === 1, "the marker's ack");
     const pending = await second.pending('later');
     await second.close();
     expect(seen).toEqual(['marker']);
@@ -402,5 +404,76 @@ describe('in-process bus lanes', () => {
     await waitFor(() => seen.length === 41, 'the burst');
     expect([...seen].sort((a, b) => a - b)).toEqual(Array.from({ length: 41 }, (_, i) => i + 1));
     await bus.close();
+  });
+
+  it('has a lane that claims hand what it claimed for idle lanes to them at once: one claim for the lot', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'bus-lanes-')), 'bus.sqlite');
+    const bus = InProcessBus.open({ file, logger: quietLogger, pollIntervalMs: 60_000 });
+    // Published from another process on the file: nothing wakes this one's lanes for them.
+    const other = InProcessBus.open({ file, logger: quietLogger, pollIntervalMs: 60_000 });
+    const gate = deferred();
+    const inFlight = new Set<string>();
+    let mostInFlight = 0;
+    for (let lane = 0; lane < 4; lane++)
+      await bus.consume<{ id: string }>({ durable: 'together', subject: 'evt.together.>' }, async (message) => {
+        inFlight.add(message.data.id);
+        mostInFlight = Math.max(mostInFlight, inFlight.size);
+        await gate.promise;
+        inFlight.delete(message.data.id);
+      });
+    await bus.publish('evt.together.a', { id: 'A' });
+    await waitFor(() => inFlight.has('A'), 'A in a lane');
+    for (const id of ['B', 'C', 'D']) await other.publish('evt.together.a', { id });
+    const claim = jest.spyOn(SqliteBusStore.prototype, 'claim');
+
+    gate.resolve();
+    await waitFor(async () => (await bus.progress('together')).settled === 4, 'all four settled');
+    // A's lane claimed B, C and D in one go and handed two of them to idle lanes, which had not
+    // looked since (their poll is a minute away): three handled side by side.
+    expect(claim.mock.calls[0][4]).toBe(4);
+    expect(mostInFlight).toBeGreaterThanOrEqual(3);
+    expect(await bus.pending('together')).toBe(0);
+    await other.close();
+    await bus.close();
+  });
+});
+
+describe('SqliteBusStore claims', () => {
+  const published = (store: SqliteBusStore, count: number) =>
+    Promise.all(Array.from({ length: count }, (_, i) => store.append('evt.claims.a', JSON.stringify({ n: i + 1 }), {}, undefined)));
+
+  it('leases up to the number asked for, oldest first, parking spent ones on the way without counting them', async () => {
+    const store = new SqliteBusStore(':memory:');
+    store.registerConsumer('claims', 'evt.claims.>');
+    await published(store, 4);
+    // #1 is on its last allowed delivery (maxDeliver 1), and its lease has run out.
+    const [spent] = store.claim('claims', 'evt.claims.>', 0, 1, 1).claimed;
+    expect(spent.seq).toBe(1);
+
+    const { claimed, parked } = store.claim('claims', 'evt.claims.>', 60_000, 1, 2);
+    expect(parked.map((p) => p.seq)).toEqual([1]);
+    expect(claimed.map((c) => [c.seq, c.deliveryCount, JSON.parse(c.data)])).toEqual([
+      [2, 1, { n: 2 }],
+      [3, 1, { n: 3 }],
+    ]);
+    expect(store.claim('claims', 'evt.claims.>', 60_000, 1, 5).claimed.map((c) => c.seq)).toEqual([4]);
+    store.close();
+  });
+
+  it('gives back a delivery claimed and never handled: due at once, its delivery count as before', async () => {
+    const store = new SqliteBusStore(':memory:');
+    store.registerConsumer('claims', 'evt.claims.>');
+    await published(store, 2);
+    const [first, second] = store.claim('claims', 'evt.claims.>', 60_000, 5, 2).claimed;
+    store.unclaim('claims', second);
+    await store.ack('claims', first.seq);
+
+    const again = store.claim('claims', 'evt.claims.>', 60_000, 5, 2).claimed;
+    expect(again.map((c) => [c.seq, c.deliveryCount])).toEqual([[2, 1]]);
+    // Settled meanwhile: giving it back changes nothing.
+    await store.ack('claims', again[0].seq);
+    store.unclaim('claims', again[0]);
+    expect(store.claim('claims', 'evt.claims.>', 60_000, 5, 2).claimed).toEqual([]);
+    store.close();
   });
 });

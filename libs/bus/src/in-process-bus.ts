@@ -69,6 +69,8 @@ export class InProcessBus implements Bus {
   private closed = false;
   private readonly responderGroups: ResponderGroup[] = [];
   private readonly consumers = new Set<InProcessConsumer>();
+  /** The lanes of one durable in this process claim together (see SharedClaims). */
+  private readonly claims = new Map<string, SharedClaims>();
   /** Deliveries settled by this process's consumers, by durable (see progress). */
   private readonly settled = new Map<string, number>();
   private readonly purgeTimer: NodeJS.Timeout;
@@ -152,16 +154,24 @@ export class InProcessBus implements Bus {
     assertDurableName(options.durable);
     this.assertOpen(options.subject);
     this.store.registerConsumer(options.durable, options.subject);
+    const settings: InProcessConsumerSettings = {
+      durable: options.durable,
+      filter: options.subject,
+      ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
+      maxHandlingMs: options.maxHandlingMs,
+      maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
+      pollIntervalMs: this.pollIntervalMs,
+    };
+    const key = JSON.stringify([settings.durable, settings.filter, settings.ackWaitMs, settings.maxDeliver]);
+    let claims = this.claims.get(key);
+    if (!claims) {
+      claims = new SharedClaims(this.store, settings, this.logger);
+      this.claims.set(key, claims);
+    }
     const consumer = new InProcessConsumer(
       this.store,
-      {
-        durable: options.durable,
-        filter: options.subject,
-        ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
-        maxHandlingMs: options.maxHandlingMs,
-        maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
-        pollIntervalMs: this.pollIntervalMs,
-      },
+      settings,
+      claims,
       handler as MessageHandler,
       this.logger,
       () => this.consumers.delete(consumer),
@@ -269,11 +279,65 @@ interface InProcessConsumerSettings {
   pollIntervalMs: number;
 }
 
+/** Deliveries one claim may lease for the lanes of a durable. */
+const MAX_CLAIM_BATCH = 64;
+
 /**
- * One consume() call: a loop that claims one due delivery at a time and handles it before the
+ * The lanes of one durable in this process (consume() called several times with the same
+ * settings, as a transport's `lanes` does): a lane that finds nothing in hand claims for itself and
+ * for every idle lane at once, one transaction for the lot, and wakes those lanes to take theirs.
+ * Nothing is claimed that no lane is free to handle at once, so a claimed delivery waits for no
+ * other one to finish; what is left in hand when the last lane stops is given back.
+ */
+class SharedClaims {
+  private readonly inHand: ClaimedDelivery[] = [];
+  readonly lanes = new Set<InProcessConsumer>();
+
+  constructor(
+    private readonly store: SqliteBusStore,
+    private readonly settings: InProcessConsumerSettings,
+    private readonly logger: BusLogger,
+  ) {}
+
+  /** The next delivery for `lane` to handle, or undefined when none is due. */
+  take(lane: InProcessConsumer): ClaimedDelivery | undefined {
+    const inHand = this.inHand.shift();
+    if (inHand) return inHand;
+    const { durable, filter, ackWaitMs, maxDeliver } = this.settings;
+    const idle = [...this.lanes].filter((other) => other !== lane && other.idle).slice(0, MAX_CLAIM_BATCH - 1);
+    const { claimed, parked } = this.store.claim(durable, filter, ackWaitMs, maxDeliver, 1 + idle.length);
+    for (const delivery of parked) {
+      this.logger.error(
+        `consumer ${durable}: ${delivery.subject} #${delivery.seq} parked (id ${durable}:${delivery.seq}) after ${delivery.deliveryCount} deliveries (maxDeliver): ${delivery.reason}`,
+      );
+    }
+    const [first, ...rest] = claimed;
+    this.inHand.push(...rest);
+    for (const other of idle.slice(0, rest.length)) other.wake();
+    return first;
+  }
+
+  /** A lane stopped: the last one gives back what is in hand. */
+  leave(lane: InProcessConsumer): void {
+    this.lanes.delete(lane);
+    if (this.lanes.size > 0) return;
+    for (const delivery of this.inHand.splice(0)) {
+      try {
+        this.store.unclaim(this.settings.durable, delivery);
+      } catch (error) {
+        // Its lease runs out instead (at once at the next standalone start).
+        this.logger.warn(`consumer ${this.settings.durable}: could not give back #${delivery.seq} (${errorMessage(error)})`);
+      }
+    }
+  }
+}
+
+/**
+ * One consume() call: a loop that takes one due delivery at a time and handles it before the
  * next. Instances of the same durable (in this process or another one on the same file) share
- * the work through the store's leases. Idle, it sleeps until woken by a publish in this process,
- * the poll interval, or the next scheduled retry, whichever comes first.
+ * the work through the store's leases; the lanes of one process claim together (SharedClaims).
+ * Idle, it sleeps until woken by a publish in this process, a claim made for it, the poll
+ * interval, or the next scheduled retry, whichever comes first.
  */
 class InProcessConsumer implements Consumer {
   private stopping = false;
@@ -283,11 +347,13 @@ class InProcessConsumer implements Consumer {
   constructor(
     private readonly store: SqliteBusStore,
     private readonly settings: InProcessConsumerSettings,
+    private readonly claims: SharedClaims,
     private readonly handler: MessageHandler,
     private readonly logger: BusLogger,
     private readonly onStopped: () => void,
     private readonly onSettled: () => void,
   ) {
+    claims.lanes.add(this);
     this.loop = this.run();
   }
 
@@ -313,21 +379,16 @@ class InProcessConsumer implements Consumer {
     this.stopping = true;
     this.wake();
     await this.loop;
+    this.claims.leave(this);
     this.onStopped();
   }
 
   private async run(): Promise<void> {
-    const { durable, filter, ackWaitMs, maxDeliver } = this.settings;
+    const { durable } = this.settings;
     while (!this.stopping) {
       let claimed: ClaimedDelivery | undefined;
       try {
-        const result = this.store.claim(durable, filter, ackWaitMs, maxDeliver);
-        for (const parked of result.parked) {
-          this.logger.error(
-            `consumer ${durable}: ${parked.subject} #${parked.seq} parked (id ${durable}:${parked.seq}) after ${parked.deliveryCount} deliveries (maxDeliver): ${parked.reason}`,
-          );
-        }
-        claimed = result.claimed;
+        claimed = this.claims.take(this);
       } catch (error) {
         // E.g. SQLITE_BUSY past the busy timeout while another process holds the file: try again later.
         this.logger.warn(`consumer ${durable} cannot claim (${errorMessage(error)}), retrying`);
@@ -368,9 +429,18 @@ class InProcessConsumer implements Consumer {
       return;
     }
     stopKeeping();
-    if (!outcome) this.store.ack(durable, delivery.seq);
+    if (!outcome) await this.ack(delivery);
     else if (delivery.deliveryCount >= this.settings.maxDeliver) this.park(delivery, RETRY_ON_LAST_DELIVERY);
     else this.store.retryAt(durable, delivery, Date.now() + outcome.retryInMs);
+  }
+
+  private async ack(delivery: ClaimedDelivery): Promise<void> {
+    try {
+      await this.store.ack(this.settings.durable, delivery.seq);
+    } catch (error) {
+      // E.g. SQLITE_BUSY past the busy timeout: the lease runs out and the message comes again.
+      this.logger.warn(`consumer ${this.settings.durable}: could not ack #${delivery.seq} (${errorMessage(error)}); it will be delivered again`);
+    }
   }
 
   private renewLease(delivery: ClaimedDelivery): void {

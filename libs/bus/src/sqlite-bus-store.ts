@@ -36,7 +36,8 @@ export interface ParkedRow {
 }
 
 export interface ClaimResult {
-  claimed?: ClaimedDelivery;
+  /** Oldest first, at most the number asked for. */
+  claimed: ClaimedDelivery[];
   /** Deliveries whose lease ran out after their last allowed delivery, parked on the way. */
   parked: ParkedDelivery[];
 }
@@ -129,6 +130,8 @@ export class SqliteBusStore {
   private readonly publishes: GroupCommit;
   private readonly statements: Statements;
   private readonly claimTransaction: Database.Transaction<SqliteBusStore['claimInTransaction']>;
+  /** Acks made in one turn of the event loop share one transaction (on the NORMAL connection). */
+  private readonly acks: GroupCommit;
 
   constructor(file: string) {
     // WAL: readers do not block the writer, and a crash never corrupts the file. `synchronous` is
@@ -143,6 +146,7 @@ export class SqliteBusStore {
     this.db.exec(INDEXES);
     this.statements = prepareStatements(this.db);
     this.claimTransaction = this.db.transaction(this.claimInTransaction.bind(this));
+    this.acks = new GroupCommit(this.db);
     // `:memory:` is private to its connection: there, one connection does everything.
     this.publisher = file === ':memory:' ? this.db : new Database(file);
     if (this.publisher !== this.db) {
@@ -168,9 +172,20 @@ export class SqliteBusStore {
     this.statements.upsertConsumer.run(durable, filter);
   }
 
-  /** Queues new matching messages for the durable, then leases its first due delivery, if any. */
-  claim(durable: string, filter: string, ackWaitMs: number, maxDeliver: number): ClaimResult {
-    return this.claimTransaction.immediate(durable, filter, ackWaitMs, maxDeliver);
+  /**
+   * Queues new matching messages for the durable, then leases up to `max` of its due deliveries,
+   * oldest first: one transaction for the lot.
+   */
+  claim(durable: string, filter: string, ackWaitMs: number, maxDeliver: number, max = 1): ClaimResult {
+    return this.claimTransaction.immediate(durable, filter, ackWaitMs, maxDeliver, max);
+  }
+
+  /**
+   * Gives back a delivery claimed but never handed to a handler (its consumer stopped first): due
+   * now, its delivery count as before the claim. Ignored if it was settled or claimed again meanwhile.
+   */
+  unclaim(durable: string, delivery: ClaimedDelivery): void {
+    this.statements.unclaim.run(durable, delivery.seq, delivery.deliveryCount);
   }
 
   /** When the durable's earliest pending delivery falls due (epoch ms), or undefined if none is pending. */
@@ -178,9 +193,12 @@ export class SqliteBusStore {
     return this.statements.nextDueAt.get(durable)?.dueAt ?? undefined;
   }
 
-  /** Done with the message. Applies even to a delivery whose lease another instance took over: it was handled. */
-  ack(durable: string, seq: number): void {
-    this.statements.remove.run(durable, seq);
+  /**
+   * Done with the message. Applies even to a delivery whose lease another instance took over: it
+   * was handled. Resolves once committed: the acks of one turn of the event loop share a commit.
+   */
+  ack(durable: string, seq: number): Promise<void> {
+    return this.acks.write(() => void this.statements.remove.run(durable, seq));
   }
 
   /** Its handler still runs: the lease ends at `dueAt` now. Ignored if the delivery was settled or claimed again meanwhile. */
@@ -267,35 +285,41 @@ export class SqliteBusStore {
   }
 
   close(): void {
-    // Publishes already made are stored, not dropped.
+    // Publishes and acks already made are stored, not dropped.
     if (this.publisher.open) this.publishes.flush();
+    if (this.db.open) this.acks.flush();
     if (this.publisher !== this.db) this.publisher.close();
     this.db.close();
   }
 
-  private claimInTransaction(durable: string, filter: string, ackWaitMs: number, maxDeliver: number): ClaimResult {
+  private claimInTransaction(durable: string, filter: string, ackWaitMs: number, maxDeliver: number, max: number): ClaimResult {
     this.enqueueNewMessages(durable, filter);
     const parked: ParkedDelivery[] = [];
+    const claimed: ClaimedDelivery[] = [];
     const now = Date.now();
-    for (;;) {
-      const row = this.statements.firstDue.get(durable, now);
-      if (!row) return { parked };
-      if (row.delivery_count >= maxDeliver) {
-        // Its lease ran out on the last allowed delivery: the handler hung, or its process died.
-        this.statements.park.run(now, NOT_ACKED_ON_LAST_DELIVERY, durable, row.seq, row.delivery_count);
-        parked.push({ seq: row.seq, subject: row.subject, deliveryCount: row.delivery_count, reason: NOT_ACKED_ON_LAST_DELIVERY });
-        continue;
+    // Parked and leased rows are no longer due, so each round sees only rows not looked at yet.
+    while (claimed.length < max) {
+      const wanted = max - claimed.length;
+      const rows = this.statements.firstDue.all(durable, now, wanted);
+      for (const row of rows) {
+        if (row.delivery_count >= maxDeliver) {
+          // Its lease ran out on the last allowed delivery: the handler hung, or its process died.
+          this.statements.park.run(now, NOT_ACKED_ON_LAST_DELIVERY, durable, row.seq, row.delivery_count);
+          parked.push({ seq: row.seq, subject: row.subject, deliveryCount: row.delivery_count, reason: NOT_ACKED_ON_LAST_DELIVERY });
+          continue;
+        }
+        this.statements.lease.run(now + ackWaitMs, durable, row.seq);
+        claimed.push({
+          seq: row.seq,
+          subject: row.subject,
+          data: row.data,
+          headers: JSON.parse(row.headers) as BusHeaders,
+          deliveryCount: row.delivery_count + 1,
+        });
       }
-      this.statements.lease.run(now + ackWaitMs, durable, row.seq);
-      const claimed: ClaimedDelivery = {
-        seq: row.seq,
-        subject: row.subject,
-        data: row.data,
-        headers: JSON.parse(row.headers) as BusHeaders,
-        deliveryCount: row.delivery_count + 1,
-      };
-      return { claimed, parked };
+      if (rows.length < wanted) break;
     }
+    return { claimed, parked };
   }
 
   /**
@@ -356,11 +380,11 @@ function prepareStatements(db: Database.Database) {
     messagesAfter: db.prepare<[number, number], { seq: number; subject: string }>('SELECT seq, subject FROM bus_messages WHERE seq > ? ORDER BY seq LIMIT ?'),
     moveCursor: db.prepare<[number, string]>('UPDATE bus_consumers SET cursor = ? WHERE durable = ?'),
     enqueue: db.prepare<[string, number]>('INSERT OR IGNORE INTO bus_deliveries (durable, seq, due_at, delivery_count) VALUES (?, ?, 0, 0)'),
-    firstDue: db.prepare<[string, number], DeliveryRow>(
+    firstDue: db.prepare<[string, number, number], DeliveryRow>(
       `SELECT d.seq, d.delivery_count, m.subject, m.data, m.headers
        FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
        WHERE d.durable = ? AND d.parked = 0 AND d.due_at <= ?
-       ORDER BY d.seq LIMIT 1`,
+       ORDER BY d.seq LIMIT ?`,
     ),
     lease: db.prepare<[number, string, number]>(
       'UPDATE bus_deliveries SET due_at = ?, delivery_count = delivery_count + 1, leased = 1 WHERE durable = ? AND seq = ?',
@@ -375,6 +399,9 @@ function prepareStatements(db: Database.Database) {
     ),
     renewLease: db.prepare<[number, string, number, number]>(
       'UPDATE bus_deliveries SET due_at = ? WHERE durable = ? AND seq = ? AND delivery_count = ? AND leased = 1 AND parked = 0',
+    ),
+    unclaim: db.prepare<[string, number, number]>(
+      'UPDATE bus_deliveries SET due_at = 0, leased = 0, delivery_count = delivery_count - 1 WHERE durable = ? AND seq = ? AND delivery_count = ? AND leased = 1 AND parked = 0',
     ),
     releaseLeases: db.prepare<[]>('UPDATE bus_deliveries SET due_at = 0, leased = 0 WHERE leased = 1 AND parked = 0'),
     park: db.prepare<[number, string, string, number, number]>(
