@@ -5,7 +5,7 @@ import { HandlerOutcome } from '@campaign-ops/bus';
 import { Dispatch, DispatchCommand, DispatchNotInProgress, StaleAttempt } from '@campaign-ops/dispatch-domain';
 import { CONFIG, dispatchesExecuting, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
-import { RelayedEvent } from './dispatch-relay';
+import { RelayedEvent, WORK_EVENT_TYPES } from './dispatch-relay';
 import { classify, LaunchOutcome, LiveLaunches } from './live-launches';
 
 /** The simulator that runs test-key dispatches (API.md §3, "Sandbox"). */
@@ -35,7 +35,7 @@ export class DispatchExecutor {
   ) {}
 
   async handle(event: RelayedEvent): Promise<HandlerOutcome> {
-    if (event.type !== 'DispatchAccepted' && event.type !== 'DispatchRetried') return;
+    if (!WORK_EVENT_TYPES.has(event.type)) return;
     const { state } = await this.store.stateOf(event.streamId);
     if (state.status !== 'accepted') return;
 

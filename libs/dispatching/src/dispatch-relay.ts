@@ -12,14 +12,20 @@ export type RelayedEvent = Omit<RecordedEvent, 'position'>;
 export const dispatchEventSubject = (type: string) => `evt.dispatch.${type}`;
 export const DISPATCH_EVENT_SUBJECTS = 'evt.dispatch.>';
 
+/** The dispatch events that set work going (the executor's): the only ones the bus carries as such. */
+export const WORK_EVENT_TYPES: ReadonlySet<string> = new Set(['DispatchAccepted', 'DispatchRetried']);
+
 /**
- * What one stored dispatch event becomes on the bus: the event itself (for the executor and any
- * other consumer) and, for a transition partners see, the partner event (for webhooks). Both carry
- * ids derived from the event id, so a relay that repeats itself after a crash is de-duplicated.
+ * What one stored dispatch event becomes on the bus: the event itself when it sets work going
+ * (for the executor, the only consumer of dispatch events) and, for a transition partners see, the
+ * partner event (for webhooks). Both carry ids derived from the event id, so a relay that repeats
+ * itself after a crash is de-duplicated.
  */
 export async function relayDispatchEvent(store: DispatchStore, bus: Bus, event: RecordedEvent): Promise<void> {
-  const { position: _position, ...relayed } = event;
-  await bus.publish<RelayedEvent>(dispatchEventSubject(event.type), relayed, { msgId: event.id });
+  if (WORK_EVENT_TYPES.has(event.type)) {
+    const { position: _position, ...relayed } = event;
+    await bus.publish<RelayedEvent>(dispatchEventSubject(event.type), relayed, { msgId: event.id });
+  }
 
   const { state } = await store.stateOf(event.streamId, event.revision);
   if (state.status === 'none') return;

@@ -1,0 +1,74 @@
+import { InProcessBus } from '@campaign-ops/adapters/bus';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
+import { dispatchStreamId } from '@campaign-ops/dispatch-domain';
+import { waitFor } from '@campaign-ops/testing/bus';
+import { relayDispatchEvent } from './dispatch-relay';
+import { DispatchStore } from './dispatch-store';
+
+describe('the dispatch relay', () => {
+  let events: SqliteEventStore;
+  let reads: SqliteReadStore;
+  let bus: InProcessBus;
+  let store: DispatchStore;
+  let relayed: Array<{ subject: string; data: Record<string, unknown> }>;
+
+  beforeEach(async () => {
+    events = SqliteEventStore.open(':memory:');
+    reads = SqliteReadStore.open(':memory:');
+    bus = InProcessBus.open();
+    store = new DispatchStore(events, reads);
+    relayed = [];
+    await bus.consume<Record<string, unknown>>({ durable: 'everything', subject: 'evt.>' }, async ({ subject, data }) => void relayed.push({ subject, data }));
+  });
+
+  afterEach(async () => {
+    await bus.close();
+    await events.close();
+    await reads.close();
+  });
+
+  it('relays what sets work going as itself, and every transition partners see as its partner event', async () => {
+    const streamId = dispatchStreamId('dsp_relay1');
+    const now = '2026-11-29T10:00:00.000Z';
+    const metadata = { accountId: 'acct_1', mode: 'test' };
+    await store.repository.execute(
+      streamId,
+      {
+        type: 'CreateDispatch',
+        dispatchId: 'dsp_relay1',
+        accountId: 'acct_1',
+        mode: 'test',
+        channel: 'meta_ads',
+        campaign: {
+          name: 'Spring',
+          objective: 'conversion',
+          budget: { amount_micros: 50_000_000, currency: 'EUR', type: 'daily' },
+          schedule: { start_at: '2026-12-01T09:00:00Z', timezone: 'Europe/Berlin' },
+        },
+        connectionId: null,
+        idempotencyKey: null,
+        now,
+      },
+      metadata,
+    );
+    await store.repository.execute(streamId, { type: 'RecordProviderSuccess', attempt: 1, providerResourceId: 'sim_1', now }, metadata);
+    const stored = await events.readStream(streamId);
+    expect(stored.map((event) => event.type)).toEqual(['DispatchAccepted', 'DispatchCompleted']);
+
+    for (const event of stored) await relayDispatchEvent(store, bus, event);
+    // Twice, as after a crash between a relay and its checkpoint: de-duplicated by id.
+    for (const event of stored) await relayDispatchEvent(store, bus, event);
+
+    await waitFor(() => relayed.length >= 3, 'the relayed messages');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(relayed.map(({ subject }) => subject).sort()).toEqual([
+      'evt.dispatch.DispatchAccepted',
+      'evt.partner.dispatch_accepted',
+      'evt.partner.dispatch_completed',
+    ]);
+    const completed = relayed.find(({ subject }) => subject === 'evt.partner.dispatch_completed')!.data;
+    expect(completed).toMatchObject({ event: 'dispatch.completed', accountId: 'acct_1', mode: 'test', timestamp: stored[1].occurredAt });
+    expect(completed.data).toMatchObject({ dispatch_id: 'dsp_relay1', status: 'completed', provider_resource_id: 'sim_1' });
+  });
+});
