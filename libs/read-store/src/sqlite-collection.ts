@@ -104,6 +104,13 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async claim(where: Filter, patch: Partial<T>, orderBy = 'id'): Promise<T | null> {
     assertFieldName(orderBy);
+    // Nothing matches now, and no write of this store waits to be committed before this claim:
+    // answered by a read, without the write lock and a commit (a worker looking for due work finds
+    // none as often as not). A document that comes to match meanwhile is the next claim's.
+    if (!this.writes.queued) {
+      const filter = compileFilter(where);
+      if (!this.statement(`SELECT 1 FROM ${this.table} WHERE ${filter.sql} LIMIT 1`).get(...filter.params)) return null;
+    }
     return this.claimTransaction(where, patch, orderBy);
   }
 

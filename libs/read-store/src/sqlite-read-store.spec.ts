@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { GroupCommit } from '@campaign-ops/sqlite-wal';
 import type { Doc } from './read-store.port';
 import { SqliteReadStore } from './sqlite-read-store';
 import { readStoreContract } from './testing/read-store.contract';
@@ -159,6 +160,23 @@ describe('SqliteReadStore', () => {
     } finally {
       raw.close();
       await store.close();
+    }
+  });
+
+  it('answers a claim that matches nothing without a write (no lock, no commit)', async () => {
+    const store = open(':memory:');
+    const items = store.collection<Doc & { status: string }>('claimable', { indexes: ['status'] });
+    await items.insert({ id: 'a', status: 'done' });
+    const writes = jest.spyOn(GroupCommit.prototype, 'write');
+    try {
+      await expect(items.claim({ status: 'pending' }, { status: 'taken' })).resolves.toBeNull();
+      expect(writes).not.toHaveBeenCalled();
+      await items.insert({ id: 'b', status: 'pending' });
+      writes.mockClear();
+      await expect(items.claim({ status: 'pending' }, { status: 'taken' })).resolves.toEqual({ id: 'b', status: 'taken' });
+      expect(writes).toHaveBeenCalledTimes(1);
+    } finally {
+      writes.mockRestore();
     }
   });
 

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
  * The event store, the bus and the read store all write through one of these.
  */
 export class GroupCommit {
-  private queued: Array<{ run: () => unknown; resolve(value: unknown): void; reject(error: unknown): void }> = [];
+  private group: Array<{ run: () => unknown; resolve(value: unknown): void; reject(error: unknown): void }> = [];
   private readonly commitGroup: Database.Transaction<(group: Array<{ run: () => unknown }>) => Array<{ ok: boolean; value?: unknown; error?: unknown }>>;
 
   constructor(db: Database.Database) {
@@ -28,15 +28,20 @@ export class GroupCommit {
 
   write<R>(run: () => R): Promise<R> {
     return new Promise<R>((resolve, reject) => {
-      if (this.queued.length === 0) setImmediate(() => this.flush());
-      this.queued.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      if (this.group.length === 0) setImmediate(() => this.flush());
+      this.group.push({ run, resolve: resolve as (value: unknown) => void, reject });
     });
+  }
+
+  /** Writes are waiting for the next commit. */
+  get queued(): boolean {
+    return this.group.length > 0;
   }
 
   /** Commits what is queued now (also called before the database closes). */
   flush(): void {
-    const group = this.queued;
-    this.queued = [];
+    const group = this.group;
+    this.group = [];
     if (group.length === 0) return;
     let outcomes: Array<{ ok: boolean; value?: unknown; error?: unknown }>;
     try {
