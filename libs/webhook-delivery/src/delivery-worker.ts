@@ -3,7 +3,7 @@ import { Collection } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { afterAttempt, AttemptResult, Delivery } from '@campaign-ops/webhook-domain';
 import { signBody } from '@campaign-ops/webhook-signing';
-import { WebhookSender } from '@campaign-ops/webhook-sender';
+import { WebhookPoster, WebhookSender } from '@campaign-ops/webhook-sender';
 import { UrlPolicy } from '@campaign-ops/url-guard';
 import { deliveryAttempts } from '@campaign-ops/service-runtime';
 import { EndpointHealth } from './endpoint-health';
@@ -31,7 +31,7 @@ export class DeliveryWorker {
     private readonly secrets: SecretBox,
     private readonly health: EndpointHealth,
     @Inject(DELIVERY_WORKER_OPTIONS) private readonly options: DeliveryWorkerOptions,
-    private readonly sender: WebhookSender,
+    @Inject(WebhookSender) private readonly sender: WebhookPoster,
   ) {}
 
   /**

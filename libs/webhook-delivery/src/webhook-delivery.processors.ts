@@ -5,7 +5,7 @@ import { projectionProcessor } from '@campaign-ops/event-sourcing';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
 import { Delivery } from '@campaign-ops/webhook-domain';
-import { WebhookSender } from '@campaign-ops/webhook-sender';
+import { WebhookPoster, WebhookSender } from '@campaign-ops/webhook-sender';
 import { DeliveryQueries } from './delivery-queries';
 import { DeliveryWorker } from './delivery-worker';
 import { EndpointStore } from './endpoint-store';
@@ -34,7 +34,7 @@ export class WebhookDeliveryProcessors implements OnApplicationBootstrap, OnModu
     private readonly worker: DeliveryWorker,
     private readonly queries: DeliveryQueries,
     private readonly eventQueries: EventQueries,
-    private readonly sender: WebhookSender,
+    @Inject(WebhookSender) private readonly sender: WebhookPoster,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {

@@ -3,7 +3,7 @@ import { READ_STORE } from '@campaign-ops/read-store';
 import { SecretBox } from '@campaign-ops/secret-box';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { UrlPolicy } from '@campaign-ops/url-guard';
-import { WebhookSender } from '@campaign-ops/webhook-sender';
+import { WebhookSender, WebhookSenderThread } from '@campaign-ops/webhook-sender';
 import { deliveriesOf, partnerEventsOf } from './delivery-store';
 import { DeliveryLoop } from './delivery-loop';
 import { DeliveryQueries } from './delivery-queries';
@@ -37,8 +37,13 @@ export const webhookDeliveryProviders: Provider[] = [
     }),
     inject: [CONFIG],
   },
-  // Keep-alive connections to partners; no origin ever needs more than the deliveries in flight.
-  { provide: WebhookSender, useFactory: (config: ServiceConfig) => new WebhookSender({ connectionsPerOrigin: config.webhook.concurrency }), inject: [CONFIG] },
+  // Keep-alive connections to partners, in a thread of their own (TLS and sockets on another core
+  // than the service's event loop); no origin ever needs more than the deliveries in flight.
+  {
+    provide: WebhookSender,
+    useFactory: (config: ServiceConfig) => new WebhookSenderThread({ connectionsPerOrigin: config.webhook.concurrency }),
+    inject: [CONFIG],
+  },
   EndpointStore,
   EndpointHealth,
   DeliveryWorker,

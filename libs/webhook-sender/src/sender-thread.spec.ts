@@ -1,0 +1,45 @@
+import type { UrlPolicy } from '@campaign-ops/url-guard';
+import { WebhookSenderThread } from './sender-thread';
+import { startPartnerReceiver, type PartnerReceiver } from './testing/partner-receiver';
+import { signedDelivery } from './testing/signed-delivery';
+
+const SECRET = 'whsec_senderThreadSpec0123456789abc';
+const LOCAL: UrlPolicy = { allowHttp: true, allowPrivateNetworks: true };
+
+describe('WebhookSenderThread', () => {
+  let receiver: PartnerReceiver;
+  let sender: WebhookSenderThread;
+
+  beforeEach(async () => {
+    receiver = await startPartnerReceiver({ secret: SECRET });
+    sender = new WebhookSenderThread({ connectionsPerOrigin: 4 });
+  });
+
+  afterEach(async () => {
+    await sender.close();
+    await receiver.close();
+  });
+
+  it('sends from a thread of its own what the caller signed, and answers as WebhookSender does', async () => {
+    const requests = Array.from({ length: 8 }, () => ({ url: receiver.url, ...signedDelivery(SECRET), timeoutMs: 2000, policy: LOCAL }));
+    const results = await Promise.all(requests.map((request) => sender.post(request)));
+
+    expect(results).toEqual(requests.map(() => ({ ok: true, statusCode: 200, error: null, durationMs: expect.any(Number) })));
+    expect(receiver.requests().map((r) => [r.rawBody, r.signatureValid])).toEqual(expect.arrayContaining(requests.map((r) => [r.body, true])));
+    // Over keep-alive connections of the thread's own pool: at most the origin's limit.
+    expect(receiver.connections()).toBeLessThanOrEqual(4);
+  });
+
+  it('reports a refused URL as a result, not an error, and refuses posts once closed', async () => {
+    const refused = await sender.post({
+      url: receiver.url,
+      ...signedDelivery(SECRET),
+      timeoutMs: 2000,
+      policy: { allowHttp: false, allowPrivateNetworks: true },
+    });
+    expect(refused).toMatchObject({ ok: false, statusCode: null, error: 'url_not_https' });
+
+    await sender.close();
+    await expect(sender.post({ url: receiver.url, ...signedDelivery(SECRET), timeoutMs: 2000, policy: LOCAL })).rejects.toThrow('closed');
+  });
+});

@@ -1,0 +1,70 @@
+import type { Worker } from 'node:worker_threads';
+import { startWorkerBeside } from '@campaign-ops/worker-start';
+import type { ConnectionLimits } from './partner-connections';
+import type { WebhookRequest, WebhookResult } from './post-webhook';
+
+/** What sends webhooks: WebhookSender in the caller's thread, or WebhookSenderThread beside it. */
+export interface WebhookPoster {
+  post(request: WebhookRequest): Promise<WebhookResult>;
+  close(): Promise<void>;
+}
+
+export type SenderThreadMessage = { kind: 'post'; id: number; request: WebhookRequest } | { kind: 'close' };
+type SenderThreadReply = { id: number; result: WebhookResult } | { id: number; error: string };
+
+/**
+ * A WebhookSender in a worker thread of its own: TLS, the partners' sockets and undici run on
+ * another core than the caller's event loop, which keeps only the hand-over (a structured clone of
+ * the request and of the result). Same contract as WebhookSender.post; a thread that dies fails
+ * the requests it held (the caller's lease brings them back) and the next post starts a new one.
+ */
+export class WebhookSenderThread implements WebhookPoster {
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve(result: WebhookResult): void; reject(error: Error): void }>();
+  private closed = false;
+
+  constructor(private readonly limits: Partial<ConnectionLimits> = {}) {}
+
+  post(request: WebhookRequest): Promise<WebhookResult> {
+    if (this.closed) return Promise.reject(new Error('the webhook sender is closed'));
+    const id = this.nextId++;
+    return new Promise<WebhookResult>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.thread().postMessage({ kind: 'post', id, request } satisfies SenderThreadMessage);
+    });
+  }
+
+  /** Ends the thread once the requests under way are answered. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const worker = this.worker;
+    if (!worker) return;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage({ kind: 'close' } satisfies SenderThreadMessage);
+    await exited;
+  }
+
+  private thread(): Worker {
+    if (this.worker) return this.worker;
+    const worker = startWorkerBeside(__filename, 'sender.worker', this.limits);
+    worker.on('message', (reply: SenderThreadReply) => {
+      const waiter = this.waiting.get(reply.id);
+      if (!waiter) return;
+      this.waiting.delete(reply.id);
+      if ('result' in reply) waiter.resolve(reply.result);
+      else waiter.reject(new Error(reply.error));
+    });
+    const failAll = (error: Error) => {
+      if (this.worker === worker) this.worker = null;
+      for (const waiter of this.waiting.values()) waiter.reject(error);
+      this.waiting.clear();
+    };
+    worker.on('error', failAll);
+    worker.on('exit', (code) => failAll(new Error(`the webhook sender thread exited (code ${code})`)));
+    // Idle, the thread does not keep the process alive; requests in flight keep their sockets' refs.
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+}
