@@ -46,10 +46,11 @@
  *   BENCH_OVERLOAD_BOUND_S     DISPATCH_BACKLOG_SECONDS of its process (default 2)
  *   BENCH_WEBHOOK_TIMEOUT_S    how long to wait for the last webhook of a phase (default 120)
  *   BENCH_DEADLINE_S           the whole run, after which everything is stopped and it fails (default 900)
- *   BENCH_CPU_PROF             a directory to keep the V8 CPU profiles in (one per process, written when it stops;
- *                              summarize one with `node scripts/cpu-profile-summary.js FILE`); the service's
- *                              processes are always profiled, into a temporary directory otherwise: the stage
- *                              table (CPU per launch by stage, stage-table.ts) is read from them
+ *   BENCH_STAGE_LAUNCHES       launches of the stage table's run (default 1000): the measured phases run on a process
+ *                              without V8's profiler, which costs CPU of its own; the table (CPU per launch by
+ *                              stage, stage-table.ts) comes from a profiled twin of the system, started after them
+ *   BENCH_CPU_PROF             a directory to keep that run's V8 CPU profiles in (one per thread, written when the
+ *                              process stops; summarize one with `node scripts/cpu-profile-summary.js FILE`)
  *   BENCH_OPS                  0 skips ops export/rebuild throughput on 100k and 1M-event embedded stores (ops-throughput.ts)
  *
  * Only 127.0.0.1 is used. The clients, the https webhook receiver (with a CA made for the run,
@@ -61,7 +62,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { createTestCertificates } from '@campaign-ops/testing/webhook-sender';
 import { acceptedOf, BenchFailure, LAUNCH_BODY, openAccount, progress, waitForCompletions, waitQuiet } from './common';
-import { closedLoop, launchesAcceptedBy } from './load';
+import { closedLoop } from './load';
 import { closedLaunches, fairness, idleCpu, measureExpress, measureHeadroom, measureReceiverRaw, pacedLaunches, webhookBurst } from './phases';
 import { cleanup, makeTempDir } from './processes';
 import { memoryMb, procAvailable, RssSampler } from './proc-stats';
@@ -70,7 +71,7 @@ import { RunningSystem, startFourApps, startStandalone } from './systems';
 import { WebhookReceiver } from './webhook-receiver';
 import { measureOpsThroughputAsTheCliRuns } from './ops-throughput';
 import { overloadBurst } from './overload';
-import { stageSection } from './stage-table';
+import { stageRun } from './stage-run';
 import { connectionsSection, cpuGoal, expressSection, headroomGoal, launchRateGoal, logNotes } from './report-sections';
 import { settings, Settings } from './settings';
 
@@ -291,8 +292,8 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     rss?.stop();
     await system.stop();
   }
-  stageSection(report, 'standalone', system.profileDir, launchesAcceptedBy(system.base));
   try {
+    await stageRun(report, 'standalone', (options) => startStandalone(ROOT, caCertPath, RETRY_SCHEDULE, options), receiver, stageSettings(s));
     await overloadBurst(report, ROOT, receiver, caCertPath, RETRY_SCHEDULE, {
       rate: s.overloadRate,
       durationMs: s.overloadMs,
@@ -378,10 +379,21 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
     logNotes(report, system);
   } finally {
     await system.stop();
+  }
+  try {
+    await stageRun(
+      report,
+      'the four apps, whole tree less nats-server',
+      (options) => startFourApps(ROOT, caCertPath, RETRY_SCHEDULE, options),
+      receiver,
+      stageSettings(s),
+    );
+  } finally {
     await receiver.close();
   }
-  stageSection(report, 'the four apps, whole tree less nats-server', system.profileDir, launchesAcceptedBy(system.base));
 }
+
+const stageSettings = (s: Settings) => ({ launches: s.stageLaunches, concurrency: s.concurrency, webhookTimeoutMs: s.webhookTimeoutMs });
 
 async function main(): Promise<number> {
   const nats = process.argv.includes('--nats');

@@ -33,7 +33,7 @@ export async function overloadBurst(
 ): Promise<void> {
   const title = `overload (a process of its own, DISPATCH_BACKLOG_SECONDS=${s.boundSeconds})`;
   progress(`${title}: starting it`);
-  const system = await startStandalone(root, caCertPath, retrySchedule, { DISPATCH_BACKLOG_SECONDS: String(s.boundSeconds) });
+  const system = await startStandalone(root, caCertPath, retrySchedule, { env: { DISPATCH_BACKLOG_SECONDS: String(s.boundSeconds) } });
   try {
     const headers = await openAccount(system.base, receiver, 'bench-overload', [{ route: 'overload', events: ['dispatch.completed'] }]);
     system.markReady();

@@ -79,12 +79,12 @@ export class Child {
   }
 
   /** A node script of ours (from dist/), with only PATH inherited from the bench's environment. */
-  static spawn(script: string, env: Record<string, string>, options: { cwd?: string; ipc?: boolean; cpuProfileDir?: string } = {}): Child {
+  static spawn(script: string, env: Record<string, string>, options: { cwd?: string; ipc?: boolean; cpuProfileDir?: string | null } = {}): Child {
     if (!existsSync(script)) throw new Error(`${script} is missing: run \`npm run build\` first (\`npm run bench\` does)`);
-    // A V8 CPU profile written there when the process stops: the service's always (the stage
-    // table's source), others' with BENCH_CPU_PROF=DIR (read them with Chrome DevTools or
-    // scripts/cpu-profile-summary.js).
-    const dir = options.cpuProfileDir ?? process.env.BENCH_CPU_PROF;
+    // A V8 CPU profile per thread written there when the process stops: the stage table's run's
+    // (cpuProfileDir), and no other, since the profiler costs CPU of its own (read them with
+    // Chrome DevTools or scripts/cpu-profile-summary.js).
+    const dir = options.cpuProfileDir;
     const profile = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
     return Child.spawnBinary(process.execPath, [...profile, script], env, options);
   }

@@ -19,12 +19,16 @@ export type RunningSystem = System & {
   /** From here on, at LOG_LEVEL=warn, anything the processes write is worth reporting. */
   markReady(): void;
   stop(): Promise<void>;
-  /** Where the service's processes write their CPU profiles when they stop (the stage table's source). */
-  profileDir: string;
+  /** Where the service's processes write their CPU profiles when they stop (the stage table's source); null unless profiled. */
+  profileDir: string | null;
 };
 
+/** Profiled or not: V8's profiler costs a process CPU of its own, so only the stage table's run is profiled. */
+export type SystemOptions = { profile?: boolean; env?: Record<string, string> };
+
 /** A directory for one system's CPU profiles: under BENCH_CPU_PROF when set (kept), else a temporary one. */
-function profileDirFor(name: string): string {
+function profileDirFor(name: string, profile: boolean | undefined): string | null {
+  if (!profile) return null;
   const kept = process.env.BENCH_CPU_PROF;
   if (!kept) return makeTempDir(`campaign-ops-bench-prof-${name}-`);
   const dir = join(kept, `${name}-${Date.now()}`);
@@ -66,14 +70,14 @@ function logsOf(apps: [string, Child][]) {
     }));
 }
 
-export async function startStandalone(root: string, caCertPath: string, retrySchedule: string, env: Record<string, string> = {}): Promise<RunningSystem> {
+export async function startStandalone(root: string, caCertPath: string, retrySchedule: string, options: SystemOptions = {}): Promise<RunningSystem> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const main = join(root, 'dist', 'apps', 'standalone', 'src', 'main.js');
-  const profileDir = profileDirFor('standalone');
+  const profileDir = profileDirFor('standalone', options.profile);
   const child = Child.spawn(
     main,
-    { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN, ...env },
+    { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN, ...options.env },
     { cwd: root, cpuProfileDir: profileDir },
   );
   await started('the standalone service', child, base);
@@ -126,7 +130,7 @@ async function natsAnswers(url: string): Promise<boolean> {
  * nats-server with JetStream (own port and store) and the four apps, as README's "Running the
  * apps separately": each app its own DATA_DIR, the secrets shared, the gateway started last.
  */
-export async function startFourApps(root: string, caCertPath: string, retrySchedule: string): Promise<RunningSystem> {
+export async function startFourApps(root: string, caCertPath: string, retrySchedule: string, options: SystemOptions = {}): Promise<RunningSystem> {
   const binary = natsServerBinary();
   if (!binary) throw new BenchFailure("nats-server not found (NATS_SERVER_BIN, PATH, /usr/sbin/nats-server); install Debian's: apt-get install -y nats-server");
   const natsPort = await freePort();
@@ -147,7 +151,7 @@ export async function startFourApps(root: string, caCertPath: string, retrySched
   };
   const gatewayPort = await freePort();
   const base = `http://127.0.0.1:${gatewayPort}`;
-  const profileDir = profileDirFor('four-apps');
+  const profileDir = profileDirFor('four-apps', options.profile);
   const start = async (app: string, extra: Record<string, string>, port?: number): Promise<[string, Child]> => {
     const appPort = port ?? (await freePort());
     const child = Child.spawn(

@@ -438,6 +438,45 @@ describe('in-process bus lanes', () => {
   });
 });
 
+describe('in-process bus polling', () => {
+  afterEach(() => jest.restoreAllMocks());
+
+  it("claims nothing while nobody writes the file, and finds another process's publishes and replays at its next look", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'bus-poll-')), 'bus.sqlite');
+    const bus = InProcessBus.open({ file, logger: quietLogger, pollIntervalMs: 20 });
+    const other = InProcessBus.open({ file, logger: quietLogger, pollIntervalMs: 60_000 });
+    const seen: string[] = [];
+    let failFirst = true;
+    for (let lane = 0; lane < 8; lane++)
+      await bus.consume<{ id: string }>({ durable: 'polled', subject: 'evt.polled.>', maxDeliver: 1 }, async (message) => {
+        if (message.data.id === 'parked' && failFirst) {
+          failFirst = false;
+          throw new Error('first delivery fails');
+        }
+        seen.push(message.data.id);
+      });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const claim = jest.spyOn(SqliteBusStore.prototype, 'claim');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Eight lanes polling every 20 ms would have claimed about 120 times.
+    expect(claim.mock.calls.length).toBe(0);
+
+    // Published by another process: found at the bus's next look, handled by several lanes.
+    await Promise.all(Array.from({ length: 6 }, (_, i) => other.publish('evt.polled.a', { id: `m${i}` })));
+    await waitFor(() => seen.length === 6, 'the messages of the other process');
+    expect([...seen].sort()).toEqual(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+
+    // Parked here, replayed by the other process (as the ops CLI does): found at the next look too.
+    await other.publish('evt.polled.a', { id: 'parked' });
+    await waitFor(async () => (await other.listParked({ durable: 'polled' })).length === 1, 'the parked message');
+    const [parked] = await other.listParked({ durable: 'polled' });
+    await other.replayParked(parked.id);
+    await waitFor(() => seen.includes('parked'), 'the replayed message');
+    await other.close();
+    await bus.close();
+  });
+});
+
 describe('SqliteBusStore claims', () => {
   const published = (store: SqliteBusStore, count: number) =>
     Promise.all(Array.from({ length: count }, (_, i) => store.append('evt.claims.a', JSON.stringify({ n: i + 1 }), {}, undefined)));
@@ -458,6 +497,26 @@ describe('SqliteBusStore claims', () => {
     ]);
     expect(store.claim('claims', 'evt.claims.>', 60_000, 1, 5).claimed.map((c) => c.seq)).toEqual([4]);
     store.close();
+  });
+
+  it('answers a claim with nothing to take without the write lock (an idle poll commits nothing)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'bus-idle-claim-')), 'bus.sqlite');
+    const store = new SqliteBusStore(file);
+    store.registerConsumer('claims', 'evt.claims.>');
+    await published(store, 1);
+    await store.ack('claims', store.claim('claims', 'evt.claims.>', 60_000, 5, 1).claimed[0].seq);
+    // Another process holds the write lock: a claim that needed it would wait for it (5 s), then fail.
+    const other = new Database(file);
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      const started = Date.now();
+      expect(store.claim('claims', 'evt.claims.>', 60_000, 5, 4)).toEqual({ claimed: [], parked: [] });
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+      store.close();
+    }
   });
 
   it('gives back a delivery claimed and never handled: due at once, its delivery count as before', async () => {

@@ -28,7 +28,11 @@ import { assertConsumerSubject, assertDurableName, assertPublishSubject, subject
 export interface InProcessBusOptions {
   /** SQLite file holding the durable events and consumer positions. Default `:memory:` (nothing survives close). */
   file?: string;
-  /** How often idle consumers look for messages published by another process on the same file. Default 100 ms. */
+  /**
+   * How often the bus looks whether another process on the same file changed it (published, or
+   * made a delivery due: a parked message replayed by the ops CLI); if so, each durable's idle
+   * consumers look for work. Default 100 ms.
+   */
   pollIntervalMs?: number;
   logger?: BusLogger;
   /**
@@ -74,17 +78,24 @@ export class InProcessBus implements Bus {
   /** Deliveries settled by this process's consumers, by durable (see progress). */
   private readonly settled = new Map<string, number>();
   private readonly purgeTimer: NodeJS.Timeout;
+  private readonly pollTimer: NodeJS.Timeout;
+  private seenVersion: number;
   private purging: Promise<void> | undefined;
 
   private constructor(
     private readonly store: SqliteBusStore,
-    private readonly pollIntervalMs: number,
+    pollIntervalMs: number,
     purgeIntervalMs: number,
     private readonly logger: BusLogger,
   ) {
     // Unref'd: a bus nobody closed does not keep the process alive for its housekeeping.
     this.purgeTimer = setInterval(() => void this.purgeOldMessages(), purgeIntervalMs);
     this.purgeTimer.unref();
+    // One cheap look for the whole bus (SQLite's data_version), not one claim per consumer: an idle
+    // process wakes nothing while nobody else writes the file.
+    this.seenVersion = store.dataVersion();
+    this.pollTimer = setInterval(() => this.lookForOthersWrites(), pollIntervalMs);
+    this.pollTimer.unref();
   }
 
   static open(options: InProcessBusOptions = {}): InProcessBus {
@@ -160,7 +171,6 @@ export class InProcessBus implements Bus {
       ackWaitMs: options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS,
       maxHandlingMs: options.maxHandlingMs,
       maxDeliver: options.maxDeliver ?? DEFAULT_MAX_DELIVER,
-      pollIntervalMs: this.pollIntervalMs,
     };
     const key = JSON.stringify([settings.durable, settings.filter, settings.ackWaitMs, settings.maxDeliver]);
     let claims = this.claims.get(key);
@@ -227,9 +237,23 @@ export class InProcessBus implements Bus {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.purgeTimer);
+    clearInterval(this.pollTimer);
     await Promise.all([...this.consumers].map((consumer) => consumer.stop()));
     await this.purging;
     this.store.close();
+  }
+
+  private lookForOthersWrites(): void {
+    let version: number;
+    try {
+      version = this.store.dataVersion();
+    } catch (error) {
+      this.logger.warn(`in-process bus: cannot look for other processes' writes (${errorMessage(error)}), retrying`);
+      return;
+    }
+    if (version === this.seenVersion) return;
+    this.seenVersion = version;
+    for (const claims of this.claims.values()) claims.wakeOne();
   }
 
   /**
@@ -276,7 +300,6 @@ interface InProcessConsumerSettings {
   ackWaitMs: number;
   maxHandlingMs: number | undefined;
   maxDeliver: number;
-  pollIntervalMs: number;
 }
 
 /** Deliveries one claim may lease for the lanes of a durable. */
@@ -317,6 +340,15 @@ class SharedClaims {
     return first;
   }
 
+  /** Another process changed the file: one idle lane looks (its claim takes work for every idle lane). */
+  wakeOne(): void {
+    for (const lane of this.lanes) {
+      if (!lane.idle) continue;
+      lane.wake();
+      return;
+    }
+  }
+
   /** A lane stopped: the last one gives back what is in hand. */
   leave(lane: InProcessConsumer): void {
     this.lanes.delete(lane);
@@ -336,8 +368,8 @@ class SharedClaims {
  * One consume() call: a loop that takes one due delivery at a time and handles it before the
  * next. Instances of the same durable (in this process or another one on the same file) share
  * the work through the store's leases; the lanes of one process claim together (SharedClaims).
- * Idle, it sleeps until woken by a publish in this process, a claim made for it, the poll
- * interval, or the next scheduled retry, whichever comes first.
+ * Idle, it sleeps until woken by a publish in this process, a claim made for it, another
+ * process's write to the file (see InProcessBus's poll), or the durable's next scheduled retry.
  */
 class InProcessConsumer implements Consumer {
   private stopping = false;
@@ -465,15 +497,14 @@ class InProcessConsumer implements Consumer {
   private sleep(): Promise<void> {
     if (this.stopping) return Promise.resolve();
     const nextDueAt = this.store.nextDueAt(this.settings.durable);
-    const untilDue = nextDueAt === undefined ? Infinity : Math.max(nextDueAt - Date.now(), 0);
-    const ms = Math.min(this.settings.pollIntervalMs, untilDue);
+    const ms = nextDueAt === undefined ? Infinity : Math.max(nextDueAt - Date.now(), 0);
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.endSleep = undefined;
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = ms === Infinity ? undefined : setTimeout(done, ms);
       this.endSleep = done;
     });
   }

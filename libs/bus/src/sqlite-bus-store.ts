@@ -177,6 +177,10 @@ export class SqliteBusStore {
    * oldest first: one transaction for the lot.
    */
   claim(durable: string, filter: string, ackWaitMs: number, maxDeliver: number, max = 1): ClaimResult {
+    // Nothing published past the durable's cursor and nothing of its due: answered by two reads,
+    // without the write lock and a commit (an idle consumer's poll). What comes meanwhile is the next claim's.
+    const cursor = this.statements.cursor.get(durable)?.cursor ?? 0;
+    if (!this.statements.anyAfter.get(cursor) && !this.statements.anyDue.get(durable, Date.now())) return { claimed: [], parked: [] };
     return this.claimTransaction.immediate(durable, filter, ackWaitMs, maxDeliver, max);
   }
 
@@ -186,6 +190,11 @@ export class SqliteBusStore {
    */
   unclaim(durable: string, delivery: ClaimedDelivery): void {
     this.statements.unclaim.run(durable, delivery.seq, delivery.deliveryCount);
+  }
+
+  /** Changes whenever another connection (another process, or this store's publisher) commits to the file. */
+  dataVersion(): number {
+    return this.statements.dataVersion.get() as number;
   }
 
   /** When the durable's earliest pending delivery falls due (epoch ms), or undefined if none is pending. */
@@ -378,6 +387,9 @@ function prepareStatements(db: Database.Database) {
     ),
     cursor: db.prepare<[string], { cursor: number }>('SELECT cursor FROM bus_consumers WHERE durable = ?'),
     messagesAfter: db.prepare<[number, number], { seq: number; subject: string }>('SELECT seq, subject FROM bus_messages WHERE seq > ? ORDER BY seq LIMIT ?'),
+    dataVersion: db.prepare('PRAGMA data_version').pluck(),
+    anyAfter: db.prepare<[number], { found: 1 }>('SELECT 1 AS found FROM bus_messages WHERE seq > ? LIMIT 1'),
+    anyDue: db.prepare<[string, number], { found: 1 }>('SELECT 1 AS found FROM bus_deliveries WHERE durable = ? AND parked = 0 AND due_at <= ? LIMIT 1'),
     moveCursor: db.prepare<[number, string]>('UPDATE bus_consumers SET cursor = ? WHERE durable = ?'),
     enqueue: db.prepare<[string, number]>('INSERT OR IGNORE INTO bus_deliveries (durable, seq, due_at, delivery_count) VALUES (?, ?, 0, 0)'),
     firstDue: db.prepare<[string, number, number], DeliveryRow>(

@@ -213,6 +213,21 @@ describe('SqliteEventStore', () => {
     expect(BigInt(next.position)).toBeGreaterThan(BigInt(appended.position));
   });
 
+  it('polls the file once per interval for all its subscriptions, and wakes none while nothing changes', async () => {
+    const store = open({ pollIntervalMs: 20 });
+    for (let i = 0; i < 5; i++) record(store);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const heads = jest.spyOn(SqliteEventStore.prototype as unknown as { head(): number }, 'head');
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      // Five subscriptions polling on their own would read the head about 100 times.
+      expect(heads.mock.calls.length).toBeGreaterThan(5);
+      expect(heads.mock.calls.length).toBeLessThan(30);
+    } finally {
+      heads.mockRestore();
+    }
+  });
+
   it('wakes its own subscriptions on append, without waiting for the next poll', async () => {
     const store = open({ pollIntervalMs: 60_000 });
     const seen = record(store);

@@ -60,6 +60,9 @@ export class DuplicateEventIdError extends Error {
 /** The embedded event store: one SQLite file, shareable by several processes. */
 export class SqliteEventStore implements EventStore {
   private readonly subscriptions = new Set<SqliteSubscription>();
+  /** While there are subscriptions: one look at the file's head for them all, every pollIntervalMs. */
+  private pollTimer: NodeJS.Timeout | null = null;
+  private polledHead = 0;
   private closing = false;
 
   private readonly lastRevisionQuery;
@@ -180,16 +183,52 @@ export class SqliteEventStore implements EventStore {
     if (this.closing) throw new Error('the event store is closed');
     const subscription = new SqliteSubscription(
       {
-        head: () => this.headQuery.get()!.head ?? 0,
+        head: () => this.head(),
         readBatch: this.batchReader(options.streamPrefixes),
       },
       options,
       parsePosition(options.fromPosition),
-      this.pollIntervalMs,
-      () => this.subscriptions.delete(subscription),
+      () => {
+        this.subscriptions.delete(subscription);
+        if (this.subscriptions.size === 0) this.stopPolling();
+      },
     );
     this.subscriptions.add(subscription);
+    this.startPolling();
     return subscription;
+  }
+
+  private head(): number {
+    return this.headQuery.get()!.head ?? 0;
+  }
+
+  /**
+   * Appends through this store notify its subscriptions at once; those of other processes on the
+   * file (the ops CLI, another replica) are found here: one read of the head for every
+   * subscription, which are all notified when it has moved. A subscription that misses nothing is
+   * woken by nothing, so an idle process makes one cheap read per interval, whatever its number
+   * of subscriptions.
+   */
+  private startPolling(): void {
+    if (this.pollTimer) return;
+    this.polledHead = this.head();
+    this.pollTimer = setInterval(() => {
+      try {
+        const head = this.head();
+        if (head === this.polledHead) return;
+        this.polledHead = head;
+      } catch {
+        // E.g. SQLITE_BUSY past the busy timeout: the subscriptions look for themselves.
+      }
+      for (const subscription of this.subscriptions) subscription.notify();
+    }, this.pollIntervalMs);
+    // A store nobody closed does not keep the process alive for its poll.
+    this.pollTimer.unref();
+  }
+
+  private stopPolling(): void {
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.pollTimer = null;
   }
 
   async readAll(options: ReadAllOptions): Promise<RecordedEvent[]> {
@@ -290,6 +329,7 @@ export class SqliteEventStore implements EventStore {
     // Appends already made are written, not dropped.
     if (this.db.open) this.appends.flush();
     await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
+    this.stopPolling();
     if (this.db.open) this.db.close();
   }
 }

@@ -1,5 +1,6 @@
 // A subscription to the SQLite event store: a loop that reads batches after its cursor, up to a
-// head read first, delivers them one by one, and polls (or is notified) for more.
+// head read first, delivers them one by one, and waits to be notified of more (by an append through
+// its store, or by the store's one poll of the file for other processes' appends).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { RecordedEvent, SubscribeToAllOptions, Subscription } from './event-store.port';
 import { reportSubscriptionFailure } from './subscription-failure';
@@ -29,7 +30,6 @@ export class SqliteSubscription implements Subscription {
     private readonly source: EventSource,
     private readonly options: SubscribeToAllOptions,
     fromPosition: number,
-    private readonly pollIntervalMs: number,
     onFinished: () => void,
   ) {
     // Start on a later tick: onEvent must not run before subscribeToAll has returned the subscription.
@@ -38,7 +38,7 @@ export class SqliteSubscription implements Subscription {
       .finally(onFinished);
   }
 
-  /** New events were appended through this process: look now rather than at the next poll. */
+  /** New events may be there (appended through this process, or found by the store's poll): look now. */
   notify(): void {
     this.notified = true;
     this.wake?.();
@@ -83,16 +83,13 @@ export class SqliteSubscription implements Subscription {
     }
   }
 
-  /** Until the next poll, a notification or close(). */
+  /** Until a notification or close(). */
   private idle(): Promise<void> {
     return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
+      this.wake = () => {
         this.wake = undefined;
         resolve();
       };
-      const timer = setTimeout(wake, this.pollIntervalMs);
-      this.wake = wake;
     });
   }
 
