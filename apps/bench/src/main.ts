@@ -46,7 +46,7 @@
  *   BENCH_OVERLOAD_BOUND_S     DISPATCH_BACKLOG_SECONDS of its process (default 2)
  *   BENCH_WEBHOOK_TIMEOUT_S    how long to wait for the last webhook of a phase (default 120)
  *   BENCH_DEADLINE_S           the whole run, after which everything is stopped and it fails (default 900)
- *   BENCH_STAGE_LAUNCHES       launches of the stage table's run (default 1000): the measured phases run on a process
+ *   BENCH_STAGE_LAUNCHES       launches of the stage table's run (default 2000): the measured phases run on a process
  *                              without V8's profiler, which costs CPU of its own; the table (CPU per launch by
  *                              stage, stage-table.ts) comes from a profiled twin of the system, started after them
  *   BENCH_CPU_PROF             a directory to keep that run's V8 CPU profiles in (one per thread, written when the

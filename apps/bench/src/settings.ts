@@ -26,7 +26,7 @@ export function settings() {
     overloadRate: envInt('BENCH_OVERLOAD_RATE', 2000, 1, 100_000),
     overloadMs: envInt('BENCH_OVERLOAD_SECONDS', 3, 1, 600) * 1000,
     overloadBoundSeconds: envInt('BENCH_OVERLOAD_BOUND_S', 2, 1, 3600),
-    stageLaunches: envInt('BENCH_STAGE_LAUNCHES', 1000, 1, 100_000),
+    stageLaunches: envInt('BENCH_STAGE_LAUNCHES', 2000, 1, 100_000),
     webhookTimeoutMs: envInt('BENCH_WEBHOOK_TIMEOUT_S', 120, 1, 3600) * 1000,
     deadlineMs: envInt('BENCH_DEADLINE_S', 900, 10, 24 * 3600) * 1000,
   };
