@@ -137,21 +137,20 @@ export class DispatchCommands {
       if (!connection.ok) return connection;
       connectionId = connection.value;
     }
-    let retried: Dispatch;
+    let decided: Awaited<ReturnType<DispatchStore['repository']['execute']>>;
     try {
-      const decided = await this.store.repository.execute(
+      decided = await this.store.repository.execute(
         streamId,
         { type: 'RetryDispatch', requestId: caller.requestId, now: new Date().toISOString(), connectionId },
         { accountId: caller.accountId, mode: caller.mode, requestId: caller.requestId },
       );
-      retried = decided.state as Dispatch;
     } catch (error) {
       if (error instanceof DispatchNotRetryable) return failure('dispatch_not_retryable', error.message, 'id');
       if (error instanceof DispatchNotFound) return failure('resource_missing', `No such dispatch: ${id}`, 'id');
       throw error;
     }
-    await this.store.refreshView(streamId);
-    return success(toDispatchResource(retried));
+    await this.store.showDecided(decided);
+    return success(toDispatchResource(decided.state as Dispatch));
   }
 
   /** The connection a live run (or its dry run) on `channel` uses: the channel's active one, else why there is none (422). */

@@ -50,7 +50,7 @@ export class DispatchExecutor {
     const command = toCommand(outcome, attempt, new Date().toISOString());
     try {
       const decided = await this.record(event.streamId, command, metadata);
-      await this.store.refreshView(event.streamId);
+      await this.store.showDecided(decided);
       const last = decided.recorded[decided.recorded.length - 1];
       // A transient failure: wait (the network's delay when it named one), then this message comes back and the next try runs.
       if (last?.type === 'DispatchAttemptFailed') {

@@ -9,7 +9,7 @@ import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { EXECUTOR_DURABLE } from './dispatch-backlog';
-import { relayDispatchEvent } from './dispatch-relay';
+import { relayDispatchEvent, RelayedStates } from './dispatch-relay';
 import { DispatchStore } from './dispatch-store';
 
 /** Dispatch events relayed at once (see CheckpointedProcessor's `concurrency`). */
@@ -24,6 +24,7 @@ const RELAY_CONCURRENCY = 64;
 export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('dispatching');
   private readonly processors: CheckpointedProcessor[] = [];
+  private readonly relayedStates = new RelayedStates();
   private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -46,7 +47,7 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
         ...stores,
         name: 'dispatch-relay',
         streamPrefixes: [DISPATCH_STREAM_PREFIX],
-        handle: (event) => relayDispatchEvent(this.store, this.bus, event),
+        handle: (event) => relayDispatchEvent(this.store, this.bus, event, this.relayedStates),
         concurrency: RELAY_CONCURRENCY,
       }),
       projectionProcessor(this.store.live, stores),

@@ -3,7 +3,7 @@ import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { dispatchStreamId } from '@campaign-ops/dispatch-domain';
 import { waitFor } from '@campaign-ops/testing/bus';
-import { relayDispatchEvent } from './dispatch-relay';
+import { relayDispatchEvent, RelayedStates } from './dispatch-relay';
 import { DispatchStore } from './dispatch-store';
 
 describe('the dispatch relay', () => {
@@ -56,9 +56,14 @@ describe('the dispatch relay', () => {
     const stored = await events.readStream(streamId);
     expect(stored.map((event) => event.type)).toEqual(['DispatchAccepted', 'DispatchCompleted']);
 
+    // The state each event leaves is carried to the next: the stream is read for the first only.
+    const reads = jest.spyOn(store, 'stateOf');
+    const states = new RelayedStates();
+    for (const event of stored) await relayDispatchEvent(store, bus, event, states);
+    expect(reads.mock.calls).toEqual([[streamId, 0]]);
+    // Twice, as after a crash between a relay and its checkpoint (nothing carried): de-duplicated by id.
     for (const event of stored) await relayDispatchEvent(store, bus, event);
-    // Twice, as after a crash between a relay and its checkpoint: de-duplicated by id.
-    for (const event of stored) await relayDispatchEvent(store, bus, event);
+    expect(reads).toHaveBeenCalledTimes(3);
 
     await waitFor(() => relayed.length >= 3, 'the relayed messages');
     await new Promise((resolve) => setTimeout(resolve, 50));

@@ -1,7 +1,7 @@
 import { Bus } from '@campaign-ops/bus';
 import { RecordedEvent } from '@campaign-ops/event-store';
 import { publicEventId } from '@campaign-ops/ids';
-import { DispatchEvent, toNotification, upcastDispatchEvent } from '@campaign-ops/dispatch-domain';
+import { dispatchDecider, DispatchEvent, DispatchState, toNotification, upcastDispatchEvent } from '@campaign-ops/dispatch-domain';
 import { PartnerEvent, partnerEventSubject } from '@campaign-ops/webhook-domain';
 import { toDomainEvent } from '@campaign-ops/event-sourcing';
 import { DispatchStore } from './dispatch-store';
@@ -21,15 +21,16 @@ export const WORK_EVENT_TYPES: ReadonlySet<string> = new Set(['DispatchAccepted'
  * partner event (for webhooks). Both carry ids derived from the event id, so a relay that repeats
  * itself after a crash is de-duplicated.
  */
-export async function relayDispatchEvent(store: DispatchStore, bus: Bus, event: RecordedEvent): Promise<void> {
+export async function relayDispatchEvent(store: DispatchStore, bus: Bus, event: RecordedEvent, states: RelayedStates = new RelayedStates()): Promise<void> {
   if (WORK_EVENT_TYPES.has(event.type)) {
     const { position: _position, ...relayed } = event;
     await bus.publish<RelayedEvent>(dispatchEventSubject(event.type), relayed, { msgId: event.id });
   }
 
-  const { state } = await store.stateOf(event.streamId, event.revision);
+  const domainEvent = toDomainEvent<DispatchEvent>(event, upcastDispatchEvent);
+  const state = await states.after(store, event, domainEvent);
   if (state.status === 'none') return;
-  const notification = toNotification(toDomainEvent<DispatchEvent>(event, upcastDispatchEvent), state);
+  const notification = toNotification(domainEvent, state);
   if (!notification) return;
   const partnerEvent: PartnerEvent = {
     id: publicEventId(event.id),
@@ -40,4 +41,29 @@ export async function relayDispatchEvent(store: DispatchStore, bus: Bus, event: 
     mode: state.mode,
   };
   await bus.publish(partnerEventSubject(notification.event), partnerEvent, { msgId: `partner-${event.id}` });
+}
+
+/** Streams whose last relayed state is kept: about a minute of launches at full load. */
+const KEPT_STATES = 10_000;
+
+/**
+ * The state of each dispatch as of the last event relayed, carried forward: the next event of the
+ * stream is folded onto it instead of the stream being read again up to it. A stream not held (the
+ * first event after a start, one evicted, or events relayed out of order) is read as before.
+ */
+export class RelayedStates {
+  private readonly held = new Map<string, { revision: number; state: DispatchState }>();
+
+  async after(store: DispatchStore, event: RecordedEvent, domainEvent: DispatchEvent): Promise<DispatchState> {
+    const before = this.held.get(event.streamId);
+    const state =
+      before !== undefined && before.revision === event.revision - 1
+        ? dispatchDecider.evolve(before.state, domainEvent)
+        : (await store.stateOf(event.streamId, event.revision)).state;
+    this.held.delete(event.streamId);
+    this.held.set(event.streamId, { revision: event.revision, state });
+    // The oldest first (a Map keeps insertion order, and a stream is moved to the end at each event).
+    if (this.held.size > KEPT_STATES) this.held.delete(this.held.keys().next().value!);
+    return state;
+  }
 }

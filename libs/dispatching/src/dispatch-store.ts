@@ -1,5 +1,5 @@
 import type { Mode } from '@campaign-ops/account-domain';
-import { AggregateRepository, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { AggregateRepository, Decided, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { Collection, IndexSpec, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -67,6 +67,17 @@ export class DispatchStore {
   /** Brings the view up to the stream (read-your-writes after a command; the projection does it again, changing nothing). */
   async refreshView(streamId: string): Promise<void> {
     await this.live.refresh(streamId);
+  }
+
+  /**
+   * The view of a command's outcome, from the state it decided (the stream's, as of the events it
+   * appended): read-your-writes without reading and folding the stream again. Revision-guarded,
+   * like every write of the view: a later state already shown stays.
+   */
+  async showDecided(decided: Decided<DispatchEvent, DispatchState>): Promise<void> {
+    const last = decided.recorded[decided.recorded.length - 1];
+    if (last === undefined || decided.state.status === 'none') return;
+    await this.views.upsert(toView(decided.state), last.revision);
   }
 }
 
