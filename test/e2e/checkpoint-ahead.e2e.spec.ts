@@ -1,5 +1,5 @@
 /**
- * A checkpoint ahead of the event store's head (issue 11, item 6): the event store was recreated
+ * A checkpoint ahead of the event store's head: the event store was recreated
  * (here: the standalone's events.sqlite deleted) while the read store kept its checkpoints. The
  * processors refuse to run instead of skipping every new event, the app says so (log line,
  * /readyz, metric), and `npm run ops -- processors reset NAME` lets them run.

@@ -1,5 +1,5 @@
 /**
- * Issue 9 (items 1-5) end to end: a standalone process runs a realistic mix of partner and admin
+ * The audit tools end to end: a standalone process runs a realistic mix of partner and admin
  * calls (accounts, keys, webhooks with a rotated secret and a failing receiver, a sandbox
  * connection, launches that complete, fail, retry and meet transient errors), then the ops
  * command line, as `npm run ops` runs it, exports, verifies, rebuilds and inspects its stores

@@ -1,5 +1,5 @@
 /**
- * One active instance of each checkpointed processor across replicas (issue 11, item 8): three
+ * One active instance of each checkpointed processor across replicas: three
  * dispatch-service replicas over NATS and one event store relay and project each event once, in
  * the replica that holds the processor's lease; SIGKILLed, that replica's processors are taken
  * over by another within the lease's TTL, and nothing is lost.

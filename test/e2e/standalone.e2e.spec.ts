@@ -1,6 +1,6 @@
 /**
  * A partner's black-box test of everything SPEC.md shows, against the standalone process started
- * as `npm start` starts it, with the settings of issue 2's "done when" and an HTTPS receiver on
+ * as `npm start` starts it, with the settings a partner's test run uses and an HTTPS receiver on
  * localhost whose CA the service trusts through NODE_EXTRA_CA_CERTS.
  */
 import { createHmac } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * `npm run bench`: issue 8's goals, each measured beside a baseline taken in the same run on the
+ * `npm run bench`: the performance goals (docs/benchmarks.md), each measured beside a baseline taken in the same run on the
  * same machine, so the numbers mean something on whatever machine runs them. The default run
  * measures the standalone process; `npm run bench -- --nats` the four apps over a nats-server the
  * bench starts. A goal not met does not fail the run; a wrong answer, a bad signature or a missing
@@ -422,7 +422,7 @@ async function main(): Promise<number> {
     `(node ${process.version}, ${availableParallelism()} cores, load avg ${loadAtStart.toFixed(2)} at start, ${((Date.now() - startedAt) / 1000).toFixed(0)} s)`;
   process.stdout.write(report.render(header));
   if (process.env.BENCH_OPS !== '0') {
-    process.stdout.write('\nops export and rebuild on the embedded stores (issue 9; BENCH_OPS=0 skips):\n');
+    process.stdout.write('\nops export and rebuild on the embedded stores (BENCH_OPS=0 skips):\n');
     await measureOpsThroughputAsTheCliRuns((line) => process.stdout.write(`${line}\n`));
   }
   if (report.problems.length > 0) {

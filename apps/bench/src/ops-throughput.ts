@@ -1,5 +1,5 @@
 /**
- * Export and rebuild throughput on the embedded stores (issue 9: 100,000 events/s, and a 1M-event
+ * Export and rebuild throughput on the embedded stores (goals: 100,000 events/s, and a 1M-event
  * store within 12x the time of a 100k one). Each size gets a fresh temporary directory, an event
  * store filled by direct appends of a production-shaped history (appendSyntheticHistory: the real
  * deciders, no services), then RUNS full exports and RUNS full rebuilds of every read model (each

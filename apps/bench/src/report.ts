@@ -1,5 +1,5 @@
 /**
- * The bench's output: a table of issue 8's goals (each with its figure, target, the baseline
+ * The bench's output: a table of the performance goals (each with its figure, target, the baseline
  * measured in the same run, the ratio and whether it is met), then the details of each phase.
  * Goals not met do not fail the run; `problems` (wrong answers, bad signatures, missing webhooks)
  * do.
@@ -43,7 +43,7 @@ export class Report {
   }
 
   render(header: string): string {
-    const out = [header, '', "issue 8's goals (figure | target | baseline of this run | ratio | verdict)"];
+    const out = [header, '', 'goals (figure | target | baseline of this run | ratio | verdict)'];
     for (const g of this.goals) {
       const verdict = g.met === null ? 'NOT MEASURED' : g.met ? 'met' : 'NOT MET';
       if (g.met === null) {
