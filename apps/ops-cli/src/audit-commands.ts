@@ -3,7 +3,7 @@ import { connectionStreamId } from '@campaign-ops/connection-domain';
 import { dispatchStreamId } from '@campaign-ops/dispatch-domain';
 import { EventStore } from '@campaign-ops/event-store';
 import { webhookStreamId } from '@campaign-ops/webhook-domain';
-import { exportEvents, ExportFilter, verifyExport } from '@campaign-ops/event-export';
+import { EmptyExportError, exportEvents, ExportFilter, verifyExport } from '@campaign-ops/event-export';
 import { checkReadModels, OPERATIONAL_COLLECTIONS, READ_MODELS, readModelNamed, rebuildReadModels } from '@campaign-ops/read-model-rebuild';
 import { ReadStore } from '@campaign-ops/read-store';
 import { inspect, timelineText } from './inspect';
@@ -44,6 +44,11 @@ const STREAM_OF_ID: ReadonlyArray<[prefix: string, streamOf: (id: string) => str
  */
 async function streamNamed(given: string | undefined, eventStore: EventStore): Promise<string | undefined> {
   if (given === undefined) return undefined;
+  const kind = /^(key|evt|dlv|req|whsec)_/.exec(given)?.[1];
+  if (kind !== undefined)
+    throw new AuditUsageError(
+      `--stream ${given}: a ${kind}_ id has no stream of its own; --stream takes a stream (dispatch-dsp_…) or a dsp_, con_, whk_ or acct_ id`,
+    );
   const stream = STREAM_OF_ID.find(([prefix]) => given.startsWith(prefix))?.[1](given) ?? given;
   if ((await eventStore.readStream(stream, { maxCount: 1 })).length === 0) {
     throw new AuditUsageError(
@@ -79,8 +84,17 @@ async function runExport(values: Values, { eventStore }: Stores): Promise<Outcom
     to: text(values, 'to'),
   };
   const progress = progressOn(process.stderr, 'export');
-  const manifest = await exportEvents(eventStore, filter, out, (done, fraction) => progress.update(done, fraction));
-  progress.stop();
+  let manifest;
+  try {
+    manifest = await exportEvents(eventStore, filter, out, (done, fraction) => progress.update(done, fraction), {
+      refuseEmpty: values['allow-empty'] !== true,
+    });
+  } catch (error) {
+    if (error instanceof EmptyExportError) throw new Error(`export: ${error.message} (--allow-empty writes an empty export and its manifest)`);
+    throw error;
+  } finally {
+    progress.stop();
+  }
   return {
     json: manifest,
     text: `exported ${manifest.count} events to ${out} (last position ${manifest.last_position ?? '-'})\nfinal hash ${manifest.final_hash}\nmanifest ${out}.manifest.json`,

@@ -8,6 +8,7 @@ import { Bus } from '@campaign-ops/bus';
 import { DEFAULT_STREAM_NAME, InProcessBus, NatsBus, PARKED_STREAM_SUFFIX } from '@campaign-ops/adapters/bus';
 import { connectWithRetry, loadConfig, natsAuthorizationFile, natsBusOptions, natsUsers, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
 import { AUDIT_COMMANDS, AuditUsageError, Outcome, runAudit } from './audit-commands';
+import { BACKUP_USAGE, BackupUsageError, runBackup, runRestore } from './backup-commands';
 import { PROCESSOR_USAGE, ProcessorUsageError, runProcessors } from './processor-commands';
 import { runVault, VAULT_USAGE, VaultUsageError } from './vault-commands';
 
@@ -32,11 +33,13 @@ NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
   bus authorization                                print nats-server's users and permissions, one user per
                                                    service (what k8s/datastores/nats-auth.conf holds)
 
-  export --out FILE [--stream ID | --category NAME] [--account ACCT_ID] [--from ISO] [--to ISO]
+  export --out FILE [--stream ID | --category NAME] [--account ACCT_ID] [--from ISO] [--to ISO] [--allow-empty]
                                                    events in commit order as hash-chained JSON lines, and
                                                    FILE.manifest.json; signing secrets and key hashes redacted;
                                                    --stream takes a stream (dispatch-dsp_…) or a dsp_, con_,
-                                                   whk_ or acct_ id, and refuses a stream without events
+                                                   whk_ or acct_ id, and refuses a stream without events (exit 2);
+                                                   a selection without events writes nothing and exits 1 naming
+                                                   the filter, unless --allow-empty (an empty file and manifest)
   verify FILE [--no-manifest]                      the chain, the manifest, then the event store walked as the
                                                    export did: every line as stored, none missing; exit 1 naming
                                                    the first line that differs (no manifest: exit 1, unless
@@ -48,11 +51,13 @@ NATS JetStream at NATS_URL when set, else the standalone's DATA_DIR/bus.sqlite)
                                                    attempts, webhook deliveries and each of their attempts,
                                                    with times and request ids
 
+${BACKUP_USAGE}
+
 ${PROCESSOR_USAGE}
 ${VAULT_USAGE}
 
-Output is JSON. export, verify, rebuild and inspect print text, or JSON with --json (their progress
-goes to stderr). Example: npm run ops -- accounts create --name "Acme"`;
+Output is JSON. export, verify, rebuild, inspect, backup and restore print text, or JSON with --json
+(their progress goes to stderr). Example: npm run ops -- accounts create --name "Acme"`;
 
 class UsageError extends Error {}
 
@@ -147,6 +152,8 @@ function parse(argv: string[]) {
         all: { type: 'boolean' },
         check: { type: 'boolean' },
         'no-manifest': { type: 'boolean' },
+        'allow-empty': { type: 'boolean' },
+        force: { type: 'boolean' },
         json: { type: 'boolean' },
         help: { type: 'boolean' },
       },
@@ -196,6 +203,15 @@ async function run(argv: string[]): Promise<unknown> {
   if (values.help || !resource) throw new UsageError('');
   const config = loadConfig('ops-cli');
   if (resource === 'bus') return runBus(config, action, id, values);
+  // Before the stores are opened: opening creates them, and a restore refuses a DATA_DIR that holds any.
+  if (resource === 'backup' || resource === 'restore') {
+    if (action !== undefined) throw new UsageError(`${resource} takes no ${action}`);
+    try {
+      return new Printed(await (resource === 'backup' ? runBackup : runRestore)(config, values));
+    } catch (error) {
+      throw error instanceof BackupUsageError ? new UsageError(error.message) : error;
+    }
+  }
   const stores = await openStores(config);
   if (resource === 'vault') return printed(stores, VaultUsageError, () => runVault(action, stores.readStore, config.connections));
   if (AUDIT_COMMANDS.includes(resource)) return printed(stores, AuditUsageError, () => runAudit(resource, positionals.slice(1), values, stores));

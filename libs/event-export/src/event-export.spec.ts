@@ -10,7 +10,7 @@ import canonicalize from 'canonicalize';
 import { EventToAppend } from '@campaign-ops/event-store';
 import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
-import { ExportFilter, ExportManifest, exportEvents, manifestFileOf } from './event-export';
+import { EmptyExportError, ExportFilter, ExportManifest, exportEvents, manifestFileOf } from './event-export';
 import { GENESIS_HASH, LINE_FIELDS, sealLine } from './export-line';
 import { verifyExport } from './export-verify';
 import { PAGE_SPAN } from './prepared-pages';
@@ -236,6 +236,25 @@ describe('export and verify (on the embedded event store)', () => {
     expect(manifest).toMatchObject({ count: 0, last_position: null, final_hash: GENESIS_HASH });
     await expect(verifyExport(file, store)).resolves.toMatchObject({ ok: true, lines: 0 });
   });
+
+  it.each([[{ category: 'nothing' }], [{ stream: 'dispatch-dsp_1', account: 'acct_2' }], [{ from: '2999-01-01T00:00:00Z' }]])(
+    'refuses the empty selection %j when told to, naming the filter, and writes nothing',
+    async (filter) => {
+      await exportEvents(store, {}, file);
+      const earlier = readFileSync(file, 'utf8');
+      const refused = exportEvents(store, filter, file, undefined, { refuseEmpty: true });
+      await expect(refused).rejects.toThrow(EmptyExportError);
+      await expect(refused).rejects.toThrow(
+        `no event matches ${Object.entries(filter)
+          .map(([name, value]) => `--${name} ${value.replace('Z', '.000Z')}`)
+          .join(' ')}`,
+      );
+      expect(readFileSync(file, 'utf8')).toBe(earlier);
+      expect(existsSync(`${file}.partial`)).toBe(false);
+      // A selection that holds events is exported as ever.
+      expect((await exportEvents(store, { category: 'dispatch' }, file, undefined, { refuseEmpty: true })).count).toBe(3);
+    },
+  );
 
   describe('tampering', () => {
     /** As a forger who knows the format writes them: every hash recomputed, every line as an export writes it. Answers the final hash. */

@@ -1,6 +1,6 @@
-import { closeSync, fdatasync, fdatasyncSync, fsyncSync, openSync, renameSync, write, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, fdatasync, openSync, renameSync, unlinkSync, write, writeSync } from 'node:fs';
 import { EventStore } from '@campaign-ops/event-store';
+import { syncDirectoryOf, writeDurably } from './durable-file';
 import { ExportFilter, normalizeFilter } from './export-filter';
 import { chainPieces, GENESIS_HASH, LineSink } from './export-line';
 import { preparedPages, PreparedPagesOptions } from './prepared-pages';
@@ -31,6 +31,29 @@ export const HASH_RULE = 'hash = hex(SHA-256(UTF-8(prev_hash + "\\n" + JCS(line 
 
 const BUFFER_BYTES = 4 << 20;
 
+export interface ExportOptions extends PreparedPagesOptions {
+  /** A selection without events throws EmptyExportError and writes nothing (an export of nothing would look like an audit of nothing). */
+  refuseEmpty?: boolean;
+}
+
+/** The filter selected no event of the store (up to `readUpTo`): nothing was written. */
+export class EmptyExportError extends Error {
+  constructor(
+    readonly filter: ExportFilter,
+    readonly readUpTo: string | null,
+  ) {
+    super(`no event matches ${filterText(filter)} in the event store (up to position ${readUpTo ?? '-, it is empty'}): nothing written`);
+    this.name = 'EmptyExportError';
+  }
+}
+
+/** A filter as the command line gives it: `--category dispatch --from 2026-01-01T00:00:00.000Z`, or `no filter`. */
+export const filterText = (filter: ExportFilter): string =>
+  Object.entries(filter)
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => `--${name} ${value}`)
+    .join(' ') || 'no filter';
+
 export const manifestFileOf = (file: string) => `${file}.manifest.json`;
 
 /**
@@ -45,7 +68,7 @@ export async function exportEvents(
   filter: ExportFilter,
   file: string,
   onProgress?: ProgressListener,
-  options: PreparedPagesOptions = {},
+  options: ExportOptions = {},
 ): Promise<ExportManifest> {
   const normalized = normalizeFilter(filter);
   const upTo = await store.lastPosition();
@@ -70,6 +93,10 @@ export async function exportEvents(
     await out.settled();
     closeSync(fd);
   }
+  if (count === 0 && options.refuseEmpty) {
+    unlinkSync(partial);
+    throw new EmptyExportError(normalized, upTo);
+  }
   renameSync(partial, file);
   const manifest: ExportManifest = {
     format: 'campaign-ops-export/1',
@@ -87,30 +114,6 @@ export async function exportEvents(
   syncDirectoryOf(file);
   onProgress?.(count, 1);
   return manifest;
-}
-
-/** Writes `text` under a temporary name, puts it on disk, then gives it its name. */
-function writeDurably(file: string, text: string): void {
-  const partial = `${file}.partial`;
-  const fd = openSync(partial, 'w');
-  try {
-    const bytes = Buffer.from(text);
-    for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written, bytes.length - written, written);
-    fdatasyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(partial, file);
-}
-
-/** A rename is an entry of the directory: durable once the directory is synced. */
-function syncDirectoryOf(file: string): void {
-  const fd = openSync(dirname(file), 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
 }
 
 /**
