@@ -81,10 +81,11 @@ describe("the services' NATS permissions, as the code declares them", () => {
   });
 
   it('has every instruction that generates NATS passwords start them with a letter (nats-server reads "5e12…" as a number and stops)', () => {
-    const generators = ['README.md', 'docker-compose.yml', join('k8s', 'nats.env.example')].flatMap((file) =>
-      readFileSync(join(ROOT, file), 'utf8')
-        .split('\n')
-        .filter((line) => line.includes('nats.env.example') && line.includes('openssl rand')),
+    const generators = [join('docs', 'kubernetes.md'), join('docs', 'docker-compose.md'), 'docker-compose.yml', join('k8s', 'nats.env.example')].flatMap(
+      (file) =>
+        readFileSync(join(ROOT, file), 'utf8')
+          .split('\n')
+          .filter((line) => line.includes('nats.env.example') && line.includes('openssl rand')),
     );
     expect(generators.length).toBeGreaterThanOrEqual(4);
     for (const line of generators) expect(line).toContain('echo "$v=p$(openssl rand');

@@ -89,7 +89,7 @@ function variablesReadByName(): Set<string> {
     const source = read(file);
     for (const pattern of patterns) for (const [, name] of source.matchAll(pattern)) names.add(name);
   }
-  names.delete('PATH');
+  for (const system of ['PATH', 'HOME']) names.delete(system);
   return names;
 }
 
@@ -139,6 +139,11 @@ describe('README.md and docs/', () => {
     expect(read('README.md').split('\n').length).toBeLessThanOrEqual(250);
     for (const doc of ['api', 'going-live', 'operations', 'kubernetes', 'docker-compose', 'architecture', 'benchmarks', 'configuration'])
       expect(read('README.md')).toContain(`(docs/${doc}.md)`);
+  });
+
+  it('shows the first launch exactly as test/e2e/first-launch.sh runs it', () => {
+    const block = /<!-- first-launch[^\n]*-->\n```sh\n([\s\S]*?)```\n/.exec(read('README.md'));
+    expect(block?.[1]).toBe(read('test/e2e/first-launch.sh').replace(/^#!.*\n/, ''));
   });
 
   it.each(DOCUMENTS)('%s: every relative link resolves, to its heading where it names one', (document) => {

@@ -22,7 +22,7 @@ DISPATCH=$(curl -s -X POST localhost:3000/v1/campaigns -H "Authorization: Bearer
   "channel": "meta_ads",
   "campaign": { "name": "Spring sale", "objective": "conversion",
     "budget": { "amount_micros": 50000000, "currency": "USD", "type": "daily" },
-    "schedule": { "start_at": "2026-12-01T09:00:00Z", "timezone": "Europe/Berlin" } } }' | json data.id)
+    "schedule": { "start_at": "2027-03-01T09:00:00Z", "timezone": "Europe/Berlin" } } }' | json data.id)
 sleep 2   # the sandbox completes it within a moment
 curl -s localhost:3000/v1/dispatches/$DISPATCH -H "Authorization: Bearer $KEY"; echo
 curl -s localhost:3000/v1/dispatches/$DISPATCH/events -H "Authorization: Bearer $KEY"; echo   # the audit trail

@@ -166,7 +166,7 @@ describe('the four apps over a 3-node NATS cluster, one node killed during 1,000
     const dispatchIds = new Set(launched.map((launch) => launch.dispatchId));
     expect(dispatchIds.size).toBe(LAUNCHES);
 
-    // Every dispatch completed, its signed webhook received. Delivery is at least once (README:
+    // Every dispatch completed, its signed webhook received. Delivery is at least once (docs/api.md:
     // receivers de-duplicate on the event id): a repeat must carry the same event id, so a partner
     // that de-duplicates sees exactly one dispatch.completed per dispatch.
     const isCompleted = (event: AcceptedWebhook) => event.body.event === 'dispatch.completed' && dispatchIds.has(String(event.body.data.dispatch_id));

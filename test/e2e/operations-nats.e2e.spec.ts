@@ -1,6 +1,6 @@
 /**
  * Operating the four apps over a real nats-server: one partner request followed through every
- * app's JSON logs by its request id (README "Operations"), nothing but JSON lines even while NATS
+ * app's JSON logs by its request id (docs/operations.md, "Health, metrics, logs, retention, shutdown"), nothing but JSON lines even while NATS
  * goes away, and a webhook sender killed mid-send whose lease runs out before another run resends.
  */
 import { randomBytes } from 'node:crypto';

@@ -17,7 +17,7 @@ import { ServiceProcess } from '../support/service-process';
 const ADMIN_TOKEN = 'e2e-admin-token-ops-audit-0123';
 const PLANTED_TOKEN = 'EAAB-sandbox-PLANTED-TOKEN-7f3c9e1d';
 const IDEMPOTENCY_KEY = 'idem-e2e-planted-4b2a';
-/** The read models a rebuild makes (README, "Export, verify, rebuild, inspect"). */
+/** The read models a rebuild makes (docs/operations.md, "Rebuild"). */
 const REBUILT = ['accounts', 'api_keys', 'dispatches', 'credit_ledgers', 'connections', 'webhook_endpoints'];
 
 /** The request id of a timeline's DispatchAccepted: what every delivery of its events carries. */

@@ -1,5 +1,5 @@
 /**
- * The operators' command line (README "Operators' command line"), run as `npm run ops` runs it,
+ * The operators' command line (docs/operations.md, "The ops command line"), run as `npm run ops` runs it,
  * on the stores of a standalone process that is running: what it creates works there at once.
  * Parked bus messages are made for real: a consumer that fails every one of its maxDeliver deliveries.
  */

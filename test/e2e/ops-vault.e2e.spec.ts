@@ -1,5 +1,5 @@
 /**
- * Finishing a key rotation (README "Rotating keys"): `ops vault status` counts the token vault's
+ * Finishing a key rotation (docs/operations.md, "Rotating the token key"): `ops vault status` counts the token vault's
  * records per key, `ops vault reseal` seals those of the previous key with the current one, as the
  * operators run them, on the read store of DATA_DIR.
  */

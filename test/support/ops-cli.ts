@@ -12,7 +12,7 @@ export interface OpsRun {
 }
 
 /**
- * The operators' command line as the README runs it (`npm run ops -- <args>`, which is
+ * The operators' command line as docs/operations.md runs it (`npm run ops -- <args>`, which is
  * `node dist/apps/ops-cli/src/main.js <args>`), on the stores of env.DATA_DIR (and NATS_URL when set).
  */
 export async function runOps(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<OpsRun> {

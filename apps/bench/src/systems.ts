@@ -127,8 +127,8 @@ async function natsAnswers(url: string): Promise<boolean> {
 }
 
 /**
- * nats-server with JetStream (own port and store) and the four apps, as README's "Running the
- * apps separately": each app its own DATA_DIR, the secrets shared, the gateway started last.
+ * nats-server with JetStream (own port and store) and the four apps, as docs/operations.md's "Running the four
+ * apps on one machine": each app its own DATA_DIR, the secrets shared, the gateway started last.
  */
 export async function startFourApps(root: string, caCertPath: string, retrySchedule: string, options: SystemOptions = {}): Promise<RunningSystem> {
   const binary = natsServerBinary();

@@ -6,7 +6,7 @@
  *
  * Where a network has no field made for the caller's own reference that can be searched, the
  * marker is a suffix of the campaign's name: `Spring sale · dsp_01JD…`. Partners see it in the
- * network's interface; the README says so.
+ * network's interface; docs/going-live.md says so.
  */
 export const MARKER_SEPARATOR = ' · ';
 

@@ -119,7 +119,7 @@ export class ConnectionAccessService {
     } catch (error) {
       if (!(error instanceof UnreadableTokensError)) throw error;
       // The key is gone: no retry can open them, only the person's new consent replaces them.
-      this.logger.error(`${error.message}: ${id} moves to reauth_required (README: Rotating keys)`);
+      this.logger.error(`${error.message}: ${id} moves to reauth_required (docs/operations.md: Rotating the token key)`);
       return this.refuse(current, 'tokens_unreadable', metadata);
     }
     if (!entry) return this.refuse(current, 'token_missing', metadata);

@@ -27,7 +27,7 @@ export class VaultKeyCheck implements OnApplicationBootstrap {
       const records = unknown.reduce((sum, count) => sum + count.records, 0);
       this.logger.warn(
         `${records} vault record(s) are sealed with a key that is neither CONNECTION_ENCRYPTION_KEY nor CONNECTION_ENCRYPTION_KEY_PREVIOUS (${listed(unknown)}): ` +
-          'their connections need to be authorized again, unless that key is set as CONNECTION_ENCRYPTION_KEY_PREVIOUS (README: Rotating keys)',
+          'their connections need to be authorized again, unless that key is set as CONNECTION_ENCRYPTION_KEY_PREVIOUS (docs/operations.md: Rotating the token key)',
       );
     }
     const previous = of('previous');

@@ -414,9 +414,9 @@ describe('export and verify (on the embedded event store)', () => {
     });
   });
 
-  it("the README's independent verifier (plain Node, nothing from this project) accepts an export and names a tampered line", async () => {
-    const readme = readFileSync(join(__dirname, '..', '..', '..', 'README.md'), 'utf8');
-    const snippet = /<!-- independent-verifier -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1];
+  it("docs/operations.md's independent verifier (plain Node, nothing from this project) accepts an export and names a tampered line", async () => {
+    const guide = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'operations.md'), 'utf8');
+    const snippet = /<!-- independent-verifier -->\s*```js\n([\s\S]*?)```/.exec(guide)?.[1];
     expect(snippet).toBeDefined();
     const script = join(dir, 'verify-export.js');
     writeFileSync(script, snippet!);
