@@ -45,6 +45,25 @@ describe('operating the standalone process', () => {
   });
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
+  describe('Ctrl-C', () => {
+    let service: ServiceProcess;
+    afterAll(() => service?.stop());
+
+    it("finishes its graceful stop through a repeated SIGINT (npm start forwards the terminal's), exiting 0 with the work done", async () => {
+      service = await ServiceProcess.start('standalone', { ADMIN_TOKEN, DATA_DIR: join(dataDir, 'ctrl-c') });
+      const partner = await partnerOf(service);
+      const id = await launchSlow(partner, 'interrupted');
+      await eventually(async () => (await metricValue(service, IN_FLIGHT)) === 1, 10_000, 'the provider call to be under way');
+
+      await service.interrupt(200);
+
+      expect(service.lastExit).toEqual({ code: 0, signal: null });
+      const events = SqliteEventStore.open(join(dataDir, 'ctrl-c', 'events.sqlite'));
+      const atExit = await events.readStream(`dispatch-${id}`).finally(() => events.close());
+      expect(atExit.map((e) => e.type)).toContain('DispatchCompleted');
+    });
+  });
+
   describe('SHUTDOWN_GRACE_MS', () => {
     let service: ServiceProcess;
     afterAll(() => service?.stop());

@@ -91,6 +91,13 @@ export class ServiceProcess {
     await this.signal('SIGTERM');
   }
 
+  /** Ctrl-C under `npm start`: SIGINT, and the same again `repeatAfterMs` later (npm forwards the terminal's). */
+  async interrupt(repeatAfterMs: number): Promise<void> {
+    const repeat = setTimeout(() => this.child?.kill('SIGINT'), repeatAfterMs);
+    await this.signal('SIGINT');
+    clearTimeout(repeat);
+  }
+
   /** SIGSTOP / SIGCONT: a process that hangs (GC pause, overloaded node) and then carries on. */
   pause(): void {
     this.child?.kill('SIGSTOP');

@@ -10,10 +10,6 @@ import { AppModule } from './app.module';
 async function main() {
   const config = loadConfig('standalone');
   await startApp(config, AppModule.forConfig(config), configureHttp);
-  // Under `npm start`, one Ctrl-C arrives twice: from the terminal, which signals every process of
-  // the foreground job, and from npm, which forwards it to its child. startApp's graceful stop takes
-  // the first; without a listener for the repeat, the default action would end the process mid-stop.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => undefined);
   const base = `http://localhost:${config.port}`;
   const howToGetAKey = config.adminToken
     ? [

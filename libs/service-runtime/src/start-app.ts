@@ -79,6 +79,9 @@ function stopGracefullyOnSignals(app: INestApplication, config: ServiceConfig): 
       },
     );
   };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  // `on`, not `once`: a repeated signal must find a listener, or its default action ends the
+  // process mid-stop. Under `npm start` one Ctrl-C arrives twice (from the terminal to the whole
+  // foreground job, and forwarded by npm); a second SIGTERM from an orchestrator is common too.
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
