@@ -77,7 +77,14 @@ export async function startStandalone(root: string, caCertPath: string, retrySch
   const profileDir = profileDirFor('standalone', options.profile);
   const child = Child.spawn(
     main,
-    { ...commonEnv(caCertPath, retrySchedule), PORT: String(port), DATA_DIR: makeTempDir('campaign-ops-bench-'), ADMIN_TOKEN, ...options.env },
+    {
+      ...commonEnv(caCertPath, retrySchedule),
+      PORT: String(port),
+      METRICS_PORT: String(await freePort()),
+      DATA_DIR: makeTempDir('campaign-ops-bench-'),
+      ADMIN_TOKEN,
+      ...options.env,
+    },
     { cwd: root, cpuProfileDir: profileDir },
   );
   await started('the standalone service', child, base);
@@ -156,7 +163,7 @@ export async function startFourApps(root: string, caCertPath: string, retrySched
     const appPort = port ?? (await freePort());
     const child = Child.spawn(
       join(root, 'dist', 'apps', app, 'src', 'main.js'),
-      { ...common, DATA_DIR: join(dataDir, app), PORT: String(appPort), ...extra },
+      { ...common, DATA_DIR: join(dataDir, app), PORT: String(appPort), METRICS_PORT: String(await freePort()), ...extra, ...options.env },
       { cwd: root, cpuProfileDir: profileDir },
     );
     await started(app, child, `http://127.0.0.1:${appPort}`);

@@ -41,7 +41,7 @@ import {
 } from './sqlite-event-rows';
 import { BatchReader, SqliteSubscription, SUBSCRIPTION_BATCH_SIZE } from './sqlite-subscription';
 
-const DEFAULT_POLL_INTERVAL_MS = 200;
+const DEFAULT_POLL_INTERVAL_MS = 1000;
 
 /**
  * Some ids of an append are already stored, but not as an earlier run of this very append

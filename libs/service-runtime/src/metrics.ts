@@ -4,10 +4,9 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 
 /** This process's Prometheus metrics, served at /metrics on every app's METRICS_PORT (metrics.server.ts). */
 export const registry = new Registry();
-// The event loop's delay is sampled every 100 ms rather than every 10 ms (prom-client's default):
-// a timer that wakes an idle process 100 times a second costs it about 1 % of a core, and a delay
-// worth an alert lasts far longer than a sample.
-export const EVENT_LOOP_SAMPLE_MS = 100;
+// The event loop's delay is sampled every 500 ms rather than every 10 ms (prom-client's default):
+// each sample wakes an idle process, and a delay worth an alert lasts far longer than a sample.
+export const EVENT_LOOP_SAMPLE_MS = 500;
 collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
 
 export const httpRequests = new Counter({
