@@ -274,6 +274,14 @@ describe('every error code, in the envelope', () => {
     it('channel_live_unavailable', async () => {
       await seed('active');
       expectError(await live.post('/v1/campaigns', { ...sandboxCampaign(), channel: 'google_ads' }), 422, 'invalid_request_error', 'channel_live_unavailable');
+      // A token import on a channel missing such a setting is refused the same way, before any call: not blamed on the token.
+      const imported = await live.post('/v1/connections', {
+        channel: 'microsoft_ads',
+        provider_account_id: '1234567890',
+        credentials: { access_token: 'token' },
+      });
+      expectError(imported, 422, 'invalid_request_error', 'channel_live_unavailable');
+      expect(imported.body.error.message).toContain('CHANNEL_MICROSOFT_ADS_DEVELOPER_TOKEN');
     });
   });
 });

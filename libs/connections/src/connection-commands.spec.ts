@@ -124,6 +124,20 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
       expect(await importToken()).toMatchObject({ ok: false, error: { code: 'provider_unavailable' } });
     });
 
+    it('answers channel_live_unavailable, before any call, when the network lacks a setting every call needs', async () => {
+      network.unavailableReason = 'Meta needs X on every call: CHANNEL_META_ADS_X is not set';
+      expect(await importToken()).toEqual({
+        ok: false,
+        error: {
+          code: 'channel_live_unavailable',
+          message: 'Live connections to meta_ads cannot be made on this service: Meta needs X on every call: CHANNEL_META_ADS_X is not set.',
+          param: 'channel',
+        },
+      });
+      expect(network.calls).toMatchObject({ refresh: 0, readAccount: 0 });
+      expect((await h.store.views.find({}, {})).items).toEqual([]);
+    });
+
     it('answers channel_live_unavailable for a channel without a live adapter', async () =>
       expect(await importToken({ channel: 'tiktok_ads' })).toMatchObject({ ok: false, error: { code: 'channel_live_unavailable', param: 'channel' } }));
 
@@ -323,6 +337,16 @@ describe('connections: token import, the one-active rule, reads and deletes', ()
       const again = value(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'token-42-new' } }));
       expect(again).toMatchObject({ id: created.id, status: 'active', reauth_reason: null, expires_at: null });
       expect(await h.vault.read(created.id)).toMatchObject({ accessToken: 'token-42-new', refreshToken: null });
+    });
+
+    it('answers channel_live_unavailable, before any call, when the network lacks a setting every call needs', async () => {
+      const created = value(await importToken());
+      network.unavailableReason = 'a setting is missing';
+      expect(await h.commands.reauthorize({ caller: live, id: created.id, credentials: { access_token: 'token-42' } })).toMatchObject({
+        ok: false,
+        error: { code: 'channel_live_unavailable', param: 'channel' },
+      });
+      expect(network.calls.readAccount).toBe(1);
     });
 
     it('checks the new token like an import', async () => {

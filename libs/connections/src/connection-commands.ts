@@ -16,7 +16,7 @@ import { ChannelSlots, SlotClaim } from './channel-slots';
 import { ConnectionStore } from './connection-store';
 import { OAuthRounds } from './oauth-rounds';
 import { REFRESH_AHEAD_MS } from './connection-access';
-import { freshForCheck, readAccount, redacted } from './provider-calls';
+import { freshForCheck, liveNetwork, readAccount, redacted } from './provider-calls';
 import { ConnectionTokens, TokenVault } from './token-vault';
 
 /** A connection as a command answers it: with `authorization_url` when the command started an OAuth round. */
@@ -190,9 +190,9 @@ export class ConnectionCommands {
   ): Promise<Outcome<Verified>> {
     const expiresAt = credentials?.expires_at ? new Date(credentials.expires_at).toISOString() : null;
     if (mode === 'test') return success({ account: sandbox, tokens: null, expiresAt });
-    const network = this.networks[channel];
-    if (!network)
-      return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
+    const available = liveNetwork(this.networks, channel);
+    if (!available.ok) return available;
+    const network = available.value;
     const warn = (message: string) => this.logger.warn(`the live check failed unexpectedly: ${message}`);
     const tokens = await freshForCheck(
       network,

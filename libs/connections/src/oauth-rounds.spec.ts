@@ -104,6 +104,13 @@ describe('connections: OAuth rounds', () => {
       expect(stored).toContain(hash);
     });
 
+    it('answers 422 channel_live_unavailable, before the person is sent anywhere, when the network lacks a setting every call needs', async () => {
+      network.unavailableReason = 'a developer token is missing';
+      expect(await start()).toMatchObject({ ok: false, error: { code: 'channel_live_unavailable', param: 'channel' } });
+      expect(network.calls.authorizationUrl).toBe(0);
+      expect((await h.store.views.find({}, {})).items).toEqual([]);
+    });
+
     it('answers 422 channel_not_configured on a channel without its client id and secret', async () =>
       expect(await start({ channel: 'google_ads', providerAccountId: '1234567890' })).toMatchObject({
         ok: false,

@@ -13,7 +13,7 @@ import { ConnectionStore } from './connection-store';
 import { KeyedMutex } from '@campaign-ops/event-sourcing';
 import { ChannelSettings, NETWORK_SETTINGS } from '@campaign-ops/ad-networks';
 import { REFRESH_AHEAD_MS } from './connection-access';
-import { freshForCheck, readAccount, redacted } from './provider-calls';
+import { freshForCheck, liveNetwork, readAccount, redacted } from './provider-calls';
 import { checkRedirectUri, withQuery } from './redirect-uri';
 import { TokenVault } from './token-vault';
 
@@ -86,10 +86,9 @@ export class OAuthRounds {
         'channel',
       );
     }
-    const network = this.networks[channel];
-    if (!network)
-      return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
-    return success({ redirectUri: checked.value, network });
+    const network = liveNetwork(this.networks, channel);
+    if (!network.ok) return network;
+    return success({ redirectUri: checked.value, network: network.value });
   }
 
   /** Starts a round for a new connection (`existing: false`) or an existing one: the connection with its `authorization_url`. */

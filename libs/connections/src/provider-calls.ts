@@ -1,12 +1,26 @@
 import { failure, Outcome, success } from '@campaign-ops/api-errors';
-import { AdNetwork, ProviderAccount, TokenSet } from '@campaign-ops/ad-networks';
-import { ProviderError } from '@campaign-ops/channels';
+import { AdNetwork, AdNetworks, ProviderAccount, TokenSet } from '@campaign-ops/ad-networks';
+import { Channel, ProviderError } from '@campaign-ops/channels';
 
 /** An error's message with every secret in it replaced: for logs, which must never hold a token. */
 export function redacted(error: unknown, secrets: Array<string | null | undefined>): string {
   let message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
   for (const secret of secrets) if (secret) message = message.split(secret).join('[redacted]');
   return message;
+}
+
+/**
+ * The network a live connection of `channel` is checked and used through, or 422
+ * `channel_live_unavailable` before any call: no adapter for it, or one that cannot make any call
+ * with this service's settings (Google Ads without its developer token, say). Refused here, a
+ * token is not blamed for what the service lacks.
+ */
+export function liveNetwork(networks: AdNetworks, channel: Channel): Outcome<AdNetwork> {
+  const network = networks[channel];
+  if (!network) return failure('channel_live_unavailable', `Live connections to ${channel} are not available yet; use a test key for the sandbox.`, 'channel');
+  const unavailable = network.launchUnavailableReason?.() ?? null;
+  if (unavailable) return failure('channel_live_unavailable', `Live connections to ${channel} cannot be made on this service: ${unavailable}.`, 'channel');
+  return success(network);
 }
 
 /**

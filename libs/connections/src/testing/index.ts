@@ -26,6 +26,8 @@ export class InMemoryNetwork implements AdNetwork {
   /** Whether it takes PKCE (as Google, Microsoft and Amazon do). */
   pkce = false;
   down = false;
+  /** What `launchUnavailableReason` answers: set it to stand for a network missing a setting every call needs. */
+  unavailableReason: string | null = null;
   /** The network refuses this service's OAuth client (a wrong client id or secret): the operator's fault, not the person's. */
   refuseClient = false;
   /** How long a refresh takes (to race concurrent refreshes against each other). */
@@ -41,6 +43,10 @@ export class InMemoryNetwork implements AdNetwork {
   private issued = 0;
 
   constructor(readonly channel: Channel = 'meta_ads') {}
+
+  launchUnavailableReason(): string | null {
+    return this.unavailableReason;
+  }
 
   /** An ad account at the network, and a token that reaches it. */
   account(providerAccountId: string, account: ProviderAccount, accessToken: string): this {
