@@ -106,11 +106,19 @@ describe('the ops command line', () => {
       ['accounts', 'create', '--name', 'X', '--redirect-uri', 'https://acme.example/back?x=1'],
       '--redirect-uri https://acme.example/back?x=1: must be an absolute https URL',
     ],
-  ])('refuses %j with exit code 2, saying why, and the usage', async (args, message) => {
+  ])('refuses %j with exit code 2, saying why in a line and where the usage is', async (args, message) => {
     const run = await runOps(args, env());
     expect([run.code, run.stdout]).toEqual([2, '']);
     expect(run.stderr).toContain(message);
-    expect(run.stderr).toContain('Output is JSON.');
+    if (args.length > 0) expect(run.stderr).toMatch(/\n\(npm run ops -- --help lists every command\)\n$/);
+    else expect(run.stderr).toContain('Output is JSON.');
+  });
+
+  it.each([[['--help']], [['help']], [['export', '--help']]])('prints the usage for %j on stdout, exit code 0', async (args) => {
+    const run = await runOps(args, env());
+    expect([run.code, run.stderr]).toEqual([0, '']);
+    expect(run.stdout).toContain('Output is JSON.');
+    expect(run.stdout).toContain('backup --out DIR');
   });
 
   it.each([

@@ -181,6 +181,9 @@ async function printed(
   }
 }
 
+/** `--help`: the usage, on stdout, exit 0. */
+class Help {}
+
 /** A result printed as JSON (the account and bus commands), or an Outcome of the audit commands. */
 class Printed {
   constructor(readonly outcome: Outcome) {}
@@ -200,7 +203,8 @@ async function run(argv: string[]): Promise<unknown> {
   }
   const { values, positionals } = parse(argv);
   const [resource, action, id] = positionals;
-  if (values.help || !resource) throw new UsageError('');
+  if (values.help || resource === 'help') return new Help();
+  if (!resource) throw new UsageError('');
   const config = loadConfig('ops-cli');
   if (resource === 'bus') return runBus(config, action, id, values);
   // Before the stores are opened: opening creates them, and a restore refuses a DATA_DIR that holds any.
@@ -257,13 +261,15 @@ const asJson = process.argv.includes('--json');
 
 run(process.argv.slice(2)).then(
   (result) => {
+    if (result instanceof Help) return void process.stdout.write(`${USAGE}\n`);
     if (!(result instanceof Printed)) return void process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     process.stdout.write(`${asJson ? JSON.stringify(result.outcome.json) : result.outcome.text}\n`);
     process.exitCode = result.outcome.code;
   },
   (error: Error) => {
     if (error instanceof UsageError) {
-      process.stderr.write(`${error.message ? `${error.message}\n\n` : ''}${USAGE}\n`);
+      // A refusal in one line, the way to the usage after it; without a command, the usage itself.
+      process.stderr.write(error.message ? `${error.message}\n(npm run ops -- --help lists every command)\n` : `${USAGE}\n`);
       process.exit(2);
     }
     process.stderr.write(`${error.message}\n`);

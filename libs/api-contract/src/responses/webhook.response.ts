@@ -2,7 +2,7 @@ import { JSONSchema } from 'class-validator-jsonschema';
 import { WEBHOOK_EVENT_TYPES } from '@campaign-ops/webhook-domain';
 import { constant, Field, id, integer, oneOf, orNull, text, timestamp } from './schema';
 
-@JSONSchema({ description: 'A webhook endpoint (SPEC.md §2.2), without its signing secret.' })
+@JSONSchema({ description: 'A webhook endpoint (docs/api.md, "Webhooks and signatures"), without its signing secret.' })
 export class WebhookEndpointResponse {
   @Field(id('whk', 'The endpoint id.')) id!: string;
   @Field(text('HTTPS URL that receives event POSTs.', { format: 'uri', examples: ['https://partner.example/hooks'] })) url!: string;
