@@ -6,7 +6,7 @@ const { createHmac, timingSafeEqual } = require('node:crypto');
 const http = require('node:http');
 const { parseArgs } = require('node:util');
 
-// The catalog of API.md 5 (WEBHOOK_EVENT_TYPES of libs/webhook-domain; a spec keeps the two equal).
+// The catalog of docs/api.md 5 (WEBHOOK_EVENT_TYPES of libs/webhook-domain; a spec keeps the two equal).
 const EVENT_TYPES = ['dispatch.accepted', 'dispatch.completed', 'dispatch.failed', 'connection.active', 'connection.reauth_required'];
 const URL_REFUSALS = ['url_invalid', 'url_not_https', 'url_forbidden_host'];
 const SIGNATURE_PATTERN = /^sha256=[0-9a-f]{64}$/;

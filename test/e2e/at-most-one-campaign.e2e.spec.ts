@@ -1,5 +1,5 @@
 /**
- * API.md §3, "At most one campaign per dispatch", the dry run (`POST /v1/campaigns/validate`) and
+ * docs/api.md#dispatches-and-retries, "At most one campaign per dispatch", the dry run (`POST /v1/campaigns/validate`) and
  * §4's refresh of an imported token past its expiry, end to end on every channel: the service
  * (`npm start`'s standalone process, and the four apps over a real nats-server) pointed at
  * loopback HTTPS fakes of the ad networks that misbehave as real ones do: they make the campaign

@@ -1,5 +1,5 @@
 /**
- * Connections (API.md §4) as a partner's suite exercises them against the built standalone:
+ * Connections (docs/api.md#connections-and-oauth) as a partner's suite exercises them against the built standalone:
  * sandbox connections with a test key (create, list, read, replace, delete, reauthorize, the
  * simulated OAuth round and its callback), the one-active rule, scoping to account and mode,
  * validation, live connections against a loopback fake of Meta's Graph API (token import with the

@@ -1,5 +1,5 @@
 /**
- * The rest of API.md as a partner's suite exercises it: dispatch operations and the sandbox's
+ * The rest of docs/api.md as a partner's suite exercises it: dispatch operations and the sandbox's
  * magic names and channel rules, webhook management, delivery log and redelivery, the Events API.
  */
 import { createHmac } from 'node:crypto';
@@ -12,7 +12,7 @@ import { ServiceProcess } from '../support/service-process';
 
 const ADMIN_TOKEN = 'e2e-admin-token-0123456789';
 
-describe('API.md, the rest of the contract', () => {
+describe('docs/api.md, the rest of the contract', () => {
   let dataDir: string;
   let service: ServiceProcess;
   let receiver: PartnerReceiver;

@@ -1,5 +1,5 @@
 /**
- * One test per error code of API.md §1, each caused through the API as a partner would, against
+ * One test per error code of docs/api.md#errors, each caused through the API as a partner would, against
  * the standalone process with production-like settings (https only, no private hosts).
  * Covered elsewhere, where they need their own set-up: idempotency_key_reused/in_use
  * (idempotency.e2e), rate_limited (rate-limit.e2e), service_unavailable (distributed.e2e),

@@ -1,5 +1,5 @@
 /**
- * Idempotency keys (API.md §3) against the standalone process, as a partner's retrying client
+ * Idempotency keys (docs/api.md#dispatches-and-retries) against the standalone process, as a partner's retrying client
  * sees them: replays byte for byte, 409s for reuse and for a request still in flight, exactly one
  * dispatch for a hundred simultaneous retries, and keys scoped to account and mode.
  */

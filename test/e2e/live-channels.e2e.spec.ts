@@ -124,7 +124,7 @@ describe.each(TOPOLOGIES)('live launches on every ad network, on %s', (_name, to
       const created = network.created.slice(before);
       expect(dispatch).toMatchObject({ status: 'completed', connection_id: connection.id, attempts: 1, error: null });
       expect(dispatch.provider_resource_id).toBe(expectation.providerResourceId(created));
-      // The campaign carries its dispatch's marker (API.md §3, "At most one campaign per dispatch").
+      // The campaign carries its dispatch's marker (docs/api.md#dispatches-and-retries, "At most one campaign per dispatch").
       expectation.check(created, { name: `Spring ${channel} · ${dispatch.id}`, accountId: fake(channel).accountId });
     });
 

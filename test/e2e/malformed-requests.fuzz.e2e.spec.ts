@@ -6,7 +6,7 @@
  * odd query strings and headers) must each be answered
  *
  * - below 500,
- * - in API.md §1's envelope, the status, type and code from its table, with `X-Request-Id`,
+ * - in docs/api.md's envelope, the status, type and code from its table, with `X-Request-Id`,
  * - refused, when the request is certainly wrong (an unknown field whatever its name, a wrong type,
  *   a missing field, a body that is not JSON…; a few changes may happen to be valid, and are let be),
  * - and, when refused, without changing anything: what a partner can read of the resources the
@@ -71,7 +71,7 @@ const CHANNELS = [
   'amazon_ads',
 ];
 
-/** API.md §1's table: per status, the types and the codes each may carry. 5xx is never an answer to bad input. */
+/** docs/api.md's table: per status, the types and the codes each may carry. 5xx is never an answer to bad input. */
 const ERROR_TABLE: Record<number, Record<string, string[]>> = {
   400: {
     invalid_request_error: [
@@ -109,7 +109,7 @@ const ERROR_TABLE: Record<number, Record<string, string[]>> = {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The bodies of API.md (and libs/api-contract), as shapes
+// The bodies of docs/api.md (and libs/api-contract), as shapes
 
 const s = (maxLength = 255, required = true) => ({ kind: 'string' as const, maxLength, required });
 const opt = <T extends object>(field: T) => ({ ...field, required: false });
@@ -193,7 +193,7 @@ class StorageWitness {
 }
 
 /**
- * Whether API.md leaves the route no choice but to refuse this request: a body edit that refuses on
+ * Whether docs/api.md leaves the route no choice but to refuse this request: a body edit that refuses on
  * its own, a body that is not an object or not JSON, a body sent as another media type, a
  * credential or path id that is not the caller's, an Idempotency-Key outside 1..255 characters.
  */
@@ -579,7 +579,7 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
     return sendRaw(service.url, route.method, pathOf(route, recipe), headers, body, recipe.chunked);
   }
 
-  /** API.md §1: JSON, the envelope, the status's type and code, the request id in body and header. */
+  /** docs/api.md#errors: JSON, the envelope, the status's type and code, the request id in body and header. */
   function expectEnvelope(route: RouteUnderFuzz, answer: RawAnswer, recipe: RequestRecipe): void {
     const show = `${answer.status} ${answer.text.slice(0, 500)}`;
     if (answer.status >= 500) throw new Error(`answered ${show}`);
@@ -610,9 +610,9 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
     expect(body.success).toBe(false);
     const error = body.error as Record<string, unknown>;
     const allowed = ERROR_TABLE[answer.status];
-    if (!allowed) throw new Error(`answered a status API.md does not have for errors: ${show}`);
+    if (!allowed) throw new Error(`answered a status docs/api.md does not have for errors: ${show}`);
     if (!allowed[error.type as string]?.includes(error.code as string))
-      throw new Error(`${answer.status} with type ${String(error.type)} and code ${String(error.code)} is not in API.md's table: ${show}`);
+      throw new Error(`${answer.status} with type ${String(error.type)} and code ${String(error.code)} is not in docs/api.md's table: ${show}`);
     expect(typeof error.message).toBe('string');
     expect((error.message as string).length).toBeGreaterThan(0);
     for (const name of Object.keys(error)) expect(['type', 'code', 'message', 'param', 'provider_code']).toContain(name);
@@ -662,7 +662,7 @@ describe('malformed requests to every POST and PATCH route (seeded property-base
           try {
             expectEnvelope(route, answer, recipe);
             if (answer.status < 300 && mustBeRefused(route, recipe))
-              throw new Error(`accepted with ${answer.status} a request API.md has refused: ${answer.text.slice(0, 300)}`);
+              throw new Error(`accepted with ${answer.status} a request docs/api.md has refused: ${answer.text.slice(0, 300)}`);
           } catch (error) {
             before = null; // the shrinking runs that follow compare with what is there now
             throw error;

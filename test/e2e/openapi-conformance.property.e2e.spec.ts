@@ -23,7 +23,7 @@ import { ServiceProcess } from '../support/service-process';
 const ADMIN_TOKEN = 'conformance-admin-token-0123456789';
 const SEED = Number(process.env.CONFORMANCE_SEED ?? 20_261_128);
 const RUNS = Number(process.env.CONFORMANCE_RUNS ?? 25);
-/** The codes of a request refused for its shape (API.md §1). */
+/** The codes of a request refused for its shape (docs/api.md#errors). */
 const SHAPE_CODES = new Set(['parameter_missing', 'parameter_invalid', 'parameter_unknown', 'body_invalid_json']);
 
 interface Operation {

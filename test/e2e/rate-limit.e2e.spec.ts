@@ -1,5 +1,5 @@
 /**
- * Rate limits (API.md §2) against the standalone process started with a small limit
+ * Rate limits (docs/api.md#keys-and-modes) against the standalone process started with a small limit
  * (1 request a second, burst 5): the headers on every answer, 429 with Retry-After past the
  * limit, a bucket per key, and one per client address for requests without a valid key.
  *

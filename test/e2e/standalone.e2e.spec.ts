@@ -1,5 +1,5 @@
 /**
- * A partner's black-box test of everything SPEC.md shows, against the standalone process started
+ * A partner's black-box test of everything docs/api.md shows, against the standalone process started
  * as `npm start` starts it, with the settings a partner's test run uses and an HTTPS receiver on
  * localhost whose CA the service trusts through NODE_EXTRA_CA_CERTS.
  */
@@ -173,7 +173,7 @@ describe('standalone service, as a partner sees it', () => {
         provider_resource_id: expect.stringMatching(/^sbx_meta_ads_\d+$/),
       }),
     });
-    // The signature, checked here exactly as SPEC.md §6.3 tells a receiver to.
+    // The signature, checked here exactly as docs/api.md#webhooks-and-signatures tells a receiver to.
     const expected = 'sha256=' + createHmac('sha256', secret).update(completed.rawBody).digest('hex');
     expect(completed.headers['x-service-signature']).toBe(expected);
     expect(completed.headers['x-service-event']).toBe('dispatch.completed');

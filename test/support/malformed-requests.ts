@@ -17,7 +17,7 @@ export type FieldKind = 'string' | 'integer' | 'boolean' | 'array' | 'object';
 export interface FieldShape {
   kind: FieldKind;
   required?: boolean;
-  /** For strings: the longest value a valid body may hold (API.md or the DTO). */
+  /** For strings: the longest value a valid body may hold (docs/api.md or the DTO). */
   maxLength?: number;
   /** For objects: their fields. */
   fields?: BodyShape;
@@ -45,7 +45,7 @@ export function fieldsOf(shape: BodyShape, prefix: string[] = []): FieldAt[] {
   });
 }
 
-/** Names every JavaScript object answers to without owning them (API.md §1: unknown fields like any other). */
+/** Names every JavaScript object answers to without owning them (docs/api.md#errors: unknown fields like any other). */
 export const PROTOTYPE_NAMES = [...Object.getOwnPropertyNames(Object.prototype), '__proto__', 'prototype'];
 
 // ---------------------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ const deepNesting = fc.record({
   key: fc.oneof(fc.constant('a'), fc.constantFrom('__proto__', 'constructor', 'valueOf')),
 });
 
-/** Longer than the field may be: up to 80,000 characters (past the 64 KiB body limit). Characters, not UTF-16 units: 😀 is one (API.md's lengths count characters). */
+/** Longer than the field may be: up to 80,000 characters (past the 64 KiB body limit). Characters, not UTF-16 units: 😀 is one (docs/api.md's lengths count characters). */
 const hugeString = (maxLength: number): fc.Arbitrary<ValueRecipe> =>
   fc
     .record({
@@ -333,7 +333,7 @@ const ODD_CONTENT_TYPES = [
 ];
 export const contentType: fc.Arbitrary<string | null> = fc.oneof(fc.constantFrom(...ODD_CONTENT_TYPES), fc.constant(null));
 
-/** Types that are not `application/json` at all (API.md §1: 415), or none: a body sent with them is refused whatever it holds. */
+/** Types that are not `application/json` at all (docs/api.md#errors: 415), or none: a body sent with them is refused whatever it holds. */
 const NOT_JSON = new Set([
   'text/plain',
   'application/x-www-form-urlencoded',

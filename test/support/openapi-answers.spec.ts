@@ -81,7 +81,7 @@ describe('answers validated against the document', () => {
   });
 });
 
-describe('timestamps (API.md §1: UTC with milliseconds and Z)', () => {
+describe('timestamps (docs/api.md#errors: UTC with milliseconds and Z)', () => {
   it('fails a timestamp without milliseconds or in another zone', () => {
     expect(getDispatch(answer({ ...dispatch, created_at: '2026-12-01T09:00:00Z' }))).toMatch(/\/data\/created_at must match pattern/);
     expect(getDispatch(answer({ ...dispatch, failed_at: '2026-12-01T10:00:01.000+01:00' }))).toMatch(/\/data\/failed_at must match pattern/);

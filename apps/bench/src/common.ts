@@ -17,7 +17,7 @@ export const progress = (line: string) => process.stderr.write(`· ${line}\n`);
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 
-/** The launch of API.md's example, as a partner sends it. */
+/** The launch of docs/api.md's example, as a partner sends it. */
 export const LAUNCH_BODY = JSON.stringify({
   channel: 'meta_ads',
   campaign: {
@@ -61,7 +61,7 @@ export async function openAccount(
   return { 'Content-Type': 'application/json', Authorization: `Bearer ${key}` };
 }
 
-/** A launch refused by the overload bound (API.md §3): 503 service_unavailable, nothing charged. */
+/** A launch refused by the overload bound (docs/api.md#dispatches-and-retries): 503 service_unavailable, nothing charged. */
 export const shedByOverload = (s: Sent): boolean =>
   s.status === 503 && s.body?.error?.code === 'service_unavailable' && /are waiting/.test(String(s.body?.error?.message));
 

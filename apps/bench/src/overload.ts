@@ -1,5 +1,5 @@
 /**
- * The overload bound (API.md §3, "Overload"), shown: a standalone process of its own, started with
+ * The overload bound (docs/api.md#dispatches-and-retries, "Overload"), shown: a standalone process of its own, started with
  * a short DISPATCH_BACKLOG_SECONDS, is sent launches far faster than it carries them (an open
  * loop). Shed cleanly means every answer is 200 or 503 `service_unavailable` (nothing else, no
  * timeout), and every accepted launch's signed dispatch.completed still arrives.

@@ -76,7 +76,7 @@ function mode(value: string): Mode {
   return value;
 }
 
-/** The --redirect-uri values, each as the Admin API takes them (API.md §2); undefined when none was given. */
+/** The --redirect-uri values, each as the Admin API takes them (docs/api.md#keys-and-modes); undefined when none was given. */
 function redirectUris(values: Values[string]): string[] | undefined {
   if (values === undefined) return undefined;
   const uris = [values].flat().map((value) => (typeof value === 'string' ? value : ''));

@@ -33,7 +33,7 @@ export interface Account {
   id: string;
   name: string;
   credits: Record<Mode, number>;
-  /** Where the account's OAuth rounds may send a person back (API.md §2, §4): matched on origin and path. */
+  /** Where the account's OAuth rounds may send a person back (docs/api.md#keys-and-modes, §4): matched on origin and path. */
   oauthRedirectUris: string[];
   keys: Record<string, { mode: Mode; revoked: boolean }>;
   createdAt: string;

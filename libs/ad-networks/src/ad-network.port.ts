@@ -84,7 +84,7 @@ export interface AdNetwork {
    */
   findCampaigns(access: LiveAccess, request: LiveCampaignRequest): Promise<FoundCampaign[]>;
   /**
-   * The dry run (API.md §3, `POST /v1/campaigns/validate`): the network's own validate-only call
+   * The dry run (docs/api.md#dispatches-and-retries, `POST /v1/campaigns/validate`): the network's own validate-only call
    * where it has one (`provider`; nothing is created), else every rule the adapter applies before
    * a call (`rules`; no call at all). A refusal throws `validation` with the network's message and code.
    */
@@ -136,7 +136,7 @@ export interface TokenSet {
   expiresAt: string | null;
 }
 
-/** Where a network lives and who we are to it: read from `CHANNEL_<CHANNEL>_*` (API.md §4). */
+/** Where a network lives and who we are to it: read from `CHANNEL_<CHANNEL>_*` (docs/api.md#connections-and-oauth). */
 export interface NetworkSettings {
   channel: Channel;
   apiUrl: string;

@@ -2,7 +2,7 @@
  * The marker of its dispatch that every campaign this service creates carries, so that a try
  * whose outcome was lost (a timeout, a dropped connection, a 5xx after the network created it, a
  * crash before the outcome was recorded) can find the campaign again instead of creating another
- * (API.md §3, "At most one campaign per dispatch"; CHANNELS.md, "Finding a campaign again").
+ * (docs/api.md#dispatches-and-retries, "At most one campaign per dispatch"; CHANNELS.md, "Finding a campaign again").
  *
  * Where a network has no field made for the caller's own reference that can be searched, the
  * marker is a suffix of the campaign's name: `Spring sale · dsp_01JD…`. Partners see it in the

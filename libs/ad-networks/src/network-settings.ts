@@ -77,7 +77,7 @@ const DEVELOPER_TOKEN_CHANNELS: readonly Channel[] = ['google_ads', 'microsoft_a
 
 type Env = Record<string, string | undefined>;
 
-/** `CHANNEL_<CHANNEL>_*` for every channel (API.md §4), read and checked once at start-up. */
+/** `CHANNEL_<CHANNEL>_*` for every channel (docs/api.md#connections-and-oauth), read and checked once at start-up. */
 export function loadNetworkSettings(env: Env): Record<Channel, NetworkSettings> {
   const allowHttp = flag(env, 'CHANNEL_ALLOW_HTTP');
   const timeoutMs = wholeNumber(env, 'CHANNEL_TIMEOUT_MS', 30_000, 1, 600_000);

@@ -1,6 +1,6 @@
 import { CampaignSpec, OBJECTIVES, Objective, ProviderError } from '@campaign-ops/channels';
 
-/** The unified campaign's objective, checked against the closed set (API.md §3). */
+/** The unified campaign's objective, checked against the closed set (docs/api.md#dispatches-and-retries). */
 export function objectiveOf(campaign: CampaignSpec): Objective {
   if (!(OBJECTIVES as readonly string[]).includes(campaign.objective))
     throw new ProviderError('validation', `objective ${campaign.objective} is not one of ${OBJECTIVES.join(', ')}`, 'objective_unsupported');

@@ -22,7 +22,7 @@ const NotWith = (other: string, options?: ValidationOptions) =>
     { ...options, context: { afterFields: true } satisfies RuleContext },
   );
 
-/** Tokens the partner already has (API.md §4, token import). Kept encrypted; never shown again. */
+/** Tokens the partner already has (docs/api.md#connections-and-oauth, token import). Kept encrypted; never shown again. */
 export class ConnectionCredentialsDto {
   @JSONSchema({ description: "The provider's OAuth access token.", writeOnly: true })
   @IsString()

@@ -2,7 +2,7 @@ import { ValidateBy, ValidateIf, ValidationOptions } from 'class-validator';
 import { TIME_ZONES } from './time-zones';
 
 /**
- * The rules of API.md that class-validator does not have, as decorators like its own, and the
+ * The rules of docs/api.md that class-validator does not have, as decorators like its own, and the
  * `context` the gateway's exception factory reads (libs/gateway/src/http/api-validation.pipe.ts):
  * `code` when a rule answers another code than `parameter_invalid`, `at` when it names a field
  * below the one it decorates, `afterFields` when it compares fields and so speaks only after the
@@ -58,7 +58,7 @@ export function isTimeZone(value: unknown): boolean {
 const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /**
- * A URL an account registers for its OAuth rounds to send a person back to (API.md §2): absolute,
+ * A URL an account registers for its OAuth rounds to send a person back to (docs/api.md#keys-and-modes): absolute,
  * https (http only for localhost), without query, fragment or credentials, at most 2048 characters.
  */
 export function isRegistrableRedirectUri(value: unknown): boolean {

@@ -1,7 +1,7 @@
 import { ApiError, ERROR_CATALOG, failure, unavailable, unwrap } from './api-errors';
 
 describe('api errors', () => {
-  it('map every code to the status and type of API.md §1', () => {
+  it('map every code to the status and type of docs/api.md#errors', () => {
     expect(new ApiError('parameter_invalid', 'x').status).toBe(400);
     expect(new ApiError('api_key_revoked', 'x').type).toBe('authentication_error');
     expect(new ApiError('insufficient_credits', 'x').status).toBe(402);

@@ -1,5 +1,5 @@
 /**
- * The closed set of API errors (API.md §1), each mapped to its HTTP status and type in one place.
+ * The closed set of API errors (docs/api.md#errors), each mapped to its HTTP status and type in one place.
  * Services answer over the bus with these codes as values; the gateway turns them into HTTP.
  */
 export const ERROR_CATALOG = {
@@ -47,7 +47,7 @@ export interface ErrorBody {
   code: ErrorCode;
   message: string;
   param?: string;
-  /** The ad network's own code, with `provider_validation_failed` (API.md §3, the dry run). */
+  /** The ad network's own code, with `provider_validation_failed` (docs/api.md#dispatches-and-retries, the dry run). */
   provider_code?: string | null;
 }
 

@@ -1,6 +1,6 @@
 import { Channel } from './channel-catalog';
 
-/** The unified campaign a partner sends (API.md §3). */
+/** The unified campaign a partner sends (docs/api.md#dispatches-and-retries). */
 export interface CampaignSpec {
   name: string;
   objective: string;

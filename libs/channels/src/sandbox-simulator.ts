@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { CHANNEL_RULES, SANDBOX_CURRENCIES } from './channel-catalog';
 import { ChannelProvider, CreateCampaignRequest, CreatedCampaign, ProviderError } from './channel-provider.port';
 
-/** Magic campaign names partners use to make the sandbox take a path on purpose (API.md §3). */
+/** Magic campaign names partners use to make the sandbox take a path on purpose (docs/api.md#dispatches-and-retries). */
 export const SANDBOX_MAGIC = {
   fail: '[sandbox:fail]',
   transient: '[sandbox:transient]',

@@ -1,7 +1,7 @@
 import { assertNever, Decider, DomainEvent, DomainRuleViolation, eventVersions } from '@campaign-ops/decider';
 
 /**
- * A connection links an account, in one mode, to one ad account at a provider (API.md §4). Its
+ * A connection links an account, in one mode, to one ad account at a provider (docs/api.md#connections-and-oauth). Its
  * stream holds what was decided about it; tokens never do: they live sealed in the token vault,
  * and events carry only what may be shown (scopes, the ad account's currency and timezone, expiry).
  */

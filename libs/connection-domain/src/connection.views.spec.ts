@@ -20,7 +20,7 @@ const reauthorized: ConnectionEvent = {
 const after = (...history: ConnectionEvent[]) => given(...history).state() as Connection;
 
 describe('the connection as partners see it', () => {
-  it('is the resource of API.md §4, in its field order, without tokens or OAuth state', () => {
+  it('is the resource of docs/api.md#connections-and-oauth, in its field order, without tokens or OAuth state', () => {
     const resource = toConnectionResource(after(activated, reauthRequired));
     expect(Object.keys(resource)).toEqual([
       'id',

@@ -2,7 +2,7 @@ import { Connection, ConnectionEvent, Mode } from './connection.decider';
 
 export const environmentOf = (mode: Mode): 'live' | 'sandbox' => (mode === 'live' ? 'live' : 'sandbox');
 
-/** The connection resource exactly as API.md §4 shows it (`authorization_url` is added only by the answer that starts an OAuth round). */
+/** The connection resource exactly as docs/api.md#connections-and-oauth shows it (`authorization_url` is added only by the answer that starts an OAuth round). */
 export interface ConnectionResource {
   id: string;
   channel: string;
@@ -33,7 +33,7 @@ export const toConnectionResource = (c: Connection): ConnectionResource => ({
   updated_at: c.updatedAt,
 });
 
-/** A webhook event as partners receive it (API.md §5), before it gets its id. */
+/** A webhook event as partners receive it (docs/api.md#webhooks-and-signatures), before it gets its id. */
 export interface ConnectionNotification {
   event: 'connection.active' | 'connection.reauth_required';
   data: Record<string, unknown>;
@@ -44,7 +44,7 @@ export interface ConnectionNotification {
  * hear when a connection can be used (activated, or active again) and when it needs them.
  */
 export function toConnectionNotification(event: ConnectionEvent, after: Connection): ConnectionNotification | null {
-  // API.md §5's field order: connection_id, channel, status, provider_account_id, environment (+ reason).
+  // docs/api.md's field order: connection_id, channel, status, provider_account_id, environment (+ reason).
   const data = (status: 'active' | 'reauth_required') => ({
     connection_id: after.id,
     channel: after.channel,

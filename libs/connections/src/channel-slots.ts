@@ -21,7 +21,7 @@ export interface SlotClaim {
 }
 
 /**
- * At most one connection per account, mode and channel is `active` or `reauth_required` (API.md
+ * At most one connection per account, mode and channel is `active` or `reauth_required` (docs/api.md
  * §4). A connection that becomes active takes the channel's slot: one to the same provider
  * account is replaced (revoked, its tokens destroyed), one to another provider account keeps it
  * and the newcomer is refused with 409 `connection_exists`.

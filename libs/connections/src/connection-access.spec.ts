@@ -328,7 +328,7 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       return { published, events: await h.events.readStream(`connection-${id}`) };
     };
 
-    it('relays connection.active and connection.reauth_required with the data of API.md §5, ids derived from the events', async () => {
+    it('relays connection.active and connection.reauth_required with the data of docs/api.md#webhooks-and-signatures, ids derived from the events', async () => {
       const id = await connect({ access_token: 'token-42', refresh_token: 'dead', expires_at: inMinutes(3) });
       network.refuseRefresh('dead');
       await access(id);

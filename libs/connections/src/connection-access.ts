@@ -10,7 +10,7 @@ import { KeyedMutex } from '@campaign-ops/event-sourcing';
 import { redacted } from './provider-calls';
 import { TokenVault, UnreadableTokensError, VaultEntry } from './token-vault';
 
-/** Tokens expiring within this are refreshed before they are handed out (API.md §4). */
+/** Tokens expiring within this are refreshed before they are handed out (docs/api.md#connections-and-oauth). */
 export const REFRESH_AHEAD_MS = 10 * 60_000;
 /** A refresh this recent is not repeated even when asked to: a concurrent caller just made it. */
 const JUST_REFRESHED_MS = 30_000;

@@ -35,7 +35,7 @@ interface Verified {
 }
 
 /**
- * The write side of connections (API.md §4): create (token import or an OAuth round), reauthorize
+ * The write side of connections (docs/api.md#connections-and-oauth): create (token import or an OAuth round), reauthorize
  * and delete. Every command is scoped to the caller's account and mode: another's connection
  * answers exactly as one that does not exist.
  */
@@ -180,7 +180,7 @@ export class ConnectionCommands {
     return connection && connection.accountId === caller.accountId && connection.mode === caller.mode ? connection : null;
   }
 
-  /** Live: the ad account read with the token (API.md §4). Test keys: the sandbox account, nothing kept. */
+  /** Live: the ad account read with the token (docs/api.md#connections-and-oauth). Test keys: the sandbox account, nothing kept. */
   private async verify(
     mode: Mode,
     channel: Channel,

@@ -13,7 +13,7 @@ import { TokenVault } from './token-vault';
 import { VaultKeyCheck } from './vault-key-check';
 
 /**
- * connection-service: owns connections (API.md §4): their streams and view, the token vault,
+ * connection-service: owns connections (docs/api.md#connections-and-oauth): their streams and view, the token vault,
  * OAuth rounds, token refresh (on demand and by a sweep) and reauthorization. Its message
  * controller says what it answers; ConnectionProcessors follow its event store.
  */

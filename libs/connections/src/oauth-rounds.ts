@@ -40,17 +40,17 @@ export interface RoundRequest {
   channel: Channel;
   providerAccountId: string;
   redirectUri: string;
-  /** The account's registered OAuth redirect URIs (API.md §2). */
+  /** The account's registered OAuth redirect URIs (docs/api.md#keys-and-modes). */
   registeredRedirectUris: readonly string[];
   /** The simulated ad account a test key's round ends with. */
   sandbox: { currency: string; timezone: string } | null;
 }
 
-/** What the browser is told on its way back to the partner (API.md §4). */
+/** What the browser is told on its way back to the partner (docs/api.md#connections-and-oauth). */
 type BackError = 'access_denied' | 'state_invalid' | 'credentials_invalid' | 'provider_account_unreachable' | 'provider_unavailable' | 'connection_exists';
 
 /**
- * OAuth rounds (API.md §4): a new connection's or a reauthorization's consent. The round's
+ * OAuth rounds (docs/api.md#connections-and-oauth): a new connection's or a reauthorization's consent. The round's
  * `state` is random, used once, bound to its connection and good for 15 minutes; only its SHA-256
  * is kept. The person's browser comes back to the service's own callback, which exchanges the
  * code, reads the ad account with the token, activates the connection and sends the browser on

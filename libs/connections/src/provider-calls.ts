@@ -24,7 +24,7 @@ export function liveNetwork(networks: AdNetworks, channel: Channel): Outcome<AdN
 }
 
 /**
- * The live check of API.md §4: the ad account read with the token. A refused token is
+ * The live check of docs/api.md#connections-and-oauth: the ad account read with the token. A refused token is
  * `credentials_invalid`, an account the token cannot reach (or that the network does not know)
  * `provider_account_unreachable`, a network that does not answer `provider_unavailable`. The
  * network's own words are not passed on (they are the network's, and could quote what was sent).
@@ -44,7 +44,7 @@ export async function readAccount(
 }
 
 /**
- * Tokens about to be checked live (the import's and the OAuth callback's live check, API.md §4):
+ * Tokens about to be checked live (the import's and the OAuth callback's live check, docs/api.md#connections-and-oauth):
  * refreshed first when they have expired or expire within `refreshAheadMs` and a refresh token
  * came with them, so that a token migrated from another system after its hour is still taken.
  * The refresh refused is `credentials_invalid` (param `credentials.refresh_token`); the network not

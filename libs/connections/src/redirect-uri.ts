@@ -9,7 +9,7 @@ const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
  * query is what we add to) and no credentials in it. Its origin and path must be those of one of
  * the account's registered `oauth_redirect_uris` (its query is the partner's own), so that our
  * callback never sends a person to a site the account did not name: a test key may also use any
- * http://localhost URL (API.md §4).
+ * http://localhost URL (docs/api.md#connections-and-oauth).
  */
 export function checkRedirectUri(raw: string, allowed: { mode: Mode; registered: readonly string[] }): Outcome<string> {
   let url: URL;

@@ -32,7 +32,7 @@ export type DispatchAccepted = DomainEvent<
  * A live try is about to call the network: recorded before the call, so that a try whose outcome
  * is lost (the process died, the answer never came) is known to have been made. `lookup`: the try
  * first looks for the dispatch's campaign at the network, because an earlier try may have
- * created it (API.md §3, "At most one campaign per dispatch").
+ * created it (docs/api.md#dispatches-and-retries, "At most one campaign per dispatch").
  */
 export type DispatchAttemptStarted = DomainEvent<'DispatchAttemptStarted', { attempt: number; lookup: boolean; at: string }>;
 /**

@@ -3,7 +3,7 @@ import { DispatchEvent, Mode } from './dispatch.events';
 
 export const environmentOf = (mode: Mode): 'live' | 'sandbox' => (mode === 'live' ? 'live' : 'sandbox');
 
-/** The dispatch resource exactly as API.md §3 shows it. */
+/** The dispatch resource exactly as docs/api.md#dispatches-and-retries shows it. */
 export interface DispatchResource {
   id: string;
   status: Dispatch['status'];
@@ -44,7 +44,7 @@ export const toDispatchResource = (d: Dispatch): DispatchResource => ({
   failed_at: d.failedAt,
 });
 
-/** A webhook event as partners receive it (SPEC.md §6, API.md §5), before it gets its id. */
+/** A webhook event as partners receive it (docs/api.md#webhooks-and-signatures, docs/api.md#webhooks-and-signatures), before it gets its id. */
 export interface Notification {
   event: 'dispatch.accepted' | 'dispatch.completed' | 'dispatch.failed';
   data: Record<string, unknown>;

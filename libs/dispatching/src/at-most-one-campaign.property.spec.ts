@@ -13,7 +13,7 @@ import { DispatchStore } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
 
 /**
- * API.md §3, "At most one campaign per dispatch", as a property: over random interleavings of the
+ * docs/api.md#dispatches-and-retries, "At most one campaign per dispatch", as a property: over random interleavings of the
  * ways a network leaves its caller unsure (the campaign made, then a timeout, a 503 or a dropped
  * connection; a 503 before making it; a rate limit; a lookup that fails) and of restarts (the
  * process dying after the network made the campaign, before it was called, during a lookup; two

@@ -7,7 +7,7 @@ import { SANDBOX_PROVIDER } from './dispatch-executor';
 import { LiveLaunches } from './live-launches';
 
 /**
- * The dry run of a launch (API.md §3, `POST /v1/campaigns/validate`): a live key needs the same
+ * The dry run of a launch (docs/api.md#dispatches-and-retries, `POST /v1/campaigns/validate`): a live key needs the same
  * active connection as a launch, and the campaign is checked by the network's validate-only call
  * where it has one (`provider`) or by the channel's rules the adapter knows (`rules`); a test key's
  * by the simulator (`sandbox`). Nothing is created, charged, stored or sent as an event.

@@ -10,7 +10,7 @@ function boundAfter(boundSeconds: number, readings: Array<[number, number]>, ste
   return bound;
 }
 
-describe('the overload rule (API.md §3, "Overload")', () => {
+describe('the overload rule (docs/api.md#dispatches-and-retries, "Overload")', () => {
   it('given one reading only, refuses nothing, however much waits: no pace is known yet', () => {
     expect(boundAfter(10, [[100_000, 0]]).verdict(NOW)).toEqual({ refuse: false });
   });

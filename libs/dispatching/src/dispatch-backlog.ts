@@ -21,7 +21,7 @@ export const STALLED_PACE_PER_SECOND = 10;
 export type BacklogVerdict = { refuse: false } | { refuse: true; retryAfterSeconds: number; waiting: number; pace: number };
 
 /**
- * The overload rule (API.md §3, "Overload"): a launch is refused while more work waits at the
+ * The overload rule (docs/api.md#dispatches-and-retries, "Overload"): a launch is refused while more work waits at the
  * executor than it settles in `boundSeconds` at its current pace. Given readings of the
  * executor's progress (pending deliveries, and a running count of those it settled) at their
  * times, it keeps the pace (settled per second, averaged) and judges a launch from the latest

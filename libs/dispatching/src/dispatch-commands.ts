@@ -56,7 +56,7 @@ export class DispatchCommands {
       if (idempotencyKey) await this.idempotency.release(caller.accountId, caller.mode, idempotencyKey, dispatchId);
       return outcome;
     };
-    // Overload (API.md §3): past the backlog's bound a launch is refused before anything is charged or stored.
+    // Overload (docs/api.md#dispatches-and-retries): past the backlog's bound a launch is refused before anything is charged or stored.
     const backlog = this.backlog.check();
     if (backlog.refuse) {
       return refuse(

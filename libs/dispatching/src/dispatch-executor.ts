@@ -8,7 +8,7 @@ import { DispatchStore } from './dispatch-store';
 import { RelayedEvent, WORK_EVENT_TYPES } from './dispatch-relay';
 import { classify, LaunchOutcome, LiveLaunches } from './live-launches';
 
-/** The simulator that runs test-key dispatches (API.md §3, "Sandbox"). */
+/** The simulator that runs test-key dispatches (docs/api.md#dispatches-and-retries, "Sandbox"). */
 export const SANDBOX_PROVIDER = Symbol('SANDBOX_PROVIDER');
 
 /** Rounds and pause (growing: 500 ms, 1 s, 1.5 s, 2 s) of recording an outcome before the message goes back. */

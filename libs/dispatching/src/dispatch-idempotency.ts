@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 
-/** API.md: an Idempotency-Key holds for 24 h. */
+/** docs/api.md: an Idempotency-Key holds for 24 h. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A reservation whose dispatch never appeared (its process died before charging) may be taken over after this. */
 const ABANDONED_AFTER_MS = 60_000;

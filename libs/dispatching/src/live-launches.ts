@@ -32,7 +32,7 @@ export type StartTry = () => Promise<{ lookup: boolean } | null>;
 export const CONNECTION_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
- * A live dispatch against its ad network (API.md §3, "Execution"): the budget's currency checked
+ * A live dispatch against its ad network (docs/api.md#dispatches-and-retries, "Execution"): the budget's currency checked
  * against the ad account's and a fresh token, both from connection-service (the only holder of
  * tokens, which checks the currency before it reads or refreshes anything), then the try: it is
  * recorded as started, looks for the dispatch's campaign first when an earlier try may have made
@@ -98,7 +98,7 @@ export class LiveLaunches {
   }
 
   /**
-   * The dry run of a live launch (API.md §3, `POST /v1/campaigns/validate`): the same currency
+   * The dry run of a live launch (docs/api.md#dispatches-and-retries, `POST /v1/campaigns/validate`): the same currency
    * check and token as a launch, then the network's validate-only call where it has one (the
    * adapter's rules otherwise). Nothing is recorded; a refused token is refreshed once, as for a
    * launch. The campaign is checked under a dispatch id of its own, so that the marker a launch

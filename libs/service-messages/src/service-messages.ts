@@ -83,7 +83,7 @@ export interface CreateDispatchRequest {
   idempotencyKey: string | null;
 }
 export type ValidateCampaignRequest = Omit<CreateDispatchRequest, 'idempotencyKey'>;
-/** The dry run's answer (API.md §3): who checked the campaign, and their remarks. */
+/** The dry run's answer (docs/api.md#dispatches-and-retries): who checked the campaign, and their remarks. */
 export interface CampaignValidation {
   valid: true;
   channel: Channel;
@@ -109,7 +109,7 @@ export interface ResolvedConnection {
   connection: { id: string; status: 'pending' | 'active' | 'reauth_required' | 'revoked' } | null;
 }
 
-/** `POST /v1/connections` (API.md §4): token import when `credentials` is given, an OAuth round when `redirectUri` is. */
+/** `POST /v1/connections` (docs/api.md#connections-and-oauth): token import when `credentials` is given, an OAuth round when `redirectUri` is. */
 export interface CreateConnectionRequest {
   caller: Caller;
   channel: Channel;
@@ -156,7 +156,7 @@ export interface OAuthCallbackRequest {
 export interface OAuthCallbackResult {
   location: string;
 }
-/** The connection resource of API.md §4; `authorization_url` only on an answer that starts an OAuth round. */
+/** The connection resource of docs/api.md#connections-and-oauth; `authorization_url` only on an answer that starts an OAuth round. */
 export interface ConnectionResource {
   id: string;
   channel: Channel;

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { parseDurationList } from '@campaign-ops/durations';
 
 /**
- * WEBHOOK_RETRY_SCHEDULE's default: webhook-domain's DEFAULT_RETRY_SCHEDULE (API.md §5), repeated
+ * WEBHOOK_RETRY_SCHEDULE's default: webhook-domain's DEFAULT_RETRY_SCHEDULE (docs/api.md#webhooks-and-signatures), repeated
  * here so the runtime needs no domain lib; webhook-delivery's config spec holds the two equal.
  */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h';
@@ -79,7 +79,7 @@ export interface ServiceConfig {
   executorConcurrency: number;
   /**
    * The longest launches may wait for their first try at the executor's pace before a launch is
-   * refused (503, nothing charged): DISPATCH_BACKLOG_SECONDS (API.md §3, "Overload").
+   * refused (503, nothing charged): DISPATCH_BACKLOG_SECONDS (docs/api.md#dispatches-and-retries, "Overload").
    */
   dispatchBacklogSeconds: number;
   /**

@@ -5,14 +5,14 @@ import { newId } from '@campaign-ops/ids';
 /**
  * A request Node's parser refuses before any of our code sees it (a control character in a header
  * value, a malformed request line, headers too large) is still answered in the API's envelope
- * (API.md §1: every answer, on every path), with its request id, instead of Node's bare
+ * (docs/api.md#errors: every answer, on every path), with its request id, instead of Node's bare
  * `400 Bad Request` without a body. The connection is closed after it: what follows on it cannot
  * be read.
  */
 export function answerMalformedRequestsInTheEnvelope(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     if (error.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
-    // 400 for headers too large as well: API.md's statuses have no 431.
+    // 400 for headers too large as well: docs/api.md's statuses have no 431.
     const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
     const requestId = newId('req');
     const body = JSON.stringify({

@@ -30,7 +30,7 @@ export interface EndpointView {
   [key: string]: unknown;
 }
 
-/** The endpoint as partners see it (SPEC.md §2.2); the signing secret is added only where shown. */
+/** The endpoint as partners see it (docs/api.md#webhooks-and-signatures); the signing secret is added only where shown. */
 export const toEndpointResource = (v: EndpointView) => ({
   id: v.id,
   url: v.url,

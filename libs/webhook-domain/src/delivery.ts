@@ -95,7 +95,7 @@ export function afterAttempt(delivery: Delivery, result: AttemptResult, now: Dat
   return { ...delivery, ...common, status: 'pending', next_attempt_at: new Date(now.getTime() + delay).toISOString() };
 }
 
-/** The public view of a delivery (API.md §5). */
+/** The public view of a delivery (docs/api.md#webhooks-and-signatures). */
 export const toDeliveryResource = (d: Delivery) => ({
   id: d.id,
   event_id: d.event_id,

@@ -1,6 +1,6 @@
 import { parseDurationList } from '@campaign-ops/durations';
 
-/** API.md §5: about three days of retries. */
+/** docs/api.md#webhooks-and-signatures: about three days of retries. */
 export const DEFAULT_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h';
 
 /** `"5s,30s,2m"` → delays in ms between attempts. Throws a message naming the bad part. */

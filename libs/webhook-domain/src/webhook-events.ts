@@ -1,5 +1,5 @@
 import type { Mode } from '@campaign-ops/account-domain';
-/** The events partners can subscribe to (SPEC.md §6.1). */
+/** The events partners can subscribe to (docs/api.md#webhooks-and-signatures). */
 export const WEBHOOK_EVENT_TYPES = ['dispatch.accepted', 'dispatch.completed', 'dispatch.failed', 'connection.active', 'connection.reauth_required'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const isWebhookEventType = (value: unknown): value is WebhookEventType =>

@@ -1,6 +1,6 @@
 import { CampaignSpec } from '@campaign-ops/channels';
 
-/** A unified campaign (API.md §3) for the adapters' specs: USD 12.34 a day from 2027-01-04 09:00 UTC. */
+/** A unified campaign (docs/api.md#dispatches-and-retries) for the adapters' specs: USD 12.34 a day from 2027-01-04 09:00 UTC. */
 export function unifiedCampaign(
   overrides: { name?: string; objective?: string; budget?: Partial<CampaignSpec['budget']>; schedule?: Partial<CampaignSpec['schedule']> } = {},
 ): CampaignSpec {

@@ -42,7 +42,7 @@ export const id = (prefix: string, description: string): JsonSchema => ({
   description,
   examples: [`${prefix}_01JBZ8KQ4T7W3X9M2N5P6R8S0V`],
 });
-/** API.md §1: ISO 8601 UTC with milliseconds and `Z`. */
+/** docs/api.md#errors: ISO 8601 UTC with milliseconds and `Z`. */
 export const timestamp = (description: string): JsonSchema => ({
   type: 'string',
   format: 'date-time',

@@ -18,7 +18,7 @@ import { CreditBalances, SUBJECTS } from '@campaign-ops/service-messages';
 import { ServiceClient } from '../http/service-client';
 import { AdminTokenGuard } from '../http/auth.guards';
 
-/** The Admin API for operators (API.md §2): accounts, keys, credits. */
+/** The Admin API for operators (docs/api.md#keys-and-modes): accounts, keys, credits. */
 const AccountId = () => ApiParam({ name: 'id', description: 'The account id (`acct_…`).' });
 
 @ApiTags('Admin')

@@ -52,7 +52,7 @@ export class ConnectionsController {
     this.reachesNetwork = { timeoutMs: config.connectionRequestTimeoutMs };
   }
 
-  /** An OAuth round's `redirect_uri` must be one the account registered (API.md §4): its list goes along with the round. */
+  /** An OAuth round's `redirect_uri` must be one the account registered (docs/api.md#connections-and-oauth): its list goes along with the round. */
   private async registeredRedirectUris(caller: Caller, redirectUri: string | undefined): Promise<{ oauthRedirectUris?: string[] }> {
     if (redirectUri === undefined) return {};
     return { oauthRedirectUris: (await this.directory.account(caller.accountId))?.oauth_redirect_uris ?? [] };

@@ -8,7 +8,7 @@ import { Caller, ListPage } from '../http/request-context';
 import { ServiceClient } from '../http/service-client';
 import { pageOf } from '../http/validation';
 
-/** The Events API (API.md §6): the account's events of the last 30 days, in the webhook shape. */
+/** The Events API (docs/api.md#events-api): the account's events of the last 30 days, in the webhook shape. */
 @ApiTags('Events')
 @ApiSecurity('apiKey')
 @Controller('v1/events')

@@ -6,7 +6,7 @@ import { GatewayRequest } from './request-context';
 import { ApiDocument } from '../openapi/api-document';
 
 /**
- * The one place errors become HTTP: API.md's envelope, status and type from the catalog. Anything
+ * The one place errors become HTTP: docs/api.md's envelope, status and type from the catalog. Anything
  * unexpected is logged with its request id and answered as a bare 500, never with a stack.
  */
 @Catch()

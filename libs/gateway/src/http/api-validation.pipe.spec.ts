@@ -36,7 +36,7 @@ const check = (edit: (b: Body) => void) => {
 };
 
 describe('POST /v1/campaigns body (CreateCampaignDto through the ApiValidationPipe)', () => {
-  it('accepts the body of SPEC.md, and hands it on as it came', async () => {
+  it('accepts the body of docs/api.md, and hands it on as it came', async () => {
     expect(await errorOf(campaign(), body(CreateCampaignDto))).toBeNull();
     expect(await pipe.transform(campaign(), body(CreateCampaignDto))).toEqual(campaign());
   });

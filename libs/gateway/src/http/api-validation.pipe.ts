@@ -15,7 +15,7 @@ const join = (path: string, key: string) => (path === '' ? key : `${path}.${key}
 const TYPE_RULES = new Set(['isString', 'isInt', 'isBoolean', 'isArray', 'isObject', 'nestedValidation']);
 
 /**
- * Request DTOs (libs/api-contract) validated the way API.md §1 answers: unknown fields are
+ * Request DTOs (libs/api-contract) validated the way docs/api.md#errors answers: unknown fields are
  * `parameter_unknown`, absent ones `parameter_missing`, anything else `parameter_invalid` (or the
  * rule's own code), with the dotted `param` of the first error.
  *

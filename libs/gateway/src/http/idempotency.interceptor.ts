@@ -14,11 +14,11 @@ export function idempotencyScope(request: GatewayRequest): string | null {
 }
 
 const IGNORES_IDEMPOTENCY_KEY = 'campaign-ops:ignores-idempotency-key';
-/** A POST that changes nothing (the dry run): its `Idempotency-Key` is accepted and ignored (API.md §3). */
+/** A POST that changes nothing (the dry run): its `Idempotency-Key` is accepted and ignored (docs/api.md#dispatches-and-retries). */
 export const IgnoresIdempotencyKey = () => SetMetadata(IGNORES_IDEMPOTENCY_KEY, true);
 
 /**
- * `Idempotency-Key` on every POST (API.md §3) but those marked `@IgnoresIdempotencyKey()`. Runs after the guards, so the scope (account and
+ * `Idempotency-Key` on every POST (docs/api.md#dispatches-and-retries) but those marked `@IgnoresIdempotencyKey()`. Runs after the guards, so the scope (account and
  * mode, or admin) is known, and after the rate limit, so a 429 never touches the store.
  *
  * The first request with a key reserves it and runs; its final answer (status, body string and

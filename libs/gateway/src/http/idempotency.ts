@@ -5,7 +5,7 @@ import { SecretBox } from '@campaign-ops/secret-box';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 
 /**
- * Idempotency keys (API.md §3): for 24 hours the same key with the same request replays the first
+ * Idempotency keys (docs/api.md#dispatches-and-retries): for 24 hours the same key with the same request replays the first
  * answer byte for byte; another request with the key is 409 `idempotency_key_reused`; while the
  * first is in flight, 409 `idempotency_key_in_use`.
  *

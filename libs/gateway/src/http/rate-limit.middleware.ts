@@ -13,7 +13,7 @@ const UNLIMITED_PATHS = new Set(['/healthz', '/readyz']);
 const OAUTH_CALLBACK_PATH = '/v1/connections/oauth/callback';
 
 /**
- * The rate limit of every request (API.md §2), checked right after authentication and before the
+ * The rate limit of every request (docs/api.md#keys-and-modes), checked right after authentication and before the
  * body is read, so a refused request costs neither the body nor any work (and never reaches the
  * idempotency store). Every answer carries `RateLimit-Limit`, `RateLimit-Remaining` and
  * `RateLimit-Reset`; over the limit it is 429 `rate_limited` with `Retry-After`.

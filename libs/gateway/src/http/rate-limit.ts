@@ -1,7 +1,7 @@
 import { ApiError } from '@campaign-ops/api-errors';
 
 /**
- * Rate limits (API.md §2): a token bucket per caller. A bucket holds at most `burst` tokens,
+ * Rate limits (docs/api.md#keys-and-modes): a token bucket per caller. A bucket holds at most `burst` tokens,
  * refills at `perSecond` tokens a second, and every request takes one; an empty bucket answers
  * 429 `rate_limited` with `Retry-After`.
  *
@@ -162,5 +162,5 @@ export class RateLimiter {
   }
 }
 
-/** `callback`: a person's browser back from a consent page, with a budget of its own per address (API.md §2). */
+/** `callback`: a person's browser back from a consent page, with a budget of its own per address (docs/api.md#keys-and-modes). */
 export type RateLimitIdentity = { kind: 'key'; keyId: string } | { kind: 'admin' } | { kind: 'ip'; ip: string } | { kind: 'callback'; ip: string };

@@ -53,7 +53,7 @@ const table = [
   ...CODES.map((code) => `| \`${code}\` | ${ERROR_CATALOG[code].status} | \`${ERROR_CATALOG[code].type}\` | ${ERROR_MEANINGS[code]} |`),
 ].join('\n');
 
-/** The error envelope of API.md §1, with every code and type of the catalog. */
+/** The error envelope of docs/api.md#errors, with every code and type of the catalog. */
 export const ERROR_SCHEMA: JsonSchema = {
   type: 'object',
   description: `Every error, on every path, in the envelope. The codes:\n\n${table}`,

@@ -198,7 +198,7 @@ describe('GET /openapi.json', () => {
     expect([...error.type.enum].sort()).toEqual([...new Set(Object.values(ERROR_CATALOG).map((e) => e.type))].sort());
   });
 
-  it('shows the dispatch with every field of API.md §3, and the secret only where it is issued', () => {
+  it('shows the dispatch with every field of docs/api.md#dispatches-and-retries, and the secret only where it is issued', () => {
     expect(Object.keys(components.schemas.Dispatch.properties)).toEqual(
       'id status channel resource_type action environment credits_charged campaign connection_id provider_resource_id error attempts idempotency_key created_at updated_at completed_at failed_at'.split(
         ' ',
@@ -226,7 +226,7 @@ describe('GET /openapi.json', () => {
   });
 
   describe('connections', () => {
-    it('shows the connection with every field of API.md §4, and authorization_url only on the answers that start a round', () => {
+    it('shows the connection with every field of docs/api.md#connections-and-oauth, and authorization_url only on the answers that start a round', () => {
       const fields = 'id channel status provider_account_id environment scopes currency timezone expires_at reauth_reason created_at updated_at'.split(' ');
       expect(Object.keys(components.schemas.Connection.properties)).toEqual(fields);
       expect(components.schemas.Connection.properties).not.toHaveProperty('access_token');
