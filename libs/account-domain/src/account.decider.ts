@@ -16,7 +16,7 @@ export type CreditsGranted = DomainEvent<'CreditsGranted', { mode: Mode; amount:
 export type AccountEvent = AccountOpened | AccountSettingsChanged | ApiKeyIssued | ApiKeyRevoked | CreditsGranted;
 
 /**
- * Each type's upcasters from its older versions, oldest first (README, "Event versioning"); all are
+ * Each type's upcasters from its older versions, oldest first (docs/architecture.md, "Event versioning"); all are
  * still at version 1: AccountOpened gained its optional `oauthRedirectUris` without a new version,
  * since an older event reads as an account with none registered.
  */

@@ -47,7 +47,7 @@ export type ConnectionEvent =
   ConnectionRequested | ConnectionActivated | OAuthRoundStarted | TokenRefreshed | ReauthRequired | ConnectionReauthorized | ConnectionRevoked;
 
 /**
- * Each type's upcasters from its older versions, oldest first (README, "Event versioning"). All are
+ * Each type's upcasters from its older versions, oldest first (docs/architecture.md, "Event versioning"). All are
  * at version 1: `method: 'sandbox'` on ConnectionReauthorized (5bd326b) only widened what v1 holds.
  */
 export const CONNECTION_EVENTS = eventVersions<ConnectionEvent>('connection', {

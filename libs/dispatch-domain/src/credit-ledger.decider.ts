@@ -20,7 +20,7 @@ export type CreditsGranted = DomainEvent<'CreditsGranted', { grantId: string; am
 export type DispatchCharged = DomainEvent<'DispatchCharged', { amount: number; chargedAt: string; dispatch: DispatchToCreate }>;
 export type CreditLedgerEvent = CreditsGranted | DispatchCharged;
 
-/** Each type's upcasters from its older versions, oldest first (README, "Event versioning"); both are still at version 1. */
+/** Each type's upcasters from its older versions, oldest first (docs/architecture.md, "Event versioning"); both are still at version 1. */
 export const CREDIT_LEDGER_EVENTS = eventVersions<CreditLedgerEvent>('credit ledger', {
   CreditsGranted: [],
   DispatchCharged: [],

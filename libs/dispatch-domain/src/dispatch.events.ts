@@ -59,7 +59,7 @@ export type DispatchRetried = DomainEvent<'DispatchRetried', { retriedAt: string
 export type DispatchEvent = DispatchAccepted | DispatchAttemptStarted | DispatchAttemptFailed | DispatchCompleted | DispatchFailed | DispatchRetried;
 
 /**
- * Each type's upcasters from its older versions, oldest first (README, "Event versioning"). All are
+ * Each type's upcasters from its older versions, oldest first (docs/architecture.md, "Event versioning"). All are
  * at version 1: DispatchRetried gained its optional `connectionId` (fdd9ad7), DispatchCompleted its
  * optional `reconciled` and duplicates, DispatchAttemptFailed and DispatchFailed their optional
  * `outcomeUnknown`, all without a new version, since every older event still reads as the current

@@ -13,7 +13,7 @@ export type WebhookEndpointDisabled = DomainEvent<'WebhookEndpointDisabled', { r
 export type WebhookEndpointDeleted = DomainEvent<'WebhookEndpointDeleted', { deletedAt: string }>;
 export type WebhookEndpointEvent = WebhookEndpointCreated | WebhookEndpointUpdated | WebhookSecretRotated | WebhookEndpointDisabled | WebhookEndpointDeleted;
 
-/** Each type's upcasters from its older versions, oldest first (README, "Event versioning"); all are still at version 1. */
+/** Each type's upcasters from its older versions, oldest first (docs/architecture.md, "Event versioning"); all are still at version 1. */
 export const WEBHOOK_ENDPOINT_EVENTS = eventVersions<WebhookEndpointEvent>('webhook endpoint', {
   WebhookEndpointCreated: [],
   WebhookEndpointUpdated: [],
