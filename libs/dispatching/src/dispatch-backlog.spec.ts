@@ -1,4 +1,5 @@
-import { BacklogBound, STALLED_PACE_PER_SECOND } from './dispatch-backlog';
+import { Bus } from '@campaign-ops/bus';
+import { BacklogBound, DispatchBacklog, SAMPLE_EVERY_MS, STALLED_PACE_PER_SECOND } from './dispatch-backlog';
 
 /** Within 5 s of the last reading of every boundAfter here (its readings come from 1_000_000 on). */
 const NOW = 1_006_000;
@@ -124,5 +125,45 @@ describe('the overload rule (docs/api.md#dispatches-and-retries, "Overload")', (
     ]);
     bound.observe(1_001_000, { pending: 100_000, settled: 40 });
     expect(bound.verdict(NOW)).toEqual({ refuse: false });
+    // ...and the pace is then learnt afresh from that reading, not from a division by no time.
+    bound.observe(1_002_000, { pending: 100_000, settled: 60 });
+    expect(bound.verdict(NOW)).toMatchObject({ refuse: true, pace: 20 });
+  });
+});
+
+describe("reading the executor's progress for the rule", () => {
+  /** A bus whose progress readings answer when the spec says so. */
+  function busWithReadings() {
+    const answers: Array<(progress: { pending: number; settled: number }) => void> = [];
+    const bus = { progress: jest.fn(() => new Promise((answer) => answers.push(answer))) };
+    return {
+      bus: bus as unknown as Bus,
+      asked: () => bus.progress.mock.calls.length,
+      answer: (pending: number, settled: number) => answers.shift()!({ pending, settled }),
+    };
+  }
+
+  it('asks nothing while no launch comes, then at most once a second while they do, and never twice at once', async () => {
+    const { bus, asked, answer } = busWithReadings();
+    const backlog = new DispatchBacklog(bus, { dispatchBacklogSeconds: 10 });
+    let now = 1_000_000;
+    backlog.now = () => now;
+    expect(asked()).toBe(0);
+
+    backlog.check();
+    backlog.check();
+    expect(asked()).toBe(1); // one reading under way
+    answer(0, 0);
+    await backlog.settled();
+
+    now += SAMPLE_EVERY_MS - 1;
+    backlog.check();
+    expect(asked()).toBe(1); // the latest reading is fresh
+    now += 1;
+    backlog.check();
+    expect(asked()).toBe(2);
+    answer(100_000, 20);
+    await backlog.settled();
+    expect(backlog.check()).toMatchObject({ refuse: true, pace: 20 });
   });
 });
