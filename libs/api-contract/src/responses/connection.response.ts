@@ -3,7 +3,10 @@ import { JSONSchema } from 'class-validator-jsonschema';
 import { channel, environment } from './common';
 import { Field, id, oneOf, orNull, text, timestamp } from './schema';
 
-@JSONSchema({ description: 'A connection of the account (in the key’s mode) to one ad account at a provider (docs/api.md, "Connections and OAuth"). Tokens are never shown.' })
+@JSONSchema({
+  description:
+    'A connection of the account (in the key’s mode) to one ad account at a provider (docs/api.md, "Connections and OAuth"). Tokens are never shown.',
+})
 export class ConnectionResponse {
   @Field(id('con', 'The connection id.')) id!: string;
   @Field(channel) channel!: string;

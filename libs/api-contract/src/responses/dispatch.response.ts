@@ -15,7 +15,9 @@ export class DispatchErrorResponse {
   retryable!: boolean;
 }
 
-@JSONSchema({ description: 'A campaign launch as an operational record: what was asked, charged and done at the network (docs/api.md, "Dispatches and retries").' })
+@JSONSchema({
+  description: 'A campaign launch as an operational record: what was asked, charged and done at the network (docs/api.md, "Dispatches and retries").',
+})
 export class DispatchResponse {
   @Field(id('dsp', 'The dispatch id.')) id!: string;
   @Field(oneOf(['accepted', 'completed', 'failed'], '`accepted → completed`, `accepted → failed`, `failed → accepted` (retry).')) status!: string;
