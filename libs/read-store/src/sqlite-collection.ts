@@ -5,7 +5,7 @@ import { GroupCommit } from '@campaign-ops/sqlite-wal';
 import type { Collection, Doc, FindOptions, Filter, IndexSpec, Page, Scalar } from './read-store.port';
 import { assertDocument, assertRevision } from './document-checks';
 import { upsertSql } from './upsert-sql';
-import { assertFieldName, compileFilter, fieldValue } from './sqlite-filter';
+import { assertFieldName, CompiledFilter, compileFilter, fieldValue } from './sqlite-filter';
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 1_000;
@@ -18,7 +18,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   private readonly table: string;
   private readonly indexed: Set<string>;
   private readonly updateTransaction: (id: string, patch: Partial<T>, where: Filter) => Promise<T | null>;
-  private readonly claimTransaction: (where: Filter, patch: Partial<T>, orderBy: string) => Promise<T | null>;
+  private readonly claimTransaction: (filter: CompiledFilter, patch: Partial<T>, orderBy: string) => Promise<T | null>;
 
   constructor(
     private readonly db: Database.Database,
@@ -38,13 +38,12 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       return row ? this.write(row, patch) : null;
     };
     this.updateTransaction = (id, patch, where) => this.writes.write(() => update(id, patch, where));
-    const claim = (where: Filter, patch: Partial<T>, orderBy: string) => {
-      const filter = compileFilter(where);
+    const claim = (filter: CompiledFilter, patch: Partial<T>, orderBy: string) => {
       const order = orderBy === 'id' ? 'id' : `${fieldValue(orderBy)}, id`;
       const row = this.statement(`SELECT id, doc FROM ${this.table} WHERE ${filter.sql} ORDER BY ${order} LIMIT 1`).get(...filter.params) as DocRow | undefined;
       return row ? this.write(row, patch) : null;
     };
-    this.claimTransaction = (where, patch, orderBy) => this.writes.write(() => claim(where, patch, orderBy));
+    this.claimTransaction = (filter, patch, orderBy) => this.writes.write(() => claim(filter, patch, orderBy));
   }
 
   ensureIndexes(indexes: string[][]): void {
@@ -107,11 +106,9 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     // Nothing matches now, and no write of this store waits to be committed before this claim:
     // answered by a read, without the write lock and a commit (a worker looking for due work finds
     // none as often as not). A document that comes to match meanwhile is the next claim's.
-    if (!this.writes.queued) {
-      const filter = compileFilter(where);
-      if (!this.statement(`SELECT 1 FROM ${this.table} WHERE ${filter.sql} LIMIT 1`).get(...filter.params)) return null;
-    }
-    return this.claimTransaction(where, patch, orderBy);
+    const filter = compileFilter(where);
+    if (!this.writes.queued && !this.statement(`SELECT 1 FROM ${this.table} WHERE ${filter.sql} LIMIT 1`).get(...filter.params)) return null;
+    return this.claimTransaction(filter, patch, orderBy);
   }
 
   async find(where: Filter, options: FindOptions = {}): Promise<Page<T>> {

@@ -15,7 +15,7 @@ const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 // comparison is therefore paired with a `json_type` guard on the kind of the filter value: like
 // MongoDB, a filter only matches values of its own type (numbers of any kind compare together).
 
-type CompiledFilter = { sql: string; params: unknown[] };
+export type CompiledFilter = { sql: string; params: unknown[] };
 type Comparison = '=' | '<' | '<=' | '>' | '>=';
 type Kind = 'string' | 'number' | 'boolean';
 
