@@ -44,7 +44,12 @@ export const appsOverNats: TopologyStart = async (dataDir, env) => {
   };
   const apps: ServiceProcess[] = [];
   const start = async (app: AppName, appPort?: number) => {
-    const process = new ServiceProcess(app, appPort ?? (await freePort()), { ...common, ...nats.credentialsOf(app), DATA_DIR: join(dataDir, app) });
+    const process = new ServiceProcess(
+      app,
+      appPort ?? (await freePort()),
+      { ...common, ...nats.credentialsOf(app), DATA_DIR: join(dataDir, app) },
+      appPort === undefined,
+    );
     apps.push(process);
     await process.start();
     return process;

@@ -21,7 +21,8 @@ export class ServiceProcess {
     stdout: { complete: [], partial: '' },
     stderr: { complete: [], partial: '' },
   };
-  readonly url: string;
+  /** The API's address; set anew if a start had to move its port. */
+  url: string;
   /** METRICS_PORT: the one in `env` if given, else a free one chosen at the first start and kept across restarts. */
   metricsPort: number | null;
   /** How the last run ended: its exit code, or the signal that ended it. */
@@ -29,8 +30,14 @@ export class ServiceProcess {
 
   constructor(
     readonly app: AppName,
-    readonly port: number,
+    public port: number,
     private readonly env: Record<string, string>,
+    /**
+     * Whether a start may move PORT to another free port when it finds it taken: another process
+     * (a parallel test, an outgoing connection's ephemeral port) can take a port between freePort()
+     * and the app's listen. Not when the port is known elsewhere (in PUBLIC_BASE_URL, say).
+     */
+    private readonly portMayMove = false,
   ) {
     this.url = `http://127.0.0.1:${port}`;
     this.metricsPort = env.METRICS_PORT ? Number(env.METRICS_PORT) : null;
@@ -45,12 +52,29 @@ export class ServiceProcess {
   /** `until`: ready (/readyz answers 200, the default) or alive (/healthz: for an app that is meant to start not ready). */
   static async start(app: AppName, env: Record<string, string>, until: 'ready' | 'alive' = 'ready'): Promise<ServiceProcess> {
     const port = await freePort();
-    const service = new ServiceProcess(app, port, env);
+    const service = new ServiceProcess(app, port, env, true);
     await service.start(until);
     return service;
   }
 
   async start(until: 'ready' | 'alive' = 'ready'): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const from = this.output.length;
+      try {
+        return await this.startOnce(until);
+      } catch (error) {
+        const inUse = /address already in use [\d.]+:(\d+)|METRICS_PORT (\d+) is already in use/.exec(this.output.slice(from));
+        const taken = Number(inUse?.[1] ?? inUse?.[2]);
+        if (attempt < 3 && taken === this.metricsPort && this.env.METRICS_PORT === undefined) this.metricsPort = await freePort();
+        else if (attempt < 3 && taken === this.port && this.portMayMove) {
+          this.port = await freePort();
+          this.url = `http://127.0.0.1:${this.port}`;
+        } else throw error;
+      }
+    }
+  }
+
+  private async startOnce(until: 'ready' | 'alive'): Promise<void> {
     const main = join(ROOT, 'dist', 'apps', this.app, 'src', 'main.js');
     if (!existsSync(main)) throw new Error(`${main} is missing: run \`npm run build\` first (npm test does)`);
     // Every app's default METRICS_PORT is fixed (9464-9467): processes side by side need one each.
@@ -128,7 +152,8 @@ export class ServiceProcess {
     while (Date.now() < deadline) {
       if (!this.child || this.child.exitCode !== null) throw new Error(`${this.app} exited during start:\n${this.output}`);
       try {
-        const response = await fetch(`${this.url}${path}`);
+        // Bounded: whatever holds the port may accept and never answer.
+        const response = await fetch(`${this.url}${path}`, { signal: AbortSignal.timeout(2_000) });
         if (response.ok) return;
       } catch {
         // not listening yet

@@ -3,7 +3,7 @@ import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DeliveryWorker } from './delivery-worker';
 
 /** How often the store is asked which endpoints have due work (retries coming due, other replicas' deliveries). */
-const DISCOVERY_INTERVAL_MS = 1000;
+const DISCOVERY_INTERVAL_MS = 250;
 
 /**
  * Sends due deliveries, each endpoint in its own queue: at most WEBHOOK_CONCURRENCY in flight in
@@ -13,7 +13,7 @@ const DISCOVERY_INTERVAL_MS = 1000;
  * Each delivery is claimed in the store (a lease) just before it is sent, so replicas never send
  * the same one at once, and nothing is held that is not being sent. Which endpoints have work is
  * learnt from fan-out and redelivery (`kick` with their ids), from each endpoint's own sends (it
- * stays in the round until it has nothing due), and by asking the store every second.
+ * stays in the round until it has nothing due), and by asking the store every 250 ms (retries come due at their time).
  */
 @Injectable()
 export class DeliveryLoop {
