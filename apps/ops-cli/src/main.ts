@@ -6,7 +6,16 @@ import { unwrap } from '@campaign-ops/api-errors';
 import { isRegistrableRedirectUri } from '@campaign-ops/api-contract';
 import { Bus } from '@campaign-ops/bus';
 import { DEFAULT_STREAM_NAME, InProcessBus, NatsBus, PARKED_STREAM_SUFFIX } from '@campaign-ops/adapters/bus';
-import { connectWithRetry, loadConfig, natsAuthorizationFile, natsBusOptions, natsUsers, openStores, ServiceConfig } from '@campaign-ops/service-runtime';
+import {
+  connectWithRetry,
+  DATA_DIR_FILES,
+  loadConfig,
+  natsAuthorizationFile,
+  natsBusOptions,
+  natsUsers,
+  openStores,
+  ServiceConfig,
+} from '@campaign-ops/service-runtime';
 import { AUDIT_COMMANDS, AuditUsageError, Outcome, runAudit } from './audit-commands';
 import { BACKUP_USAGE, BackupUsageError, runBackup, runRestore } from './backup-commands';
 import { PROCESSOR_USAGE, ProcessorUsageError, runProcessors } from './processor-commands';
@@ -102,7 +111,7 @@ async function openBus(config: ServiceConfig): Promise<Bus> {
       NatsBus.connect({ servers: config.natsUrl!, name: config.app, ...natsBusOptions(config) }),
     );
   }
-  return InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite') });
+  return InProcessBus.open({ file: join(config.dataDir, DATA_DIR_FILES.bus) });
 }
 
 async function runBus(config: ServiceConfig, action: string | undefined, id: string | undefined, values: Values): Promise<unknown> {

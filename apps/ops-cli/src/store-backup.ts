@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { copyDurably, syncDirectoryOf, syncFile, writeDurably } from '@campaign-ops/event-export';
+import { DATA_DIR_FILES } from '@campaign-ops/service-runtime';
 import { BUSY_TIMEOUT_MS } from '@campaign-ops/sqlite-wal';
 
 /**
@@ -11,9 +12,9 @@ import { BUSY_TIMEOUT_MS } from '@campaign-ops/sqlite-wal';
  * at or behind the event store's copy: on a restore the projections and the relay catch up from
  * their checkpoints, as after any restart, and none is ahead of the store.
  */
-export const KEY_FILES = ['generated-keys.json'];
-export const EVENT_STORE_FILE = 'events.sqlite';
-export const DATABASES = ['read-models.sqlite', 'bus.sqlite', EVENT_STORE_FILE];
+export const KEY_FILES: string[] = [DATA_DIR_FILES.generatedKeys];
+export const EVENT_STORE_FILE = DATA_DIR_FILES.eventStore;
+export const DATABASES: string[] = [DATA_DIR_FILES.readStore, DATA_DIR_FILES.bus, EVENT_STORE_FILE];
 export const STORE_FILES = [...KEY_FILES, ...DATABASES];
 export const BACKUP_MANIFEST = 'backup-manifest.json';
 

@@ -10,6 +10,17 @@ import { parseDurationList } from '@campaign-ops/durations';
  */
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,30s,2m,10m,30m,1h,2h,4h,8h,12h,24h,24h';
 
+/**
+ * The files of the embedded stores and the keys the standalone generates, in DATA_DIR: what the
+ * apps open and what `ops backup` copies, named once.
+ */
+export const DATA_DIR_FILES = {
+  eventStore: 'events.sqlite',
+  readStore: 'read-models.sqlite',
+  bus: 'bus.sqlite',
+  generatedKeys: 'generated-keys.json',
+} as const;
+
 export type AppName = 'standalone' | 'api-gateway' | 'dispatch-service' | 'connection-service' | 'webhook-delivery-service' | 'ops-cli';
 
 /** Everything an app reads from its environment, read and checked once at start-up. */
@@ -218,7 +229,7 @@ function secretKey(env: Env, name: string, app: AppName, dataDir: string): strin
     if (!/^[0-9a-fA-F]{64}$/.test(raw)) throw new ConfigError(name, 'must be 32 bytes written as 64 hexadecimal characters');
     return raw.toLowerCase();
   }
-  const file = join(dataDir, 'generated-keys.json');
+  const file = join(dataDir, DATA_DIR_FILES.generatedKeys);
   const stored: Record<string, string> = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
   if (stored[name]) return stored[name];
   if (app !== 'standalone') throw new ConfigError(name, `is required (64 hexadecimal characters; generate one with: openssl rand -hex 32)`);
@@ -229,7 +240,7 @@ function secretKey(env: Env, name: string, app: AppName, dataDir: string): strin
 
 /** A key the standalone process generated into DATA_DIR, if it did. */
 function storedKey(dataDir: string, name: string): string | null {
-  const file = join(dataDir, 'generated-keys.json');
+  const file = join(dataDir, DATA_DIR_FILES.generatedKeys);
   return existsSync(file) ? ((JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>)[name] ?? null) : null;
 }
 

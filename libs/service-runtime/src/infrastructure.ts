@@ -6,7 +6,7 @@ import { EventStore } from '@campaign-ops/event-store';
 import { EventStoreDbEventStore, SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { ReadStore } from '@campaign-ops/read-store';
 import { MongoReadStore, SqliteReadStore } from '@campaign-ops/adapters/read-store';
-import { ConfigError, ServiceConfig } from './config';
+import { ConfigError, DATA_DIR_FILES, ServiceConfig } from './config';
 
 export interface Infrastructure {
   eventStore: EventStore;
@@ -82,13 +82,13 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
           throw new ConfigError('EVENTSTORE_URL', `is not a valid EventStoreDB connection string: ${(error as Error).message}`);
         }
       })
-    : SqliteEventStore.open(join(config.dataDir, 'events.sqlite'));
+    : SqliteEventStore.open(join(config.dataDir, DATA_DIR_FILES.eventStore));
   try {
     const readStore = config.mongodbUrl
       ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () =>
           MongoReadStore.connect(config.mongodbUrl!, { credentials: config.mongodbCredentials ?? undefined }),
         )
-      : SqliteReadStore.open(join(config.dataDir, 'read-models.sqlite'));
+      : SqliteReadStore.open(join(config.dataDir, DATA_DIR_FILES.readStore));
     return { eventStore, readStore };
   } catch (error) {
     await eventStore.close();
@@ -104,7 +104,7 @@ export async function openInfrastructure(config: ServiceConfig): Promise<Infrast
       ? await connectWithRetry('NATS', 'NATS_URL', config.startupTimeoutMs, () =>
           NatsBus.connect({ servers: config.natsUrl!, name: config.app, ...natsBusOptions(config), logger: adapterLogger(busLogger) }),
         )
-      : InProcessBus.open({ file: join(config.dataDir, 'bus.sqlite'), releaseLeasesOnOpen: true, logger: adapterLogger(busLogger) });
+      : InProcessBus.open({ file: join(config.dataDir, DATA_DIR_FILES.bus), releaseLeasesOnOpen: true, logger: adapterLogger(busLogger) });
     return { ...stores, bus };
   } catch (error) {
     await stores.eventStore.close();
