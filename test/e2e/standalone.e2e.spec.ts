@@ -4,6 +4,7 @@
  * localhost whose CA the service trusts through NODE_EXTRA_CA_CERTS.
  */
 import { createHmac } from 'node:crypto';
+import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -188,6 +189,13 @@ describe('standalone service, as a partner sees it', () => {
     });
     expect(after.provider_resource_id).toBe(completed.body.data.provider_resource_id);
     await partner.delete(`/v1/webhooks/${endpoint.body.data.id}`);
+
+    // In one process the relays hand partner events to the fan-out: the bus carries the work only.
+    const bus = new Database(join(dataDir, 'service', 'bus.sqlite'), { readonly: true });
+    const subjects = (bus.prepare('SELECT subject FROM bus_messages').all() as Array<{ subject: string }>).map(({ subject }) => subject);
+    bus.close();
+    expect(subjects).toContain('evt.dispatch.DispatchAccepted');
+    expect(subjects.filter((subject) => subject.startsWith('evt.partner.'))).toEqual([]);
   });
 
   it('retries a delivery the receiver refused, on the configured schedule', async () => {

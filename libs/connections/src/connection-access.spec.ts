@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Outcome } from '@campaign-ops/api-errors';
 import { Bus } from '@campaign-ops/bus';
-import { PartnerEvent } from '@campaign-ops/webhook-domain';
+import { PartnerEvent, partnerEventsOnBus } from '@campaign-ops/webhook-domain';
 import { callerOf, connectionsHarness, ConnectionsHarness, InMemoryNetwork, settingsFor } from '@campaign-ops/testing/connections';
 import { relayConnectionEvent } from './connection-relay';
 
@@ -324,7 +324,8 @@ describe('connections: tokens for dispatch-service, refresh and reauthorization'
       const bus = {
         publish: async (subject: string, data: PartnerEvent, options?: { msgId?: string }) => void published.push({ subject, data, msgId: options?.msgId }),
       } as unknown as Bus;
-      for (const event of await h.events.readStream(`connection-${id}`)) await relayConnectionEvent(h.store, bus, { ...event, position: '0' });
+      for (const event of await h.events.readStream(`connection-${id}`))
+        await relayConnectionEvent(h.store, partnerEventsOnBus(bus), { ...event, position: '0' });
       return { published, events: await h.events.readStream(`connection-${id}`) };
     };
 

@@ -1,9 +1,10 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { CONNECTION_STREAM_PREFIX } from '@campaign-ops/connection-domain';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, scrapeGauge } from '@campaign-ops/service-runtime';
+import { PARTNER_EVENT_SINK, PartnerEventSink, partnerEventsOnBus } from '@campaign-ops/webhook-domain';
 import { projectionProcessor } from '@campaign-ops/event-sourcing';
 import { ConnectionAccessService } from './connection-access';
 import { relayConnectionEvent } from './connection-relay';
@@ -33,6 +34,8 @@ export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDes
     private readonly vault: TokenVault,
     private readonly access: ConnectionAccessService,
     private readonly rounds: OAuthRounds,
+    /** The fan-out, when it runs in this process (standalone); else partner events go on the bus. */
+    @Optional() @Inject(PARTNER_EVENT_SINK) private readonly localFanOut: PartnerEventSink | null = null,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
@@ -44,8 +47,9 @@ export class ConnectionProcessors implements OnApplicationBootstrap, OnModuleDes
         streamPrefixes: [CONNECTION_STREAM_PREFIX],
         handle,
       });
+    const partnerEvents = this.localFanOut ?? partnerEventsOnBus(this.bus);
     this.processors.push(
-      follow('connection-relay', (event) => relayConnectionEvent(this.store, this.bus, event)),
+      follow('connection-relay', (event) => relayConnectionEvent(this.store, partnerEvents, event)),
       projectionProcessor(this.store.live, {
         eventStore: this.eventStore,
         checkpoints: this.readStore.checkpoints,

@@ -1,18 +1,17 @@
-import { Bus } from '@campaign-ops/bus';
 import { ConnectionEvent, toConnectionNotification, upcastConnectionEvent } from '@campaign-ops/connection-domain';
 import { toDomainEvent } from '@campaign-ops/event-sourcing';
 import { RecordedEvent } from '@campaign-ops/event-store';
 import { publicEventId } from '@campaign-ops/ids';
-import { PartnerEvent, partnerEventSubject } from '@campaign-ops/webhook-domain';
+import { PartnerEvent, PartnerEventSink } from '@campaign-ops/webhook-domain';
 import { ConnectionStore } from './connection-store';
 
 /**
- * What one stored connection event becomes on the bus: for the transitions partners see
- * (`connection.active`, `connection.reauth_required`), the partner event that webhook-delivery
- * fans out to endpoints and keeps for the Events API. Its id derives from the event id, so a
- * relay that repeats itself after a crash is de-duplicated.
+ * What one stored connection event becomes: for the transitions partners see (`connection.active`,
+ * `connection.reauth_required`), the partner event that webhook-delivery fans out to endpoints and
+ * keeps for the Events API, handed to the sink (the bus, or the fan-out in the same process). Its
+ * id derives from the event id, so a relay that repeats itself after a crash is de-duplicated.
  */
-export async function relayConnectionEvent(store: ConnectionStore, bus: Bus, event: RecordedEvent): Promise<void> {
+export async function relayConnectionEvent(store: ConnectionStore, partnerEvents: PartnerEventSink, event: RecordedEvent): Promise<void> {
   const { state } = await store.stateOf(event.streamId, event.revision);
   if (state.status === 'none') return;
   const notification = toConnectionNotification(toDomainEvent<ConnectionEvent>(event, upcastConnectionEvent), state);
@@ -25,5 +24,5 @@ export async function relayConnectionEvent(store: ConnectionStore, bus: Bus, eve
     accountId: state.accountId,
     mode: state.mode,
   };
-  await bus.publish(partnerEventSubject(notification.event), partnerEvent, { msgId: `partner-${event.id}` });
+  await partnerEvents.accept(partnerEvent, `partner-${event.id}`);
 }

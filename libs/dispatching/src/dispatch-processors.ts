@@ -1,10 +1,11 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, Optional } from '@nestjs/common';
 import { Bus, BUS } from '@campaign-ops/bus';
 import { EVENT_STORE, EventStore } from '@campaign-ops/event-store';
 import { READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import { CheckpointedProcessor, CONFIG, scrapeGauge, ServiceConfig, watchConsumerLag } from '@campaign-ops/service-runtime';
 import { projectionProcessor } from '@campaign-ops/event-sourcing';
 import { DISPATCH_STREAM_PREFIX } from '@campaign-ops/dispatch-domain';
+import { PARTNER_EVENT_SINK, PartnerEventSink, partnerEventsOnBus } from '@campaign-ops/webhook-domain';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
@@ -36,18 +37,21 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
     private readonly charged: ChargedDispatches,
     private readonly ledgers: CreditLedgers,
     private readonly idempotency: DispatchIdempotency,
+    /** The fan-out, when it runs in this process (standalone); else partner events go on the bus. */
+    @Optional() @Inject(PARTNER_EVENT_SINK) private readonly localFanOut: PartnerEventSink | null = null,
   ) {}
 
   async onApplicationBootstrap(): Promise<void> {
     const stores = { eventStore: this.eventStore, checkpoints: this.readStore.checkpoints };
+    const partnerEvents = this.localFanOut ?? partnerEventsOnBus(this.bus);
     this.processors.push(
-      // Publishes are de-duplicated by id and consumers take them in any order: many at once, so
-      // that they share the bus's group commits.
+      // Publishes are de-duplicated by id, fan-outs by the ids they derive, and both take events in
+      // any order: many at once, so that their writes share group commits.
       new CheckpointedProcessor({
         ...stores,
         name: 'dispatch-relay',
         streamPrefixes: [DISPATCH_STREAM_PREFIX],
-        handle: (event) => relayDispatchEvent(this.store, this.bus, event, this.relayedStates),
+        handle: (event) => relayDispatchEvent(this.store, this.bus, partnerEvents, event, this.relayedStates),
         concurrency: RELAY_CONCURRENCY,
       }),
       projectionProcessor(this.store.live, stores),

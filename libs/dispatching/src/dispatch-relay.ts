@@ -2,7 +2,7 @@ import { Bus } from '@campaign-ops/bus';
 import { RecordedEvent } from '@campaign-ops/event-store';
 import { publicEventId } from '@campaign-ops/ids';
 import { dispatchDecider, DispatchEvent, DispatchState, toNotification, upcastDispatchEvent } from '@campaign-ops/dispatch-domain';
-import { PartnerEvent, partnerEventSubject } from '@campaign-ops/webhook-domain';
+import { PartnerEvent, PartnerEventSink } from '@campaign-ops/webhook-domain';
 import { toDomainEvent } from '@campaign-ops/event-sourcing';
 import { DispatchStore } from './dispatch-store';
 
@@ -16,12 +16,18 @@ export const DISPATCH_EVENT_SUBJECTS = 'evt.dispatch.>';
 export const WORK_EVENT_TYPES: ReadonlySet<string> = new Set(['DispatchAccepted', 'DispatchRetried']);
 
 /**
- * What one stored dispatch event becomes on the bus: the event itself when it sets work going
+ * What one stored dispatch event becomes: on the bus, the event itself when it sets work going
  * (for the executor, the only consumer of dispatch events) and, for a transition partners see, the
- * partner event (for webhooks). Both carry ids derived from the event id, so a relay that repeats
- * itself after a crash is de-duplicated.
+ * partner event, handed to the sink (the bus, or the fan-out in the same process). Both carry ids
+ * derived from the event id, so a relay that repeats itself after a crash is de-duplicated.
  */
-export async function relayDispatchEvent(store: DispatchStore, bus: Bus, event: RecordedEvent, states: RelayedStates = new RelayedStates()): Promise<void> {
+export async function relayDispatchEvent(
+  store: DispatchStore,
+  bus: Bus,
+  partnerEvents: PartnerEventSink,
+  event: RecordedEvent,
+  states: RelayedStates = new RelayedStates(),
+): Promise<void> {
   if (WORK_EVENT_TYPES.has(event.type)) {
     const { position: _position, ...relayed } = event;
     await bus.publish<RelayedEvent>(dispatchEventSubject(event.type), relayed, { msgId: event.id });
@@ -40,7 +46,7 @@ export async function relayDispatchEvent(store: DispatchStore, bus: Bus, event: 
     accountId: state.accountId,
     mode: state.mode,
   };
-  await bus.publish(partnerEventSubject(notification.event), partnerEvent, { msgId: `partner-${event.id}` });
+  await partnerEvents.accept(partnerEvent, `partner-${event.id}`);
 }
 
 /** Streams whose last relayed state is kept: about a minute of launches at full load. */

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { deterministicUlid } from '@campaign-ops/ids';
 import { Collection } from '@campaign-ops/read-store';
-import { Delivery, PartnerEvent, pendingDelivery, webhookBody } from '@campaign-ops/webhook-domain';
+import { Delivery, PartnerEvent, PartnerEventSink, pendingDelivery, webhookBody } from '@campaign-ops/webhook-domain';
 import { StoredPartnerEvent } from './delivery-store';
 import { DeliveryLoop } from './delivery-loop';
 import { EndpointStore } from './endpoint-store';
@@ -10,16 +10,23 @@ import { DELIVERIES, PARTNER_EVENTS } from './webhook-delivery.tokens';
 /**
  * Turns one partner event into one stored delivery per subscribed endpoint of the same account
  * and mode. Delivery ids derive from (event, endpoint), so a redelivered event adds nothing: the
- * fan-out is idempotent, and every delivery is stored before anything is sent.
+ * fan-out is idempotent, and every delivery is stored before anything is sent. It takes partner
+ * events from the bus, or, in a process that also runs their relays (standalone), from the relays'
+ * hands, as their sink.
  */
 @Injectable()
-export class FanOut {
+export class FanOut implements PartnerEventSink {
   constructor(
     private readonly endpoints: EndpointStore,
     @Inject(DELIVERIES) private readonly deliveries: Collection<Delivery>,
     @Inject(PARTNER_EVENTS) private readonly events: Collection<StoredPartnerEvent>,
     @Inject(DeliveryLoop) private readonly loop: Pick<DeliveryLoop, 'kick'>,
   ) {}
+
+  /** As the relays' sink: the ids the fan-out derives make a repeat harmless, so `msgId` is not needed. */
+  accept(event: PartnerEvent, _msgId: string): Promise<void> {
+    return this.handle(event);
+  }
 
   async handle(event: PartnerEvent): Promise<void> {
     await this.events.insert({ id: event.id, account_id: event.accountId, mode: event.mode, type: event.event, created_at: event.timestamp, data: event.data });
