@@ -1,6 +1,7 @@
 /**
  * A message handler runs under the request id of the partner request it belongs to, so its log
- * lines carry it: from a request's X-Request-Id header, or from a relayed event's metadata.
+ * lines carry it: from a request's X-Request-Id header, or from a relayed event's metadata. The
+ * transport runs busRequestContext around every handler, as start-app gives it.
  */
 import { INestMicroservice } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -9,7 +10,7 @@ import { firstValueFrom } from 'rxjs';
 import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { waitFor } from '@campaign-ops/testing/bus';
 import { BusClient, BusRecord, BusTransport } from '@campaign-ops/bus-transport';
-import { MessageController } from './bus-messages';
+import { busRequestContext, MessageController } from './bus-messages';
 import { currentRequestId } from './request-context';
 
 const seen: (string | undefined)[] = [];
@@ -33,7 +34,7 @@ class WhoAsksController {
   }
 }
 
-describe('@MessageController: request ids and errors of bus handlers', () => {
+describe('@MessageController and busRequestContext: request ids and errors of bus handlers', () => {
   let bus: InProcessBus;
   let app: INestMicroservice;
   let client: BusClient;
@@ -41,7 +42,7 @@ describe('@MessageController: request ids and errors of bus handlers', () => {
   beforeAll(async () => {
     bus = InProcessBus.open({ pollIntervalMs: 20 });
     const module = await Test.createTestingModule({ controllers: [WhoAsksController] }).compile();
-    app = module.createNestMicroservice({ strategy: new BusTransport(bus), logger: false });
+    app = module.createNestMicroservice({ strategy: new BusTransport(bus, undefined, busRequestContext), logger: false });
     await app.listen();
     client = new BusClient({ bus, requestTimeoutMs: 5000 });
   });

@@ -7,6 +7,7 @@ import { MetricsServer, startMetricsServer } from './metrics.server';
 import { NestFactory } from '@nestjs/core';
 import { ServiceConfig } from './config';
 import { answerMalformedRequestsInTheEnvelope } from './malformed-requests';
+import { busRequestContext } from './bus-messages';
 
 /**
  * Starts one app from its module (each app's app.module.ts: its infrastructure and features): HTTP
@@ -32,7 +33,7 @@ export async function startApp(
   app.use(httpMetricsMiddleware);
   configure(app);
   // The services' message controllers (@MessagePattern, @EventPattern) over the app's bus.
-  app.connectMicroservice({ strategy: new BusTransport(app.get<Bus>(BUS), config) });
+  app.connectMicroservice({ strategy: new BusTransport(app.get<Bus>(BUS), config, busRequestContext) });
   await app.startAllMicroservices();
   // Longer than the idle timeouts of load balancers and HTTP clients in front of us, so a
   // keep-alive connection is never closed by us just as a client reuses it.
