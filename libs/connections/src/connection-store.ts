@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { fold } from '@campaign-ops/decider';
 import { AggregateRepository, EventMetadata, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
-import { Collection, READ_STORE, ReadStore } from '@campaign-ops/read-store';
+import { Collection, IndexSpec, READ_STORE, ReadStore } from '@campaign-ops/read-store';
 import {
   Connection,
   CONNECTION_STREAM_PREFIX,
@@ -21,7 +21,8 @@ import {
 /** A connection as the `connections` read model keeps it: the resource plus its tenancy. */
 export type ConnectionView = ConnectionResource & { account_id: string; mode: Mode } & Record<string, unknown>;
 
-export const CONNECTION_VIEW_INDEXES = ['account_id', 'mode', 'channel', 'status', 'expires_at'];
+/** Its indexes; the compound one serves the read of every launch (a channel's connection of an account and mode) exactly, statistics or not. */
+export const CONNECTION_VIEW_INDEXES: IndexSpec[] = ['account_id', 'mode', 'channel', 'status', 'expires_at', ['account_id', 'mode', 'channel']];
 
 /**
  * The `connections` read model: one document per connection, its resource plus its tenancy. Its

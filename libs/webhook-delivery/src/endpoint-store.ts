@@ -60,7 +60,8 @@ export const toEndpointView = (e: WebhookEndpoint): EndpointView => ({
 export const webhookEndpointsProjection: Projection<WebhookEndpointState> = {
   name: 'webhook_endpoints',
   streamPrefix: WEBHOOK_STREAM_PREFIX,
-  collections: [{ name: 'webhook_endpoints', indexes: ['account_id', 'mode', 'enabled', 'deleted'] }],
+  // The compound index serves the fan-out's read of every partner event (an account's endpoints of a mode) exactly, statistics or not.
+  collections: [{ name: 'webhook_endpoints', indexes: ['account_id', 'mode', 'enabled', 'deleted', ['account_id', 'mode']] }],
   processor: { name: 'webhook-endpoint-views', reacts: false },
   documentId: (streamId) => streamId.slice(WEBHOOK_STREAM_PREFIX.length),
   initialState: () => webhookEndpointDecider.initialState,

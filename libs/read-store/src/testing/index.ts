@@ -1,1 +1,2 @@
 export { indexedOnly } from './indexed-only';
+export { sqliteQueryPlan } from './query-plan';
