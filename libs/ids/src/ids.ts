@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
 
 // Crockford base32, the ULID alphabet: ids sort by creation time as strings.
 const ENCODING = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
@@ -20,13 +20,17 @@ function encodeTime(time: number): string {
 }
 
 function encodeRandom(bytes: Uint8Array): string {
-  // 80 bits -> 16 base32 characters
-  let bits = 0n;
-  for (const b of bytes) bits = (bits << 8n) | BigInt(b);
+  // 80 bits -> 16 base32 characters: two halves of 40 bits (5 bytes, 8 characters), each exact in a double.
+  return encode40(bytes, 0) + encode40(bytes, 5);
+}
+
+function encode40(bytes: Uint8Array, from: number): string {
+  let bits = 0;
+  for (let i = from; i < from + 5; i++) bits = bits * 256 + bytes[i];
   let out = '';
-  for (let i = 0; i < 16; i++) {
-    out = ENCODING[Number(bits & 31n)] + out;
-    bits >>= 5n;
+  for (let i = 0; i < 8; i++) {
+    out = ENCODING[bits % 32] + out;
+    bits = Math.floor(bits / 32);
   }
   return out;
 }
@@ -43,13 +47,30 @@ function increment(bytes: Uint8Array): Uint8Array {
   return next;
 }
 
+/**
+ * Random bytes for ULIDs, drawn from the CSPRNG a pool at a time: one call fills 410 ids' worth
+ * (a call costs far more than the bytes it returns). Each part is copied out and the pool's bytes
+ * are used once.
+ */
+const RANDOM_POOL = new Uint8Array(4096);
+let poolOffset = RANDOM_POOL.length;
+
+function randomPart(): Uint8Array {
+  if (poolOffset + 10 > RANDOM_POOL.length) {
+    randomFillSync(RANDOM_POOL);
+    poolOffset = 0;
+  }
+  poolOffset += 10;
+  return RANDOM_POOL.slice(poolOffset - 10, poolOffset);
+}
+
 /** A monotonic ULID: strictly increasing within one process, time-ordered across processes. */
 export function ulid(now: number = Date.now()): string {
   if (now <= lastTime) {
     lastRandom = increment(lastRandom);
   } else {
     lastTime = now;
-    lastRandom = randomBytes(10);
+    lastRandom = randomPart();
   }
   return encodeTime(lastTime) + encodeRandom(lastRandom);
 }
