@@ -2,7 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ChannelProvider } from '@campaign-ops/channels';
 import { DomainRuleViolation } from '@campaign-ops/decider';
 import { HandlerOutcome } from '@campaign-ops/bus';
-import { Dispatch, DispatchCommand, DispatchNotInProgress, StaleAttempt } from '@campaign-ops/dispatch-domain';
+import { Dispatch, DispatchCommand, DispatchEvent, DispatchNotInProgress, DispatchState, StaleAttempt } from '@campaign-ops/dispatch-domain';
+import { Loaded } from '@campaign-ops/event-sourcing';
 import { CONFIG, dispatchesExecuting, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
 import { RelayedEvent, WORK_EVENT_TYPES } from './dispatch-relay';
@@ -36,7 +37,7 @@ export class DispatchExecutor {
 
   async handle(event: RelayedEvent): Promise<HandlerOutcome> {
     if (!WORK_EVENT_TYPES.has(event.type)) return;
-    const { state } = await this.store.stateOf(event.streamId);
+    const { state, loaded } = await this.store.stateOf(event.streamId);
     if (state.status !== 'accepted') return;
 
     const attempt = state.attempts + 1;
@@ -49,7 +50,9 @@ export class DispatchExecutor {
     if (outcome.kind === 'taken') return;
     const command = toCommand(outcome, attempt, new Date().toISOString());
     try {
-      const decided = await this.record(event.streamId, command, metadata);
+      // A sandbox run appended nothing since the stream was read: its outcome is decided on that
+      // read (the append still expects its revision). A live try appended its start: read again.
+      const decided = await this.record(event.streamId, command, metadata, state.mode === 'live' ? undefined : loaded);
       await this.store.showDecided(decided);
       const last = decided.recorded[decided.recorded.length - 1];
       // A transient failure: wait (the network's delay when it named one), then this message comes back and the next try runs.
@@ -85,10 +88,10 @@ export class DispatchExecutor {
    * the message back (its redelivery would call the network again and could create the campaign
    * twice): the append is retried here first, a few times over about five seconds.
    */
-  private async record(streamId: string, command: DispatchCommand, metadata: Record<string, unknown>) {
+  private async record(streamId: string, command: DispatchCommand, metadata: Record<string, unknown>, known?: Loaded<DispatchEvent, DispatchState>) {
     for (let round = 1; ; round++) {
       try {
-        return await this.store.repository.execute(streamId, command, metadata);
+        return await this.store.repository.execute(streamId, command, metadata, round === 1 ? known : undefined);
       } catch (error) {
         if (error instanceof DomainRuleViolation || round >= RECORD_ROUNDS) throw error;
         this.logger.warn(`recording the outcome of ${streamId} failed (${(error as Error).message}); trying again`);

@@ -55,13 +55,14 @@ const KEPT_STATES = 10_000;
 /**
  * The state of each dispatch as of the last event relayed, carried forward: the next event of the
  * stream is folded onto it instead of the stream being read again up to it. A stream not held (the
- * first event after a start, one evicted, or events relayed out of order) is read as before.
+ * first event after a start but a stream's first, one evicted, or events relayed out of order) is
+ * read as before.
  */
 export class RelayedStates {
   private readonly held = new Map<string, { revision: number; state: DispatchState }>();
 
   async after(store: DispatchStore, event: RecordedEvent, domainEvent: DispatchEvent): Promise<DispatchState> {
-    const before = this.held.get(event.streamId);
+    const before = event.revision === 0 ? { revision: -1, state: dispatchDecider.initialState } : this.held.get(event.streamId);
     const state =
       before !== undefined && before.revision === event.revision - 1
         ? dispatchDecider.evolve(before.state, domainEvent)

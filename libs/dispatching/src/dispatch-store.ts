@@ -1,5 +1,5 @@
 import type { Mode } from '@campaign-ops/account-domain';
-import { AggregateRepository, Decided, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { AggregateRepository, Decided, Loaded, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { Collection, IndexSpec, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -57,11 +57,18 @@ export class DispatchStore {
     this.views = this.live.collection<DispatchView>('dispatches');
   }
 
-  /** The dispatch as of `upToRevision` (inclusive), or its latest state. */
-  async stateOf(streamId: string, upToRevision?: number): Promise<{ state: DispatchState; recorded: RecordedEvent[] }> {
+  /**
+   * The dispatch as of `upToRevision` (inclusive), or its latest state; `loaded` is the same for a
+   * command decided on it (AggregateRepository.execute's `known`).
+   */
+  async stateOf(
+    streamId: string,
+    upToRevision?: number,
+  ): Promise<{ state: DispatchState; recorded: RecordedEvent[]; loaded: Loaded<DispatchEvent, DispatchState> }> {
     const recorded = await this.events.readStream(streamId, upToRevision === undefined ? {} : { maxCount: upToRevision + 1 });
     const history = recorded.map((r) => toDomainEvent(r, upcastDispatchEvent));
-    return { state: fold(dispatchDecider, history), recorded };
+    const state = fold(dispatchDecider, history);
+    return { state, recorded, loaded: { history, state, revision: recorded.length ? recorded[recorded.length - 1].revision : null } };
   }
 
   /** Brings the view up to the stream (read-your-writes after a command; the projection does it again, changing nothing). */

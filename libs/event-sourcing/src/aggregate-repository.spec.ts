@@ -111,4 +111,24 @@ describe('commands racing on one stream', () => {
       await events.close();
     }
   });
+
+  it('decides on the stream as the caller just read it without reading it again, and again on the stream as it is when that read is stale', async () => {
+    const events = SqliteEventStore.open(':memory:');
+    try {
+      const repository = new AggregateRepository(events, counting, COUNTS.upcast);
+      await repository.execute('race-3', 'count', {});
+      const known = await repository.load('race-3');
+      const reads = jest.spyOn(events, 'readStream');
+      expect((await repository.execute('race-3', 'count', {}, known)).state).toBe(2);
+      expect(reads).not.toHaveBeenCalled();
+
+      // `known` is stale now (revision 0, the stream is at 1): the append expecting it fails, and the stream is read.
+      expect((await repository.execute('race-3', 'count', {}, known)).state).toBe(3);
+      expect(reads).toHaveBeenCalledTimes(1);
+      expect((await events.readStream('race-3')).map((event) => event.data.n)).toEqual([1, 2, 3]);
+    } finally {
+      jest.restoreAllMocks();
+      await events.close();
+    }
+  });
 });

@@ -22,6 +22,13 @@ export interface Decided<Event extends DomainEvent, State> {
   state: State;
 }
 
+/** A stream as read and folded: its events as domain events, the state they give, its last revision (null: no stream). */
+export interface Loaded<Event extends DomainEvent, State> {
+  history: Event[];
+  state: State;
+  revision: number | null;
+}
+
 /** A stored event as the current version of its type (the domain's upcasters bring older versions up to date). */
 export const toDomainEvent = <Event extends DomainEvent>(recorded: Pick<RecordedEvent, 'type' | 'data' | 'metadata'>, upcast: Upcaster<Event>): Event =>
   upcast(recorded.type, recorded.data, storedVersion(recorded.metadata));
@@ -55,19 +62,25 @@ export class AggregateRepository<Command, Event extends DomainEvent, State> {
     private readonly maxConflictRetries = 8,
   ) {}
 
-  async load(streamId: string): Promise<{ history: Event[]; state: State; revision: number | null }> {
+  async load(streamId: string): Promise<Loaded<Event, State>> {
     const recorded = await this.store.readStream(streamId);
     const history = recorded.map((r) => toDomainEvent(r, this.upcast));
     return { history, state: fold(this.decider, history), revision: recorded.length ? recorded[recorded.length - 1].revision : null };
   }
 
-  execute(streamId: string, command: Command, metadata: EventMetadata): Promise<Decided<Event, State>> {
-    return streams.run(streamId, () => this.decideAndAppend(streamId, command, metadata));
+  /**
+   * Decides `command` on the stream's state and appends what it decides. `known`: the stream as the
+   * caller has just read it (its history, state and last revision), decided on instead of reading
+   * it again; the append still expects that revision, so a stream that has moved on since is read
+   * and decided on again, as after any conflict.
+   */
+  execute(streamId: string, command: Command, metadata: EventMetadata, known?: Loaded<Event, State>): Promise<Decided<Event, State>> {
+    return streams.run(streamId, () => this.decideAndAppend(streamId, command, metadata, known));
   }
 
-  private async decideAndAppend(streamId: string, command: Command, metadata: EventMetadata): Promise<Decided<Event, State>> {
+  private async decideAndAppend(streamId: string, command: Command, metadata: EventMetadata, known?: Loaded<Event, State>): Promise<Decided<Event, State>> {
     for (let attempt = 0; ; attempt++) {
-      const { history, state, revision } = await this.load(streamId);
+      const { history, state, revision } = attempt === 0 && known ? known : await this.load(streamId);
       const events = this.decider.decide(command, state).map(inCanonicalOrder);
       if (events.length === 0) return { recorded: [], history, state };
       const toAppend = events.map((e) => toStoredEvent(e, metadata));
