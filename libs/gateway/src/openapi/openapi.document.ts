@@ -204,6 +204,7 @@ export function completeDocument(generated: OpenAPIObject, version: string): Ope
   for (const [, referenced] of JSON.stringify(schemas).matchAll(REFERENCE)) if (requests[referenced]) addWithReferences(referenced, requests, schemas);
 
   const usedTags = new Set(Object.values(paths).flatMap((item) => Object.values(item).flatMap((operation) => operation.tags as string[])));
+  const pathsJson = JSON.stringify(paths);
   return {
     openapi: '3.1.0',
     info: { title: generated.info.title, version, description: DESCRIPTION, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
@@ -219,7 +220,7 @@ export function completeDocument(generated: OpenAPIObject, version: string): Ope
       headers: HEADERS,
       examples: Object.fromEntries(
         (Object.keys(ERROR_CATALOG) as ErrorCode[])
-          .filter((code) => JSON.stringify(paths).includes(`"#/components/examples/${code}"`))
+          .filter((code) => pathsJson.includes(`"#/components/examples/${code}"`))
           .map((code) => [code, { summary: `${ERROR_CATALOG[code].status} ${code}`, value: errorExample(code) }]),
       ),
       securitySchemes: SECURITY_SCHEMES,
