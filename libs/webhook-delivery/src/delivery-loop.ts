@@ -1,9 +1,23 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
+import { Delivery } from '@campaign-ops/webhook-domain';
 import { DeliveryWorker } from './delivery-worker';
 
 /** How often the store is asked which endpoints have due work (retries coming due, other replicas' deliveries). */
 const DISCOVERY_INTERVAL_MS = 250;
+
+/**
+ * A lane taken for a delivery the fan-out is about to store (DeliveryLoop.reserve): the delivery
+ * is stored leased until `leaseUntil`, as a claim would leave it, and sent in this lane without a
+ * claim; or the lane is given back unused.
+ */
+export interface ReservedLane {
+  leaseUntil: string;
+  /** Sends the delivery, stored leased until `leaseUntil`. */
+  send(delivery: Delivery): void;
+  /** The delivery was not stored (stored before, or the write failed): the lane is free again. */
+  release(): void;
+}
 
 /**
  * Sends due deliveries, each endpoint in its own queue: at most WEBHOOK_CONCURRENCY in flight in
@@ -11,7 +25,8 @@ const DISCOVERY_INTERVAL_MS = 250;
  * at all, holds its own few lanes and never the others'.
  *
  * Each delivery is claimed in the store (a lease) just before it is sent, so replicas never send
- * the same one at once, and nothing is held that is not being sent. Which endpoints have work is
+ * the same one at once, and nothing is held that is not being sent; a new delivery that finds a
+ * lane free is stored leased instead and sent at once (reserve), its claim only for a retry. Which endpoints have work is
  * learnt from fan-out and redelivery (`kick` with their ids), from each endpoint's own sends (it
  * stays in the round until it has nothing due), and by asking the store every 250 ms (retries come due at their time).
  */
@@ -51,6 +66,34 @@ export class DeliveryLoop {
     if (!endpointIds) return this.discover();
     for (const id of endpointIds) this.round.add(id);
     this.fill();
+  }
+
+  /**
+   * A lane for a new delivery to this endpoint, if one is free now (within both limits), else null:
+   * the delivery is then stored due, and the round takes it.
+   */
+  reserve(endpointId: string): ReservedLane | null {
+    if (!this.running || this.inFlight >= this.concurrency || (this.inFlightTo.get(endpointId) ?? 0) >= this.endpointConcurrency) return null;
+    this.track(endpointId, +1);
+    let used = false;
+    const use = () => {
+      if (used) throw new Error(`a lane reserved for ${endpointId} was used twice`);
+      used = true;
+    };
+    return {
+      leaseUntil: this.worker.leaseUntil(new Date()),
+      send: (delivery) => {
+        use();
+        // Stopping: the delivery stays leased, and is sent once its lease ends (standalone: at the next start).
+        if (this.running) this.sendInLane(endpointId, delivery);
+        else this.track(endpointId, -1);
+      },
+      release: () => {
+        use();
+        this.track(endpointId, -1);
+        if (this.running) this.fill();
+      },
+    };
   }
 
   /** Stops taking work and waits for the sends under way. */
@@ -98,18 +141,23 @@ export class DeliveryLoop {
         if (!delivery) continue; // nothing due: out of the round until there is
         this.round.add(endpointId); // to the back: the others come first
         this.track(endpointId, +1);
-        const send: Promise<void> = this.worker
-          .send(delivery)
-          .catch((error: Error) => this.logger.error(`sending ${delivery.id} failed: ${error.message}`))
-          .finally(() => {
-            this.sends.delete(send);
-            this.track(endpointId, -1);
-            this.round.add(endpointId);
-            if (this.running) this.fill();
-          });
-        this.sends.add(send);
+        this.sendInLane(endpointId, delivery);
       }
     } while (this.fillAgain && this.running);
+  }
+
+  /** Sends a delivery this process holds the lease of, in a lane already counted; the lane frees when it is done. */
+  private sendInLane(endpointId: string, delivery: Delivery): void {
+    const send: Promise<void> = this.worker
+      .send(delivery)
+      .catch((error: Error) => this.logger.error(`sending ${delivery.id} failed: ${error.message}`))
+      .finally(() => {
+        this.sends.delete(send);
+        this.track(endpointId, -1);
+        this.round.add(endpointId);
+        if (this.running) this.fill();
+      });
+    this.sends.add(send);
   }
 
   private track(endpointId: string, change: 1 | -1): void {

@@ -54,10 +54,15 @@ export class DeliveryWorker {
     return due.filter((id): id is string => typeof id === 'string');
   }
 
+  /** When a lease taken at `now` ends: the attempt's timeout, and a margin. */
+  leaseUntil(now: Date): string {
+    return new Date(now.getTime() + this.options.timeoutMs + 5_000).toISOString();
+  }
+
   /** Claims the oldest due delivery of this endpoint, or of any endpoint; null when none is due. */
   async claimDue(endpointId?: string): Promise<Delivery | null> {
     const now = new Date();
-    const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 5_000).toISOString();
+    const leaseUntil = this.leaseUntil(now);
     return this.deliveries.claim(
       { ...(endpointId !== undefined ? { endpoint_id: endpointId } : {}), status: 'pending', next_attempt_at: { $lte: now.toISOString() } },
       { next_attempt_at: leaseUntil, lease_until: leaseUntil },

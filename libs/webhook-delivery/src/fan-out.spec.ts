@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
-import { PartnerEvent, WebhookEventType } from '@campaign-ops/webhook-domain';
+import { Delivery, PartnerEvent, WebhookEventType } from '@campaign-ops/webhook-domain';
 import { deliveriesOf, partnerEventsOf } from './delivery-store';
 import { EndpointStore, EndpointView } from './endpoint-store';
+import { ReservedLane } from './delivery-loop';
 import { FanOut } from './fan-out';
 
 type Mode = 'live' | 'test';
@@ -18,6 +19,8 @@ describe('FanOut', () => {
   let endpoints: EndpointStore;
   let fanOut: FanOut;
   let stored: number;
+  /** What the loop answers when a lane is asked for: none by default (every delivery stored due, for the round). */
+  let lanes: (endpointId: string) => ReservedLane | null;
 
   const endpoint = (id: string, account: string, mode: Mode, more: Partial<EndpointView> = {}) =>
     endpoints.views.upsert(
@@ -54,7 +57,8 @@ describe('FanOut', () => {
     events = SqliteEventStore.open(':memory:');
     endpoints = new EndpointStore(events, reads);
     stored = 0;
-    fanOut = new FanOut(endpoints, deliveriesOf(reads), partnerEventsOf(reads), { kick: () => void stored++ });
+    lanes = () => null;
+    fanOut = new FanOut(endpoints, deliveriesOf(reads), partnerEventsOf(reads), { kick: () => void stored++, reserve: (id) => lanes(id) });
     // Two accounts, each with an endpoint in each mode.
     await endpoint('whk_a_test', 'acct_a', 'test');
     await endpoint('whk_a_live', 'acct_a', 'live');
@@ -103,5 +107,40 @@ describe('FanOut', () => {
     for (const id of many) await endpoint(id, 'acct_a', 'live');
     await fanOut.handle(event('evt_4', 'acct_a', 'live'));
     expect(await deliveredTo('evt_4')).toEqual([...many, 'whk_a_live'].sort());
+  });
+
+  describe('with a lane free for the endpoint', () => {
+    const LEASE_UNTIL = '2099-01-01T00:00:00.000Z';
+    let sent: Delivery[];
+    let released: number;
+
+    beforeEach(() => {
+      sent = [];
+      released = 0;
+      lanes = () => ({ leaseUntil: LEASE_UNTIL, send: (delivery) => void sent.push(delivery), release: () => void released++ });
+    });
+
+    it('stores the delivery leased, as a claim leaves it, and sends it from its hand: no claim, no round', async () => {
+      await fanOut.handle(event('evt_5', 'acct_a', 'test'));
+      const [delivery] = (await deliveriesOf(reads).find({ event_id: 'evt_5' }, { limit: 1 })).items;
+      expect(delivery).toMatchObject({ endpoint_id: 'whk_a_test', status: 'pending', attempts: 0, lease_until: LEASE_UNTIL, next_attempt_at: LEASE_UNTIL });
+      expect(sent).toEqual([delivery]);
+      expect([stored, released]).toEqual([0, 0]);
+    });
+
+    it('gives the lane back when the delivery was stored before (the event came again)', async () => {
+      const again = event('evt_6', 'acct_b', 'live');
+      await fanOut.handle(again);
+      await fanOut.handle(again);
+      expect(sent.map((delivery) => delivery.event_id)).toEqual(['evt_6']);
+      expect([stored, released]).toEqual([0, 1]);
+    });
+
+    it('gives the lane back when the delivery cannot be stored, and fails', async () => {
+      jest.spyOn(deliveriesOf(reads), 'insert').mockRejectedValueOnce(new Error('disk full'));
+      await expect(fanOut.handle(event('evt_7', 'acct_a', 'live'))).rejects.toThrow('disk full');
+      expect([sent.length, released]).toEqual([0, 1]);
+      jest.restoreAllMocks();
+    });
   });
 });

@@ -10,7 +10,8 @@ import { DELIVERIES, PARTNER_EVENTS } from './webhook-delivery.tokens';
 /**
  * Turns one partner event into one stored delivery per subscribed endpoint of the same account
  * and mode. Delivery ids derive from (event, endpoint), so a redelivered event adds nothing: the
- * fan-out is idempotent, and every delivery is stored before anything is sent. It takes partner
+ * fan-out is idempotent, and every delivery is stored before anything is sent: where a lane is
+ * free, stored leased to this process and sent at once, with no claim. It takes partner
  * events from the bus, or, in a process that also runs their relays (standalone), from the relays'
  * hands, as their sink.
  */
@@ -20,7 +21,7 @@ export class FanOut implements PartnerEventSink {
     private readonly endpoints: EndpointStore,
     @Inject(DELIVERIES) private readonly deliveries: Collection<Delivery>,
     @Inject(PARTNER_EVENTS) private readonly events: Collection<StoredPartnerEvent>,
-    @Inject(DeliveryLoop) private readonly loop: Pick<DeliveryLoop, 'kick'>,
+    @Inject(DeliveryLoop) private readonly loop: Pick<DeliveryLoop, 'kick' | 'reserve'>,
   ) {}
 
   /** As the relays' sink: the ids the fan-out derives make a repeat harmless, so `msgId` is not needed. */
@@ -41,21 +42,31 @@ export class FanOut implements PartnerEventSink {
       );
       for (const endpoint of page.items) {
         if (!endpoint.events.includes(event.event)) continue;
-        const inserted = await this.deliveries.insert(
-          pendingDelivery(
-            {
-              id: `dlv_${deterministicUlid(Date.parse(event.timestamp), `${event.id}:${endpoint.id}`)}`,
-              endpoint_id: endpoint.id,
-              account_id: event.accountId,
-              mode: event.mode,
-              event_id: event.id,
-              event: event.event,
-              body,
-            },
-            now,
-          ),
+        const pending = pendingDelivery(
+          {
+            id: `dlv_${deterministicUlid(Date.parse(event.timestamp), `${event.id}:${endpoint.id}`)}`,
+            endpoint_id: endpoint.id,
+            account_id: event.accountId,
+            mode: event.mode,
+            event_id: event.id,
+            event: event.event,
+            body,
+          },
+          now,
         );
-        if (inserted) stored.push(endpoint.id);
+        // A lane free for this endpoint now: stored leased, as a claim leaves it, and sent from here.
+        const lane = this.loop.reserve(endpoint.id);
+        const delivery = lane ? { ...pending, next_attempt_at: lane.leaseUntil, lease_until: lane.leaseUntil } : pending;
+        let inserted: boolean;
+        try {
+          inserted = await this.deliveries.insert(delivery);
+        } catch (error) {
+          lane?.release();
+          throw error;
+        }
+        if (!inserted) lane?.release();
+        else if (lane) lane.send(delivery);
+        else stored.push(endpoint.id);
       }
       if (!page.hasMore) break;
       startingAfter = page.items[page.items.length - 1].id;
