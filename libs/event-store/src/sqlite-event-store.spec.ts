@@ -240,6 +240,28 @@ describe('SqliteEventStore', () => {
     await waitFor(() => seen.length === 2, 'the event appended while idle', 10_000);
   });
 
+  it('wakes, on append, only the subscriptions of that stream (no batch read of nothing); the poll moves the others on', async () => {
+    const store = open({ pollIntervalMs: 60_000 });
+    const dispatches = record(store, ['dispatch-']);
+    const webhooks = record(store, ['webhook-']);
+    await store.append('dispatch-0', newEvents(1), { expectedRevision: 'no_stream' });
+    await waitFor(() => dispatches.length === 1, 'the first event');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const reads = jest.spyOn(SqliteEventStore.prototype as unknown as { head(): number }, 'head');
+    try {
+      await store.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' });
+      await waitFor(() => dispatches.length === 2, 'the event appended while idle', 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // The dispatch subscription looked once; the webhook one did not look at all.
+      expect(reads).toHaveBeenCalledTimes(1);
+      await store.append('webhook-1', newEvents(1), { expectedRevision: 'no_stream' });
+      await waitFor(() => webhooks.length === 1, 'the webhook event', 10_000);
+      expect(webhooks.map((event) => event.streamId)).toEqual(['webhook-1']);
+    } finally {
+      reads.mockRestore();
+    }
+  });
+
   it('delivers a backlog larger than one read batch, in order', async () => {
     const store = open();
     await store.append('dispatch-1', newEvents(1234), { expectedRevision: 'no_stream' });

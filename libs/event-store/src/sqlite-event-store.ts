@@ -134,7 +134,9 @@ export class SqliteEventStore implements EventStore {
     // Serialized before the group's transaction, which holds the write lock while it runs.
     const texts = events.map(serializeEvent);
     const { result, wrote } = await this.appends.write(() => this.appendWithinTransaction(streamId, events, texts, expected));
-    if (wrote) for (const subscription of this.subscriptions) subscription.notify();
+    // Only the subscriptions this stream's events are for: the others would read a batch of none.
+    // (They move their cursors past it at the next event of theirs, or at the poll's next look.)
+    if (wrote) for (const subscription of this.subscriptions) if (subscription.follows(streamId)) subscription.notify();
     return result;
   }
 
@@ -203,7 +205,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   /**
-   * Appends through this store notify its subscriptions at once; those of other processes on the
+   * Appends through this store notify the subscriptions of their stream at once; those of other processes on the
    * file (the ops CLI, another replica) are found here: one read of the head for every
    * subscription, which are all notified when it has moved. A subscription that misses nothing is
    * woken by nothing, so an idle process makes one cheap read per interval, whatever its number

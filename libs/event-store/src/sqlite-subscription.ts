@@ -38,6 +38,12 @@ export class SqliteSubscription implements Subscription {
       .finally(onFinished);
   }
 
+  /** Whether events of this stream are among those it delivers (its stream prefixes, or every stream). */
+  follows(streamId: string): boolean {
+    const prefixes = this.options.streamPrefixes;
+    return prefixes === undefined || prefixes.some((prefix) => streamId.startsWith(prefix));
+  }
+
   /** New events may be there (appended through this process, or found by the store's poll): look now. */
   notify(): void {
     this.notified = true;
