@@ -81,11 +81,19 @@ describe('backup and restore of the embedded stores', () => {
       const insert = db.prepare('INSERT INTO load (v) VALUES (?)');
       let stop = false;
       parentPort.on('message', () => (stop = true));
-      (function write() { if (stop) { db.close(); return parentPort.postMessage('stopped'); } insert.run('y'.repeat(1000)); setImmediate(write); })();`,
+      let first = true;
+      (function write() {
+        if (stop) { db.close(); return parentPort.postMessage('stopped'); }
+        insert.run('y'.repeat(1000));
+        if (first) parentPort.postMessage('writing');
+        first = false;
+        setImmediate(write);
+      })();`,
       { eval: true, workerData: file },
     );
     try {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The backup starts once the writer has written (a loaded machine may take a while to start a thread).
+      await new Promise((resolve) => writer.once('message', resolve));
       const manifest = await Promise.race([
         backupStores(dataDir, join(dir, 'backup')),
         new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the backup did not finish while the writes went on')), 10_000)),
