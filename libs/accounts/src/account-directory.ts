@@ -80,7 +80,10 @@ export interface AccountFold {
 export const accountsProjection: Projection<AccountFold> = {
   name: 'accounts',
   streamPrefix: ACCOUNT_STREAM_PREFIX,
-  collections: [{ name: 'accounts' }, { name: 'api_keys', indexes: ['key_hash', 'account_id'] }],
+  collections: [
+    { name: 'accounts', readMostly: true },
+    { name: 'api_keys', indexes: ['key_hash', 'account_id'], readMostly: true },
+  ],
   processor: { name: 'account-views', reacts: false },
   documentId: (streamId) => streamId.slice(ACCOUNT_STREAM_PREFIX.length),
   initialState: () => ({ state: accountDecider.initialState, issued: [] }),

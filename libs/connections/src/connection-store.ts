@@ -32,7 +32,7 @@ export const CONNECTION_VIEW_INDEXES: IndexSpec[] = ['account_id', 'mode', 'chan
 export const connectionsProjection: Projection<ConnectionState> = {
   name: 'connections',
   streamPrefix: CONNECTION_STREAM_PREFIX,
-  collections: [{ name: 'connections', indexes: CONNECTION_VIEW_INDEXES }],
+  collections: [{ name: 'connections', indexes: CONNECTION_VIEW_INDEXES, readMostly: true }],
   processor: { name: 'connection-views', reacts: true },
   documentId: (streamId) => streamId.slice(CONNECTION_STREAM_PREFIX.length),
   initialState: () => connectionDecider.initialState,

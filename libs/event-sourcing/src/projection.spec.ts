@@ -37,6 +37,15 @@ describe('a projection kept live', () => {
     await events.close();
   });
 
+  it('opens its collections as the projection declares them: indexes, and read-mostly ones as such', () => {
+    const opened = jest.spyOn(reads, 'collection');
+    new LiveProjection({ ...counters, collections: [{ name: 'counters', indexes: ['total'], readMostly: true }, { name: 'marks' }] }, events, reads);
+    expect(opened.mock.calls).toEqual([
+      ['counters', { indexes: ['total'], readMostly: true }],
+      ['marks', { indexes: undefined, readMostly: undefined }],
+    ]);
+  });
+
   it('given a stream, brings its documents up to it, each at the stream revision', async () => {
     await events.append('counter-c1', [added(2, 'a'), added(3, 'b')], { expectedRevision: 'no_stream' });
     await expect(live.refresh('counter-c1')).resolves.toEqual({ state: { total: 5, marks: ['a', 'b'] }, revision: 1 });

@@ -65,7 +65,7 @@ export class LiveProjection<State = unknown> {
     private readonly events: EventStore,
     readStore: ReadStore,
   ) {
-    for (const { name, indexes } of projection.collections) this.collections.set(name, readStore.collection(name, { indexes }));
+    for (const { name, indexes, readMostly } of projection.collections) this.collections.set(name, readStore.collection(name, { indexes, readMostly }));
     this.first = this.collection(projection.collections[0].name);
   }
 

@@ -38,6 +38,13 @@ export type IndexSpec = string | readonly string[];
 export interface CollectionOptions {
   /** What filters use; adapters index them (each with `id` last, for the id order and cursors). */
   indexes?: IndexSpec[];
+  /**
+   * Small, read on every request and written rarely (API keys, webhook endpoints, connections): an
+   * adapter may answer `get` and `find` from memory for as long as it can tell that nothing has
+   * changed the collection since it read it. Reads stay exact: what a write committed is seen by
+   * the next read, whichever process wrote it. Once asked for, it holds for the collection.
+   */
+  readMostly?: boolean;
 }
 
 export interface Collection<T extends Doc> {
@@ -129,6 +136,8 @@ export class LeaseLostError extends Error {
 export interface RebuildSpec {
   name: string;
   indexes?: IndexSpec[];
+  /** See CollectionOptions.readMostly: how the live collection is opened. */
+  readMostly?: boolean;
 }
 
 /**

@@ -9,16 +9,24 @@ import { assertFieldName, CompiledFilter, compileFilter, fieldValue } from './sq
 
 const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 1_000;
+/** Reads a read-mostly collection holds in memory at most (all let go at once beyond: bounded by whoever asks). */
+const REMEMBERED_READS = 1_000;
 
 export type Statement = Database.Statement<unknown[]>;
 export type StatementSource = (sql: string) => Statement;
 type DocRow = { id: string; doc: string };
+/** Changes whenever the store's tables may have changed behind this connection's back (another connection's commit, a rebuild's swap). */
+export type ReadStamp = () => number;
 
 export class SqliteCollection<T extends Doc> implements Collection<T> {
   private readonly table: string;
   private readonly indexed: Set<string>;
   private readonly updateTransaction: (id: string, patch: Partial<T>, where: Filter) => Promise<T | null>;
   private readonly claimTransaction: (filter: CompiledFilter, patch: Partial<T>, orderBy: string) => Promise<T | null>;
+  /** Read-mostly (see CollectionOptions.readMostly): the JSON text each read answered, with the stamp and the writes it saw. */
+  private remembered: Map<string, { stamp: number; writes: number; docs: string[] }> | null = null;
+  /** Writes to this table through this connection: a remembered read must have seen every one. */
+  private localWrites = 0;
 
   constructor(
     private readonly db: Database.Database,
@@ -27,6 +35,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     private readonly writes: GroupCommit,
     /** The index keys that exist on the table (a staged rebuild starts without any). */
     indexed: Set<string> = new Set(),
+    private readonly readStamp: ReadStamp = () => 0,
   ) {
     this.indexed = indexed;
     this.table = quoteIdentifier(`coll_${name}`);
@@ -59,9 +68,34 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     }
   }
 
+  /** From now on `get` and `find` are answered from memory while nothing changed the table since (CollectionOptions.readMostly). */
+  rememberReads(): void {
+    this.remembered ??= new Map();
+  }
+
   async get(id: string): Promise<T | null> {
-    const row = this.statement(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as { doc: string } | undefined;
-    return row ? (JSON.parse(row.doc) as T) : null;
+    const [doc] = this.read(`get\u0000${id}`, () => {
+      const row = this.statement(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+      return row ? [row.doc] : [];
+    });
+    return doc === undefined ? null : (JSON.parse(doc) as T);
+  }
+
+  /**
+   * The documents (JSON text) a query answers: run, or, read-mostly, as it answered last time when
+   * this connection wrote nothing to the table since and the stamp is the same. Parsed anew by
+   * each caller, so no caller sees another's changes to a document.
+   */
+  private read(key: string, query: () => string[]): string[] {
+    const remembered = this.remembered;
+    if (remembered === null) return query();
+    const stamp = this.readStamp();
+    const held = remembered.get(key);
+    if (held && held.stamp === stamp && held.writes === this.localWrites) return held.docs;
+    const docs = query();
+    if (remembered.size >= REMEMBERED_READS) remembered.clear();
+    remembered.set(key, { stamp, writes: this.localWrites, docs });
+    return docs;
   }
 
   indexedKeys(): string[] {
@@ -81,6 +115,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   private upsertJson(id: string, revision: number, json: string): boolean {
+    this.localWrites++;
     return this.statement(upsertSql(this.table)).run(id, revision, json).changes > 0;
   }
 
@@ -91,9 +126,10 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
 
   async insert(doc: T): Promise<boolean> {
     const json = serialize(doc);
-    const result = await this.writes.write(() =>
-      this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json),
-    );
+    const result = await this.writes.write(() => {
+      this.localWrites++;
+      return this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json);
+    });
     return result.changes > 0;
   }
 
@@ -125,13 +161,12 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       params.push(options.startingAfter);
     }
     // One row more than asked tells whether another page exists without a second query.
-    const rows = this.statement(`SELECT doc FROM ${this.table} WHERE ${conditions.join(' AND ')} ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ?`).all(
-      ...params,
-      limit + 1,
-    ) as { doc: string }[];
+    const sql = `SELECT doc FROM ${this.table} WHERE ${conditions.join(' AND ')} ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ?`;
+    params.push(limit + 1);
+    const docs = this.read(`${sql}\u0000${JSON.stringify(params)}`, () => (this.statement(sql).all(...params) as { doc: string }[]).map((row) => row.doc));
     return {
-      items: rows.slice(0, limit).map((row) => JSON.parse(row.doc) as T),
-      hasMore: rows.length > limit,
+      items: docs.slice(0, limit).map((doc) => JSON.parse(doc) as T),
+      hasMore: docs.length > limit,
     };
   }
 
@@ -158,12 +193,17 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async delete(id: string): Promise<boolean> {
-    return (await this.writes.write(() => this.statement(`DELETE FROM ${this.table} WHERE id = ?`).run(id))).changes > 0;
+    const deleted = await this.writes.write(() => {
+      this.localWrites++;
+      return this.statement(`DELETE FROM ${this.table} WHERE id = ?`).run(id);
+    });
+    return deleted.changes > 0;
   }
 
   /** Applies `patch` to a stored row and writes it back; the revision is left as it was. */
   private write(row: DocRow, patch: Partial<T>): T {
     const json = serialize(applyPatch(JSON.parse(row.doc) as T, patch));
+    this.localWrites++;
     this.statement(`UPDATE ${this.table} SET doc = ? WHERE id = ?`).run(json, row.id);
     // Parsed back from the stored text, so the caller sees exactly what a later `get` returns.
     return JSON.parse(json) as T;

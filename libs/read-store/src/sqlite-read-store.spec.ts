@@ -52,6 +52,42 @@ describe('SqliteReadStore', () => {
     await expect(a.checkpoints.get('projection')).resolves.toBe('17');
   });
 
+  describe('read-mostly collections', () => {
+    /** The store's own connection: a change made through it, not through the collection, is one the collection cannot know of. */
+    const connectionOf = (store: SqliteReadStore) => (store as unknown as { db: Database.Database }).db;
+
+    it('answers a repeated read from memory, where a plain collection reads the table again', async () => {
+      const store = open(tempFile('remembered.db'));
+      const keys = store.collection('keys', { indexes: ['hash'], readMostly: true });
+      const plain = store.collection('plain', { indexes: ['hash'] });
+      for (const collection of [keys, plain]) {
+        await collection.upsert({ id: 'key_1', hash: 'h1', revoked: false }, 0);
+        await collection.find({ hash: 'h1' });
+        await collection.get('key_1');
+      }
+      const behindTheirBacks = `UPDATE "coll_keys" SET doc = json_set(doc, '$.revoked', json('true')); UPDATE "coll_plain" SET doc = json_set(doc, '$.revoked', json('true'))`;
+      connectionOf(store).exec(behindTheirBacks);
+
+      await expect(keys.find({ hash: 'h1' })).resolves.toEqual({ items: [{ id: 'key_1', hash: 'h1', revoked: false }], hasMore: false });
+      await expect(keys.get('key_1')).resolves.toEqual({ id: 'key_1', hash: 'h1', revoked: false });
+      await expect(plain.find({ hash: 'h1' })).resolves.toEqual({ items: [{ id: 'key_1', hash: 'h1', revoked: true }], hasMore: false });
+      await expect(plain.get('key_1')).resolves.toEqual({ id: 'key_1', hash: 'h1', revoked: true });
+    });
+
+    it("sees another connection's commit at its next read (an API key revoked by another process)", async () => {
+      const file = tempFile('two-connections.db');
+      const [reader, writer] = [open(file), open(file)];
+      const keys = reader.collection('keys', { indexes: ['hash'], readMostly: true });
+      await writer.collection('keys').upsert({ id: 'key_1', hash: 'h1', revoked: false }, 0);
+      await expect(keys.find({ hash: 'h1' })).resolves.toEqual({ items: [{ id: 'key_1', hash: 'h1', revoked: false }], hasMore: false });
+      await expect(keys.get('key_1')).resolves.toEqual({ id: 'key_1', hash: 'h1', revoked: false });
+
+      await writer.collection('keys').upsert({ id: 'key_1', hash: 'h1', revoked: true }, 1);
+      await expect(keys.find({ hash: 'h1' })).resolves.toEqual({ items: [{ id: 'key_1', hash: 'h1', revoked: true }], hasMore: false });
+      await expect(keys.get('key_1')).resolves.toEqual({ id: 'key_1', hash: 'h1', revoked: true });
+    });
+  });
+
   describe('group commit', () => {
     it('commits the writes of one turn of the event loop together: far fewer WAL bytes than one commit each', async () => {
       const file = tempFile('group.db');

@@ -47,6 +47,10 @@ export class SqliteReadStore implements ReadStore {
 
   private readonly writes: GroupCommit;
   private readonly optimizeTimer: NodeJS.Timeout;
+  private readonly dataVersion: Statement;
+  private lastDataVersion = 0;
+  /** See readStamp: moves on with every commit of another connection, and with every swap. */
+  private stamp = 0;
 
   private constructor(
     private readonly db: Database.Database,
@@ -54,6 +58,7 @@ export class SqliteReadStore implements ReadStore {
     private readonly file: string,
   ) {
     this.writes = new GroupCommit(db);
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.checkpoints = new SqliteCheckpointStore((sql) => this.statement(sql), this.writes);
     this.optimizeTimer = setInterval(() => this.optimize(), OPTIMIZE_INTERVAL_MS);
     this.optimizeTimer.unref();
@@ -101,9 +106,17 @@ export class SqliteReadStore implements ReadStore {
     if (!collection) {
       const table = quoteIdentifier(`coll_${name}`);
       this.db.exec(`CREATE TABLE IF NOT EXISTS ${table} (id TEXT PRIMARY KEY, revision INTEGER, doc TEXT NOT NULL) STRICT`);
-      collection = new SqliteCollection<Doc>(this.db, name, (sql) => this.statement(sql), this.writes, existingIndexKeys(this.db, name));
+      collection = new SqliteCollection<Doc>(
+        this.db,
+        name,
+        (sql) => this.statement(sql),
+        this.writes,
+        existingIndexKeys(this.db, name),
+        () => this.readStamp(),
+      );
       this.collections.set(name, collection);
     }
+    if (options.readMostly) collection.rememberReads();
     // Indexes may be declared later by another caller of the same collection: create what is new.
     collection.ensureIndexes(indexes);
     return collection as unknown as Collection<T>;
@@ -214,6 +227,9 @@ export class SqliteReadStore implements ReadStore {
         } catch (error) {
           if (this.db.inTransaction) this.db.exec('ROLLBACK');
           throw error;
+        } finally {
+          // The live tables are others now (or, rolled back, what was read inside is gone): nothing remembered holds.
+          this.stamp++;
         }
         finished = true;
       },
@@ -224,6 +240,21 @@ export class SqliteReadStore implements ReadStore {
         for (const { staged } of standIns.values()) this.db.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(`coll_${staged}`)}`);
       },
     };
+  }
+
+  /**
+   * What a read-mostly collection's remembered reads are checked against, besides its own writes:
+   * `PRAGMA data_version` changes when another connection (a process, or a rebuild's writer
+   * thread) commits to the file, and a swap replaces tables in this connection (what was read
+   * inside its transaction is forgotten with it, committed or rolled back).
+   */
+  private readStamp(): number {
+    const version = this.dataVersion.get() as number;
+    if (version !== this.lastDataVersion) {
+      this.lastDataVersion = version;
+      this.stamp++;
+    }
+    return this.stamp;
   }
 
   async ping(): Promise<void> {

@@ -61,7 +61,7 @@ export const webhookEndpointsProjection: Projection<WebhookEndpointState> = {
   name: 'webhook_endpoints',
   streamPrefix: WEBHOOK_STREAM_PREFIX,
   // The compound index serves the fan-out's read of every partner event (an account's endpoints of a mode) exactly, statistics or not.
-  collections: [{ name: 'webhook_endpoints', indexes: ['account_id', 'mode', 'enabled', 'deleted', ['account_id', 'mode']] }],
+  collections: [{ name: 'webhook_endpoints', indexes: ['account_id', 'mode', 'enabled', 'deleted', ['account_id', 'mode']], readMostly: true }],
   processor: { name: 'webhook-endpoint-views', reacts: false },
   documentId: (streamId) => streamId.slice(WEBHOOK_STREAM_PREFIX.length),
   initialState: () => webhookEndpointDecider.initialState,

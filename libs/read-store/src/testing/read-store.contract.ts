@@ -465,6 +465,70 @@ export function readStoreContract(name: string, open: () => Promise<ReadStore>, 
       });
     });
 
+    describe('read-mostly collections (readMostly: reads may come from memory, and stay exact)', () => {
+      const ids = (page: { items: Item[] }) => page.items.map((doc) => doc.id);
+
+      it('sees at once what each kind of write through it committed', async () => {
+        const items = fresh({ indexes: ['owner'], readMostly: true });
+        const owned = () => items.find({ owner: 'a' }, { order: 'asc' });
+        expect(ids(await owned())).toEqual([]);
+        await expect(items.get(docId(1))).resolves.toBeNull();
+
+        await items.upsert(item(1, { owner: 'a', v: 1 }), 0);
+        expect(ids(await owned())).toEqual([docId(1)]);
+        await expect(items.get(docId(1))).resolves.toStrictEqual(item(1, { owner: 'a', v: 1 }));
+
+        await items.insert(item(2, { owner: 'a' }));
+        expect(ids(await owned())).toEqual([docId(1), docId(2)]);
+
+        await items.update(docId(1), { v: 2 });
+        await expect(items.get(docId(1))).resolves.toStrictEqual(item(1, { owner: 'a', v: 2 }));
+
+        await items.claim({ owner: 'a' }, { owner: 'b' }, 'id');
+        expect(ids(await owned())).toEqual([docId(2)]);
+        await expect(items.get(docId(1))).resolves.toStrictEqual(item(1, { owner: 'b', v: 2 }));
+
+        await items.upsert(item(2, { owner: 'a', v: 3 }), 1);
+        expect((await owned()).items).toStrictEqual([item(2, { owner: 'a', v: 3 })]);
+
+        await items.delete(docId(2));
+        expect(ids(await owned())).toEqual([]);
+        await expect(items.get(docId(2))).resolves.toBeNull();
+      });
+
+      it("answers each caller a copy of its own: one caller's change to a document is not another's", async () => {
+        const items = fresh({ indexes: ['owner'], readMostly: true });
+        await items.upsert(item(1, { owner: 'a', tags: ['x'] }), 0);
+        const [got, found] = [await items.get(docId(1)), (await items.find({ owner: 'a' })).items[0]];
+        got!.owner = 'changed';
+        (found.tags as string[]).push('y');
+        await expect(items.get(docId(1))).resolves.toStrictEqual(item(1, { owner: 'a', tags: ['x'] }));
+        expect((await items.find({ owner: 'a' })).items).toStrictEqual([item(1, { owner: 'a', tags: ['x'] })]);
+      });
+
+      it('pages by the same rules as any collection', async () => {
+        const items = fresh({ readMostly: true });
+        for (let i = 1; i <= 3; i++) await items.insert(item(i));
+        const first = await items.find({}, { order: 'asc', limit: 2 });
+        expect([ids(first), first.hasMore]).toEqual([[docId(1), docId(2)], true]);
+        const rest = await items.find({}, { order: 'asc', limit: 2, startingAfter: docId(2) });
+        expect([ids(rest), rest.hasMore]).toEqual([[docId(3)], false]);
+        expect(ids(await items.find({}, { limit: 1 }))).toEqual([docId(3)]);
+      });
+
+      it('sees the contents a rebuild swapped in', async () => {
+        const name = unique('rebuilt');
+        const live = store.collection<Item>(name, { readMostly: true });
+        await live.upsert(item(1, { v: 'old' }), 0);
+        await expect(live.get(docId(1))).resolves.toStrictEqual(item(1, { v: 'old' }));
+        const rebuild = await store.beginRebuild([{ name }]);
+        await rebuild.upsertMany(name, [{ doc: item(1, { v: 'new' }), revision: 0 }]);
+        await rebuild.swap();
+        await expect(live.get(docId(1))).resolves.toStrictEqual(item(1, { v: 'new' }));
+        expect((await live.find({})).items).toStrictEqual([item(1, { v: 'new' })]);
+      });
+    });
+
     describe('rebuild (blue/green)', () => {
       const all = async (items: Collection<Item>) => (await items.find({}, { order: 'asc', limit: 1000 })).items;
 
