@@ -146,16 +146,26 @@ export class DeliveryLoop {
     } while (this.fillAgain && this.running);
   }
 
-  /** Sends a delivery this process holds the lease of, in a lane already counted; the lane frees when it is done. */
+  /**
+   * Sends a delivery this process holds the lease of, in a lane already counted. The lane frees
+   * once the endpoint has answered (the limits bound requests at the partner, not our bookkeeping),
+   * or when the send fails before that; stop() still waits for the outcome to be recorded.
+   */
   private sendInLane(endpointId: string, delivery: Delivery): void {
+    let held = true;
+    const free = () => {
+      if (!held) return;
+      held = false;
+      this.track(endpointId, -1);
+      this.round.add(endpointId);
+      if (this.running) this.fill();
+    };
     const send: Promise<void> = this.worker
-      .send(delivery)
+      .send(delivery, free)
       .catch((error: Error) => this.logger.error(`sending ${delivery.id} failed: ${error.message}`))
       .finally(() => {
         this.sends.delete(send);
-        this.track(endpointId, -1);
-        this.round.add(endpointId);
-        if (this.running) this.fill();
+        free();
       });
     this.sends.add(send);
   }

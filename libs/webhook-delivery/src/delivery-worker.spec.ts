@@ -109,4 +109,16 @@ describe('DeliveryWorker, at send time', () => {
     expect(receivedFor(id)).toEqual([expect.objectContaining({ signatureValid: true, problems: [], status: 200 })]);
     expect(await deliveryOf(id)).toMatchObject({ status: 'succeeded', attempts: 1, last_error: null, last_status_code: 200 });
   });
+
+  it('says the endpoint has answered (its lane is free) once the partner answered, before the outcome is recorded', async () => {
+    const id = await dueDeliveryTo(urls['a loopback IP literal'](portOf()));
+    const worker = workerWith({ allowHttp: true, allowPrivateNetworks: true });
+    const claimed = (await worker.claimDue())!;
+    const seen: Array<{ requests: number; stored: Promise<Delivery | null> }> = [];
+    // The SQLite store reads at the call itself: what it holds at that very moment.
+    await worker.send(claimed, () => seen.push({ requests: receivedFor(id).length, stored: deliveriesOf(reads).get(id) }));
+    expect(seen.map(({ requests }) => requests)).toEqual([1]);
+    expect(await seen[0].stored).toMatchObject({ status: 'pending', attempts: 0 });
+    expect(await deliveryOf(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
+  });
 });

@@ -78,11 +78,16 @@ export class DeliveryWorker {
     return true;
   }
 
-  /** Attempts a delivery this worker has claimed, and records the outcome. */
-  async send(delivery: Delivery): Promise<void> {
+  /**
+   * Attempts a delivery this worker has claimed, and records the outcome. `answered` is called once
+   * the partner's endpoint is done with the request (answered, refused or timed out), before the
+   * outcome is recorded: the endpoint's lane can take its next delivery meanwhile.
+   */
+  async send(delivery: Delivery, answered?: () => void): Promise<void> {
     const startedAt = new Date().toISOString();
     const started = performance.now();
     const result = await this.attempt(delivery);
+    answered?.();
     const next = afterAttempt(delivery, { ...result, startedAt, durationMs: Math.round(performance.now() - started) }, new Date(), this.options.retrySchedule);
     // Only the holder of this lease records its outcome.
     await this.deliveries.update(delivery.id, next, { lease_until: delivery.lease_until });
