@@ -119,7 +119,7 @@ describe('loadConfig', () => {
         executorLeaseMs: 60_000,
         channelRetryMaxWaitMs: 900_000,
         channelTimeoutMs: 30_000,
-        webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 16, endpointConcurrency: 4 }),
+        webhook: expect.objectContaining({ timeoutMs: 10_000, concurrency: 64, endpointConcurrency: 16 }),
       });
     });
 
