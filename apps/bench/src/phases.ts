@@ -118,7 +118,15 @@ export async function measureReceiverRaw(receiver: WebhookReceiver, ca: string, 
   return { perSecond: requests / (run.wallMs / 1000), handshakes: receiver.handshakes - before.handshakes };
 }
 
-export type ClosedFigures = { launches: number; launchesPerSecond: number; cpuMsPerLaunch: number; delivered: number; accepted: number };
+export type ClosedFigures = {
+  launches: number;
+  launchesPerSecond: number;
+  cpuMsPerLaunch: number;
+  delivered: number;
+  accepted: number;
+  /** POST -> signed dispatch.completed, p50 over the accepted launches; a missing one counts as never. */
+  e2eP50: number;
+};
 
 /**
  * A closed loop of launches, then the wait (bounded) for each accepted launch's signed
@@ -189,7 +197,8 @@ export async function closedLaunches(
       `${title}: only ${delivered}/${ids.length} signed dispatch.completed webhooks arrived within ${webhookTimeoutMs / 1000} s after the last POST; ${missing.length} missing, e.g. ${missing.slice(0, 3).join(', ')}`,
     );
   }
-  return { launches, launchesPerSecond, cpuMsPerLaunch: used.cpuMs / launches, delivered, accepted: ids.length };
+  const e2eP50 = percentile(ascending(accepted.map((s) => (route.completedAt.get(s.body.data.id) ?? Infinity) - s.startedAt)), 50);
+  return { launches, launchesPerSecond, cpuMsPerLaunch: used.cpuMs / launches, delivered, accepted: ids.length, e2eP50 };
 }
 
 export type PacedLaunchFigures = {
