@@ -114,6 +114,7 @@ describe('loadConfig', () => {
       const config = load({});
       expect(config).toMatchObject({
         shutdownGraceMs: 25_000,
+        heapGrowingPercent: 30,
         executorConcurrency: 16,
         dispatchBacklogSeconds: 30,
         executorLeaseMs: 60_000,

@@ -62,6 +62,11 @@ export interface ServiceConfig {
   /** After SIGTERM, how long work in flight may take before the process exits anyway. */
   shutdownGraceMs: number;
   /**
+   * V8's old generation may grow to this much above what survived the last full collection before
+   * the next one (0: V8's own factor, up to 4x under load). See heap-growth.ts.
+   */
+  heapGrowingPercent: number;
+  /**
    * Checkpointed processors (relays, projections) run in one replica at a time, the holder of a
    * lease in the read store: it lasts `ttlMs` unless renewed every `renewMs`, so a dead holder's
    * processors are taken over within about ttlMs + renewMs.
@@ -381,6 +386,7 @@ export function loadConfig(app: AppName, env: Env = process.env): ServiceConfig 
     eventStoreCredentials: credentialsOf(env, 'EVENTSTORE', app),
     startupTimeoutMs: integer(env, 'STARTUP_TIMEOUT_MS', 60_000, 0, 3_600_000),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 25_000, 0, 600_000),
+    heapGrowingPercent: integer(env, 'HEAP_GROWING_PERCENT', 30, 0, 1_000),
     processorLease: { ttlMs: leaseTtlMs, renewMs: leaseRenewMs },
     adminToken,
     webhookSecretKey: needsWebhookKey ? secretKey(env, 'WEBHOOK_SECRET_KEY', app, dataDir) : '',

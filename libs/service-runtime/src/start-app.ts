@@ -8,6 +8,7 @@ import { NestFactory } from '@nestjs/core';
 import { ServiceConfig } from './config';
 import { answerMalformedRequestsInTheEnvelope } from './malformed-requests';
 import { busRequestContext } from './bus-messages';
+import { limitHeapGrowth } from './heap-growth';
 
 /**
  * Starts one app from its module (each app's app.module.ts: its infrastructure and features): HTTP
@@ -20,6 +21,7 @@ export async function startApp(
   appModule: DynamicModule,
   configure: (app: INestApplication) => void = () => undefined,
 ): Promise<INestApplication> {
+  limitHeapGrowth(config.heapGrowingPercent);
   let metrics: MetricsServer | null = null;
   @Module({ imports: [appModule] })
   class Runtime implements OnApplicationShutdown {

@@ -30,6 +30,12 @@ describe('WebhookSenderThread', () => {
     expect(receiver.connections()).toBeLessThanOrEqual(4);
   });
 
+  it('runs its thread in a small young generation', async () => {
+    await sender.post({ url: receiver.url, ...signedDelivery(SECRET), timeoutMs: 2000, policy: LOCAL });
+    const thread = (sender as unknown as { worker: import('node:worker_threads').Worker }).worker;
+    expect(thread.resourceLimits).toMatchObject({ maxYoungGenerationSizeMb: 4 });
+  });
+
   it('reports a refused URL as a result, not an error, and refuses posts once closed', async () => {
     const refused = await sender.post({
       url: receiver.url,

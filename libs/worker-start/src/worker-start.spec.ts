@@ -16,6 +16,16 @@ describe('startWorkerBeside', () => {
     }
   });
 
+  it('gives the thread the resource limits asked for', async () => {
+    const worker = startWorkerBeside(CALLER, 'echo.worker', null, undefined, { maxYoungGenerationSizeMb: 4 });
+    try {
+      await once(worker, 'message');
+      expect(worker.resourceLimits).toMatchObject({ maxYoungGenerationSizeMb: 4 });
+    } finally {
+      await worker.terminate();
+    }
+  });
+
   it('given a missing worker, fails with its path', async () => {
     const worker = startWorkerBeside(CALLER, 'no-such.worker', null);
     const [error] = await once(worker, 'error');
