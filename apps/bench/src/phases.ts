@@ -105,6 +105,45 @@ export async function measureExpress(
   });
 }
 
+export type FloorFigures = { perSecond: number; cpuMsPerLaunch: number };
+
+/**
+ * The floor (baseline-server.ts, BASELINE=floor): what a launch must cost on this machine without
+ * any framework. A closed loop of launches, each awaited to its signed webhook at the receiver;
+ * CPU of the floor's process from the first POST to the last webhook, as the service's is counted.
+ */
+export async function measureFloor(
+  root: string,
+  receiver: WebhookReceiver,
+  caCertPath: string,
+  launches: number,
+  concurrency: number,
+  headers: Record<string, string>,
+): Promise<FloorFigures> {
+  progress(`floor: node:http + SQLite + HTTPS webhooks, no framework, 500 warm-up + ${launches} launches at concurrency ${concurrency}`);
+  const route = receiver.route('floor');
+  route.secret = 'floor-secret-0123456789';
+  const env = { BASELINE: 'floor', FLOOR_WEBHOOK_URL: route.url, FLOOR_SECRET: route.secret, NODE_EXTRA_CA_CERTS: caCertPath };
+  const server = Child.spawn(BASELINE_MAIN, env, { cwd: root, ipc: true });
+  try {
+    const { port } = await server.firstMessage<{ port: number }>(15_000);
+    const url = `http://127.0.0.1:${port}/v1/campaigns`;
+    const warmup = await closedLoop(500, concurrency, url, headers, LAUNCH_BODY);
+    requireAllOk('the floor', warmup);
+    await waitForCompletions(route, acceptedOf(warmup).ids, 30_000);
+    const cpu = new CpuMeter(() => [server.pid]).start();
+    const run = await closedLoop(launches, concurrency, url, headers, LAUNCH_BODY);
+    requireAllOk('the floor', run);
+    const { ids } = acceptedOf(run);
+    const arrived = await waitForCompletions(route, ids, 60_000);
+    const used = cpu.stop();
+    if (arrived < ids.length) throw new BenchFailure(`the floor: only ${arrived}/${ids.length} webhooks arrived within 60 s`);
+    return { perSecond: launches / (run.wallMs / 1000), cpuMsPerLaunch: used.cpuMs / launches };
+  } finally {
+    await server.stop();
+  }
+}
+
 /** The receiver's own rate from a plain keep-alive https client (in this process, so a lower bound). */
 export async function measureReceiverRaw(receiver: WebhookReceiver, ca: string, requests: number, concurrency: number) {
   progress(`webhook receiver: ${requests} signed requests from a plain keep-alive https client`);
