@@ -86,6 +86,23 @@ describe('SqliteReadStore', () => {
       await expect(keys.find({ hash: 'h1' })).resolves.toEqual({ items: [{ id: 'key_1', hash: 'h1', revoked: true }], hasMore: false });
       await expect(keys.get('key_1')).resolves.toEqual({ id: 'key_1', hash: 'h1', revoked: true });
     });
+
+    it("sees another connection's commits as of its first read in a turn of the event loop, and of the next turn after", async () => {
+      const file = tempFile('one-turn.db');
+      const [reader, writer] = [open(file), open(file)];
+      const keys = reader.collection('keys', { readMostly: true });
+      await writer.collection('keys').upsert({ id: 'key_1', revoked: false }, 0);
+      const before = keys.get('key_1');
+      // Another process commits within the same turn (a raw write: it commits at once).
+      connectionOf(writer).prepare(`UPDATE "coll_keys" SET doc = '{"id":"key_1","revoked":true}'`).run();
+      const sameTurn = keys.get('key_1');
+      await expect(Promise.all([before, sameTurn])).resolves.toEqual([
+        { id: 'key_1', revoked: false },
+        { id: 'key_1', revoked: false },
+      ]);
+      await new Promise((resolve) => setImmediate(resolve));
+      await expect(keys.get('key_1')).resolves.toEqual({ id: 'key_1', revoked: true });
+    });
   });
 
   describe('group commit', () => {

@@ -51,6 +51,8 @@ export class SqliteReadStore implements ReadStore {
   private lastDataVersion = 0;
   /** See readStamp: moves on with every commit of another connection, and with every swap. */
   private stamp = 0;
+  /** data_version was read in this turn of the event loop. */
+  private stampRead = false;
 
   private constructor(
     private readonly db: Database.Database,
@@ -246,9 +248,14 @@ export class SqliteReadStore implements ReadStore {
    * What a read-mostly collection's remembered reads are checked against, besides its own writes:
    * `PRAGMA data_version` changes when another connection (a process, or a rebuild's writer
    * thread) commits to the file, and a swap replaces tables in this connection (what was read
-   * inside its transaction is forgotten with it, committed or rolled back).
+   * inside its transaction is forgotten with it, committed or rolled back). data_version is read
+   * once a turn of the event loop (it costs as much as the reads it saves): the reads of one turn
+   * see other connections' commits as of its first, as if they had all been made then.
    */
   private readStamp(): number {
+    if (this.stampRead) return this.stamp;
+    this.stampRead = true;
+    setImmediate(() => (this.stampRead = false));
     const version = this.dataVersion.get() as number;
     if (version !== this.lastDataVersion) {
       this.lastDataVersion = version;
