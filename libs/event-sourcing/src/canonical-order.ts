@@ -15,9 +15,13 @@ export function sortedKeys<T>(value: T): T {
   if (Array.isArray(value)) return value.map(sortedKeys) as T;
   if (!isPlainObject(value)) return value;
   const sorted: Record<string, unknown> = {};
-  // Defined, not assigned: a `__proto__` member (JSON.parse makes one) stays data instead of setting the prototype.
-  for (const key of Object.keys(value).sort())
-    Object.defineProperty(sorted, key, { value: sortedKeys(value[key]), enumerable: true, writable: true, configurable: true });
+  for (const key of Object.keys(value).sort()) {
+    const member = sortedKeys(value[key]);
+    // A `__proto__` member (JSON.parse makes one) is defined, so it stays data instead of setting the
+    // prototype. Only it: defining every member made each copy a slow dictionary-mode object.
+    if (key === '__proto__') Object.defineProperty(sorted, key, { value: member, enumerable: true, writable: true, configurable: true });
+    else sorted[key] = member;
+  }
   return sorted as T;
 }
 
