@@ -14,6 +14,7 @@ import { ApiExceptionFilter } from './http/api-exception.filter';
 import { ApiValidationPipe } from './http/api-validation.pipe';
 import { ApiDocument } from './openapi/api-document';
 import { AdminTokenGuard, ApiKeyGuard } from './http/auth.guards';
+import { ApiInterceptors } from './http/api-interceptors';
 import { EnvelopeInterceptor } from './http/envelope.interceptor';
 import { idempotencyOptionsProvider, IdempotencyStore } from './http/idempotency';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
@@ -46,13 +47,12 @@ import { ServiceClient } from './http/service-client';
     RateLimitMiddleware,
     IdempotencyStore,
     idempotencyOptionsProvider,
+    UnknownQueryInterceptor,
+    IdempotencyInterceptor,
+    EnvelopeInterceptor,
     { provide: APP_FILTER, useClass: ApiExceptionFilter },
     { provide: APP_PIPE, useClass: ApiValidationPipe },
-    // Outermost first: an unknown query parameter is refused before anything; a replayed answer
-    // skips the envelope (it is already enveloped).
-    { provide: APP_INTERCEPTOR, useClass: UnknownQueryInterceptor },
-    { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
-    { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
+    { provide: APP_INTERCEPTOR, useClass: ApiInterceptors },
   ],
 })
 export class GatewayModule {}

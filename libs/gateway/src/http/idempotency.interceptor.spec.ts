@@ -7,9 +7,11 @@ import { ApiError } from '@campaign-ops/api-errors';
 import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ApiDocument } from '../openapi/api-document';
 import { ApiExceptionFilter } from './api-exception.filter';
+import { ApiInterceptors } from './api-interceptors';
 import { EnvelopeInterceptor } from './envelope.interceptor';
 import { IdempotencyStore } from './idempotency';
 import { idempotencyScope, IdempotencyInterceptor, IgnoresIdempotencyKey } from './idempotency.interceptor';
+import { UnknownQueryInterceptor } from './unknown-query.interceptor';
 import { jsonBodyMiddleware } from './json-body.middleware';
 import { GatewayRequest } from './request-context';
 import { requestIdMiddleware } from './request-id.middleware';
@@ -105,8 +107,11 @@ describe('IdempotencyInterceptor', () => {
         { provide: IdempotencyStore, useFactory: () => new IdempotencyStore(reads, { sweepIntervalMs: 0 }) },
         ApiDocument,
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
-        { provide: APP_INTERCEPTOR, useClass: IdempotencyInterceptor },
-        { provide: APP_INTERCEPTOR, useClass: EnvelopeInterceptor },
+        // The gateway's own chain (gateway.module.ts): unknown query, idempotency, envelope.
+        UnknownQueryInterceptor,
+        IdempotencyInterceptor,
+        EnvelopeInterceptor,
+        { provide: APP_INTERCEPTOR, useClass: ApiInterceptors },
       ],
     }).compile();
     app = moduleRef.createNestApplication({ bodyParser: false, logger: false });
