@@ -100,6 +100,8 @@ export async function startStandalone(root: string, caCertPath: string, retrySch
 }
 
 const NATS_DEBIAN_BINARY = '/usr/sbin/nats-server';
+/** What docs/operations.md's "Running the four apps on one machine" exports for the four apps. */
+export const FOUR_APPS_NODE_OPTIONS = '--max-semi-space-size=4';
 
 /** NATS_SERVER_BIN, else nats-server on PATH, else Debian's; null if there is none. */
 export function natsServerBinary(): string | null {
@@ -155,6 +157,8 @@ export async function startFourApps(root: string, caCertPath: string, retrySched
     WEBHOOK_SECRET_KEY: randomBytes(32).toString('hex'),
     IDEMPOTENCY_SECRET_KEY: randomBytes(32).toString('hex'),
     CONNECTION_ENCRYPTION_KEY: randomBytes(32).toString('hex'),
+    // As docs/operations.md runs them: four Node processes on one machine, each a small young generation.
+    NODE_OPTIONS: FOUR_APPS_NODE_OPTIONS,
   };
   const gatewayPort = await freePort();
   const base = `http://127.0.0.1:${gatewayPort}`;
