@@ -8,6 +8,7 @@ import canonicalize from 'canonicalize';
 import { ulid, ulidToUuid } from '@campaign-ops/ids';
 import { EventStore, EventToAppend, RecordedEvent, WrongExpectedRevisionError } from './event-store.port';
 import { DuplicateEventIdError, SqliteEventStore } from './sqlite-event-store';
+import { RecentEvents } from './recent-events';
 import { eventStoreContract } from './testing/event-store.contract';
 import { SeededRandom, seededRandom } from './testing/seeded-random';
 
@@ -259,6 +260,30 @@ describe('SqliteEventStore', () => {
       expect(webhooks.map((event) => event.streamId)).toEqual(['webhook-1']);
     } finally {
       reads.mockRestore();
+    }
+  });
+
+  it('hands an up-to-date subscription what it just appended from memory, its own streams only, in order', async () => {
+    const store = open({ pollIntervalMs: 60_000 });
+    const dispatches = record(store, ['dispatch-']);
+    const everything = record(store);
+    const between = jest.spyOn(RecentEvents.prototype, 'between');
+    try {
+      await store.append('dispatch-1', newEvents(2), { expectedRevision: 'no_stream' });
+      await store.append('webhook-1', newEvents(1), { expectedRevision: 'no_stream' });
+      await store.append('dispatch-2', newEvents(1), { expectedRevision: 'no_stream' });
+      await waitFor(() => dispatches.length === 3 && everything.length === 4, 'every event');
+      expect(dispatches.map((event) => [event.streamId, event.revision, event.position])).toEqual([
+        ['dispatch-1', 0, '1'],
+        ['dispatch-1', 1, '2'],
+        ['dispatch-2', 0, '4'],
+      ]);
+      expect(everything.map((event) => event.position)).toEqual(['1', '2', '3', '4']);
+      // What they were handed is what the file holds.
+      expect(everything).toEqual(await store.readAll({ maxCount: 10 }));
+      expect(between.mock.results.some((result) => result.value !== null)).toBe(true);
+    } finally {
+      between.mockRestore();
     }
   });
 

@@ -40,8 +40,11 @@ import {
   replayMetadata,
 } from './sqlite-event-rows';
 import { BatchReader, SqliteSubscription, SUBSCRIPTION_BATCH_SIZE } from './sqlite-subscription';
+import { RecentEvents } from './recent-events';
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
+/** Events of this store's latest appends held for its subscriptions (see RecentEvents): several seconds at full load. */
+const RECENT_EVENTS = 4096;
 
 /**
  * Some ids of an append are already stored, but not as an earlier run of this very append
@@ -75,6 +78,7 @@ export class SqliteEventStore implements EventStore {
   private readonly readAllQueries = new Map<string, Database.Statement<unknown[], unknown[]>>();
   /** Appends made in one turn of the event loop share one transaction and its fsync. */
   private readonly appends: GroupCommit;
+  private readonly recent = new RecentEvents(RECENT_EVENTS);
 
   private constructor(
     /** The database file: what another connection (an export's reader threads) opens. */
@@ -134,9 +138,12 @@ export class SqliteEventStore implements EventStore {
     // Serialized before the group's transaction, which holds the write lock while it runs.
     const texts = events.map(serializeEvent);
     const { result, wrote } = await this.appends.write(() => this.appendWithinTransaction(streamId, events, texts, expected));
+    if (wrote.length === 0) return result;
+    // Committed: what the subscriptions read next (the appends of one commit come here in position order).
+    this.recent.add(wrote);
     // Only the subscriptions this stream's events are for: the others would read a batch of none.
     // (They move their cursors past it at the next event of theirs, or at the poll's next look.)
-    if (wrote) for (const subscription of this.subscriptions) if (subscription.follows(streamId)) subscription.notify();
+    for (const subscription of this.subscriptions) if (subscription.follows(streamId)) subscription.notify();
     return result;
   }
 
@@ -145,12 +152,12 @@ export class SqliteEventStore implements EventStore {
     events: EventToAppend[],
     texts: SerializedEvent[],
     expected: ExpectedRevision,
-  ): { result: AppendResult; wrote: boolean } {
+  ): { result: AppendResult; wrote: EventRow[] } {
     const stored = events.map((event) => this.eventRefQuery.get(event.id));
     // A retry of an append that did succeed (its answer was lost) gets that append's answer again.
     if (isSameAppend(streamId, stored, expected)) {
       const last = stored[stored.length - 1]!;
-      return { result: { nextRevision: last.revision, position: String(last.position) }, wrote: false };
+      return { result: { nextRevision: last.revision, position: String(last.position) }, wrote: [] };
     }
 
     const actual = this.lastRevisionQuery.get(streamId)!.revision;
@@ -162,14 +169,22 @@ export class SqliteEventStore implements EventStore {
 
     const occurredAt = new Date().toISOString();
     let revision = actual ?? -1;
-    let position = 0;
-    events.forEach((event, i) => {
+    const wrote = events.map((event, i): EventRow => {
       revision += 1;
       const { data, metadata, canonical } = texts[i];
       const { lastInsertRowid } = this.insertEvent.run(event.id, streamId, revision, event.type, data, metadata, occurredAt, canonical ? 1 : null);
-      position = Number(lastInsertRowid);
+      return {
+        position: Number(lastInsertRowid),
+        event_id: event.id,
+        stream_id: streamId,
+        revision,
+        type: event.type,
+        data,
+        metadata,
+        occurred_at: occurredAt,
+      };
     });
-    return { result: { nextRevision: revision, position: String(position) }, wrote: true };
+    return { result: { nextRevision: revision, position: String(wrote[wrote.length - 1].position) }, wrote };
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -319,7 +334,14 @@ export class SqliteEventStore implements EventStore {
       `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`,
     );
     const parameters = prefixParameters(prefixes);
-    return (after, upTo) => query.all(after, upTo, ...parameters, SUBSCRIPTION_BATCH_SIZE).map(toRecordedEvent);
+    const follows = (row: EventRow) => prefixes === undefined || prefixes.some((prefix) => row.stream_id.startsWith(prefix));
+    return (after, upTo) => {
+      // What this store just appended, as the query below would read it (the prefix filter matches
+      // as SqliteSubscription.follows does); anything it does not hold entirely, from the file.
+      const held = this.recent.between(after, upTo);
+      const rows = held ? held.filter(follows).slice(0, SUBSCRIPTION_BATCH_SIZE) : query.all(after, upTo, ...parameters, SUBSCRIPTION_BATCH_SIZE);
+      return rows.map(toRecordedEvent);
+    };
   }
 
   async ping(): Promise<void> {
