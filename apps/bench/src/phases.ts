@@ -22,9 +22,14 @@ export interface System {
 const latencies = (sent: Sent[]) => ascending(sent.map((s) => s.latencyMs));
 const dist = (sorted: number[]) => `p50 ${ms(percentile(sorted, 50))}  p99 ${ms(percentile(sorted, 99))}  max ${ms(sorted[sorted.length - 1])}`;
 
-/** A baseline server (BASELINE=express or http) in its own process, for the length of `use`. */
-async function withBaseline<T>(kind: 'express' | 'http', root: string, use: (url: string, cpu: CpuMeter) => Promise<T>): Promise<T> {
-  const server = Child.spawn(BASELINE_MAIN, { BASELINE: kind }, { cwd: root, ipc: true });
+/** A baseline server (BASELINE=express, http or floor, with `env` beside) in its own process, for the length of `use`. */
+async function withBaseline<T>(
+  kind: 'express' | 'http' | 'floor',
+  root: string,
+  use: (url: string, cpu: CpuMeter) => Promise<T>,
+  env: Record<string, string> = {},
+): Promise<T> {
+  const server = Child.spawn(BASELINE_MAIN, { BASELINE: kind, ...env }, { cwd: root, ipc: true });
   try {
     const { port } = await server.firstMessage<{ port: number }>(15_000);
     return await use(`http://127.0.0.1:${port}/v1/campaigns`, new CpuMeter(() => [server.pid]));
@@ -123,25 +128,25 @@ export async function measureFloor(
   progress(`floor: node:http + SQLite + HTTPS webhooks, no framework, 500 warm-up + ${launches} launches at concurrency ${concurrency}`);
   const route = receiver.route('floor');
   route.secret = 'floor-secret-0123456789';
-  const env = { BASELINE: 'floor', FLOOR_WEBHOOK_URL: route.url, FLOOR_SECRET: route.secret, NODE_EXTRA_CA_CERTS: caCertPath };
-  const server = Child.spawn(BASELINE_MAIN, env, { cwd: root, ipc: true });
-  try {
-    const { port } = await server.firstMessage<{ port: number }>(15_000);
-    const url = `http://127.0.0.1:${port}/v1/campaigns`;
-    const warmup = await closedLoop(500, concurrency, url, headers, LAUNCH_BODY);
-    requireAllOk('the floor', warmup);
-    await waitForCompletions(route, acceptedOf(warmup).ids, 30_000);
-    const cpu = new CpuMeter(() => [server.pid]).start();
-    const run = await closedLoop(launches, concurrency, url, headers, LAUNCH_BODY);
-    requireAllOk('the floor', run);
-    const { ids } = acceptedOf(run);
-    const arrived = await waitForCompletions(route, ids, 60_000);
-    const used = cpu.stop();
-    if (arrived < ids.length) throw new BenchFailure(`the floor: only ${arrived}/${ids.length} webhooks arrived within 60 s`);
-    return { perSecond: launches / (run.wallMs / 1000), cpuMsPerLaunch: used.cpuMs / launches };
-  } finally {
-    await server.stop();
-  }
+  const env = { FLOOR_WEBHOOK_URL: route.url, FLOOR_SECRET: route.secret, NODE_EXTRA_CA_CERTS: caCertPath };
+  return withBaseline(
+    'floor',
+    root,
+    async (url, cpu) => {
+      const warmup = await closedLoop(500, concurrency, url, headers, LAUNCH_BODY);
+      requireAllOk('the floor', warmup);
+      await waitForCompletions(route, acceptedOf(warmup).ids, 30_000);
+      cpu.start();
+      const run = await closedLoop(launches, concurrency, url, headers, LAUNCH_BODY);
+      requireAllOk('the floor', run);
+      const { ids } = acceptedOf(run);
+      const arrived = await waitForCompletions(route, ids, 60_000);
+      const used = cpu.stop();
+      if (arrived < ids.length) throw new BenchFailure(`the floor: only ${arrived}/${ids.length} webhooks arrived within 60 s`);
+      return { perSecond: launches / (run.wallMs / 1000), cpuMsPerLaunch: used.cpuMs / launches };
+    },
+    env,
+  );
 }
 
 /** The receiver's own rate from a plain keep-alive https client (in this process, so a lower bound). */

@@ -39,7 +39,7 @@ import {
   toRecordedEvent,
   replayMetadata,
 } from './sqlite-event-rows';
-import { BatchReader, SqliteSubscription, SUBSCRIPTION_BATCH_SIZE } from './sqlite-subscription';
+import { BatchReader, SqliteSubscription, streamFollowed, SUBSCRIPTION_BATCH_SIZE } from './sqlite-subscription';
 import { RecentEvents } from './recent-events';
 
 const DEFAULT_POLL_INTERVAL_MS = 1000;
@@ -334,7 +334,7 @@ export class SqliteEventStore implements EventStore {
       `SELECT ${EVENT_COLUMNS} FROM events WHERE position > ? AND position <= ? ${prefixFilter(prefixes)} ORDER BY position LIMIT ?`,
     );
     const parameters = prefixParameters(prefixes);
-    const follows = (row: EventRow) => prefixes === undefined || prefixes.some((prefix) => row.stream_id.startsWith(prefix));
+    const follows = (row: EventRow) => streamFollowed(prefixes, row.stream_id);
     return (after, upTo) => {
       // What this store just appended, as the query below would read it (the prefix filter matches
       // as SqliteSubscription.follows does); anything it does not hold entirely, from the file.

@@ -16,6 +16,10 @@ export interface EventSource {
   readBatch: BatchReader;
 }
 
+/** Whether a subscription to `prefixes` (none: every stream) delivers the events of this stream. */
+export const streamFollowed = (prefixes: readonly string[] | undefined, streamId: string): boolean =>
+  prefixes === undefined || prefixes.some((prefix) => streamId.startsWith(prefix));
+
 /** Marks the async context of an onEvent call with the subscription delivering it. */
 const deliveringFor = new AsyncLocalStorage<SqliteSubscription>();
 
@@ -40,8 +44,7 @@ export class SqliteSubscription implements Subscription {
 
   /** Whether events of this stream are among those it delivers (its stream prefixes, or every stream). */
   follows(streamId: string): boolean {
-    const prefixes = this.options.streamPrefixes;
-    return prefixes === undefined || prefixes.some((prefix) => streamId.startsWith(prefix));
+    return streamFollowed(this.options.streamPrefixes, streamId);
   }
 
   /** New events may be there (appended through this process, or found by the store's poll): look now. */
