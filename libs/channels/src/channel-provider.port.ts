@@ -47,4 +47,10 @@ export interface ChannelProvider {
   createCampaign(request: CreateCampaignRequest): Promise<CreatedCampaign>;
   /** The dry run: the rules a create would meet, applied without creating anything; a refusal throws `validation`. */
   validateCampaign(request: Pick<CreateCampaignRequest, 'channel' | 'campaign'>): Promise<{ warnings: string[] }>;
+  /**
+   * Whether a create answers without waiting on anything (a simulator that knows it will): such
+   * work may run where it is handed, and anything else goes where waiting is provided for (the
+   * executor's durable consumer). Absent: it may wait.
+   */
+  answersAtOnce?(request: Pick<CreateCampaignRequest, 'campaign'>): boolean;
 }

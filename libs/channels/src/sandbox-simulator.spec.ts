@@ -51,6 +51,12 @@ describe('sandbox simulator', () => {
     expect(waits).toEqual([3000]);
   });
 
+  it('says that it answers at once, but for [sandbox:slow]', () => {
+    const simulator = new SandboxSimulator();
+    expect(simulator.answersAtOnce({ campaign: campaign({ name: 'Spring [sandbox:transient]' }) })).toBe(true);
+    expect(simulator.answersAtOnce({ campaign: campaign({ name: 'Spring [sandbox:slow]' }) })).toBe(false);
+  });
+
   it('applies minimum daily budgets in USD equivalent', async () => {
     expect((await refusal(create('tiktok_ads', campaign({ amount: 19_000_000 })))).providerCode).toBe('budget_below_minimum');
     await expect(create('tiktok_ads', campaign({ amount: 20_000_000 }))).resolves.toBeDefined();

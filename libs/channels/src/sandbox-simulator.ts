@@ -30,6 +30,11 @@ export class SandboxSimulator implements ChannelProvider {
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
+  /** Every answer but `[sandbox:slow]`'s comes at once. */
+  answersAtOnce({ campaign }: Pick<CreateCampaignRequest, 'campaign'>): boolean {
+    return !campaign.name.includes(SANDBOX_MAGIC.slow);
+  }
+
   async createCampaign(request: CreateCampaignRequest): Promise<CreatedCampaign> {
     const { campaign, channel } = request;
     const name = campaign.name;

@@ -9,7 +9,7 @@ import { CampaignChecks } from './campaign-checks';
 import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
-import { DispatchBacklog } from './dispatch-backlog';
+import { DispatchBacklog, executorOnBus } from './dispatch-backlog';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchStore } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
@@ -50,7 +50,7 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
       new DispatchIdempotency(reads),
       bus,
       live,
-      new DispatchBacklog(bus, { dispatchBacklogSeconds: 30 }),
+      new DispatchBacklog(executorOnBus(bus), { dispatchBacklogSeconds: 30 }),
     );
     return new CampaignChecks(commands, live, new SandboxSimulator({ slowMs: 0 }));
   };

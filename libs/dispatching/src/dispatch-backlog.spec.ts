@@ -1,5 +1,5 @@
 import { Bus } from '@campaign-ops/bus';
-import { BacklogBound, DispatchBacklog, SAMPLE_EVERY_MS, STALLED_PACE_PER_SECOND } from './dispatch-backlog';
+import { BacklogBound, DispatchBacklog, EXECUTOR_DURABLE, executorOnBus, SAMPLE_EVERY_MS, STALLED_PACE_PER_SECOND } from './dispatch-backlog';
 
 /** Within 5 s of the last reading of every boundAfter here (its readings come from 1_000_000 on). */
 const NOW = 1_006_000;
@@ -145,7 +145,7 @@ describe("reading the executor's progress for the rule", () => {
 
   it('asks nothing while no launch comes, then at most once a second while they do, and never twice at once', async () => {
     const { bus, asked, answer } = busWithReadings();
-    const backlog = new DispatchBacklog(bus, { dispatchBacklogSeconds: 10 });
+    const backlog = new DispatchBacklog(executorOnBus(bus), { dispatchBacklogSeconds: 10 });
     let now = 1_000_000;
     backlog.now = () => now;
     expect(asked()).toBe(0);
@@ -165,5 +165,7 @@ describe("reading the executor's progress for the rule", () => {
     answer(100_000, 20);
     await backlog.settled();
     expect(backlog.check()).toMatchObject({ refuse: true, pace: 20 });
+    // The executor's consumer on the bus is the one asked.
+    expect(new Set((bus.progress as jest.Mock).mock.calls.map(([durable]) => durable))).toEqual(new Set([EXECUTOR_DURABLE]));
   });
 });

@@ -1,9 +1,18 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { BUS, Bus, ConsumerProgress } from '@campaign-ops/bus';
+import { Bus, ConsumerProgress } from '@campaign-ops/bus';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 
 /** The executor's durable consumer (dispatch-execution.message.controller.ts): its backlog is the launches' wait. */
 export const EXECUTOR_DURABLE = 'dispatch-executor';
+
+/** Where the executor's progress is read (DispatchWork: its consumer's on the bus, or the work it runs in the relay's hand). */
+export interface ExecutorProgress {
+  progress(): Promise<ConsumerProgress>;
+}
+export const EXECUTOR_PROGRESS = Symbol('EXECUTOR_PROGRESS');
+
+/** The executor's progress as its durable consumer on the bus counts it. */
+export const executorOnBus = (bus: Bus): ExecutorProgress => ({ progress: () => bus.progress(EXECUTOR_DURABLE) });
 
 /** A reading of the executor's progress is taken at most this often, and only while launches come. */
 export const SAMPLE_EVERY_MS = 1_000;
@@ -70,7 +79,7 @@ export class BacklogBound {
  * The overload rule kept for this process's launches: each launch is judged from the latest
  * reading, and asks for a new one (from the bus, without waiting for it) once the latest is
  * SAMPLE_EVERY_MS old. Idle, it reads nothing. Over NATS the reading is the executor consumer's
- * (every replica's work); in-process, this process's.
+ * (every replica's work); in-process, this process's (DispatchWork.progress).
  */
 @Injectable()
 export class DispatchBacklog {
@@ -80,7 +89,7 @@ export class DispatchBacklog {
   now: () => number = Date.now;
 
   constructor(
-    @Inject(BUS) private readonly bus: Bus,
+    @Inject(EXECUTOR_PROGRESS) private readonly executor: ExecutorProgress,
     @Inject(CONFIG) config: Pick<ServiceConfig, 'dispatchBacklogSeconds'>,
   ) {
     this.bound = new BacklogBound(config.dispatchBacklogSeconds);
@@ -90,8 +99,8 @@ export class DispatchBacklog {
   check(): BacklogVerdict {
     const readAt = this.bound.readAt;
     if (this.reading === null && (readAt === null || this.now() - readAt >= SAMPLE_EVERY_MS)) {
-      this.reading = this.bus
-        .progress(EXECUTOR_DURABLE)
+      this.reading = this.executor
+        .progress()
         .then((progress) => this.bound.observe(this.now(), progress))
         // The bus unreachable: the last verdict stands, and the next launch asks again.
         .catch(() => undefined)

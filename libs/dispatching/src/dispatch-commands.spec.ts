@@ -7,7 +7,7 @@ import { ChargedDispatches } from './charged-dispatches';
 import { CreditLedgers } from './credit-ledgers';
 import { DispatchCommands } from './dispatch-commands';
 import { LiveLaunches } from './live-launches';
-import { DispatchBacklog } from './dispatch-backlog';
+import { DispatchBacklog, executorOnBus } from './dispatch-backlog';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchStore } from './dispatch-store';
 
@@ -43,7 +43,7 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
     idempotency = new DispatchIdempotency(reads);
     store = new DispatchStore(events, reads);
     charged = new ChargedDispatches(store, ledgers);
-    backlog = new DispatchBacklog(bus, { dispatchBacklogSeconds: 10 });
+    backlog = new DispatchBacklog(executorOnBus(bus), { dispatchBacklogSeconds: 10 });
     commands = new DispatchCommands(store, ledgers, charged, idempotency, bus, new LiveLaunches({}, bus), backlog);
     await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 10, now: new Date().toISOString() }, {});
   });

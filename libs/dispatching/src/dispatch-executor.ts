@@ -16,6 +16,12 @@ export const SANDBOX_PROVIDER = Symbol('SANDBOX_PROVIDER');
 const RECORD_ROUNDS = 5;
 const RECORD_PAUSE_MS = 500;
 
+/**
+ * What the executor takes: a relayed work event, or one handed to the bus to wait until
+ * `notBefore` (epoch ms) before its next try (a retry of work first run in the relay's hand).
+ */
+export type WorkMessage = RelayedEvent & { notBefore?: number };
+
 /** Waits between transient provider errors within one dispatch. */
 export const attemptBackoffMs = (attempt: number): number => Math.min(30_000, 500 * 2 ** (attempt - 1));
 
@@ -35,9 +41,16 @@ export class DispatchExecutor {
     @Inject(CONFIG) private readonly config: Pick<ServiceConfig, 'channelRetryMaxWaitMs'>,
   ) {}
 
-  async handle(event: RelayedEvent): Promise<HandlerOutcome> {
+  /**
+   * Runs the work of `event` on the stream's latest state, or on `known` (the stream as of the
+   * event, handed by the relay: not read again; the outcome's append still expects its revision,
+   * so a stream that moved on meanwhile is read and decided again).
+   */
+  async handle(event: WorkMessage, known?: Loaded<DispatchEvent, DispatchState>): Promise<HandlerOutcome> {
     if (!WORK_EVENT_TYPES.has(event.type)) return;
-    const { state, loaded } = await this.store.stateOf(event.streamId);
+    const waitMs = event.notBefore === undefined ? 0 : event.notBefore - Date.now();
+    if (waitMs > 0) return { retryInMs: waitMs };
+    const { state, loaded } = known ? { state: known.state, loaded: known } : await this.store.stateOf(event.streamId);
     if (state.status !== 'accepted') return;
 
     const attempt = state.attempts + 1;
@@ -66,6 +79,11 @@ export class DispatchExecutor {
       if (error instanceof StaleAttempt || error instanceof DispatchNotInProgress) return;
       throw error;
     }
+  }
+
+  /** Whether the work of this dispatch is done at once (a test key, on a simulator answer that does not wait): what may run in the relay's hand. */
+  answersAtOnce(state: DispatchState): boolean {
+    return state.status === 'accepted' && state.mode === 'test' && this.sandbox.answersAtOnce?.({ campaign: state.campaign }) === true;
   }
 
   /**

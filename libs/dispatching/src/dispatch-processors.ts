@@ -11,6 +11,7 @@ import { CreditLedgers } from './credit-ledgers';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { EXECUTOR_DURABLE } from './dispatch-backlog';
 import { relayDispatchEvent, RelayedStates } from './dispatch-relay';
+import { DispatchWork } from './dispatch-work';
 import { DispatchStore } from './dispatch-store';
 
 /** Dispatch events relayed at once (see CheckpointedProcessor's `concurrency`). */
@@ -37,6 +38,7 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
     private readonly charged: ChargedDispatches,
     private readonly ledgers: CreditLedgers,
     private readonly idempotency: DispatchIdempotency,
+    private readonly work: DispatchWork,
     /** The fan-out, when it runs in this process (standalone); else partner events go on the bus. */
     @Optional() @Inject(PARTNER_EVENT_SINK) private readonly localFanOut: PartnerEventSink | null = null,
   ) {}
@@ -46,12 +48,13 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
     const partnerEvents = this.localFanOut ?? partnerEventsOnBus(this.bus);
     this.processors.push(
       // Publishes are de-duplicated by id, fan-outs by the ids they derive, and both take events in
-      // any order: many at once, so that their writes share group commits.
+      // any order, as does the executor (it decides from the stream): many at once, so that their
+      // writes share group commits.
       new CheckpointedProcessor({
         ...stores,
         name: 'dispatch-relay',
         streamPrefixes: [DISPATCH_STREAM_PREFIX],
-        handle: (event) => relayDispatchEvent(this.store, this.bus, partnerEvents, event, this.relayedStates),
+        handle: (event) => relayDispatchEvent(this.store, this.work, partnerEvents, event, this.relayedStates),
         concurrency: RELAY_CONCURRENCY,
       }),
       projectionProcessor(this.store.live, stores),
@@ -71,7 +74,9 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
       3_600_000,
     );
     this.sweepTimer.unref();
-    this.logger.log(`dispatch-service ready (${this.config.executorConcurrency} executor lanes)`);
+    this.logger.log(
+      `dispatch-service ready (${this.config.executorConcurrency} executor lanes${this.work.inHand ? "; work done at once runs in the relay's hand" : ''})`,
+    );
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -4,7 +4,7 @@ import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { dispatchStreamId } from '@campaign-ops/dispatch-domain';
 import { waitFor } from '@campaign-ops/testing/bus';
 import { PartnerEvent, partnerEventsOnBus } from '@campaign-ops/webhook-domain';
-import { relayDispatchEvent, RelayedStates } from './dispatch-relay';
+import { relayDispatchEvent, RelayedStates, workOnBus } from './dispatch-relay';
 import { DispatchStore } from './dispatch-store';
 
 describe('the dispatch relay', () => {
@@ -67,10 +67,10 @@ describe('the dispatch relay', () => {
     // The state each event leaves is carried to the next, and a stream's first event is its state: nothing is read.
     const reads = jest.spyOn(store, 'stateOf');
     const states = new RelayedStates();
-    for (const event of stored) await relayDispatchEvent(store, bus, onBus, event, states);
+    for (const event of stored) await relayDispatchEvent(store, workOnBus(bus), onBus, event, states);
     expect(reads).not.toHaveBeenCalled();
     // Twice, as after a crash between a relay and its checkpoint (nothing carried: the second event's stream is read): de-duplicated by id.
-    for (const event of stored) await relayDispatchEvent(store, bus, onBus, event);
+    for (const event of stored) await relayDispatchEvent(store, workOnBus(bus), onBus, event);
     expect(reads.mock.calls).toEqual([[streamId, 1]]);
 
     await waitFor(() => relayed.length >= 3, 'the relayed messages');
@@ -89,7 +89,7 @@ describe('the dispatch relay', () => {
     const { stored } = await acceptedThenCompleted('dsp_relay2');
     const handed: Array<{ event: PartnerEvent; msgId: string }> = [];
     const fanOut = { accept: async (event: PartnerEvent, msgId: string) => void handed.push({ event, msgId }) };
-    for (const event of stored) await relayDispatchEvent(store, bus, fanOut, event);
+    for (const event of stored) await relayDispatchEvent(store, workOnBus(bus), fanOut, event);
 
     expect(handed.map(({ event, msgId }) => [event.event, msgId])).toEqual([
       ['dispatch.accepted', `partner-${stored[0].id}`],

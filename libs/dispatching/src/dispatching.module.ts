@@ -6,7 +6,7 @@ import { ChargedDispatches } from './charged-dispatches';
 import { CreditHandlers } from './credit-handlers';
 import { CreditLedgers } from './credit-ledgers';
 import { CreditsMessageController } from './credits.message.controller';
-import { DispatchBacklog } from './dispatch-backlog';
+import { DispatchBacklog, EXECUTOR_PROGRESS } from './dispatch-backlog';
 import { DispatchCommands } from './dispatch-commands';
 import { DispatchExecutionMessageController } from './dispatch-execution.message.controller';
 import { DispatchExecutor, SANDBOX_PROVIDER } from './dispatch-executor';
@@ -14,6 +14,7 @@ import { DispatchIdempotency } from './dispatch-idempotency';
 import { DispatchProcessors } from './dispatch-processors';
 import { DispatchQueries } from './dispatch-queries';
 import { DispatchStore } from './dispatch-store';
+import { DispatchWork } from './dispatch-work';
 import { DispatchesMessageController } from './dispatches.message.controller';
 import { LiveLaunches } from './live-launches';
 
@@ -37,6 +38,8 @@ import { LiveLaunches } from './live-launches';
     CreditHandlers,
     DispatchQueries,
     DispatchExecutor,
+    DispatchWork,
+    { provide: EXECUTOR_PROGRESS, useExisting: DispatchWork },
     DispatchProcessors,
   ],
 })
