@@ -65,15 +65,13 @@ export class BusTransport<Config = unknown> extends Server implements CustomTran
     const lanes = typeof extras.lanes === 'function' ? extras.lanes(this.config) : (extras.lanes ?? 1);
     const ackWaitMs = typeof extras.ackWaitMs === 'function' ? extras.ackWaitMs(this.config) : extras.ackWaitMs;
     const maxHandlingMs = typeof extras.maxHandlingMs === 'function' ? extras.maxHandlingMs(this.config) : extras.maxHandlingMs;
-    const options = { durable: extras.durable, subject, ackWaitMs, maxHandlingMs, maxDeliver: extras.maxDeliver };
-    for (let lane = 0; lane < lanes; lane++) {
-      this.consumers.push(
-        await this.bus.consume(
-          options,
-          (message) => this.invoke(handler, message.data, new BusContext([message.subject, message.headers, message.deliveryCount])) as Promise<HandlerOutcome>,
-        ),
-      );
-    }
+    const options = { durable: extras.durable, subject, ackWaitMs, maxHandlingMs, maxDeliver: extras.maxDeliver, lanes };
+    this.consumers.push(
+      await this.bus.consume(
+        options,
+        (message) => this.invoke(handler, message.data, new BusContext([message.subject, message.headers, message.deliveryCount])) as Promise<HandlerOutcome>,
+      ),
+    );
   }
 
   /** Runs a handler (inside `around`, if any) through NestJS's pipeline and settles with its last value, or its error. */

@@ -71,6 +71,20 @@ export interface ConsumerOptions {
    * parked: it is no longer delivered, `listParked` shows it, and `replayParked` delivers it again.
    */
   maxDeliver?: number;
+  /**
+   * How many of its messages this consumer handles at once (default 1), each lane one at a time.
+   * The adapter takes messages for every idle lane together (NATS: one pull request for all of
+   * them; in-process: one claim) and never more than the idle lanes, so no message waits in a
+   * local buffer while its ack wait runs.
+   */
+  lanes?: number;
+}
+
+/** A consumer's lanes (ConsumerOptions.lanes): a whole number, at least 1. */
+export function laneCount(options: Pick<ConsumerOptions, 'lanes'>): number {
+  const lanes = options.lanes ?? 1;
+  if (!Number.isInteger(lanes) || lanes < 1) throw new Error(`a consumer's lanes must be a whole number of at least 1, not ${lanes}`);
+  return lanes;
 }
 
 /** A message a durable gave up on after maxDeliver deliveries, kept for an operator to see and replay. */

@@ -17,6 +17,7 @@ import {
   RequestContext,
   RequestOptions,
   ConsumerProgress,
+  laneCount,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
@@ -163,6 +164,7 @@ export class InProcessBus implements Bus {
   async consume<T>(options: ConsumerOptions, handler: (message: DeliveredMessage<T>) => Promise<HandlerOutcome>): Promise<Consumer> {
     assertConsumerSubject(options.subject);
     assertDurableName(options.durable);
+    const lanes = laneCount(options);
     this.assertOpen(options.subject);
     this.store.registerConsumer(options.durable, options.subject);
     const settings: InProcessConsumerSettings = {
@@ -178,17 +180,21 @@ export class InProcessBus implements Bus {
       claims = new SharedClaims(this.store, settings, this.logger);
       this.claims.set(key, claims);
     }
-    const consumer = new InProcessConsumer(
-      this.store,
-      settings,
-      claims,
-      handler as MessageHandler,
-      this.logger,
-      () => this.consumers.delete(consumer),
-      () => void this.settled.set(options.durable, (this.settled.get(options.durable) ?? 0) + 1),
-    );
-    this.consumers.add(consumer);
-    return consumer;
+    // A lane is a consumer of its own; the lanes of a durable claim together (SharedClaims).
+    const laneConsumers = Array.from({ length: lanes }, () => {
+      const consumer = new InProcessConsumer(
+        this.store,
+        settings,
+        claims,
+        handler as MessageHandler,
+        this.logger,
+        () => this.consumers.delete(consumer),
+        () => void this.settled.set(options.durable, (this.settled.get(options.durable) ?? 0) + 1),
+      );
+      this.consumers.add(consumer);
+      return consumer;
+    });
+    return lanes === 1 ? laneConsumers[0] : { stop: async () => void (await Promise.all(laneConsumers.map((lane) => lane.stop()))) };
   }
 
   async pending(durable: string): Promise<number> {

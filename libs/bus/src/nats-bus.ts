@@ -20,6 +20,7 @@ import {
   RequestContext,
   RequestOptions,
   ConsumerProgress,
+  laneCount,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { decodePayload, encodePayload, errorMessage } from './payload';
@@ -186,6 +187,7 @@ export class NatsBus implements Bus {
   async consume<T>(options: ConsumerOptions, handler: (message: DeliveredMessage<T>) => Promise<HandlerOutcome>): Promise<Consumer> {
     assertConsumerSubject(options.subject);
     assertDurableName(options.durable);
+    const lanes = laneCount(options);
     this.assertReachable(options.subject);
     const settings: ConsumerSettings = {
       durable: options.durable,
@@ -206,6 +208,7 @@ export class NatsBus implements Bus {
       (message) => this.park(message),
       this.logger,
       () => this.consumers.delete(consumer),
+      lanes,
     );
     this.consumers.add(consumer);
     return consumer;

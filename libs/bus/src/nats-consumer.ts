@@ -38,15 +38,21 @@ export interface ConsumerSettings {
 }
 
 /**
- * One consume() call: a loop that pulls one message at a time and handles it before pulling the
- * next. Pulling only when idle keeps per-instance ordering simple and lets instances sharing a
- * durable split the work; nothing waits in a local buffer while its ack timer runs.
+ * One consume() call: a loop that pulls, in one request, as many messages as it has idle lanes,
+ * and hands each to a lane, which handles it and settles it (ack, nak with a delay, park). Pulling
+ * only for idle lanes lets instances sharing a durable split the work, and nothing waits in a
+ * local buffer while its ack timer runs; one request for all of them, not one per lane, is one
+ * pull (and one inbox subscription) for a batch instead of one per message.
  */
 export class NatsConsumer implements Consumer {
   private stopping = false;
   private fetch: ConsumerMessages | undefined;
   private endPause: (() => void) | undefined;
   private readonly loop: Promise<void>;
+  /** Lanes handling a message now, their handlings, and the loop's wait for one of them to end. */
+  private busy = 0;
+  private readonly handlings = new Set<Promise<void>>();
+  private laneFreed: (() => void) | undefined;
 
   /**
    * The durable's maxDeliver as the server has it, which decides the last delivery. It is this
@@ -66,33 +72,40 @@ export class NatsConsumer implements Consumer {
     private readonly park: Parker,
     private readonly logger: BusLogger,
     private readonly onStopped: () => void,
+    private readonly lanes = 1,
   ) {
     this.durableMaxDeliver = durableMaxDeliver;
     this.loop = this.run();
   }
 
   /**
-   * Stops pulling and resolves once the message being handled (if any) is settled.
+   * Stops pulling and resolves once the messages being handled (if any) are settled.
    * JetStream cannot cancel a pull request: a message the server sends at the very moment the pull
    * is closed is dropped by the client, and redelivered after ackWait like any unacked message.
    */
   async stop(): Promise<void> {
     this.stopping = true;
     this.endPause?.();
+    this.freeLane();
     await this.fetch?.close();
     await this.loop;
+    await Promise.all(this.handlings);
     this.onStopped();
   }
 
   private async run(): Promise<void> {
     let failing = false;
     while (!this.stopping) {
+      if (this.busy >= this.lanes) {
+        await new Promise<void>((resolve) => (this.laneFreed = resolve));
+        continue;
+      }
       try {
-        this.fetch = await this.jsConsumer.fetch({ max_messages: 1, expires: FETCH_EXPIRES_MS });
+        this.fetch = await this.jsConsumer.fetch({ max_messages: this.lanes - this.busy, expires: FETCH_EXPIRES_MS });
         // stop() may have come while the fetch was being set up. Closing takes effect as the loop below
         // drains the iterator (awaiting it here would wait forever), which then ends without a message.
         if (this.stopping) void this.fetch.close();
-        for await (const msg of this.fetch) await this.handle(msg);
+        for await (const msg of this.fetch) this.inLane(msg);
         if (failing) this.logger.warn(`consumer ${this.settings.durable} is pulling again`);
         failing = false;
       } catch (error) {
@@ -105,6 +118,25 @@ export class NatsConsumer implements Consumer {
         this.fetch = undefined;
       }
     }
+  }
+
+  /** A lane handles the message; once it is settled, the lane is free for the next pull. */
+  private inLane(msg: JsMsg): void {
+    this.busy++;
+    const handling = this.handle(msg)
+      .catch((error: unknown) => this.logger.error(`consumer ${this.settings.durable}: handling #${msg.seq} failed: ${errorMessage(error)}`))
+      .finally(() => {
+        this.busy--;
+        this.handlings.delete(handling);
+        this.freeLane();
+      });
+    this.handlings.add(handling);
+  }
+
+  private freeLane(): void {
+    const freed = this.laneFreed;
+    this.laneFreed = undefined;
+    freed?.();
   }
 
   private async handle(msg: JsMsg): Promise<void> {

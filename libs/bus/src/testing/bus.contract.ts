@@ -238,6 +238,39 @@ export function busContract(name: string, open: () => Promise<Bus>, cleanup?: ()
         expect(seen.some((message) => message.instance === 'second')).toBe(true);
       });
 
+      it('handles as many messages at once as the consumer has lanes, never more, and settles them all before stop resolves', async () => {
+        const { subject, options } = durableSetup({ lanes: 3 });
+        let running = 0;
+        let most = 0;
+        const release = deferred<void>();
+        const handled: string[] = [];
+        const consumer = await bus.consume<Item>(options, async ({ data }) => {
+          running++;
+          most = Math.max(most, running);
+          await release.promise;
+          await sleep(2);
+          running--;
+          handled.push(data.id);
+        });
+        const ids = Array.from({ length: 12 }, (_, i) => `m${i}`);
+        for (const id of ids) await bus.publish(subject, { id });
+        await waitFor(() => running === 3, 'three lanes busy');
+        // A fourth is not taken while the three run: it waits on the bus, not in this process.
+        await sleep(200);
+        expect(running).toBe(3);
+        expect(await bus.pending(options.durable)).toBe(ids.length);
+        release.resolve();
+        await waitFor(() => handled.length === ids.length, 'every message handled');
+        await settled(bus, options.durable);
+        await consumer.stop();
+        expect(most).toBe(3);
+        expect([...handled].sort()).toEqual([...ids].sort());
+      });
+
+      it('refuses lanes that are not a whole number of at least 1', async () => {
+        for (const lanes of [0, -1, 1.5]) await expect(bus.consume({ ...durableSetup().options, lanes }, async () => undefined)).rejects.toThrow(/lanes/);
+      });
+
       it('resumes a durable after stop with only the messages not yet acked', async () => {
         const { subject, options } = durableSetup();
         const seen: Seen[] = [];
