@@ -1,5 +1,6 @@
 import type { UrlPolicy } from '@campaign-ops/url-guard';
-import { WebhookSenderThread } from './sender-thread';
+import { Worker } from 'node:worker_threads';
+import { SenderThreadMessage, WebhookSenderThread } from './sender-thread';
 import { startPartnerReceiver, type PartnerReceiver } from './testing/partner-receiver';
 import { signedDelivery } from './testing/signed-delivery';
 
@@ -28,6 +29,20 @@ describe('WebhookSenderThread', () => {
     expect(receiver.requests().map((r) => [r.rawBody, r.signatureValid])).toEqual(expect.arrayContaining(requests.map((r) => [r.body, true])));
     // Over keep-alive connections of the thread's own pool: at most the origin's limit.
     expect(receiver.connections()).toBeLessThanOrEqual(4);
+  });
+
+  it("hands the posts of one turn of the caller's event loop to the thread in one message", async () => {
+    const handOvers = jest.spyOn(Worker.prototype, 'postMessage');
+    try {
+      const requests = Array.from({ length: 5 }, () => ({ url: receiver.url, ...signedDelivery(SECRET), timeoutMs: 2000, policy: LOCAL }));
+      const results = await Promise.all(requests.map((request) => sender.post(request)));
+      expect(results.every((result) => result.ok)).toBe(true);
+      expect(handOvers.mock.calls.map(([message]) => (message as SenderThreadMessage).kind)).toEqual(['posts']);
+      const [[message]] = handOvers.mock.calls as unknown as Array<[Extract<SenderThreadMessage, { kind: 'posts' }>]>;
+      expect(message.posts.map(({ request }) => request.body)).toEqual(requests.map((request) => request.body));
+    } finally {
+      handOvers.mockRestore();
+    }
   });
 
   it('runs its thread in a small young generation', async () => {

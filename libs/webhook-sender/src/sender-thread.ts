@@ -9,8 +9,10 @@ export interface WebhookPoster {
   close(): Promise<void>;
 }
 
-export type SenderThreadMessage = { kind: 'post'; id: number; request: WebhookRequest } | { kind: 'close' };
-type SenderThreadReply = { id: number; result: WebhookResult } | { id: number; error: string };
+/** To the thread: the posts of one turn of the caller's event loop, or the end. */
+export type SenderThreadMessage = { kind: 'posts'; posts: Array<{ id: number; request: WebhookRequest }> } | { kind: 'close' };
+/** From the thread: the answers of one turn of its event loop. */
+export type SenderThreadReply = Array<{ id: number; result: WebhookResult } | { id: number; error: string }>;
 
 /**
  * The thread's young generation, which V8 otherwise lets grow to tens of MB under load: what the
@@ -22,7 +24,7 @@ export const SENDER_THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 } as const;
 /**
  * A WebhookSender in a worker thread of its own: TLS, the partners' sockets and undici run on
  * another core than the caller's event loop, which keeps only the hand-over (a structured clone of
- * the request and of the result). Same contract as WebhookSender.post; a thread that dies fails
+ * the requests and of the results, those of one turn of either side's event loop in one message). Same contract as WebhookSender.post; a thread that dies fails
  * the requests it held (the caller's lease brings them back) and the next post starts a new one.
  */
 export class WebhookSenderThread implements WebhookPoster {
@@ -30,6 +32,8 @@ export class WebhookSenderThread implements WebhookPoster {
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve(result: WebhookResult): void; reject(error: Error): void }>();
   private closed = false;
+  /** The posts of this turn, handed over together at its end (one message, one wake-up of the thread). */
+  private outbox: Array<{ id: number; request: WebhookRequest }> = [];
 
   constructor(private readonly limits: Partial<ConnectionLimits> = {}) {}
 
@@ -38,8 +42,15 @@ export class WebhookSenderThread implements WebhookPoster {
     const id = this.nextId++;
     return new Promise<WebhookResult>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.thread().postMessage({ kind: 'post', id, request } satisfies SenderThreadMessage);
+      if (this.outbox.length === 0) setImmediate(() => this.handOver());
+      this.outbox.push({ id, request });
     });
+  }
+
+  private handOver(): void {
+    const posts = this.outbox;
+    this.outbox = [];
+    if (posts.length > 0) this.thread().postMessage({ kind: 'posts', posts } satisfies SenderThreadMessage);
   }
 
   /** Ends the thread once the requests under way are answered. */
@@ -48,6 +59,8 @@ export class WebhookSenderThread implements WebhookPoster {
     const worker = this.worker;
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    // What was posted before close() goes first.
+    this.handOver();
     worker.postMessage({ kind: 'close' } satisfies SenderThreadMessage);
     await exited;
   }
@@ -55,12 +68,14 @@ export class WebhookSenderThread implements WebhookPoster {
   private thread(): Worker {
     if (this.worker) return this.worker;
     const worker = startWorkerBeside(__filename, 'sender.worker', this.limits, undefined, SENDER_THREAD_LIMITS);
-    worker.on('message', (reply: SenderThreadReply) => {
-      const waiter = this.waiting.get(reply.id);
-      if (!waiter) return;
-      this.waiting.delete(reply.id);
-      if ('result' in reply) waiter.resolve(reply.result);
-      else waiter.reject(new Error(reply.error));
+    worker.on('message', (replies: SenderThreadReply) => {
+      for (const reply of replies) {
+        const waiter = this.waiting.get(reply.id);
+        if (!waiter) continue;
+        this.waiting.delete(reply.id);
+        if ('result' in reply) waiter.resolve(reply.result);
+        else waiter.reject(new Error(reply.error));
+      }
     });
     const failAll = (error: Error) => {
       if (this.worker === worker) this.worker = null;

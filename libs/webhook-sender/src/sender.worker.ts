@@ -1,19 +1,32 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ConnectionLimits } from './partner-connections';
 import { WebhookSender } from './post-webhook';
-import type { SenderThreadMessage } from './sender-thread';
+import type { SenderThreadMessage, SenderThreadReply } from './sender-thread';
 
-// The thread of WebhookSenderThread: one WebhookSender (its keep-alive pools live here), a request
-// in, its result out. `close` waits for the requests under way, then ends the thread.
+// The thread of WebhookSenderThread: one WebhookSender (its keep-alive pools live here), the posts
+// of a turn of the caller's loop in, the answers of a turn of this one out. `close` waits for the
+// requests under way, then ends the thread.
 const sender = new WebhookSender(workerData as Partial<ConnectionLimits>);
 const port = parentPort!;
+let replies: SenderThreadReply = [];
+const reply = (answer: SenderThreadReply[number]) => {
+  if (replies.length === 0)
+    setImmediate(() => {
+      const answers = replies;
+      replies = [];
+      port.postMessage(answers);
+    });
+  replies.push(answer);
+};
 port.on('message', (message: SenderThreadMessage) => {
   if (message.kind === 'close') {
-    void sender.close().finally(() => port.close());
+    void sender.close().finally(() => setImmediate(() => port.close()));
     return;
   }
-  sender.post(message.request).then(
-    (result) => port.postMessage({ id: message.id, result }),
-    (error: Error) => port.postMessage({ id: message.id, error: error.message }),
-  );
+  for (const { id, request } of message.posts) {
+    sender.post(request).then(
+      (result) => reply({ id, result }),
+      (error: Error) => reply({ id, error: error.message }),
+    );
+  }
 });
