@@ -2,8 +2,8 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ChannelProvider } from '@campaign-ops/channels';
 import { DomainRuleViolation } from '@campaign-ops/decider';
 import { HandlerOutcome } from '@campaign-ops/bus';
-import { Dispatch, DispatchCommand, DispatchEvent, DispatchNotInProgress, DispatchState, StaleAttempt } from '@campaign-ops/dispatch-domain';
-import { Loaded } from '@campaign-ops/event-sourcing';
+import { Dispatch, DispatchCommand, DispatchNotInProgress, DispatchState, StaleAttempt } from '@campaign-ops/dispatch-domain';
+import { Known } from '@campaign-ops/event-sourcing';
 import { CONFIG, dispatchesExecuting, ServiceConfig } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
 import { RelayedEvent, WORK_EVENT_TYPES } from './dispatch-relay';
@@ -46,7 +46,7 @@ export class DispatchExecutor {
    * event, handed by the relay: not read again; the outcome's append still expects its revision,
    * so a stream that moved on meanwhile is read and decided again).
    */
-  async handle(event: WorkMessage, known?: Loaded<DispatchEvent, DispatchState>): Promise<HandlerOutcome> {
+  async handle(event: WorkMessage, known?: Known<DispatchState>): Promise<HandlerOutcome> {
     if (!WORK_EVENT_TYPES.has(event.type)) return;
     const waitMs = event.notBefore === undefined ? 0 : event.notBefore - Date.now();
     if (waitMs > 0) return { retryInMs: waitMs };
@@ -106,7 +106,7 @@ export class DispatchExecutor {
    * the message back (its redelivery would call the network again and could create the campaign
    * twice): the append is retried here first, a few times over about five seconds.
    */
-  private async record(streamId: string, command: DispatchCommand, metadata: Record<string, unknown>, known?: Loaded<DispatchEvent, DispatchState>) {
+  private async record(streamId: string, command: DispatchCommand, metadata: Record<string, unknown>, known?: Known<DispatchState>) {
     for (let round = 1; ; round++) {
       try {
         return await this.store.repository.execute(streamId, command, metadata, round === 1 ? known : undefined);

@@ -3,7 +3,7 @@ import { RecordedEvent } from '@campaign-ops/event-store';
 import { publicEventId } from '@campaign-ops/ids';
 import { Dispatch, dispatchDecider, DispatchEvent, DispatchState, Notification, toNotification, upcastDispatchEvent } from '@campaign-ops/dispatch-domain';
 import { PartnerEvent, PartnerEventSink } from '@campaign-ops/webhook-domain';
-import { Loaded, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { Known, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { DispatchStore } from './dispatch-store';
 
 /** A stored event as it travels on the bus. */
@@ -17,12 +17,12 @@ export const WORK_EVENT_TYPES: ReadonlySet<string> = new Set(['DispatchAccepted'
 
 /**
  * Where the relay hands the events that set work going, with the stream as of that event (its
- * history, state and revision, carried forward): the bus (`workOnBus`: the executor's durable
+ * state and revision, carried forward): the bus (`workOnBus`: the executor's durable
  * consumer, shared by every dispatch-service replica), or the executor in this process
  * (`DispatchWork`, standalone). Must be idempotent: after a crash the relay hands an event again.
  */
 export interface DispatchWorkSink {
-  accept(event: RelayedEvent, known: Loaded<DispatchEvent, DispatchState>): Promise<void>;
+  accept(event: RelayedEvent, known: Known<DispatchState>): Promise<void>;
 }
 
 /** Work on the bus, as itself, de-duplicated by its event id. */
@@ -71,21 +71,20 @@ function toPartnerEvent(event: RecordedEvent, notification: Notification, state:
 const KEPT_STATES = 10_000;
 
 /**
- * Each dispatch as of the last event relayed (its history, state and revision), carried forward:
+ * Each dispatch as of the last event relayed (its state and revision), carried forward:
  * the next event of the stream is folded onto it instead of the stream being read again up to it.
  * A stream not held (the first event after a start but a stream's first, one evicted, or events
  * relayed out of order) is read as before.
  */
 export class RelayedStates {
-  private readonly held = new Map<string, Loaded<DispatchEvent, DispatchState>>();
+  private readonly held = new Map<string, { state: DispatchState; revision: number }>();
 
-  async after(store: DispatchStore, event: RecordedEvent, domainEvent: DispatchEvent): Promise<Loaded<DispatchEvent, DispatchState>> {
-    const before: Loaded<DispatchEvent, DispatchState> | undefined =
-      event.revision === 0 ? { history: [], state: dispatchDecider.initialState, revision: -1 } : this.held.get(event.streamId);
+  async after(store: DispatchStore, event: RecordedEvent, domainEvent: DispatchEvent): Promise<{ state: DispatchState; revision: number }> {
+    const before = event.revision === 0 ? { state: dispatchDecider.initialState, revision: -1 } : this.held.get(event.streamId);
     const known =
       before !== undefined && before.revision === event.revision - 1
-        ? { history: [...before.history, domainEvent], state: dispatchDecider.evolve(before.state, domainEvent), revision: event.revision }
-        : (await store.stateOf(event.streamId, event.revision)).loaded;
+        ? { state: dispatchDecider.evolve(before.state, domainEvent), revision: event.revision }
+        : { state: (await store.stateOf(event.streamId, event.revision)).state, revision: event.revision };
     this.held.delete(event.streamId);
     this.held.set(event.streamId, known);
     // The oldest first (a Map keeps insertion order, and a stream is moved to the end at each event).

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { Bus, BUS, ConsumerProgress } from '@campaign-ops/bus';
-import { DispatchEvent, DispatchState } from '@campaign-ops/dispatch-domain';
-import { Loaded } from '@campaign-ops/event-sourcing';
+import { DispatchState } from '@campaign-ops/dispatch-domain';
+import { Known } from '@campaign-ops/event-sourcing';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { ExecutorProgress, executorOnBus } from './dispatch-backlog';
 import { DispatchExecutor, WorkMessage } from './dispatch-executor';
@@ -41,7 +41,7 @@ export class DispatchWork implements DispatchWorkSink, ExecutorProgress {
     this.inHand = config.natsUrl === null;
   }
 
-  async accept(event: RelayedEvent, known: Loaded<DispatchEvent, DispatchState>): Promise<void> {
+  async accept(event: RelayedEvent, known: Known<DispatchState>): Promise<void> {
     if (!this.inHand || !this.executor.answersAtOnce(known.state)) return this.onBus.accept(event, known);
     let outcome;
     try {

@@ -17,16 +17,21 @@ export interface EventMetadata {
 export interface Decided<Event extends DomainEvent, State> {
   /** The events appended by this command, as stored. */
   recorded: RecordedEvent[];
-  /** Every event of the stream, the new ones included, as domain events. */
-  history: Event[];
+  /** The same events, as domain events. */
+  events: Event[];
+  /** The stream's state after them. */
   state: State;
 }
 
-/** A stream as read and folded: its events as domain events, the state they give, its last revision (null: no stream). */
-export interface Loaded<Event extends DomainEvent, State> {
-  history: Event[];
+/** A stream as a caller knows it: the state its events give, and its last revision (null: no stream). */
+export interface Known<State> {
   state: State;
   revision: number | null;
+}
+
+/** A stream as read and folded: its events as domain events, the state they give, its last revision. */
+export interface Loaded<Event extends DomainEvent, State> extends Known<State> {
+  history: Event[];
 }
 
 /** A stored event as the current version of its type (the domain's upcasters bring older versions up to date). */
@@ -70,19 +75,19 @@ export class AggregateRepository<Command, Event extends DomainEvent, State> {
 
   /**
    * Decides `command` on the stream's state and appends what it decides. `known`: the stream as the
-   * caller has just read it (its history, state and last revision), decided on instead of reading
-   * it again; the append still expects that revision, so a stream that has moved on since is read
-   * and decided on again, as after any conflict.
+   * caller knows it (its state and last revision: just read, or carried forward), decided on
+   * instead of reading it again; the append still expects that revision, so a stream that has moved
+   * on since is read and decided on again, as after any conflict.
    */
-  execute(streamId: string, command: Command, metadata: EventMetadata, known?: Loaded<Event, State>): Promise<Decided<Event, State>> {
+  execute(streamId: string, command: Command, metadata: EventMetadata, known?: Known<State>): Promise<Decided<Event, State>> {
     return streams.run(streamId, () => this.decideAndAppend(streamId, command, metadata, known));
   }
 
-  private async decideAndAppend(streamId: string, command: Command, metadata: EventMetadata, known?: Loaded<Event, State>): Promise<Decided<Event, State>> {
+  private async decideAndAppend(streamId: string, command: Command, metadata: EventMetadata, known?: Known<State>): Promise<Decided<Event, State>> {
     for (let attempt = 0; ; attempt++) {
-      const { history, state, revision } = attempt === 0 && known ? known : await this.load(streamId);
+      const { state, revision } = attempt === 0 && known ? known : await this.load(streamId);
       const events = this.decider.decide(command, state).map(inCanonicalOrder);
-      if (events.length === 0) return { recorded: [], history, state };
+      if (events.length === 0) return { recorded: [], events, state };
       const toAppend = events.map((e) => toStoredEvent(e, metadata));
       try {
         const result = await this.store.append(streamId, toAppend, { expectedRevision: revision ?? 'no_stream' });
@@ -97,8 +102,7 @@ export class AggregateRepository<Command, Event extends DomainEvent, State> {
           metadata: e.metadata ?? {},
           occurredAt: new Date().toISOString(),
         }));
-        const all = [...history, ...events];
-        return { recorded, history: all, state: events.reduce(this.decider.evolve, state) };
+        return { recorded, events, state: events.reduce(this.decider.evolve, state) };
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || attempt >= this.maxConflictRetries) throw error;
         // Another process wrote first: let it finish its own round before reading again.

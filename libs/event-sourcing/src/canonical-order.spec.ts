@@ -175,7 +175,7 @@ describe('the canonical order of what is appended', () => {
       expect(JSON.stringify(stored.data)).toBe(text);
       expect(JSON.stringify(stored.metadata)).toBe('{"accountId":"acct_1","requestId":"req_1","version":1}');
       expect(JSON.stringify(decided.recorded[0].data)).toBe(text);
-      expect(JSON.stringify(decided.history[0].data)).toBe(text);
+      expect(JSON.stringify(decided.events[0].data)).toBe(text);
     } finally {
       await store.close();
     }
