@@ -62,6 +62,8 @@ describe('DeliveryLoop.reserve', () => {
     expect(loop.reserve('whk_1')).toBeNull();
     answers[0]();
     answers[0](); // once only
+    // The freed lane is offered to the endpoint's due deliveries first (a claim, which finds none here).
+    await new Promise((resolve) => setImmediate(resolve));
     const next = loop.reserve('whk_1');
     expect(next).not.toBeNull();
     expect(loop.reserve('whk_1')).toBeNull();
@@ -77,6 +79,43 @@ describe('DeliveryLoop.reserve', () => {
     expect(stopped).toBe(false);
     finishes[1]();
     await stopping;
+  });
+
+  it("takes no lane for a new delivery while the endpoint's due deliveries wait, and does again once none is due", async () => {
+    // The fan-out stored one due (the lanes were full) and kicked the loop: the claims are under way.
+    const due = [delivery('dlv_due')];
+    let answer!: () => void;
+    const claiming = new Promise<void>((resolve) => (answer = resolve));
+    const claims: string[] = [];
+    (loop as unknown as { worker: { claimDue: (endpointId: string) => Promise<Delivery | null> } }).worker.claimDue = async (endpointId) => {
+      claims.push(endpointId);
+      await claiming;
+      return due.shift() ?? null;
+    };
+    loop.kick(['whk_1']);
+    expect(claims).toEqual(['whk_1', 'whk_1']); // one claim per free lane, at once
+    expect(loop.reserve('whk_1')).toBeNull(); // its lanes are the claims', and the stored one goes first
+    expect(loop.reserve('whk_2')).not.toBeNull(); // another endpoint's new delivery is not held back
+    answer();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(finishes).toHaveLength(1); // the due one is being sent; the other claim found nothing due
+    expect(loop.reserve('whk_1')).not.toBeNull();
+  });
+
+  it("holds back a new delivery to an endpoint whose stored ones wait, while the loop is busy with another endpoint's claims", async () => {
+    let answer!: () => void;
+    const busyElsewhere = new Promise<void>((resolve) => (answer = resolve));
+    (loop as unknown as { worker: { claimDue: (endpointId: string) => Promise<Delivery | null> } }).worker.claimDue = async (endpointId) => {
+      if (endpointId === 'whk_2') await busyElsewhere;
+      return null;
+    };
+    loop.kick(['whk_2']); // its claims hold the loop (two of the three lanes)
+    loop.kick(['whk_1']); // stored due for whk_1 meanwhile: served once the loop comes round
+    expect(loop.reserve('whk_1')).toBeNull(); // the third lane is free, but whk_1's stored one goes first
+    answer();
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(loop.reserve('whk_1')).not.toBeNull(); // its claim found nothing due: new ones take lanes again
   });
 
   it('reserves nothing once stopping, and a lane reserved before sends nothing after', async () => {

@@ -40,6 +40,12 @@ export class DeliveryLoop {
   private readonly inFlightTo = new Map<string, number>();
   /** The round: endpoints that may have due work, each once, served from the front. */
   private readonly round = new Set<string>();
+  /**
+   * Endpoints known to have deliveries stored due (kicked for them, or their last claims all found
+   * one): a new delivery to one of them takes its turn behind those (the claims' order) rather than
+   * a lane ahead of them, which under load kept the oldest waiting for seconds.
+   */
+  private readonly backlogged = new Set<string>();
   private filling: Promise<void> | null = null;
   private fillAgain = false;
   private discovering = false;
@@ -64,16 +70,21 @@ export class DeliveryLoop {
   /** Work was stored for these endpoints (or, without ids, somewhere): send it now rather than at the next look. */
   kick(endpointIds?: readonly string[]): void {
     if (!endpointIds) return this.discover();
-    for (const id of endpointIds) this.round.add(id);
+    for (const id of endpointIds) {
+      this.round.add(id);
+      this.backlogged.add(id);
+    }
     this.fill();
   }
 
   /**
-   * A lane for a new delivery to this endpoint, if one is free now (within both limits), else null:
-   * the delivery is then stored due, and the round takes it.
+   * A lane for a new delivery to this endpoint, if one is free now (within both limits) and none of
+   * the endpoint's deliveries is known to wait due, else null: the delivery is then stored due, and
+   * the round takes it in its turn.
    */
   reserve(endpointId: string): ReservedLane | null {
     if (!this.running || this.inFlight >= this.concurrency || (this.inFlightTo.get(endpointId) ?? 0) >= this.endpointConcurrency) return null;
+    if (this.backlogged.has(endpointId)) return null;
     this.track(endpointId, +1);
     let used = false;
     const use = () => {
@@ -129,19 +140,42 @@ export class DeliveryLoop {
       });
   }
 
+  /**
+   * Serves the round: for each endpoint in turn, as many claims at once as it has lanes free
+   * (within the total), which share their commits; the lanes are counted before the claims, so a
+   * new delivery cannot take them meanwhile.
+   */
   private async fillLanes(): Promise<void> {
     do {
       this.fillAgain = false;
       for (const endpointId of this.round) {
         if (!this.running || this.inFlight >= this.concurrency) return;
         this.round.delete(endpointId);
+        const free = Math.min(this.endpointConcurrency - (this.inFlightTo.get(endpointId) ?? 0), this.concurrency - this.inFlight);
         // An endpoint at its limit comes back into the round when one of its sends ends.
-        if ((this.inFlightTo.get(endpointId) ?? 0) >= this.endpointConcurrency) continue;
-        const delivery = await this.worker.claimDue(endpointId);
-        if (!delivery) continue; // nothing due: out of the round until there is
-        this.round.add(endpointId); // to the back: the others come first
-        this.track(endpointId, +1);
-        this.sendInLane(endpointId, delivery);
+        if (free <= 0) continue;
+        for (let lane = 0; lane < free; lane++) this.track(endpointId, +1);
+        const claims = await Promise.allSettled(Array.from({ length: free }, () => this.worker.claimDue(endpointId)));
+        let found = 0;
+        let failure: unknown;
+        for (const claim of claims) {
+          if (claim.status === 'fulfilled' && claim.value) {
+            found++;
+            this.sendInLane(endpointId, claim.value);
+            continue;
+          }
+          if (claim.status === 'rejected') failure = claim.reason;
+          this.track(endpointId, -1);
+        }
+        if (found === free) {
+          // Perhaps more due: to the back of the round, the others come first.
+          this.round.add(endpointId);
+          this.backlogged.add(endpointId);
+        } else {
+          // Nothing more due: out of the round until there is.
+          this.backlogged.delete(endpointId);
+        }
+        if (failure !== undefined) throw failure;
       }
     } while (this.fillAgain && this.running);
   }
