@@ -81,25 +81,51 @@ describe('DeliveryLoop.reserve', () => {
     await stopping;
   });
 
-  it("takes no lane for a new delivery while the endpoint's due deliveries wait, and does again once none is due", async () => {
-    // The fan-out stored one due (the lanes were full) and kicked the loop: the claims are under way.
-    const due = [delivery('dlv_due')];
-    let answer!: () => void;
-    const claiming = new Promise<void>((resolve) => (answer = resolve));
+  /** Claims that answer when the spec says so, each the next of `due` (then nothing). */
+  function scriptedClaims(due: Delivery[]) {
+    const answers: Array<() => void> = [];
     const claims: string[] = [];
     (loop as unknown as { worker: { claimDue: (endpointId: string) => Promise<Delivery | null> } }).worker.claimDue = async (endpointId) => {
       claims.push(endpointId);
-      await claiming;
+      await new Promise<void>((resolve) => answers.push(resolve));
       return due.shift() ?? null;
     };
-    loop.kick(['whk_1']);
+    return { claims, answer: () => answers.shift()!() };
+  }
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+  it("takes no lane for a new delivery while the endpoint's due deliveries wait, and claims for all its free lanes at once", async () => {
+    const { claims, answer } = scriptedClaims([delivery('dlv_due1'), delivery('dlv_due2')]);
+    loop.kick(['whk_1']); // the fan-out stored two due (the lanes were full)
     expect(claims).toEqual(['whk_1', 'whk_1']); // one claim per free lane, at once
-    expect(loop.reserve('whk_1')).toBeNull(); // its lanes are the claims', and the stored one goes first
+    expect(loop.reserve('whk_1')).toBeNull(); // its lanes are the claims', and the stored ones go first
     expect(loop.reserve('whk_2')).not.toBeNull(); // another endpoint's new delivery is not held back
     answer();
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(finishes).toHaveLength(1); // the due one is being sent; the other claim found nothing due
+    answer();
+    await settle();
+    expect(finishes).toHaveLength(2);
+    // A send ends: its lane goes to a claim, which finds nothing due now; new deliveries take lanes again.
+    finishes[0]();
+    await settle();
+    expect(claims).toHaveLength(3);
+    answer();
+    await settle();
+    await settle();
     expect(loop.reserve('whk_1')).not.toBeNull();
+  });
+
+  it('claims once when a lane frees with nothing known to wait, and for the other free lanes only once that claim found one', async () => {
+    const { claims, answer } = scriptedClaims([delivery('dlv_due1')]);
+    loop.reserve('whk_1')!.send(delivery('dlv_new'));
+    answers[0](); // the partner answered: the lane is free, and two are now
+    expect(claims).toEqual(['whk_1']);
+    answer(); // it found one (stored meanwhile by another replica, say): the other free lane claims too
+    await settle();
+    expect(claims).toEqual(['whk_1', 'whk_1']);
+    answer();
+    await settle();
+    await settle();
+    expect(claims).toHaveLength(2);
   });
 
   it("holds back a new delivery to an endpoint whose stored ones wait, while the loop is busy with another endpoint's claims", async () => {

@@ -142,8 +142,9 @@ export class DeliveryLoop {
 
   /**
    * Serves the round: for each endpoint in turn, as many claims at once as it has lanes free
-   * (within the total), which share their commits; the lanes are counted before the claims, so a
-   * new delivery cannot take them meanwhile.
+   * (within the total), which share their commits, when it is known to have deliveries waiting due;
+   * else one claim first (most often nothing is due: a send has just ended), and the rest once it
+   * found one. The lanes are counted before the claims, so a new delivery cannot take them meanwhile.
    */
   private async fillLanes(): Promise<void> {
     do {
@@ -154,20 +155,9 @@ export class DeliveryLoop {
         const free = Math.min(this.endpointConcurrency - (this.inFlightTo.get(endpointId) ?? 0), this.concurrency - this.inFlight);
         // An endpoint at its limit comes back into the round when one of its sends ends.
         if (free <= 0) continue;
-        for (let lane = 0; lane < free; lane++) this.track(endpointId, +1);
-        const claims = await Promise.allSettled(Array.from({ length: free }, () => this.worker.claimDue(endpointId)));
-        let found = 0;
-        let failure: unknown;
-        for (const claim of claims) {
-          if (claim.status === 'fulfilled' && claim.value) {
-            found++;
-            this.sendInLane(endpointId, claim.value);
-            continue;
-          }
-          if (claim.status === 'rejected') failure = claim.reason;
-          this.track(endpointId, -1);
-        }
-        if (found === free) {
+        const first = this.backlogged.has(endpointId) ? free : 1;
+        const more = (await this.claimAndSend(endpointId, first)) && (first === free || (await this.claimAndSend(endpointId, free - first)));
+        if (more) {
           // Perhaps more due: to the back of the round, the others come first.
           this.round.add(endpointId);
           this.backlogged.add(endpointId);
@@ -175,9 +165,27 @@ export class DeliveryLoop {
           // Nothing more due: out of the round until there is.
           this.backlogged.delete(endpointId);
         }
-        if (failure !== undefined) throw failure;
       }
     } while (this.fillAgain && this.running);
+  }
+
+  /** `count` claims at once in lanes counted first; sends what they find. Whether every claim found one. */
+  private async claimAndSend(endpointId: string, count: number): Promise<boolean> {
+    for (let lane = 0; lane < count; lane++) this.track(endpointId, +1);
+    const claims = await Promise.allSettled(Array.from({ length: count }, () => this.worker.claimDue(endpointId)));
+    let found = 0;
+    let failure: unknown;
+    for (const claim of claims) {
+      if (claim.status === 'fulfilled' && claim.value) {
+        found++;
+        this.sendInLane(endpointId, claim.value);
+        continue;
+      }
+      if (claim.status === 'rejected') failure = claim.reason;
+      this.track(endpointId, -1);
+    }
+    if (failure !== undefined) throw failure;
+    return found === count;
   }
 
   /**
