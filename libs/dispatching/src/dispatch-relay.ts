@@ -77,12 +77,13 @@ const KEPT_STATES = 10_000;
  * relayed out of order) is read as before.
  */
 export class RelayedStates {
-  private readonly held = new Map<string, { state: DispatchState; revision: number }>();
+  private readonly held = new Map<string, Known<DispatchState>>();
 
-  async after(store: DispatchStore, event: RecordedEvent, domainEvent: DispatchEvent): Promise<{ state: DispatchState; revision: number }> {
-    const before = event.revision === 0 ? { state: dispatchDecider.initialState, revision: -1 } : this.held.get(event.streamId);
+  async after(store: DispatchStore, event: RecordedEvent, domainEvent: DispatchEvent): Promise<Known<DispatchState>> {
+    const before: Known<DispatchState> | undefined =
+      event.revision === 0 ? { state: dispatchDecider.initialState, revision: null } : this.held.get(event.streamId);
     const known =
-      before !== undefined && before.revision === event.revision - 1
+      before !== undefined && (before.revision ?? -1) === event.revision - 1
         ? { state: dispatchDecider.evolve(before.state, domainEvent), revision: event.revision }
         : { state: (await store.stateOf(event.streamId, event.revision)).state, revision: event.revision };
     this.held.delete(event.streamId);

@@ -5,7 +5,7 @@ import { Known } from '@campaign-ops/event-sourcing';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { ExecutorProgress, executorOnBus } from './dispatch-backlog';
 import { DispatchExecutor, WorkMessage } from './dispatch-executor';
-import { dispatchEventSubject, DispatchWorkSink, RelayedEvent, workOnBus } from './dispatch-relay';
+import { DispatchWorkSink, RelayedEvent, workOnBus } from './dispatch-relay';
 import { DispatchStore } from './dispatch-store';
 
 /**
@@ -31,7 +31,7 @@ export class DispatchWork implements DispatchWorkSink, ExecutorProgress {
   private settledInHand = 0;
 
   constructor(
-    @Inject(BUS) private readonly bus: Bus,
+    @Inject(BUS) bus: Bus,
     @Inject(CONFIG) config: Pick<ServiceConfig, 'natsUrl'>,
     private readonly executor: DispatchExecutor,
     private readonly store: DispatchStore,
@@ -54,7 +54,7 @@ export class DispatchWork implements DispatchWorkSink, ExecutorProgress {
     if (outcome) {
       // A transient failure: the next try waits on the bus (durable), not in the relay's hand.
       const waiting: WorkMessage = { ...event, notBefore: Date.now() + outcome.retryInMs };
-      await this.bus.publish<WorkMessage>(dispatchEventSubject(event.type), waiting, { msgId: event.id });
+      await this.onBus.accept(waiting, known);
     }
     this.settledInHand++;
   }

@@ -1,6 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import { startWorkerBeside } from '@campaign-ops/worker-start';
 import type { ConnectionLimits } from './partner-connections';
+import { PerTurn } from './per-turn';
 import type { WebhookRequest, WebhookResult } from './post-webhook';
 
 /** What sends webhooks: WebhookSender in the caller's thread, or WebhookSenderThread beside it. */
@@ -24,7 +25,8 @@ export const SENDER_THREAD_LIMITS = { maxYoungGenerationSizeMb: 4 } as const;
 /**
  * A WebhookSender in a worker thread of its own: TLS, the partners' sockets and undici run on
  * another core than the caller's event loop, which keeps only the hand-over (a structured clone of
- * the requests and of the results, those of one turn of either side's event loop in one message). Same contract as WebhookSender.post; a thread that dies fails
+ * the requests and of the results, those of one turn of either side's event loop in one message).
+ * Same contract as WebhookSender.post; a thread that dies fails
  * the requests it held (the caller's lease brings them back) and the next post starts a new one.
  */
 export class WebhookSenderThread implements WebhookPoster {
@@ -33,7 +35,9 @@ export class WebhookSenderThread implements WebhookPoster {
   private readonly waiting = new Map<number, { resolve(result: WebhookResult): void; reject(error: Error): void }>();
   private closed = false;
   /** The posts of this turn, handed over together at its end (one message, one wake-up of the thread). */
-  private outbox: Array<{ id: number; request: WebhookRequest }> = [];
+  private readonly outbox = new PerTurn<{ id: number; request: WebhookRequest }>((posts) =>
+    this.thread().postMessage({ kind: 'posts', posts } satisfies SenderThreadMessage),
+  );
 
   constructor(private readonly limits: Partial<ConnectionLimits> = {}) {}
 
@@ -42,15 +46,8 @@ export class WebhookSenderThread implements WebhookPoster {
     const id = this.nextId++;
     return new Promise<WebhookResult>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      if (this.outbox.length === 0) setImmediate(() => this.handOver());
-      this.outbox.push({ id, request });
+      this.outbox.add({ id, request });
     });
-  }
-
-  private handOver(): void {
-    const posts = this.outbox;
-    this.outbox = [];
-    if (posts.length > 0) this.thread().postMessage({ kind: 'posts', posts } satisfies SenderThreadMessage);
   }
 
   /** Ends the thread once the requests under way are answered. */
@@ -60,7 +57,7 @@ export class WebhookSenderThread implements WebhookPoster {
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     // What was posted before close() goes first.
-    this.handOver();
+    this.outbox.flush();
     worker.postMessage({ kind: 'close' } satisfies SenderThreadMessage);
     await exited;
   }

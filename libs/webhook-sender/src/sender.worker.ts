@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ConnectionLimits } from './partner-connections';
 import { WebhookSender } from './post-webhook';
+import { PerTurn } from './per-turn';
 import type { SenderThreadMessage, SenderThreadReply } from './sender-thread';
 
 // The thread of WebhookSenderThread: one WebhookSender (its keep-alive pools live here), the posts
@@ -8,16 +9,8 @@ import type { SenderThreadMessage, SenderThreadReply } from './sender-thread';
 // requests under way, then ends the thread.
 const sender = new WebhookSender(workerData as Partial<ConnectionLimits>);
 const port = parentPort!;
-let replies: SenderThreadReply = [];
-const reply = (answer: SenderThreadReply[number]) => {
-  if (replies.length === 0)
-    setImmediate(() => {
-      const answers = replies;
-      replies = [];
-      port.postMessage(answers);
-    });
-  replies.push(answer);
-};
+const replies = new PerTurn<SenderThreadReply[number]>((answers) => port.postMessage(answers satisfies SenderThreadReply));
+const reply = (answer: SenderThreadReply[number]) => replies.add(answer);
 port.on('message', (message: SenderThreadMessage) => {
   if (message.kind === 'close') {
     void sender.close().finally(() => setImmediate(() => port.close()));
