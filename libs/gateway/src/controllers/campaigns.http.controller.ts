@@ -10,6 +10,17 @@ import { Caller } from '../http/request-context';
 import { CallOptions, ServiceClient } from '../http/service-client';
 import { parseIdempotencyKey } from '../http/validation';
 
+/** A launch, validated: decided and recorded by dispatch-service, which answers the dispatch `accepted` (this route's, and LaunchRoute's). */
+export function launch(
+  services: ServiceClient,
+  caller: Caller,
+  { channel, campaign }: CreateCampaignDto,
+  idempotencyKey: string | undefined,
+): Promise<DispatchResource> {
+  const message: CreateDispatchRequest = { caller, channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
+  return services.call<DispatchResource>(SUBJECTS.dispatchCreate, message);
+}
+
 @ApiTags('Campaigns')
 @ApiSecurity('apiKey')
 @Controller('v1/campaigns')
@@ -42,8 +53,7 @@ export class CampaignsController {
     @Body() { channel, campaign }: CreateCampaignDto,
     @Headers('idempotency-key') idempotencyKey?: string,
   ): Promise<DispatchResource> {
-    const message: CreateDispatchRequest = { caller, channel, campaign, idempotencyKey: parseIdempotencyKey(idempotencyKey) };
-    return this.services.call<DispatchResource>(SUBJECTS.dispatchCreate, message);
+    return launch(this.services, caller, { channel, campaign }, idempotencyKey);
   }
 
   /** The dry run: checked as a launch would be, by the network where it has a validate-only call; nothing made, charged or sent. */

@@ -30,18 +30,22 @@ export class ApiKeyGuard implements CanActivate {
   constructor(private readonly directory: AccountDirectory) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const request = context.switchToHttp().getRequest<GatewayRequest>();
-    const key = bearer(request);
-    if (key === null) throw new ApiError('api_key_missing', 'Send your API key as Authorization: Bearer <key>.');
-    const found = await authenticateOnce(this.directory, request, key);
-    if (!found.ok) {
-      throw found.code === 'api_key_revoked'
-        ? new ApiError('api_key_revoked', 'This API key has been revoked.')
-        : new ApiError('api_key_invalid', 'The API key is not valid.');
-    }
-    request.caller = { accountId: found.accountId, mode: found.mode, requestId: request.requestId, keyId: found.keyId };
+    await admitPartner(this.directory, context.switchToHttp().getRequest<GatewayRequest>());
     return true;
   }
+}
+
+/** The partner a request acts for, from its key, set as `request.caller`; else 401 `api_key_missing`, `_invalid` or `_revoked`. */
+export async function admitPartner(directory: AccountDirectory, request: GatewayRequest): Promise<void> {
+  const key = bearer(request);
+  if (key === null) throw new ApiError('api_key_missing', 'Send your API key as Authorization: Bearer <key>.');
+  const found = await authenticateOnce(directory, request, key);
+  if (!found.ok) {
+    throw found.code === 'api_key_revoked'
+      ? new ApiError('api_key_revoked', 'This API key has been revoked.')
+      : new ApiError('api_key_invalid', 'The API key is not valid.');
+  }
+  request.caller = { accountId: found.accountId, mode: found.mode, requestId: request.requestId, keyId: found.keyId };
 }
 
 /** Operators' Admin API: enabled only when ADMIN_TOKEN is set, and then only with it. */

@@ -36,13 +36,29 @@ export class IdempotencyInterceptor implements NestInterceptor {
   constructor(private readonly store: IdempotencyStore) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
-    if (context.getType() !== 'http') return next.handle();
-    const request = context.switchToHttp().getRequest<GatewayRequest>();
+    if (context.getType() !== 'http' || Reflect.getMetadata(IGNORES_IDEMPOTENCY_KEY, context.getHandler()) === true) return next.handle();
     const response = context.switchToHttp().getResponse<Response>();
-    if (request.method !== 'POST' || Reflect.getMetadata(IGNORES_IDEMPOTENCY_KEY, context.getHandler()) === true) return next.handle();
+    const kept = await this.admit(context.switchToHttp().getRequest<GatewayRequest>(), response);
+    if (!kept) return next.handle();
+    // Nest replies with the route's own status and the value below; the kept status and body stand.
+    const send = response.send;
+    response.send = ((_body?: unknown) => {
+      response.send = send;
+      return IdempotencyInterceptor.replay(response, kept);
+    }) as Response['send'];
+    return of(null);
+  }
+
+  /**
+   * A POST's `Idempotency-Key`, before the request runs: 409 `idempotency_key_reused` or
+   * `_in_use`; the kept answer of an earlier run, to replay; or null, to run (its answer then
+   * kept or the key released as it is sent). Without a key, or a scope, null.
+   */
+  async admit(request: GatewayRequest, response: Response): Promise<StoredAnswer | null> {
+    if (request.method !== 'POST') return null;
     const key = parseIdempotencyKey(request.header('Idempotency-Key'));
     const scope = idempotencyScope(request);
-    if (key === null || scope === null) return next.handle();
+    if (key === null || scope === null) return null;
 
     const begun = await this.store.begin(scope, key, requestFingerprint(request.method, request.originalUrl, request.rawBody));
     switch (begun.kind) {
@@ -59,26 +75,20 @@ export class IdempotencyInterceptor implements NestInterceptor {
           'Idempotency-Key',
         );
       case 'replay':
-        return this.replay(response, begun.answer);
+        return begun.answer;
       case 'run':
         this.capture(request, response, begun.reservation);
-        return next.handle();
+        return null;
     }
   }
 
   /** The kept answer, byte for byte, with `Idempotent-Replayed: true` and the original request id. */
-  private replay(response: Response, answer: StoredAnswer): Observable<unknown> {
+  static replay(response: Response, answer: StoredAnswer): Response {
     response.setHeader('Content-Type', answer.contentType);
     response.setHeader('Idempotent-Replayed', 'true');
     response.setHeader('X-Request-Id', answer.requestId);
-    // Nest replies with the route's own status and the value below; the kept status and body stand.
-    const send = response.send;
-    response.send = ((_body?: unknown) => {
-      response.send = send;
-      response.statusCode = answer.status;
-      return send.call(response, answer.body);
-    }) as Response['send'];
-    return of(null);
+    response.statusCode = answer.status;
+    return response.send(answer.body);
   }
 
   /** Keeps (or releases) the reservation with the answer, before the answer leaves. */

@@ -1,0 +1,50 @@
+import { Injectable } from '@nestjs/common';
+import type { NextFunction, Response } from 'express';
+import { AccountDirectory } from '@campaign-ops/accounts';
+import { CreateCampaignDto } from '@campaign-ops/api-contract';
+import { launch } from '../controllers/campaigns.http.controller';
+import { admitPartner } from './auth.guards';
+import { compileAcceptor } from './compiled-validation';
+import { IdempotencyInterceptor } from './idempotency.interceptor';
+import { callerOf, GatewayRequest } from './request-context';
+import { ServiceClient } from './service-client';
+
+const LAUNCH = '/v1/campaigns';
+
+/**
+ * `POST /v1/campaigns` with a body its rules accept: every launch's way in, answered here, after
+ * the request id, rate limit and body middleware, without Nest's router, its guard, interceptor
+ * and pipe chains, or class-transformer's copy of the body. The steps are the route's own, in its
+ * order (ApiKeyGuard's check, then `Idempotency-Key`, then the launch, in the envelope), and a
+ * failure goes to the app's error handler, ApiExceptionFilter, as the route's does.
+ *
+ * Anything else takes the route: a body the compiled rules do not accept (so ApiValidationPipe
+ * words its error), a query string (refused as unknown there), another spelling of the path.
+ */
+@Injectable()
+export class LaunchRoute {
+  private readonly accepts = compileAcceptor(CreateCampaignDto);
+
+  constructor(
+    private readonly directory: AccountDirectory,
+    private readonly idempotency: IdempotencyInterceptor,
+    private readonly services: ServiceClient,
+  ) {}
+
+  /** The express middleware (bound, for `app.use`). */
+  readonly handle = (request: GatewayRequest, response: Response, next: NextFunction): void => {
+    if (request.method !== 'POST' || request.url !== LAUNCH || !this.accepts?.(request.body)) return next();
+    this.answer(request, response).catch(next);
+  };
+
+  private async answer(request: GatewayRequest, response: Response): Promise<void> {
+    await admitPartner(this.directory, request);
+    const kept = await this.idempotency.admit(request, response);
+    if (kept) {
+      IdempotencyInterceptor.replay(response, kept);
+      return;
+    }
+    const dispatch = await launch(this.services, callerOf(request), request.body as CreateCampaignDto, request.header('Idempotency-Key'));
+    response.status(200).json({ success: true, data: dispatch, request_id: request.requestId });
+  }
+}
