@@ -1,10 +1,17 @@
 import { ArgumentMetadata } from '@nestjs/common';
-import { Transform, Type } from 'class-transformer';
-import { IsInt, IsString, ValidateNested } from 'class-validator';
+import { Exclude, Expose, Transform, Type } from 'class-transformer';
+import { IsInt, IsString, Validate, ValidateNested, ValidatorConstraint, ValidatorConstraintInterface } from 'class-validator';
 import { CreateCampaignDto, CreateWebhookDto } from '@campaign-ops/api-contract';
 import { sandboxCampaign } from '../../../../test/support/partner-client';
 import { ApiValidationPipe } from './api-validation.pipe';
-import { compileAcceptor } from './compiled-validation';
+import { Acceptor, compileAcceptor } from './compiled-validation';
+
+/** The DTO's acceptor, which must compile. */
+function acceptorOf(dto: Function): Acceptor {
+  const compiled = compileAcceptor(dto as never);
+  if (!('accepts' in compiled)) throw new Error(`${dto.name} does not compile: ${compiled.notCompilable}`);
+  return compiled.accepts;
+}
 
 const pipe = new ApiValidationPipe();
 
@@ -92,8 +99,7 @@ describe('compileAcceptor: a DTO’s class-validator rules as one yes/no check',
   lifetime.campaign.schedule.end_at = '2026-12-31T09:00:00Z';
 
   it('says yes to exactly the launch bodies ApiValidationPipe accepts, at every depth of every field', async () => {
-    const accepts = compileAcceptor(CreateCampaignDto)!;
-    expect(accepts).not.toBeNull();
+    const accepts = acceptorOf(CreateCampaignDto);
     const bodies = corpus([launch, lifetime as unknown as Json]);
     expect(bodies.length).toBeGreaterThan(500);
     let accepted = 0;
@@ -108,30 +114,98 @@ describe('compileAcceptor: a DTO’s class-validator rules as one yes/no check',
     expect(bodies.length - accepted).toBeGreaterThan(400);
   });
 
-  it('compiles to null, no shortcut, for what it does not model: rules on each item, @Transform, nesting without @Type', () => {
+  it('says why a DTO is not compilable, for each rule it does not model (no shortcut: the pipe judges)', () => {
+    class Inner {
+      @IsInt()
+      n!: number;
+    }
     class Transformed {
       @IsString()
       @Transform(({ value }) => String(value).trim())
       name!: string;
     }
-    class Inner {
-      @IsInt()
-      n!: number;
+    class Exposed {
+      @Expose()
+      @IsString()
+      name!: string;
+    }
+    class Excluded {
+      @IsString()
+      name!: string;
+      @Exclude()
+      @IsString()
+      secret!: string;
     }
     class Untyped {
       @ValidateNested()
       inner!: Inner;
+    }
+    class Grouped {
+      @IsInt()
+      n!: number;
+      @IsInt({ groups: ['admin'] })
+      m!: number;
+    }
+    class Always {
+      @IsInt({ always: true })
+      n!: number;
+    }
+    class Conditional {
+      @IsInt({ validateIf: () => true })
+      n!: number;
+    }
+    @ValidatorConstraint({ async: true })
+    class Later implements ValidatorConstraintInterface {
+      validate = async () => true;
+    }
+    class Async {
+      @Validate(Later)
+      n!: number;
+    }
+    class Loop {
+      @ValidateNested()
+      @Type(() => Loop)
+      next?: Loop;
+    }
+    expect(
+      [CreateWebhookDto, Transformed, Exposed, Excluded, Untyped, Grouped, Always, Conditional, Async, Loop, class Bare {}].map((dto) => compileAcceptor(dto)),
+    ).toEqual([
+      { notCompilable: 'CreateWebhookDto.events: customValidation' }, // each item a known event
+      { notCompilable: 'Transformed.name is transformed' },
+      { notCompilable: 'Exposed exposes or excludes fields' },
+      { notCompilable: 'Excluded exposes or excludes fields' },
+      { notCompilable: 'Untyped.inner is nested without @Type' },
+      { notCompilable: 'Grouped.m: customValidation' },
+      { notCompilable: 'Always.n: customValidation' },
+      { notCompilable: 'Conditional.n: customValidation' },
+      { notCompilable: 'Async.n: async Later' },
+      { notCompilable: 'Loop nests itself' },
+      { notCompilable: 'Bare has no rules' },
+    ]);
+  });
+
+  it('lets an error that is not about the rules out (a @Type that throws)', () => {
+    class Broken {
+      @ValidateNested()
+      @Type(() => {
+        throw new Error('no such type');
+      })
+      inner!: object;
+    }
+    expect(() => compileAcceptor(Broken)).toThrow('no such type');
+  });
+
+  it('checks a nested field as its @Type, and an absent one not at all', () => {
+    class Inner {
+      @IsInt()
+      n!: number;
     }
     class Typed {
       @ValidateNested()
       @Type(() => Inner)
       inner!: Inner;
     }
-    expect(compileAcceptor(CreateWebhookDto)).toBeNull(); // events: each item a known event
-    expect(compileAcceptor(Transformed)).toBeNull();
-    expect(compileAcceptor(Untyped)).toBeNull();
-    expect(compileAcceptor(class Bare {})).toBeNull();
-    const typed = compileAcceptor(Typed)!;
+    const typed = acceptorOf(Typed);
     expect([typed({ inner: { n: 1 } }), typed({ inner: { n: 'x' } }), typed({ inner: [{ n: 1 }] }), typed({})]).toEqual([true, false, false, true]);
   });
 });

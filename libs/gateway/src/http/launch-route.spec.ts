@@ -3,6 +3,7 @@ import { AccountDirectory } from '@campaign-ops/accounts';
 import { ApiError } from '@campaign-ops/api-errors';
 import { SUBJECTS } from '@campaign-ops/service-messages';
 import { sandboxCampaign } from '../../../../test/support/partner-client';
+import { StoredAnswer } from './idempotency';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { LaunchRoute } from './launch-route';
 import { GatewayRequest } from './request-context';
@@ -10,10 +11,15 @@ import { ServiceClient } from './service-client';
 
 const DISPATCH = { id: 'dsp_1', status: 'accepted' };
 
-function routeWith(authenticate: AccountDirectory['authenticate'] = async () => ({ ok: true, accountId: 'acct_1', mode: 'test', keyId: 'key_1' }) as never) {
+const KEPT: StoredAnswer = { status: 402, contentType: 'application/json; charset=utf-8', body: '{"kept":true}', requestId: 'req_0' };
+
+function routeWith(
+  authenticate: AccountDirectory['authenticate'] = async () => ({ ok: true, accountId: 'acct_1', mode: 'test', keyId: 'key_1' }) as never,
+  kept: StoredAnswer | null = null,
+) {
   const calls: Array<{ subject: string; message: unknown }> = [];
   const services = { call: async (subject: string, message: unknown) => (calls.push({ subject, message }), DISPATCH) } as unknown as ServiceClient;
-  const idempotency = { admit: async () => null } as unknown as IdempotencyInterceptor;
+  const idempotency = { admit: async () => kept } as unknown as IdempotencyInterceptor;
   return { route: new LaunchRoute({ authenticate } as AccountDirectory, idempotency, services), calls };
 }
 
@@ -23,15 +29,24 @@ const request = (over: Partial<GatewayRequest> = {}) =>
     url: '/v1/campaigns',
     body: sandboxCampaign(),
     requestId: 'req_1',
-    header: (name: string) => (name === 'Authorization' ? 'Bearer mk_test_x' : undefined),
+    header: (name: string) => ({ Authorization: 'Bearer mk_test_x', 'Idempotency-Key': 'launch-1' })[name],
     ...over,
   }) as unknown as GatewayRequest;
 
 /** Runs the middleware: what it sent (status and body), or what it handed to next(). */
-async function run(route: LaunchRoute, req: GatewayRequest): Promise<{ sent?: { status: number; body: unknown }; next?: unknown[] }> {
+async function run(route: LaunchRoute, req: GatewayRequest): Promise<{ sent?: { status: number; body: unknown; headers?: object }; next?: unknown[] }> {
   return new Promise((resolve) => {
     let status = 0;
-    const response = { status: (s: number) => ((status = s), response), json: (body: unknown) => resolve({ sent: { status, body } }) } as unknown as Response;
+    const headers: Record<string, string> = {};
+    const response = {
+      status: (s: number) => ((status = s), response),
+      json: (body: unknown) => resolve({ sent: { status, body } }),
+      set statusCode(s: number) {
+        status = s;
+      },
+      setHeader: (name: string, value: string) => (headers[name] = value),
+      send: (body: unknown) => resolve({ sent: { status, body, headers } }),
+    } as unknown as Response;
     route.handle(req, response, ((...args: unknown[]) => resolve({ next: args })) as NextFunction);
   });
 }
@@ -43,7 +58,7 @@ describe('LaunchRoute', () => {
     expect(calls).toEqual([
       {
         subject: SUBJECTS.dispatchCreate,
-        message: { caller: { accountId: 'acct_1', mode: 'test', requestId: 'req_1' }, ...sandboxCampaign(), idempotencyKey: null },
+        message: { caller: { accountId: 'acct_1', mode: 'test', requestId: 'req_1' }, ...sandboxCampaign(), idempotencyKey: 'launch-1' },
       },
     ]);
   });
@@ -57,6 +72,14 @@ describe('LaunchRoute', () => {
   ])('leaves %s to the Nest route, untouched', async (_name, over) => {
     const { route, calls } = routeWith();
     expect(await run(route, request(over))).toEqual({ next: [] });
+    expect(calls).toEqual([]);
+  });
+
+  it('replays the answer kept for its Idempotency-Key, and sends no command', async () => {
+    const { route, calls } = routeWith(undefined, KEPT);
+    expect(await run(route, request())).toEqual({
+      sent: { status: 402, body: '{"kept":true}', headers: { 'Content-Type': KEPT.contentType, 'Idempotent-Replayed': 'true', 'X-Request-Id': 'req_0' } },
+    });
     expect(calls).toEqual([]);
   });
 
