@@ -5,6 +5,7 @@ import { CreateCampaignDto } from '@campaign-ops/api-contract';
 import { launch } from '../controllers/campaigns.http.controller';
 import { admitPartner } from './auth.guards';
 import { Acceptor, compileAcceptor } from './compiled-validation';
+import { enveloped } from './envelope.interceptor';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
 import { callerOf, GatewayRequest } from './request-context';
 import { ServiceClient } from './service-client';
@@ -50,6 +51,6 @@ export class LaunchRoute {
       return;
     }
     const dispatch = await launch(this.services, callerOf(request), request.body as CreateCampaignDto, request.header('Idempotency-Key'));
-    response.status(200).json({ success: true, data: dispatch, request_id: request.requestId });
+    response.status(200).json(enveloped(dispatch, request.requestId));
   }
 }
