@@ -332,6 +332,19 @@ describe('SqliteEventStore', () => {
       expect(await store.readStream('dispatch-1')).toHaveLength(2);
     });
 
+    it('names every stored id of an append whose first events are new, writing nothing', async () => {
+      const store = open();
+      const [a, b, c] = newEvents(3);
+      await store.append('elsewhere', [b, c], { expectedRevision: 'no_stream' });
+
+      await expect(store.append('dispatch-1', [a, b, c], { expectedRevision: 'no_stream' })).rejects.toMatchObject({
+        name: 'DuplicateEventIdError',
+        eventIds: [b.id, c.id],
+      });
+      expect(await store.readStream('dispatch-1')).toEqual([]);
+      await expect(store.append('dispatch-1', [a], { expectedRevision: 'no_stream' })).resolves.toMatchObject({ nextRevision: 0 });
+    });
+
     it('does not take a retry with another expectation for the same append', async () => {
       const store = open();
       const events = newEvents(2);

@@ -60,6 +60,13 @@ export class DuplicateEventIdError extends Error {
   }
 }
 
+/** The insert failed on the table's unique event ids (not on a stream's revisions: the write lock rules those out). */
+// (Duck-typed: better-sqlite3's errors may come from another realm than this module's Error, as under Jest.)
+const isEventIdClash = (error: unknown): boolean => {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof message === 'string' && message.includes('events.event_id');
+};
+
 /** The embedded event store: one SQLite file, shareable by several processes. */
 export class SqliteEventStore implements EventStore {
   private readonly subscriptions = new Set<SqliteSubscription>();
@@ -153,6 +160,30 @@ export class SqliteEventStore implements EventStore {
     texts: SerializedEvent[],
     expected: ExpectedRevision,
   ): { result: AppendResult; wrote: EventRow[] } {
+    // Most appends are new: the revision is checked and the events inserted, and only an id the
+    // table already holds (a retry, or a caller's bug) costs a look at where each event is.
+    const actual = this.lastRevisionQuery.get(streamId)!.revision;
+    if (satisfies(expected, actual)) {
+      const wrote: EventRow[] = [];
+      try {
+        this.insertAll(streamId, events, texts, actual, wrote);
+        return { result: { nextRevision: wrote[wrote.length - 1].revision, position: String(wrote[wrote.length - 1].position) }, wrote };
+      } catch (error) {
+        if (!isEventIdClash(error)) throw error;
+        // Some were inserted: those ids were new, so this is not a retry (the savepoint takes them back).
+        if (wrote.length > 0) throw new DuplicateEventIdError(streamId, this.storedIds(events.slice(wrote.length)));
+      }
+    }
+    return this.appendKnownIds(streamId, events, texts, expected);
+  }
+
+  /** An append some of whose ids may be stored: a retry of one that succeeded gets its answer again; else the checks in order. */
+  private appendKnownIds(
+    streamId: string,
+    events: EventToAppend[],
+    texts: SerializedEvent[],
+    expected: ExpectedRevision,
+  ): { result: AppendResult; wrote: EventRow[] } {
     const stored = events.map((event) => this.eventRefQuery.get(event.id));
     // A retry of an append that did succeed (its answer was lost) gets that append's answer again.
     if (isSameAppend(streamId, stored, expected)) {
@@ -166,14 +197,24 @@ export class SqliteEventStore implements EventStore {
     }
     const clashing = events.filter((_, i) => stored[i] !== undefined).map((event) => event.id);
     if (clashing.length > 0) throw new DuplicateEventIdError(streamId, clashing);
+    const wrote: EventRow[] = [];
+    this.insertAll(streamId, events, texts, actual, wrote);
+    return { result: { nextRevision: wrote[wrote.length - 1].revision, position: String(wrote[wrote.length - 1].position) }, wrote };
+  }
 
+  private storedIds(events: EventToAppend[]): string[] {
+    return events.filter((event) => this.eventRefQuery.get(event.id) !== undefined).map((event) => event.id);
+  }
+
+  /** Inserts the events after revision `after`, each pushed to `wrote` once inserted. */
+  private insertAll(streamId: string, events: EventToAppend[], texts: SerializedEvent[], after: number | null, wrote: EventRow[]): void {
     const occurredAt = new Date().toISOString();
-    let revision = actual ?? -1;
-    const wrote = events.map((event, i): EventRow => {
+    let revision = after ?? -1;
+    events.forEach((event, i) => {
       revision += 1;
       const { data, metadata, canonical } = texts[i];
       const { lastInsertRowid } = this.insertEvent.run(event.id, streamId, revision, event.type, data, metadata, occurredAt, canonical ? 1 : null);
-      return {
+      wrote.push({
         position: Number(lastInsertRowid),
         event_id: event.id,
         stream_id: streamId,
@@ -182,9 +223,8 @@ export class SqliteEventStore implements EventStore {
         data,
         metadata,
         occurred_at: occurredAt,
-      };
+      });
     });
-    return { result: { nextRevision: revision, position: String(wrote[wrote.length - 1].position) }, wrote };
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
