@@ -11,6 +11,8 @@ const DEFAULT_LIMIT = 20;
 const MAX_LIMIT = 1_000;
 /** Reads a read-mostly collection holds in memory at most (all let go at once beyond: bounded by whoever asks). */
 const REMEMBERED_READS = 1_000;
+/** Revisions of its own upserts a collection holds in memory at most (see SqliteCollection.written). */
+const REMEMBERED_REVISIONS = 10_000;
 
 export type Statement = Database.Statement<unknown[]>;
 export type StatementSource = (sql: string) => Statement;
@@ -27,6 +29,13 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   private remembered: Map<string, { stamp: number; writes: number; docs: string[] }> | null = null;
   /** Writes to this table through this connection: a remembered read must have seen every one. */
   private localWrites = 0;
+  /**
+   * The revisions upserts through this connection stored, each with the stamp as of its commit:
+   * what revisionOf answers while the stamp is the same, no other connection having committed
+   * since (a projection asking after the view its command has just written). Bounded: all let go
+   * at once beyond REMEMBERED_REVISIONS.
+   */
+  private readonly written = new Map<string, { revision: number; stamp: number }>();
 
   constructor(
     private readonly db: Database.Database,
@@ -36,6 +45,8 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     /** The index keys that exist on the table (a staged rebuild starts without any). */
     indexed: Set<string> = new Set(),
     private readonly readStamp: ReadStamp = () => 0,
+    /** The stamp now, not as of this turn's first read: asked inside a write's transaction, which no other connection can commit during. */
+    private readonly currentStamp: ReadStamp = readStamp,
   ) {
     this.indexed = indexed;
     this.table = quoteIdentifier(`coll_${name}`);
@@ -105,12 +116,24 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   async upsert(doc: T, revision: number): Promise<boolean> {
     assertRevision(revision);
     const json = serialize(doc);
-    return this.writes.write(() => this.upsertJson(doc.id, revision, json));
+    // The stamp is read in the write's transaction, whose lock no other connection's commit can
+    // come in under: as of the commit, the row holds this revision (a guarded upsert writes only
+    // past the stored one). One that changed nothing leaves a revision this connection does not know.
+    const stamp = await this.writes.write(() => (this.upsertJson(doc.id, revision, json) ? this.currentStamp() : null));
+    if (stamp === null) {
+      this.written.delete(doc.id);
+      return false;
+    }
+    if (this.written.size >= REMEMBERED_REVISIONS) this.written.clear();
+    this.written.set(doc.id, { revision, stamp });
+    return true;
   }
 
   /** upsert, synchronously: so that a rebuild can write many in one transaction. */
   upsertNow(doc: T, revision: number): boolean {
     assertRevision(revision);
+    // Not through the group: the transaction around it may yet roll back.
+    this.written.delete(doc.id);
     return this.upsertJson(doc.id, revision, serialize(doc));
   }
 
@@ -120,6 +143,9 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async revisionOf(id: string): Promise<number | null> {
+    // Another connection's commit since (a replica, a rebuild's swap) moves the stamp: then the table is asked.
+    const written = this.written.get(id);
+    if (written !== undefined && written.stamp === this.readStamp()) return written.revision;
     const row = this.statement(`SELECT revision FROM ${this.table} WHERE id = ?`).get(id) as { revision: number | null } | undefined;
     return row?.revision ?? null;
   }
@@ -130,6 +156,7 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       this.localWrites++;
       return this.statement(`INSERT INTO ${this.table} (id, revision, doc) VALUES (?, NULL, ?) ON CONFLICT(id) DO NOTHING`).run(doc.id, json);
     });
+    this.written.delete(doc.id);
     return result.changes > 0;
   }
 
@@ -197,6 +224,8 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
       this.localWrites++;
       return this.statement(`DELETE FROM ${this.table} WHERE id = ?`).run(id);
     });
+    // After the commit: an upsert of the id made before it resolved first, and remembered a row now gone.
+    this.written.delete(id);
     return deleted.changes > 0;
   }
 

@@ -105,6 +105,39 @@ describe('SqliteReadStore', () => {
     });
   });
 
+  describe('revisionOf after this connection wrote', () => {
+    it("answers its own upsert's revision, and the table's once another connection has committed", async () => {
+      const file = tempFile('revisions.db');
+      const [service, replica] = [open(file), open(file)];
+      const views = service.collection('views');
+      await views.upsert({ id: 'v1', n: 1 }, 3);
+      await expect(views.revisionOf('v1')).resolves.toBe(3);
+
+      await replica.collection('views').upsert({ id: 'v1', n: 2 }, 5);
+      await new Promise((resolve) => setImmediate(resolve));
+      await expect(views.revisionOf('v1')).resolves.toBe(5);
+      // An upsert that changed nothing (the row is past it) leaves the table to answer.
+      await expect(views.upsert({ id: 'v1', n: 3 }, 4)).resolves.toBe(false);
+      await expect(views.revisionOf('v1')).resolves.toBe(5);
+    });
+
+    it('knows a row deleted after its upsert is gone, both made in one turn', async () => {
+      const views = open(tempFile('deleted.db')).collection('views');
+      await Promise.all([views.upsert({ id: 'v1' }, 0), views.delete('v1')]);
+      await expect(views.revisionOf('v1')).resolves.toBeNull();
+    });
+
+    it('answers the rebuilt table after a swap in this connection', async () => {
+      const store = open(tempFile('swapped.db'));
+      const views = store.collection('views');
+      await views.upsert({ id: 'v1' }, 9);
+      const rebuild = await store.beginRebuild([{ name: 'views', indexes: [] }]);
+      await rebuild.upsertMany('views', [{ doc: { id: 'v1' }, revision: 4 }]);
+      await rebuild.swap();
+      await expect(views.revisionOf('v1')).resolves.toBe(4);
+    });
+  });
+
   describe('group commit', () => {
     it('commits the writes of one turn of the event loop together: far fewer WAL bytes than one commit each', async () => {
       const file = tempFile('group.db');

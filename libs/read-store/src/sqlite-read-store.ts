@@ -115,6 +115,7 @@ export class SqliteReadStore implements ReadStore {
         this.writes,
         existingIndexKeys(this.db, name),
         () => this.readStamp(),
+        () => this.currentStamp(),
       );
       this.collections.set(name, collection);
     }
@@ -256,6 +257,11 @@ export class SqliteReadStore implements ReadStore {
     if (this.stampRead) return this.stamp;
     this.stampRead = true;
     setImmediate(() => (this.stampRead = false));
+    return this.currentStamp();
+  }
+
+  /** readStamp as of now, data_version read again. */
+  private currentStamp(): number {
     const version = this.dataVersion.get() as number;
     if (version !== this.lastDataVersion) {
       this.lastDataVersion = version;
