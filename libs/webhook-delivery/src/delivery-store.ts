@@ -15,9 +15,14 @@ export interface StoredPartnerEvent {
 
 export const deliveriesOf = (readStore: ReadStore): Collection<Delivery> =>
   readStore.collection<Delivery>('webhook_deliveries', {
-    // The compound index serves each endpoint's own queue: its due deliveries, oldest first.
-    indexes: ['status', 'next_attempt_at', 'endpoint_id', 'event_id', 'created_at', ['endpoint_id', 'next_attempt_at']],
+    // Every index is rewritten by each of a delivery's writes (stored, claimed, answered), so there
+    // are only as many as the queries need: status + due time for the claims of any endpoint, the
+    // endpoints with due work and the count by status; each endpoint's own queue (its due
+    // deliveries, oldest first); an endpoint's list; created_at for the retention's purge.
+    indexes: [['status', 'next_attempt_at'], ['endpoint_id', 'next_attempt_at'], 'endpoint_id', 'created_at'],
   });
 
 export const partnerEventsOf = (readStore: ReadStore): Collection<StoredPartnerEvent> =>
-  readStore.collection<StoredPartnerEvent>('partner_events', { indexes: ['account_id', 'mode', 'type', 'created_at'] });
+  // An account's events in one mode, newest first (the Events API, its type filter read off those),
+  // and created_at for the retention's purge.
+  readStore.collection<StoredPartnerEvent>('partner_events', { indexes: [['account_id', 'mode'], 'created_at'] });

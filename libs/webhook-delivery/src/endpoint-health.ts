@@ -26,7 +26,8 @@ export class EndpointHealth {
     @Inject(WEBHOOK_SETTINGS) settings: { disableAfterMs: number },
   ) {
     this.disableAfterMs = settings.disableAfterMs;
-    this.health = readStore.collection<HealthView>('webhook_endpoint_health');
+    // Read at every delivery's outcome, written only when an endpoint starts or stops failing.
+    this.health = readStore.collection<HealthView>('webhook_endpoint_health', { readMostly: true });
   }
 
   async recordSuccess(endpointId: string): Promise<void> {
