@@ -1,3 +1,6 @@
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { GroupCommit } from './group-commit';
 
@@ -44,5 +47,36 @@ describe('GroupCommit', () => {
     group.flush();
     expect(db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 1 });
     await expect(written).resolves.toBe(1);
+  });
+
+  it('journals the savepoints of a large group in memory, not in temporary files', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
+    const file = new Database(join(dir, 'wal.db'));
+    try {
+      file.pragma('journal_mode = WAL');
+      file.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+      const group = new GroupCommit(file);
+      const update = file.prepare('UPDATE t SET v = ? WHERE id % 10 = ?');
+      file
+        .prepare('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000) INSERT INTO t (id, v) SELECT i, ? FROM n')
+        .run('x'.repeat(1000));
+      const tempFiles = () =>
+        readdirSync('/proc/self/fd').filter((fd) => {
+          try {
+            return readlinkSync(`/proc/self/fd/${fd}`).includes('etilqs');
+          } catch {
+            return false;
+          }
+        }).length;
+      // Each write changes a row of every page, more than 64 KiB of pages its savepoint journals.
+      const writes = Array.from({ length: 10 }, (_, i) => group.write(() => update.run(String(i).repeat(1000), i)));
+      const seen = group.write(() => tempFiles());
+      group.flush();
+      await Promise.all(writes);
+      await expect(seen).resolves.toBe(0);
+    } finally {
+      file.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -13,6 +13,11 @@ export class GroupCommit {
   private readonly commitGroup: Database.Transaction<(group: Array<{ run: () => unknown }>) => Array<{ ok: boolean; value?: unknown; error?: unknown }>>;
 
   constructor(db: Database.Database) {
+    // Each savepoint journals the pages its write changes; past 64 KiB in a transaction SQLite
+    // spills that journal to a temporary file (created, written and deleted on disk, a group of
+    // writes after another), unless temporary storage is in memory. The journal of one group is
+    // at most the pages it changes; the stores create no temporary tables of their own.
+    db.pragma('temp_store = MEMORY');
     // Called inside commitGroup, better-sqlite3 runs it as a SAVEPOINT.
     const each = db.transaction((run: () => unknown) => run());
     this.commitGroup = db.transaction((group) =>
