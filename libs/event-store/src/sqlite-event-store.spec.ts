@@ -29,6 +29,20 @@ eventStoreContract(
   },
 );
 
+eventStoreContract(
+  'SQLite file, appends in a writer thread',
+  async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'event-store-'));
+    const store = SqliteEventStore.open(join(directory, 'events.db'), { appendsInThread: true });
+    directories.set(store, directory);
+    return store;
+  },
+  async (store) => {
+    rmSync(directories.get(store)!, { recursive: true, force: true });
+    directories.delete(store);
+  },
+);
+
 describe('SqliteEventStore', () => {
   let directory: string;
   let file: string;
@@ -45,7 +59,7 @@ describe('SqliteEventStore', () => {
     rmSync(directory, { recursive: true, force: true });
   });
 
-  function open(options?: { pollIntervalMs?: number }): SqliteEventStore {
+  function open(options?: { pollIntervalMs?: number; appendsInThread?: boolean }): SqliteEventStore {
     const store = SqliteEventStore.open(file, options);
     opened.push(store);
     return store;
@@ -132,6 +146,56 @@ describe('SqliteEventStore', () => {
       } finally {
         raw.close();
       }
+    });
+  });
+
+  describe('appends in a writer thread', () => {
+    const walBytes = () => statSync(`${file}-wal`).size;
+
+    it('commits the appends of one turn of the event loop together there: one commit, not one per append', async () => {
+      const store = open({ appendsInThread: true });
+      await store.append('warm-up', newEvents(1), { expectedRevision: 'no_stream' });
+      const before = walBytes();
+      for (let i = 0; i < 20; i++) await store.append(`apart-${i}`, newEvents(1), { expectedRevision: 'no_stream' });
+      const apart = walBytes() - before;
+      await Promise.all(Array.from({ length: 20 }, (_, i) => store.append(`together-${i}`, newEvents(1), { expectedRevision: 'no_stream' })));
+      const together = walBytes() - before - apart;
+      expect(together * 4).toBeLessThan(apart);
+    });
+
+    it('refuses each append of a group on its own, with the error and what it carries', async () => {
+      const store = open({ appendsInThread: true });
+      const [a, b] = newEvents(2);
+      await store.append('elsewhere', [b], { expectedRevision: 'no_stream' });
+      const [fine, conflicting, duplicate] = await Promise.allSettled([
+        store.append('dispatch-1', [a], { expectedRevision: 'no_stream' }),
+        store.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' }),
+        store.append('dispatch-2', [b], { expectedRevision: 'no_stream' }),
+      ]);
+      expect(fine).toMatchObject({ status: 'fulfilled', value: { nextRevision: 0 } });
+      expect(conflicting).toMatchObject({ status: 'rejected', reason: expect.any(WrongExpectedRevisionError) });
+      expect(conflicting).toMatchObject({ reason: { streamId: 'dispatch-1', expected: 'no_stream', actual: 0 } });
+      expect(duplicate).toMatchObject({ status: 'rejected', reason: expect.any(DuplicateEventIdError) });
+      expect(duplicate).toMatchObject({ reason: { streamId: 'dispatch-2', eventIds: [b.id] } });
+      // A retry of an append that succeeded gets its answer again.
+      await expect(store.append('dispatch-1', [a], { expectedRevision: 'no_stream' })).resolves.toMatchObject({ nextRevision: 0 });
+    });
+
+    it('hands its subscriptions the events it committed, and its reads see them', async () => {
+      const store = open({ appendsInThread: true });
+      const seen: string[] = [];
+      store.subscribeToAll({ onEvent: async (event) => void seen.push(event.streamId) });
+      await store.append('dispatch-1', newEvents(2), { expectedRevision: 'no_stream' });
+      expect((await store.readStream('dispatch-1')).map((event) => event.revision)).toEqual([0, 1]);
+      await waitFor(() => seen.length === 2, 'the two events');
+    });
+
+    it('writes appends made just before close instead of dropping them, and ends its thread', async () => {
+      const store = open({ appendsInThread: true });
+      const appended = store.append('dispatch-1', newEvents(1), { expectedRevision: 'no_stream' });
+      await store.close();
+      await expect(appended).resolves.toMatchObject({ nextRevision: 0 });
+      expect(await open().readStream('dispatch-1')).toHaveLength(1);
     });
   });
 

@@ -3,7 +3,8 @@
 // sqlite-subscription.ts.
 import Database from 'better-sqlite3';
 import canonicalize from 'canonicalize';
-import { GroupCommit, openWal } from '@campaign-ops/sqlite-wal';
+import { openWal } from '@campaign-ops/sqlite-wal';
+import { Appender, AppendRequest, AppendThread, InThreadAppender, writtenRows } from './sqlite-appends';
 import {
   assertReadAllOptions,
   AppendResult,
@@ -19,23 +20,18 @@ import {
   ReplayedEvent,
   SubscribeToAllOptions,
   Subscription,
-  WrongExpectedRevisionError,
 } from './event-store.port';
 import {
   addCanonicalColumn,
   CANONICAL_READ_COLUMNS,
   EVENT_COLUMNS,
   EventRow,
-  isSameAppend,
   parsePosition,
   prefixFilter,
   prefixParameters,
   REPLAY_COLUMNS,
-  satisfies,
   SCHEMA,
-  SerializedEvent,
   serializeEvent,
-  StoredEventRef,
   toRecordedEvent,
   replayMetadata,
 } from './sqlite-event-rows';
@@ -46,26 +42,7 @@ const DEFAULT_POLL_INTERVAL_MS = 1000;
 /** Events of this store's latest appends held for its subscriptions (see RecentEvents): several seconds at full load. */
 const RECENT_EVENTS = 4096;
 
-/**
- * Some ids of an append are already stored, but not as an earlier run of this very append
- * (other stream, other revisions, only part of the batch): a caller bug, not a retry.
- */
-export class DuplicateEventIdError extends Error {
-  constructor(
-    readonly streamId: string,
-    readonly eventIds: string[],
-  ) {
-    super(`stream ${streamId}: event ids already stored elsewhere or in another append: ${eventIds.join(', ')}`);
-    this.name = 'DuplicateEventIdError';
-  }
-}
-
-/** The insert failed on the table's unique event ids (not on a stream's revisions: the write lock rules those out). */
-// (Duck-typed: better-sqlite3's errors may come from another realm than this module's Error, as under Jest.)
-const isEventIdClash = (error: unknown): boolean => {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' && typeof message === 'string' && message.includes('events.event_id');
-};
+export { DuplicateEventIdError } from './sqlite-appends';
 
 /** The embedded event store: one SQLite file, shareable by several processes. */
 export class SqliteEventStore implements EventStore {
@@ -75,16 +52,13 @@ export class SqliteEventStore implements EventStore {
   private polledHead = 0;
   private closing = false;
 
-  private readonly lastRevisionQuery;
-  private readonly eventRefQuery;
-  private readonly insertEvent;
   private readonly readForwardsQuery;
   private readonly readBackwardsQuery;
   private readonly headQuery;
   /** readAll's statements, by columns and prefixes (a handful: the export's and the rebuild's filters). */
   private readonly readAllQueries = new Map<string, Database.Statement<unknown[], unknown[]>>();
-  /** Appends made in one turn of the event loop share one transaction and its fsync. */
-  private readonly appends: GroupCommit;
+  /** Appends made in one turn of the event loop share one transaction and its fsync, on this connection or in a writer thread. */
+  private readonly appends: Appender;
   private readonly recent = new RecentEvents(RECENT_EVENTS);
 
   private constructor(
@@ -92,13 +66,8 @@ export class SqliteEventStore implements EventStore {
     readonly file: string,
     private readonly db: Database.Database,
     private readonly pollIntervalMs: number,
+    appendsInThread: boolean,
   ) {
-    this.lastRevisionQuery = db.prepare<[string], { revision: number | null }>('SELECT MAX(revision) AS revision FROM events WHERE stream_id = ?');
-    this.eventRefQuery = db.prepare<[string], StoredEventRef>('SELECT position, stream_id, revision FROM events WHERE event_id = ?');
-    this.insertEvent = db.prepare<[string, string, number, string, string, string, string, 1 | null]>(
-      `INSERT INTO events (event_id, stream_id, revision, type, data, metadata, occurred_at, canonical)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
     // A negative LIMIT means no limit in SQLite.
     this.readForwardsQuery = db.prepare<[string, number, number], EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision ASC LIMIT ?`,
@@ -107,10 +76,16 @@ export class SqliteEventStore implements EventStore {
       `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
     );
     this.headQuery = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
-    this.appends = new GroupCommit(db);
+    this.appends = appendsInThread && file !== ':memory:' ? new AppendThread(file) : new InThreadAppender(db);
   }
 
-  static open(file: string, options: { pollIntervalMs?: number } = {}): SqliteEventStore {
+  /**
+   * `appendsInThread`: appends are committed by a writer thread of the store's own, with its own
+   * connection (a file only: `:memory:` is one connection's), so that the caller's thread neither
+   * runs the inserts nor waits for the disk (a service; the ops CLI and tests append on the store's
+   * connection, and start no thread).
+   */
+  static open(file: string, options: { pollIntervalMs?: number; appendsInThread?: boolean } = {}): SqliteEventStore {
     const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
     if (!(pollIntervalMs > 0)) throw new Error(`pollIntervalMs must be positive, got ${pollIntervalMs}`);
     // WAL: readers (subscriptions, other processes) never block the writer, nor it them.
@@ -120,7 +95,7 @@ export class SqliteEventStore implements EventStore {
       db.pragma('synchronous = FULL');
       db.exec(SCHEMA);
       addCanonicalColumn(db);
-      return new SqliteEventStore(file, db, pollIntervalMs);
+      return new SqliteEventStore(file, db, pollIntervalMs, options.appendsInThread ?? false);
     } catch (error) {
       db.close();
       throw error;
@@ -144,87 +119,15 @@ export class SqliteEventStore implements EventStore {
     // can append between a check and its insert (see the comment on SCHEMA).
     // Serialized before the group's transaction, which holds the write lock while it runs.
     const texts = events.map(serializeEvent);
-    const { result, wrote } = await this.appends.write(() => this.appendWithinTransaction(streamId, events, texts, expected));
-    if (wrote.length === 0) return result;
+    const request: AppendRequest = { streamId, events: events.map(({ id, type }) => ({ id, type })), texts, expected };
+    const outcome = await this.appends.append(request);
+    if (outcome.written.length === 0) return outcome.result;
     // Committed: what the subscriptions read next (the appends of one commit come here in position order).
-    this.recent.add(wrote);
+    this.recent.add(writtenRows(request, outcome));
     // Only the subscriptions this stream's events are for: the others would read a batch of none.
     // (They move their cursors past it at the next event of theirs, or at the poll's next look.)
     for (const subscription of this.subscriptions) if (subscription.follows(streamId)) subscription.notify();
-    return result;
-  }
-
-  private appendWithinTransaction(
-    streamId: string,
-    events: EventToAppend[],
-    texts: SerializedEvent[],
-    expected: ExpectedRevision,
-  ): { result: AppendResult; wrote: EventRow[] } {
-    // Most appends are new: the revision is checked and the events inserted, and only an id the
-    // table already holds (a retry, or a caller's bug) costs a look at where each event is.
-    const actual = this.lastRevisionQuery.get(streamId)!.revision;
-    if (satisfies(expected, actual)) {
-      const wrote: EventRow[] = [];
-      try {
-        this.insertAll(streamId, events, texts, actual, wrote);
-        return { result: { nextRevision: wrote[wrote.length - 1].revision, position: String(wrote[wrote.length - 1].position) }, wrote };
-      } catch (error) {
-        if (!isEventIdClash(error)) throw error;
-        // Some were inserted: those ids were new, so this is not a retry (the savepoint takes them back).
-        if (wrote.length > 0) throw new DuplicateEventIdError(streamId, this.storedIds(events.slice(wrote.length)));
-      }
-    }
-    return this.appendKnownIds(streamId, events, texts, expected);
-  }
-
-  /** An append some of whose ids may be stored: a retry of one that succeeded gets its answer again; else the checks in order. */
-  private appendKnownIds(
-    streamId: string,
-    events: EventToAppend[],
-    texts: SerializedEvent[],
-    expected: ExpectedRevision,
-  ): { result: AppendResult; wrote: EventRow[] } {
-    const stored = events.map((event) => this.eventRefQuery.get(event.id));
-    // A retry of an append that did succeed (its answer was lost) gets that append's answer again.
-    if (isSameAppend(streamId, stored, expected)) {
-      const last = stored[stored.length - 1]!;
-      return { result: { nextRevision: last.revision, position: String(last.position) }, wrote: [] };
-    }
-
-    const actual = this.lastRevisionQuery.get(streamId)!.revision;
-    if (!satisfies(expected, actual)) {
-      throw new WrongExpectedRevisionError(streamId, expected, actual ?? 'no_stream');
-    }
-    const clashing = events.filter((_, i) => stored[i] !== undefined).map((event) => event.id);
-    if (clashing.length > 0) throw new DuplicateEventIdError(streamId, clashing);
-    const wrote: EventRow[] = [];
-    this.insertAll(streamId, events, texts, actual, wrote);
-    return { result: { nextRevision: wrote[wrote.length - 1].revision, position: String(wrote[wrote.length - 1].position) }, wrote };
-  }
-
-  private storedIds(events: EventToAppend[]): string[] {
-    return events.filter((event) => this.eventRefQuery.get(event.id) !== undefined).map((event) => event.id);
-  }
-
-  /** Inserts the events after revision `after`, each pushed to `wrote` once inserted. */
-  private insertAll(streamId: string, events: EventToAppend[], texts: SerializedEvent[], after: number | null, wrote: EventRow[]): void {
-    const occurredAt = new Date().toISOString();
-    let revision = after ?? -1;
-    events.forEach((event, i) => {
-      revision += 1;
-      const { data, metadata, canonical } = texts[i];
-      const { lastInsertRowid } = this.insertEvent.run(event.id, streamId, revision, event.type, data, metadata, occurredAt, canonical ? 1 : null);
-      wrote.push({
-        position: Number(lastInsertRowid),
-        event_id: event.id,
-        stream_id: streamId,
-        revision,
-        type: event.type,
-        data,
-        metadata,
-        occurred_at: occurredAt,
-      });
-    });
+    return outcome.result;
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -391,7 +294,7 @@ export class SqliteEventStore implements EventStore {
   async close(): Promise<void> {
     this.closing = true;
     // Appends already made are written, not dropped.
-    if (this.db.open) this.appends.flush();
+    await this.appends.close();
     await Promise.all([...this.subscriptions].map((subscription) => subscription.close()));
     this.stopPolling();
     if (this.db.open) this.db.close();

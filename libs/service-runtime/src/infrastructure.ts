@@ -82,7 +82,8 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
           throw new ConfigError('EVENTSTORE_URL', `is not a valid EventStoreDB connection string: ${(error as Error).message}`);
         }
       })
-    : SqliteEventStore.open(join(config.dataDir, DATA_DIR_FILES.eventStore));
+    : // Its commits, each waiting for the disk, are made by a writer thread: not on the thread that answers requests.
+      SqliteEventStore.open(join(config.dataDir, DATA_DIR_FILES.eventStore), { appendsInThread: true });
   try {
     const readStore = config.mongodbUrl
       ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () =>
