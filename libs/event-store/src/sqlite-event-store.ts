@@ -66,7 +66,8 @@ export class SqliteEventStore implements EventStore {
     readonly file: string,
     private readonly db: Database.Database,
     private readonly pollIntervalMs: number,
-    appendsInThread: boolean,
+    /** Its appends are committed by a writer thread of its own (see open). */
+    readonly appendsInThread: boolean,
   ) {
     // A negative LIMIT means no limit in SQLite.
     this.readForwardsQuery = db.prepare<[string, number, number], EventRow>(
@@ -76,7 +77,7 @@ export class SqliteEventStore implements EventStore {
       `SELECT ${EVENT_COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
     );
     this.headQuery = db.prepare<[], { head: number | null }>('SELECT MAX(position) AS head FROM events');
-    this.appends = appendsInThread && file !== ':memory:' ? new AppendThread(file) : new InThreadAppender(db);
+    this.appends = appendsInThread ? new AppendThread(file) : new InThreadAppender(db);
   }
 
   /**
@@ -95,7 +96,7 @@ export class SqliteEventStore implements EventStore {
       db.pragma('synchronous = FULL');
       db.exec(SCHEMA);
       addCanonicalColumn(db);
-      return new SqliteEventStore(file, db, pollIntervalMs, options.appendsInThread ?? false);
+      return new SqliteEventStore(file, db, pollIntervalMs, (options.appendsInThread ?? false) && file !== ':memory:');
     } catch (error) {
       db.close();
       throw error;

@@ -1,5 +1,9 @@
-import { connectWithRetry } from './infrastructure';
-import { ConfigError } from './config';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
+import { connectWithRetry, openStores } from './infrastructure';
+import { ConfigError, loadConfig } from './config';
 
 /** A connection that counts how it is used. */
 class FakeConnection {
@@ -36,5 +40,29 @@ describe('connectWithRetry', () => {
     expect(connected).toBe(good);
     expect(dead.closed).toBe(1);
     expect(good.closed).toBe(0);
+  });
+});
+
+describe('openStores, embedded', () => {
+  it("commits the standalone process's appends in a writer thread, and another app's on the store's connection", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'stores-'));
+    try {
+      for (const [app, inThread] of [
+        ['standalone', true],
+        ['dispatch-service', false],
+      ] as const) {
+        const stores = await openStores(loadConfig(app, { DATA_DIR: join(dataDir, app) }));
+        try {
+          expect(stores.eventStore).toBeInstanceOf(SqliteEventStore);
+          expect((stores.eventStore as SqliteEventStore).appendsInThread).toBe(inThread);
+          await stores.eventStore.append('s-1', [{ id: '0190a0a0-0000-7000-8000-000000000001', type: 'T', data: {} }], { expectedRevision: 'no_stream' });
+        } finally {
+          await stores.eventStore.close();
+          await stores.readStore.close();
+        }
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -82,8 +82,10 @@ export async function openStores(config: ServiceConfig): Promise<Pick<Infrastruc
           throw new ConfigError('EVENTSTORE_URL', `is not a valid EventStoreDB connection string: ${(error as Error).message}`);
         }
       })
-    : // Its commits, each waiting for the disk, are made by a writer thread: not on the thread that answers requests.
-      SqliteEventStore.open(join(config.dataDir, DATA_DIR_FILES.eventStore), { appendsInThread: true });
+    : // Standalone, the one thread that answers requests also runs the pipeline behind them: its
+      // commits, each waiting for the disk, are made by a writer thread. The four apps on one
+      // machine are short of cores, not of a thread: there a thread more costs more than it saves.
+      SqliteEventStore.open(join(config.dataDir, DATA_DIR_FILES.eventStore), { appendsInThread: config.app === 'standalone' });
   try {
     const readStore = config.mongodbUrl
       ? await connectWithRetry('MongoDB', 'MONGODB_URL', config.startupTimeoutMs, () =>
