@@ -4,7 +4,7 @@
 import type { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 import { GroupCommit } from '@campaign-ops/sqlite-wal';
-import { startWorkerBeside } from '@campaign-ops/worker-start';
+import { PerTurn, startWorkerBeside } from '@campaign-ops/worker-start';
 import { AppendResult, ExpectedRevision, WrongExpectedRevisionError } from './event-store.port';
 import { EventRow, isSameAppend, satisfies, SerializedEvent, StoredEventRef } from './sqlite-event-rows';
 
@@ -191,7 +191,10 @@ export type AppendAnswer = { id: number; outcomes: Array<{ ok: true; outcome: Ap
 export class AppendThread implements Appender {
   private worker: Worker | null = null;
   private readonly waiting = new Map<number, Array<{ resolve(outcome: AppendOutcome): void; reject(error: Error): void }>>();
-  private batch: Array<{ request: AppendRequest; resolve(outcome: AppendOutcome): void; reject(error: Error): void }> = [];
+  /** The appends of one turn, handed over together. */
+  private readonly outbox = new PerTurn<{ request: AppendRequest; resolve(outcome: AppendOutcome): void; reject(error: Error): void }>((batch) =>
+    this.send(batch),
+  );
   private sent = 0;
   private failure: Error | null = null;
   private exited = false;
@@ -228,16 +231,10 @@ export class AppendThread implements Appender {
 
   append(request: AppendRequest): Promise<AppendOutcome> {
     if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      if (this.batch.length === 0) setImmediate(() => this.send());
-      this.batch.push({ request, resolve, reject });
-    });
+    return new Promise((resolve, reject) => this.outbox.add({ request, resolve, reject }));
   }
 
-  private send(): void {
-    const batch = this.batch;
-    this.batch = [];
-    if (batch.length === 0) return;
+  private send(batch: Array<{ request: AppendRequest; resolve(outcome: AppendOutcome): void; reject(error: Error): void }>): void {
     if (this.failure) {
       for (const append of batch) append.reject(this.failure);
       return;
@@ -259,7 +256,7 @@ export class AppendThread implements Appender {
 
   async close(): Promise<void> {
     // What was handed over is committed, not dropped; then the thread closes its connection.
-    this.send();
+    this.outbox.flush();
     if (this.waiting.size > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     const worker = this.worker;
     if (!worker || this.exited) return;

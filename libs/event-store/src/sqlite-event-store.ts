@@ -83,8 +83,8 @@ export class SqliteEventStore implements EventStore {
   /**
    * `appendsInThread`: appends are committed by a writer thread of the store's own, with its own
    * connection (a file only: `:memory:` is one connection's), so that the caller's thread neither
-   * runs the inserts nor waits for the disk (a service; the ops CLI and tests append on the store's
-   * connection, and start no thread).
+   * runs the inserts nor waits for the disk (the standalone process; the four apps, the ops CLI and
+   * tests append on the store's connection, and start no thread).
    */
   static open(file: string, options: { pollIntervalMs?: number; appendsInThread?: boolean } = {}): SqliteEventStore {
     const pollIntervalMs = options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;

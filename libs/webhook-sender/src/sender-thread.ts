@@ -1,7 +1,6 @@
 import type { Worker } from 'node:worker_threads';
-import { startWorkerBeside } from '@campaign-ops/worker-start';
+import { PerTurn, startWorkerBeside } from '@campaign-ops/worker-start';
 import type { ConnectionLimits } from './partner-connections';
-import { PerTurn } from './per-turn';
 import type { WebhookRequest, WebhookResult } from './post-webhook';
 
 /** What sends webhooks: WebhookSender in the caller's thread, or WebhookSenderThread beside it. */

@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import { PerTurn } from '@campaign-ops/worker-start';
 import type { ConnectionLimits } from './partner-connections';
 import { WebhookSender } from './post-webhook';
-import { PerTurn } from './per-turn';
 import type { SenderThreadMessage, SenderThreadReply } from './sender-thread';
 
 // The thread of WebhookSenderThread: one WebhookSender (its keep-alive pools live here), the posts

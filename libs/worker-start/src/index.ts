@@ -1,6 +1,8 @@
 import { dirname, extname, join } from 'node:path';
 import { ResourceLimits, TransferListItem, Worker } from 'node:worker_threads';
 
+export { PerTurn } from './per-turn';
+
 /**
  * Starts the worker thread `name` that sits beside `moduleFile` (the caller's __filename): compiled
  * beside it in dist (`name.js`), or its TypeScript source under Jest (`name.ts`, run through

@@ -1,6 +1,7 @@
 /**
  * Items sent together once a turn of the event loop: the first of a turn schedules the send (at
- * the turn's end), and the rest join it. Both sides of the sender thread hand over through one.
+ * the turn's end), and the rest join it. Both sides of the webhook sender thread hand over through
+ * one, and the event store's appends to its writer thread.
  */
 export class PerTurn<T> {
   private items: T[] = [];
