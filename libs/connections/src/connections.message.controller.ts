@@ -1,5 +1,5 @@
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { MessageController } from '@campaign-ops/service-runtime';
+import { LocalServices, MessageController } from '@campaign-ops/service-runtime';
 import {
   ConnectionAccessRequest,
   ConnectionByIdRequest,
@@ -24,7 +24,11 @@ export class ConnectionsMessageController {
     private readonly queries: ConnectionQueries,
     private readonly rounds: OAuthRounds,
     private readonly tokens: ConnectionAccessService,
-  ) {}
+    local: LocalServices,
+  ) {
+    // Every launch asks it: in a process that also holds dispatch-service (standalone) a function call.
+    local.serve(SUBJECTS.connectionResolve, (request: ResolveConnectionRequest) => this.resolve(request));
+  }
 
   @MessagePattern(SUBJECTS.connectionCreate)
   create(@Payload() request: CreateConnectionRequest) {

@@ -1,3 +1,4 @@
+import { LocalServices } from '@campaign-ops/service-runtime';
 import { AdNetwork, CampaignCheck } from '@campaign-ops/ad-networks';
 import { failure, providerRefusal, success } from '@campaign-ops/api-errors';
 import { InProcessBus } from '@campaign-ops/adapters/bus';
@@ -51,6 +52,7 @@ describe('the dry run (POST /v1/campaigns/validate) in dispatch-service', () => 
       bus,
       live,
       new DispatchBacklog(executorOnBus(bus), { dispatchBacklogSeconds: 30 }),
+      new LocalServices(),
     );
     return new CampaignChecks(commands, live, new SandboxSimulator({ slowMs: 0 }));
   };

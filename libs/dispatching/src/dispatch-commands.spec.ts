@@ -1,3 +1,4 @@
+import { LocalServices } from '@campaign-ops/service-runtime';
 import { InProcessBus } from '@campaign-ops/adapters/bus';
 import { CampaignSpec } from '@campaign-ops/channels';
 import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
@@ -44,7 +45,7 @@ describe('launching with an Idempotency-Key, in dispatch-service', () => {
     store = new DispatchStore(events, reads);
     charged = new ChargedDispatches(store, ledgers);
     backlog = new DispatchBacklog(executorOnBus(bus), { dispatchBacklogSeconds: 10 });
-    commands = new DispatchCommands(store, ledgers, charged, idempotency, bus, new LiveLaunches({}, bus), backlog);
+    commands = new DispatchCommands(store, ledgers, charged, idempotency, bus, new LiveLaunches({}, bus), backlog, new LocalServices());
     await ledgers.execute('acct_1', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 10, now: new Date().toISOString() }, {});
   });
 

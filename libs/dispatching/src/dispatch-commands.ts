@@ -23,7 +23,7 @@ import { CreditLedgers } from './credit-ledgers';
 import { DispatchBacklog } from './dispatch-backlog';
 import { DispatchIdempotency } from './dispatch-idempotency';
 import { CreateDispatchRequest, DispatchByIdRequest, ResolvedConnection, ResolveConnectionRequest, SUBJECTS } from '@campaign-ops/service-messages';
-import { requestService } from '@campaign-ops/service-runtime';
+import { LocalServices } from '@campaign-ops/service-runtime';
 import { DispatchStore } from './dispatch-store';
 import { LiveLaunches } from './live-launches';
 
@@ -41,6 +41,7 @@ export class DispatchCommands {
     /** Which channels can run live dispatches (an adapter exists and is configured for them). */
     private readonly live: LiveLaunches,
     private readonly backlog: DispatchBacklog,
+    private readonly local: LocalServices,
   ) {}
 
   async create(request: CreateDispatchRequest): Promise<Outcome<DispatchResource>> {
@@ -180,7 +181,7 @@ export class DispatchCommands {
 
   private async resolveConnection(request: ResolveConnectionRequest): Promise<Outcome<ResolvedConnection>> {
     try {
-      return success(await requestService<ResolvedConnection>(this.bus, SUBJECTS.connectionResolve, request, { timeoutMs: 5000 }));
+      return success(await this.local.request<ResolvedConnection>(this.bus, SUBJECTS.connectionResolve, request, { timeoutMs: 5000 }));
     } catch (error) {
       if (error instanceof BusTimeoutError || error instanceof BusUnavailableError) {
         this.logger.warn(`connection-service unreachable: ${error.message}`);

@@ -1,4 +1,4 @@
-import { MessageController } from '@campaign-ops/service-runtime';
+import { LocalServices, MessageController } from '@campaign-ops/service-runtime';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { CreateDispatchRequest, DispatchByIdRequest, ListDispatchesRequest, SUBJECTS, ValidateCampaignRequest } from '@campaign-ops/service-messages';
 import { CampaignChecks } from './campaign-checks';
@@ -12,7 +12,11 @@ export class DispatchesMessageController {
     private readonly commands: DispatchCommands,
     private readonly queries: DispatchQueries,
     private readonly checks: CampaignChecks,
-  ) {}
+    local: LocalServices,
+  ) {
+    // Every launch: in a process that also holds the gateway (standalone) a function call.
+    local.serve(SUBJECTS.dispatchCreate, (request: CreateDispatchRequest) => this.create(request));
+  }
 
   @MessagePattern(SUBJECTS.dispatchValidate)
   validate(@Payload() request: ValidateCampaignRequest) {

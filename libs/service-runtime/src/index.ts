@@ -16,3 +16,4 @@ export * from './bus-messages';
 export * from './api-answer.decorator';
 export * from './bus-access';
 export * from './service-request';
+export * from './local-services';

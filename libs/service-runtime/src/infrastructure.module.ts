@@ -5,6 +5,7 @@ import { READ_STORE } from '@campaign-ops/read-store';
 import { ServiceConfig } from './config';
 import { closeInfrastructure, Infrastructure, openInfrastructure } from './infrastructure';
 import { HealthController } from './health.http.controller';
+import { LocalServices } from './local-services';
 import { CONFIG, INFRASTRUCTURE } from './infrastructure.tokens';
 import { PROCESS_HOLDER, useProcessorLeases } from './processor-status';
 
@@ -29,8 +30,10 @@ export class InfrastructureModule implements OnApplicationShutdown {
         { provide: EVENT_STORE, useFactory: (i: Infrastructure) => i.eventStore, inject: [INFRASTRUCTURE] },
         { provide: READ_STORE, useFactory: (i: Infrastructure) => i.readStore, inject: [INFRASTRUCTURE] },
         { provide: BUS, useFactory: (i: Infrastructure) => i.bus, inject: [INFRASTRUCTURE] },
+        // The requests a service of this app answers in the app itself (the standalone process holds them all).
+        LocalServices,
       ],
-      exports: [CONFIG, EVENT_STORE, READ_STORE, BUS],
+      exports: [CONFIG, EVENT_STORE, READ_STORE, BUS, LocalServices],
     };
   }
 

@@ -1,13 +1,19 @@
 import { Bus } from '@campaign-ops/bus';
 import { currentRequestId } from './request-context';
 
+export interface ServiceRequestOptions {
+  /** How long to wait (the bus's default when not given). */
+  timeoutMs?: number;
+  /** The partner request's id; the one of the work in hand (withRequestId) when not given. */
+  requestId?: string | null;
+}
+
 /**
  * The one way anything here asks a service over the bus (the gateway's ServiceClient, and one
- * service asking another): the partner request's id goes along as `X-Request-Id`, so the
- * answering service's log lines carry it too: the id given, else the one of the work in hand
- * (withRequestId). `timeoutMs`: how long to wait (the bus's default when not given).
+ * service asking another; LocalServices when the service may be in this process): the partner
+ * request's id goes along as `X-Request-Id`, so the answering service's log lines carry it too.
  */
-export function requestService<T>(bus: Bus, subject: string, payload: object, options: { timeoutMs?: number; requestId?: string | null } = {}): Promise<T> {
+export function requestService<T>(bus: Bus, subject: string, payload: object, options: ServiceRequestOptions = {}): Promise<T> {
   const requestId = options.requestId ?? currentRequestId();
   return bus.request<T>(subject, payload, { timeoutMs: options.timeoutMs, headers: requestId ? { 'X-Request-Id': requestId } : {} });
 }

@@ -1,5 +1,6 @@
 import { Bus, BusTimeoutError, RequestOptions } from '@campaign-ops/bus';
 import { ApiError } from '@campaign-ops/api-errors';
+import { LocalServices } from '@campaign-ops/service-runtime';
 import { ServiceClient } from './service-client';
 
 /** A bus that answers every request at once, and remembers how long each caller said it would wait. */
@@ -19,7 +20,7 @@ function recordingBus(): { bus: Bus; waits: Array<{ subject: string; timeoutMs?:
 describe('ServiceClient', () => {
   it("waits BUS_REQUEST_TIMEOUT_MS by default, and the caller's own when it names one", async () => {
     const { bus, waits } = recordingBus();
-    const services = new ServiceClient(bus, { requestTimeoutMs: 10_000 });
+    const services = new ServiceClient(bus, { requestTimeoutMs: 10_000 }, new LocalServices());
     expect(await services.call('svc.connection.get', { caller: { requestId: 'req_1' }, id: 'con_1' })).toEqual({
       echoed: { caller: { requestId: 'req_1' }, id: 'con_1' },
     });
@@ -35,7 +36,7 @@ describe('ServiceClient', () => {
   it('answers 503 service_unavailable when even the longer wait runs out', async () => {
     const { bus, failWith } = recordingBus();
     failWith(new BusTimeoutError('svc.connection.create'));
-    const services = new ServiceClient(bus, { requestTimeoutMs: 10_000 });
+    const services = new ServiceClient(bus, { requestTimeoutMs: 10_000 }, new LocalServices());
     const error = await services.call('svc.connection.create', { requestId: 'req_3' }, { timeoutMs: 120_000 }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ApiError);
     expect(error).toMatchObject({ code: 'service_unavailable' });

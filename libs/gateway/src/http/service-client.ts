@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { ApiError, Outcome, unwrap } from '@campaign-ops/api-errors';
 import { Bus, BUS, BusRemoteError, BusTimeoutError, BusUnavailableError } from '@campaign-ops/bus';
-import { CONFIG, requestService } from '@campaign-ops/service-runtime';
+import { CONFIG, LocalServices } from '@campaign-ops/service-runtime';
 
 export interface CallOptions {
   /** How long to wait for this call, instead of BUS_REQUEST_TIMEOUT_MS. */
@@ -9,7 +9,8 @@ export interface CallOptions {
 }
 
 /**
- * The gateway's only way to the services: a request over the bus whose reply is an Outcome.
+ * The gateway's only way to the services: a request over the bus whose reply is an Outcome (a
+ * function call to a service in this process: LocalServices).
  * A service that does not answer in time is 503 `service_unavailable` with Retry-After, never a hang.
  */
 @Injectable()
@@ -19,6 +20,7 @@ export class ServiceClient {
   constructor(
     @Inject(BUS) private readonly bus: Bus,
     @Inject(CONFIG) private readonly config: { requestTimeoutMs: number },
+    private readonly local: LocalServices,
   ) {}
 
   async call<T>(subject: string, request: object, options: CallOptions = {}): Promise<T> {
@@ -26,7 +28,7 @@ export class ServiceClient {
     const requestId = (request as { caller?: { requestId?: string }; requestId?: string }).caller?.requestId ?? (request as { requestId?: string }).requestId;
     let outcome: Outcome<T>;
     try {
-      outcome = await requestService<Outcome<T>>(this.bus, subject, request, { timeoutMs: options.timeoutMs ?? this.config.requestTimeoutMs, requestId });
+      outcome = await this.local.request<Outcome<T>>(this.bus, subject, request, { timeoutMs: options.timeoutMs ?? this.config.requestTimeoutMs, requestId });
     } catch (error) {
       if (error instanceof BusTimeoutError || error instanceof BusUnavailableError) {
         this.logger.warn(`${subject}: ${error.message}`);
