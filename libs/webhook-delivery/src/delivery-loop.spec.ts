@@ -18,9 +18,9 @@ describe('DeliveryLoop.reserve', () => {
       leaseUntil: () => '2099-01-01T00:00:00.000Z',
       claimDue: async () => null,
       endpointsWithDueWork: async () => [],
-      send: (_delivery: Delivery, answered: () => void) => {
+      send: (sent: Delivery, answered: () => void) => {
         answers.push(answered);
-        return new Promise<void>((resolve) => finishes.push(resolve));
+        return new Promise<Delivery>((resolve) => finishes.push(() => resolve({ ...sent, status: 'succeeded', next_attempt_at: null })));
       },
     } as unknown as DeliveryWorker;
     loop = new DeliveryLoop(worker, { webhook: { concurrency: 3, endpointConcurrency: 2 } } as ServiceConfig);
@@ -150,5 +150,55 @@ describe('DeliveryLoop.reserve', () => {
     lane.send(delivery('dlv_2'));
     expect(finishes).toEqual([]);
     expect(loop.reserve('whk_1')).toBeNull();
+  });
+});
+
+/** Retries the loop's own sends scheduled: sent at their time, without waiting for the store to be asked. */
+describe('DeliveryLoop retries', () => {
+  it('given a send that failed with a retry due shortly, when it comes due, then the loop claims for that endpoint (discovery finds nothing)', async () => {
+    const claims: Array<{ endpointId: string | undefined; at: number }> = [];
+    let discoveries = 0;
+    const dueIn = 80;
+    const worker = {
+      leaseUntil: () => '2099-01-01T00:00:00.000Z',
+      claimDue: async (endpointId?: string) => void claims.push({ endpointId, at: Date.now() }) ?? null,
+      endpointsWithDueWork: async () => (discoveries++, []),
+      send: async (sent: Delivery) => ({ ...sent, status: 'pending', next_attempt_at: new Date(Date.now() + dueIn).toISOString() }) as Delivery,
+    } as unknown as DeliveryWorker;
+    const loop = new DeliveryLoop(worker, { webhook: { concurrency: 3, endpointConcurrency: 2 } } as ServiceConfig);
+    loop.start();
+    try {
+      const sentAt = Date.now();
+      loop.reserve('whk_1')!.send({ id: 'dlv_1', endpoint_id: 'whk_1' } as Delivery);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // The lane freed: one claim for the endpoint then, which found nothing due yet.
+      expect(claims.map((claim) => claim.endpointId)).toEqual(['whk_1']);
+      await new Promise((resolve) => setTimeout(resolve, dueIn + 100));
+      // Due: the endpoint is known to have work, so it claims for both its lanes.
+      expect(claims.map((claim) => claim.endpointId)).toEqual(['whk_1', 'whk_1', 'whk_1']);
+      expect(claims[1].at - sentAt).toBeGreaterThanOrEqual(dueIn - 5);
+      // Only the look at start: the retry was not found by asking the store.
+      expect(discoveries).toBe(1);
+    } finally {
+      await loop.stop();
+    }
+  });
+
+  it('forgets the retries it was waiting for when it stops', async () => {
+    const claims: string[] = [];
+    const worker = {
+      leaseUntil: () => '2099-01-01T00:00:00.000Z',
+      claimDue: async (endpointId: string) => void claims.push(endpointId) ?? null,
+      endpointsWithDueWork: async () => [],
+      send: async (sent: Delivery) => ({ ...sent, status: 'pending', next_attempt_at: new Date(Date.now() + 50).toISOString() }) as Delivery,
+    } as unknown as DeliveryWorker;
+    const loop = new DeliveryLoop(worker, { webhook: { concurrency: 3, endpointConcurrency: 2 } } as ServiceConfig);
+    loop.start();
+    loop.reserve('whk_1')!.send({ id: 'dlv_1', endpoint_id: 'whk_1' } as Delivery);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await loop.stop();
+    const before = claims.length;
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(claims).toHaveLength(before);
   });
 });

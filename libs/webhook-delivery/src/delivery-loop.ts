@@ -2,9 +2,15 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { Delivery } from '@campaign-ops/webhook-domain';
 import { DeliveryWorker } from './delivery-worker';
+import { DueRetries } from './due-retries';
 
-/** How often the store is asked which endpoints have due work (retries coming due, other replicas' deliveries). */
-const DISCOVERY_INTERVAL_MS = 250;
+/**
+ * How often the store is asked which endpoints have due work that this process was not told of:
+ * other replicas' deliveries, a previous run's, retries another replica scheduled. (Retries this
+ * process scheduled wake it at their time: DueRetries.) Once a second: each look wakes the process
+ * and queries the store, which is most of what an idle webhook-delivery-service does.
+ */
+const DISCOVERY_INTERVAL_MS = 1000;
 
 /**
  * A lane taken for a delivery the fan-out is about to store (DeliveryLoop.reserve): the delivery
@@ -28,7 +34,8 @@ export interface ReservedLane {
  * the same one at once, and nothing is held that is not being sent; a new delivery that finds a
  * lane free is stored leased instead and sent at once (reserve), its claim only for a retry. Which endpoints have work is
  * learnt from fan-out and redelivery (`kick` with their ids), from each endpoint's own sends (it
- * stays in the round until it has nothing due), and by asking the store every 250 ms (retries come due at their time).
+ * stays in the round until it has nothing due), from the retries its sends scheduled (at their time),
+ * and by asking the store every second.
  */
 @Injectable()
 export class DeliveryLoop {
@@ -51,6 +58,9 @@ export class DeliveryLoop {
   private discovering = false;
   private timer: NodeJS.Timeout | null = null;
   private readonly sends = new Set<Promise<void>>();
+  private readonly retries = new DueRetries((endpointIds) => {
+    if (this.running) this.kick(endpointIds);
+  });
 
   constructor(
     private readonly worker: DeliveryWorker,
@@ -112,6 +122,7 @@ export class DeliveryLoop {
     this.running = false;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.retries.stop();
     await this.filling;
     await Promise.all(this.sends);
   }
@@ -204,6 +215,9 @@ export class DeliveryLoop {
     };
     const send: Promise<void> = this.worker
       .send(delivery, free)
+      .then((next) => {
+        if (next.status === 'pending' && next.next_attempt_at && this.running) this.retries.add(endpointId, Date.parse(next.next_attempt_at));
+      })
       .catch((error: Error) => this.logger.error(`sending ${delivery.id} failed: ${error.message}`))
       .finally(() => {
         this.sends.delete(send);

@@ -81,9 +81,10 @@ export class DeliveryWorker {
   /**
    * Attempts a delivery this worker has claimed, and records the outcome. `answered` is called once
    * the partner's endpoint is done with the request (answered, refused or timed out), before the
-   * outcome is recorded: the endpoint's lane can take its next delivery meanwhile.
+   * outcome is recorded: the endpoint's lane can take its next delivery meanwhile. Answers the
+   * delivery as recorded (pending again, with its next attempt's time, when a retry is due).
    */
-  async send(delivery: Delivery, answered?: () => void): Promise<void> {
+  async send(delivery: Delivery, answered?: () => void): Promise<Delivery> {
     const startedAt = new Date().toISOString();
     const started = performance.now();
     const result = await this.attempt(delivery);
@@ -98,6 +99,7 @@ export class DeliveryWorker {
       this.logger.warn(
         `delivery ${delivery.id} of ${delivery.event_id} to ${delivery.endpoint_id} failed (${result.error}); ${next.status === 'pending' ? `next attempt at ${next.next_attempt_at}` : 'no attempts left'}`,
       );
+    return next;
   }
 
   private async attempt(delivery: Delivery): Promise<AttemptResult> {
