@@ -49,7 +49,10 @@ function handlersOf(module: object | undefined) {
   return { serves, consumes };
 }
 
-/** The request subjects a library's code names (`SUBJECTS.x` not under @MessagePattern), outside its specs. */
+/**
+ * The request subjects a library's code names (`SUBJECTS.x` not under @MessagePattern, nor served to
+ * callers in the same process with LocalServices' `serve`), outside its specs.
+ */
 function requestsIn(lib: string): string[] {
   const names = new Set<string>();
   const walk = (dir: string) => {
@@ -57,7 +60,7 @@ function requestsIn(lib: string): string[] {
       const path = join(dir, entry);
       if (statSync(path).isDirectory()) walk(path);
       else if (path.endsWith('.ts') && !path.endsWith('.spec.ts') && !path.includes('/testing/'))
-        for (const match of readFileSync(path, 'utf8').matchAll(/(@MessagePattern\()?SUBJECTS\.(\w+)/g)) if (!match[1]) names.add(match[2]);
+        for (const match of readFileSync(path, 'utf8').matchAll(/(@MessagePattern\(|\.serve\()?SUBJECTS\.(\w+)/g)) if (!match[1]) names.add(match[2]);
     }
   };
   walk(join(ROOT, 'libs', lib, 'src'));

@@ -168,6 +168,33 @@ describe('a credit ledger', () => {
     expect(conflict).toHaveBeenCalledTimes(1);
   });
 
+  it('decides its next write on the state it last wrote, reading neither the view nor the stream', async () => {
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    const readStream = jest.spyOn(events, 'readStream');
+    const viewRead = jest.spyOn(ledgers.views, 'get');
+    await expect(ledgers.execute('acct_1', 'live', grant('g2', 3), {})).resolves.toMatchObject({ state: { balance: 8 } });
+    await expect(ledgers.execute('acct_1', 'live', grant('g3', 1), {})).resolves.toMatchObject({ state: { balance: 9 } });
+    expect(readStream).not.toHaveBeenCalled();
+    expect(viewRead).not.toHaveBeenCalled();
+    expect((await ledgers.history('acct_1', 'live')).map((e) => e.revision)).toEqual([0, 1, 2]);
+  });
+
+  it('reads the ledger again when another writer appended since its last write, and decides on that', async () => {
+    const other = new CreditLedgers(events, reads);
+    await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
+    await other.execute('acct_1', 'live', grant('g2', 2), {});
+    const append = jest.spyOn(events, 'append');
+    // Its own last write says revision 0, balance 5: the append is refused, the ledger read again.
+    await expect(ledgers.execute('acct_1', 'live', grant('g3', 1), {})).resolves.toMatchObject({ state: { balance: 8, grantIds: ['g1', 'g2', 'g3'] } });
+    expect(append.mock.calls.map(([, , options]) => options.expectedRevision)).toEqual([0, 1]);
+    // A failed write is forgotten too: the next one reads the ledger rather than trust it.
+    append.mockRejectedValueOnce(new Error('disk full'));
+    await expect(ledgers.execute('acct_1', 'live', grant('g4', 1), {})).rejects.toThrow('disk full');
+    const readStream = jest.spyOn(events, 'readStream');
+    await expect(ledgers.execute('acct_1', 'live', grant('g5', 1), {})).resolves.toMatchObject({ state: { balance: 9 } });
+    expect(readStream).toHaveBeenCalled();
+  });
+
   it('reads the whole stream when its view has no revision to continue from', async () => {
     await ledgers.execute('acct_1', 'live', grant('g1', 5), {});
     await reads.collection('credit_ledgers').upsert({ id: 'acct_1:live', account_id: 'acct_1', mode: 'live', balance: 999, grant_ids: [] }, 7);

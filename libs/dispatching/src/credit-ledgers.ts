@@ -62,6 +62,8 @@ export const creditLedgersProjection: Projection<CreditLedger> = {
 const MAX_CONFLICTS = 50;
 /** Commands of one ledger decided and appended together, at most. */
 const MAX_BATCH = 500;
+/** Ledgers whose last write this process remembers (see CreditLedgers.written); all let go at once beyond it. */
+const REMEMBERED_LEDGERS = 10_000;
 
 export interface LedgerOutcome {
   /** The ledger after this command. */
@@ -87,6 +89,12 @@ export class CreditLedgers {
   readonly views: Collection<LedgerView>;
   /** Per ledger stream, the commands waiting for its next write; present while one is being written. */
   private readonly queues = new Map<string, QueuedCommand[]>();
+  /**
+   * Per ledger stream, its state and revision as this process last appended them: the next batch
+   * decides on it without reading the view and the stream. Anyone else's append since (another
+   * replica) makes the next one fail its expected revision, and the ledger is then read again.
+   */
+  private readonly written = new Map<string, { state: CreditLedger; revision: number }>();
 
   constructor(
     @Inject(EVENT_STORE) private readonly eventStore: EventStore,
@@ -130,7 +138,7 @@ export class CreditLedgers {
   private async executeBatch(streamId: string, accountId: string, mode: Mode, batch: QueuedCommand[]): Promise<void> {
     const decider = creditLedgerDecider(accountId, mode);
     for (let conflicts = 0; ; conflicts++) {
-      const { state: initial, revision } = await this.load(accountId, mode);
+      const { state: initial, revision } = this.written.get(streamId) ?? (await this.load(accountId, mode));
       let state = initial;
       const decisions = batch.map((queued) => {
         try {
@@ -152,8 +160,13 @@ export class CreditLedgers {
           const result = await this.eventStore.append(streamId, toAppend, { expectedRevision: revision ?? 'no_stream' });
           first = result.nextRevision - toAppend.length + 1;
           position = result.position;
+          // Stryker disable next-line all: a bound on memory only; a ledger let go is read again at its next write
+          if (this.written.size >= REMEMBERED_LEDGERS) this.written.clear();
+          this.written.set(streamId, { state, revision: result.nextRevision });
           await this.store(state, result.nextRevision);
         } catch (error) {
+          // Whatever failed, the ledger is read again: a conflict means another writer moved it on.
+          this.written.delete(streamId);
           // Another replica charged or granted first: decide again on the new state, after a pause.
           if (!(error instanceof WrongExpectedRevisionError) || conflicts >= MAX_CONFLICTS) throw error;
           // Stryker disable next-line ArithmeticOperator: a random pause of up to 20 ms or of up to 0.05 ms; only how far apart the replicas retry differs

@@ -124,6 +124,30 @@ describe('a projection kept live', () => {
     }
     await expect(reads.checkpoints.get('counter-views')).resolves.toBeDefined();
   });
+
+  it('given commands that write their document inline after appending, then the processor reads no stream and writes nothing again', async () => {
+    const processor = projectionProcessor(live, { eventStore: events, checkpoints: reads.checkpoints });
+    const counterDocs = live.collection('counters');
+    await processor.start();
+    const readStream = jest.spyOn(events, 'readStream');
+    const upserts = jest.spyOn(counterDocs, 'upsert');
+    try {
+      let total = 0;
+      for (let revision = 0; revision < 5; revision++) {
+        // As ChargedDispatches.make and CreditLedgers do: the append, then its document from the state decided.
+        await events.append('counter-c1', [added(1, `m${revision}`)], { expectedRevision: revision === 0 ? 'no_stream' : revision - 1 });
+        total++;
+        await counterDocs.upsert({ id: 'c1', total, revision }, revision);
+      }
+      for (let waited = 0; (await reads.checkpoints.get('counter-views')) === null && waited < 5_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      await processor.stop();
+    }
+    expect(readStream).not.toHaveBeenCalled();
+    expect(upserts).toHaveBeenCalledTimes(5);
+    await expect(counterDocs.get('c1')).resolves.toEqual({ id: 'c1', total: 5, revision: 4 });
+  });
 });
 
 describe('documentsAfter (given events, then documents)', () => {

@@ -295,6 +295,25 @@ describe('SqliteEventStore', () => {
     await waitFor(() => seen.length === 2, 'the event appended while idle', 10_000);
   });
 
+  it.each([false, true])(
+    'tells its subscriptions of an append once the appender has gone on, in this process and with a writer thread (%s)',
+    async (appendsInThread) => {
+      const store = open({ pollIntervalMs: 60_000, appendsInThread });
+      const seenWhen: boolean[] = [];
+      let appenderWentOn = false;
+      store.subscribeToAll({ onEvent: async () => void seenWhen.push(appenderWentOn) });
+      await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < 3; i++) {
+        appenderWentOn = false;
+        // What a command does after its append (its view written inline) comes before the projection's look.
+        await store.append(`dispatch-${i}`, newEvents(1), { expectedRevision: 'no_stream' });
+        appenderWentOn = true;
+        await waitFor(() => seenWhen.length === i + 1, `event ${i}`);
+      }
+      expect(seenWhen).toEqual([true, true, true]);
+    },
+  );
+
   it('wakes, on append, only the subscriptions of that stream (no batch read of nothing); the poll moves the others on', async () => {
     const store = open({ pollIntervalMs: 60_000 });
     const dispatches = record(store, ['dispatch-']);

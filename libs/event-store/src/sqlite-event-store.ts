@@ -60,6 +60,8 @@ export class SqliteEventStore implements EventStore {
   /** Appends made in one turn of the event loop share one transaction and its fsync, on this connection or in a writer thread. */
   private readonly appends: Appender;
   private readonly recent = new RecentEvents(RECENT_EVENTS);
+  /** Subscriptions to notify of this turn's appends, once the appenders have gone on (see notifyAfterAppenders). */
+  private readonly toNotify = new Set<SqliteSubscription>();
 
   private constructor(
     /** The database file: what another connection (an export's reader threads) opens. */
@@ -127,8 +129,26 @@ export class SqliteEventStore implements EventStore {
     this.recent.add(writtenRows(request, outcome));
     // Only the subscriptions this stream's events are for: the others would read a batch of none.
     // (They move their cursors past it at the next event of theirs, or at the poll's next look.)
-    for (const subscription of this.subscriptions) if (subscription.follows(streamId)) subscription.notify();
+    this.notifyAfterAppenders(streamId);
     return outcome.result;
+  }
+
+  /**
+   * The subscriptions that follow the stream are told of the append on the next turn of the event
+   * loop, not at once: the appender goes on first, and a command that writes its view inline after
+   * appending (ChargedDispatches.make, CreditLedgers) has queued that write by then, so the
+   * projection that gets the event waits for the view instead of reading the stream and writing it
+   * too (the SQLite read store's revisionOf waits for an upsert under way).
+   */
+  private notifyAfterAppenders(streamId: string): void {
+    const first = this.toNotify.size === 0;
+    for (const subscription of this.subscriptions) if (subscription.follows(streamId)) this.toNotify.add(subscription);
+    if (!first || this.toNotify.size === 0) return;
+    setImmediate(() => {
+      const notified = [...this.toNotify];
+      this.toNotify.clear();
+      for (const subscription of notified) subscription.notify();
+    });
   }
 
   async readStream(streamId: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -36,6 +36,8 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
    * at once beyond REMEMBERED_REVISIONS.
    */
   private readonly written = new Map<string, { revision: number; stamp: number }>();
+  /** Upserts made through this collection and not yet committed, by id: revisionOf waits for them. */
+  private readonly queued = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly db: Database.Database,
@@ -119,7 +121,14 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     // The stamp is read in the write's transaction, whose lock no other connection's commit can
     // come in under: as of the commit, the row holds this revision (a guarded upsert writes only
     // past the stored one). One that changed nothing leaves a revision this connection does not know.
-    const stamp = await this.writes.write(() => (this.upsertJson(doc.id, revision, json) ? this.currentStamp() : null));
+    const writing = this.writes.write(() => (this.upsertJson(doc.id, revision, json) ? this.currentStamp() : null));
+    this.queued.set(doc.id, writing);
+    let stamp: number | null;
+    try {
+      stamp = await writing;
+    } finally {
+      if (this.queued.get(doc.id) === writing) this.queued.delete(doc.id);
+    }
     if (stamp === null) {
       this.written.delete(doc.id);
       return false;
@@ -143,6 +152,12 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async revisionOf(id: string): Promise<number | null> {
+    // An upsert of it made through this collection is waited for, whatever its outcome: a
+    // projection asking right after the event its command appended then finds the view the command
+    // is writing inline (ChargedDispatches.make, CreditLedgers), instead of reading the stream and
+    // writing the view itself in the meantime.
+    const queued = this.queued.get(id);
+    if (queued) await queued.catch(() => undefined);
     // Another connection's commit since (a replica, a rebuild's swap) moves the stamp: then the table is asked.
     const written = this.written.get(id);
     if (written !== undefined && written.stamp === this.readStamp()) return written.revision;

@@ -121,6 +121,21 @@ describe('SqliteReadStore', () => {
       await expect(views.revisionOf('v1')).resolves.toBe(5);
     });
 
+    it('waits for an upsert of the id under way, whatever its outcome, instead of answering the table as it was', async () => {
+      const views = open(tempFile('queued.db')).collection('views');
+      const writing = views.upsert({ id: 'v1', n: 1 }, 3);
+      await expect(views.revisionOf('v1')).resolves.toBe(3);
+      await writing;
+      // One the table refuses (a revision behind it) changes nothing, and is waited for as well.
+      const behind = views.upsert({ id: 'v1', n: 2 }, 1);
+      await expect(views.revisionOf('v1')).resolves.toBe(3);
+      await expect(behind).resolves.toBe(false);
+      // A failing one: the table's answer, once it has failed.
+      const failing = views.upsert({ id: 'v2', bad: 1n } as never, 0);
+      await expect(views.revisionOf('v2')).resolves.toBeNull();
+      await expect(failing).rejects.toThrow();
+    });
+
     it('knows a row deleted after its upsert is gone, both made in one turn', async () => {
       const views = open(tempFile('deleted.db')).collection('views');
       await Promise.all([views.upsert({ id: 'v1' }, 0), views.delete('v1')]);

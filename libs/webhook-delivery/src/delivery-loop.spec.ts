@@ -161,7 +161,7 @@ describe('DeliveryLoop retries', () => {
     const dueIn = 80;
     const worker = {
       leaseUntil: () => '2099-01-01T00:00:00.000Z',
-      claimDue: async (endpointId?: string) => void claims.push({ endpointId, at: Date.now() }) ?? null,
+      claimDue: async (endpointId?: string) => (claims.push({ endpointId, at: Date.now() }), null),
       endpointsWithDueWork: async () => (discoveries++, []),
       send: async (sent: Delivery) => ({ ...sent, status: 'pending', next_attempt_at: new Date(Date.now() + dueIn).toISOString() }) as Delivery,
     } as unknown as DeliveryWorker;
@@ -188,7 +188,7 @@ describe('DeliveryLoop retries', () => {
     const claims: string[] = [];
     const worker = {
       leaseUntil: () => '2099-01-01T00:00:00.000Z',
-      claimDue: async (endpointId: string) => void claims.push(endpointId) ?? null,
+      claimDue: async (endpointId: string) => (claims.push(endpointId), null),
       endpointsWithDueWork: async () => [],
       send: async (sent: Delivery) => ({ ...sent, status: 'pending', next_attempt_at: new Date(Date.now() + 50).toISOString() }) as Delivery,
     } as unknown as DeliveryWorker;
