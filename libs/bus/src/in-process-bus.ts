@@ -1,7 +1,5 @@
 import {
   Bus,
-  BusRemoteError,
-  BusTimeoutError,
   BusUnavailableError,
   Consumer,
   ConsumerOptions,
@@ -20,6 +18,7 @@ import {
   laneCount,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
+import { replyWithin } from './reply-within';
 import { decodePayload, encodePayload, errorMessage } from './payload';
 import { failureReason, parkedQuery, RETRY_ON_LAST_DELIVERY } from './parking';
 import { backoffAfterFailureMs, keepWhileHandling } from './redelivery';
@@ -116,25 +115,9 @@ export class InProcessBus implements Bus {
     if (!handler) throw new BusUnavailableError(subject, 'no responders');
     const request = encodePayload(data);
     const context: RequestContext = { subject, headers: { ...options.headers } };
-    const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new BusTimeoutError(subject)), timeoutMs);
-    });
-    const reply = (async () => {
-      try {
-        // Through JSON like the request: the caller gets a copy, and an unserializable result fails as on NATS.
-        return decodePayload<Res>(encodePayload(await handler(decodePayload(request), context)));
-      } catch (error) {
-        throw new BusRemoteError(subject, errorMessage(error));
-      }
-    })();
-    try {
-      return await Promise.race([reply, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
+    // Through JSON like the request: the caller gets a copy, and an unserializable result fails as on NATS.
+    const reply = (async () => decodePayload<Res>(encodePayload(await handler(decodePayload(request), context))))();
+    return replyWithin(subject, reply, options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS);
   }
 
   async respond<Req = unknown, Res = unknown>(subject: string, handler: (data: Req, context: RequestContext) => Promise<Res>): Promise<void> {

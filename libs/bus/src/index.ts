@@ -1,2 +1,3 @@
 export * from './bus.port';
 export * from './bus-logger';
+export * from './reply-within';

@@ -1,9 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { Bus, BusHeaders, BusRemoteError, BusTimeoutError, DEFAULT_REQUEST_TIMEOUT_MS } from '@campaign-ops/bus';
+import { Bus, DEFAULT_REQUEST_TIMEOUT_MS, replyWithin } from '@campaign-ops/bus';
 import { BusContext } from '@campaign-ops/bus-transport';
 import { busRequestContext } from './bus-messages';
-import { currentRequestId } from './request-context';
-import { requestService, ServiceRequestOptions } from './service-request';
+import { requestIdHeader, requestService, ServiceRequestOptions } from './service-request';
 
 type LocalHandler = (request: never) => Promise<unknown>;
 
@@ -32,28 +31,11 @@ export class LocalServices {
   request<T>(bus: Bus, subject: string, payload: object, options: ServiceRequestOptions = {}): Promise<T> {
     const handler = this.handlers.get(subject);
     if (!handler) return requestService<T>(bus, subject, payload, options);
-    const requestId = options.requestId ?? currentRequestId();
-    const headers: BusHeaders = requestId ? { 'X-Request-Id': requestId } : {};
-    return answered(
+    const headers = requestIdHeader(options.requestId);
+    return replyWithin(
       subject,
       busRequestContext(() => handler(payload as never), payload, new BusContext([subject, headers, 1])) as Promise<T>,
       options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     );
-  }
-}
-
-/** The answer, or BusTimeoutError after `timeoutMs`, or the handler's failure as BusRemoteError: what the bus's caller gets. */
-async function answered<T>(subject: string, reply: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new BusTimeoutError(subject)), timeoutMs);
-  });
-  const remote = reply.catch((error: unknown) => {
-    throw new BusRemoteError(subject, error instanceof Error ? error.message : String(error));
-  });
-  try {
-    return await Promise.race([remote, timeout]);
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -1,4 +1,4 @@
-import { Bus } from '@campaign-ops/bus';
+import { Bus, BusHeaders } from '@campaign-ops/bus';
 import { currentRequestId } from './request-context';
 
 export interface ServiceRequestOptions {
@@ -14,6 +14,11 @@ export interface ServiceRequestOptions {
  * request's id goes along as `X-Request-Id`, so the answering service's log lines carry it too.
  */
 export function requestService<T>(bus: Bus, subject: string, payload: object, options: ServiceRequestOptions = {}): Promise<T> {
-  const requestId = options.requestId ?? currentRequestId();
-  return bus.request<T>(subject, payload, { timeoutMs: options.timeoutMs, headers: requestId ? { 'X-Request-Id': requestId } : {} });
+  return bus.request<T>(subject, payload, { timeoutMs: options.timeoutMs, headers: requestIdHeader(options.requestId) });
+}
+
+/** `X-Request-Id`: the id given, else the one of the work in hand (withRequestId); none without either. */
+export function requestIdHeader(requestId?: string | null): BusHeaders {
+  const id = requestId ?? currentRequestId();
+  return id ? { 'X-Request-Id': id } : {};
 }
