@@ -32,10 +32,6 @@ export type PacedResult = RunResult & {
 
 type Pool = { agent: HttpAgent; request: typeof httpRequest };
 
-/** Launches answered 200 with a dispatch, by the origin they were sent to: what the stage table divides by. */
-const accepted = new Map<string, number>();
-export const launchesAcceptedBy = (base: string): number => accepted.get(new URL(base).origin) ?? 0;
-
 /**
  * A keep-alive pool of at most `sockets` connections: node:http's Agent rather than the global
  * fetch, because on this 2-core machine fetch costs about twice the CPU per request, CPU the client
@@ -153,11 +149,6 @@ function sendOne(client: Pool, url: string, headers: Record<string, string>, pay
         // reported through status/error
       }
       const failed = status < 200 || status >= 300;
-      const dispatchId = (parsed as { data?: { id?: unknown } } | null)?.data?.id;
-      if (status === 200 && typeof dispatchId === 'string' && dispatchId.startsWith('dsp_')) {
-        const origin = new URL(url).origin;
-        accepted.set(origin, (accepted.get(origin) ?? 0) + 1);
-      }
       done({ startedAt, latencyMs, status, body: parsed, ...(error !== undefined ? { error } : failed ? { error: text.slice(0, 300) } : {}) });
     };
     const request = client.request(url, { method: 'POST', agent: client.agent, headers }, (response) => {

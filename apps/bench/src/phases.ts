@@ -110,22 +110,28 @@ export async function measureExpress(
   });
 }
 
-export type FloorFigures = { perSecond: number; cpuMsPerLaunch: number };
+/** The floor at full load (closed loop) and paced at the gentle rate: the baselines of the CPU goals at each. */
+export type FloorFigures = { perSecond: number; cpuMsPerLaunch: number; gentle: { rate: number; cpuMsPerLaunch: number } };
 
 /**
  * The floor (baseline-server.ts, BASELINE=floor): what a launch must cost on this machine without
- * any framework. A closed loop of launches, each awaited to its signed webhook at the receiver;
- * CPU of the floor's process from the first POST to the last webhook, as the service's is counted.
+ * any framework. After `warmup` launches (as many as the service's warm-up), a closed loop of
+ * launches, each awaited to its signed webhook at the receiver, then the gentle pace (an open loop
+ * at `gentle.rate`, as the service gets it): CPU of the floor's process from the first POST to the
+ * last webhook of each, as the service's is counted. On a VM a process that sleeps between requests
+ * pays for every wake-up, so a launch costs more at 40/s than at full load, the floor's too.
  */
 export async function measureFloor(
   root: string,
   receiver: WebhookReceiver,
   caCertPath: string,
-  launches: number,
-  concurrency: number,
+  s: { warmup: number; launches: number; concurrency: number; gentle: { rate: number; durationMs: number; maxSockets: number } },
   headers: Record<string, string>,
 ): Promise<FloorFigures> {
-  progress(`floor: node:http + SQLite + HTTPS webhooks, no framework, 500 warm-up + ${launches} launches at concurrency ${concurrency}`);
+  const { warmup, launches, concurrency, gentle } = s;
+  progress(
+    `floor: node:http + SQLite + HTTPS webhooks, no framework, ${warmup} warm-up + ${launches} launches at concurrency ${concurrency}, then paced at ${gentle.rate}/s`,
+  );
   const route = receiver.route('floor');
   route.secret = 'floor-secret-0123456789';
   const env = { FLOOR_WEBHOOK_URL: route.url, FLOOR_SECRET: route.secret, NODE_EXTRA_CA_CERTS: caCertPath };
@@ -133,17 +139,26 @@ export async function measureFloor(
     'floor',
     root,
     async (url, cpu) => {
-      const warmup = await closedLoop(500, concurrency, url, headers, LAUNCH_BODY);
-      requireAllOk('the floor', warmup);
-      await waitForCompletions(route, acceptedOf(warmup).ids, 30_000);
-      cpu.start();
-      const run = await closedLoop(launches, concurrency, url, headers, LAUNCH_BODY);
-      requireAllOk('the floor', run);
-      const { ids } = acceptedOf(run);
-      const arrived = await waitForCompletions(route, ids, 60_000);
-      const used = cpu.stop();
-      if (arrived < ids.length) throw new BenchFailure(`the floor: only ${arrived}/${ids.length} webhooks arrived within 60 s`);
-      return { perSecond: launches / (run.wallMs / 1000), cpuMsPerLaunch: used.cpuMs / launches };
+      const warm = await closedLoop(warmup, concurrency, url, headers, LAUNCH_BODY);
+      requireAllOk('the floor', warm);
+      await waitForCompletions(route, acceptedOf(warm).ids, 60_000);
+      const measured = async (run: () => Promise<RunResult>) => {
+        cpu.start();
+        const result = await run();
+        requireAllOk('the floor', result);
+        const { ids } = acceptedOf(result);
+        const arrived = await waitForCompletions(route, ids, 60_000);
+        const used = cpu.stop();
+        if (arrived < ids.length) throw new BenchFailure(`the floor: only ${arrived}/${ids.length} webhooks arrived within 60 s`);
+        return { result, cpuMsPerLaunch: used.cpuMs / ids.length };
+      };
+      const closed = await measured(() => closedLoop(launches, concurrency, url, headers, LAUNCH_BODY));
+      const paced = await measured(() => pacedLoop(gentle.rate, gentle.durationMs, gentle.maxSockets, url, headers, LAUNCH_BODY));
+      return {
+        perSecond: launches / (closed.result.wallMs / 1000),
+        cpuMsPerLaunch: closed.cpuMsPerLaunch,
+        gentle: { rate: gentle.rate, cpuMsPerLaunch: paced.cpuMsPerLaunch },
+      };
     },
     env,
   );

@@ -32,12 +32,13 @@ export function launchRateGoal(report: Report, label: string, launchesPerSecond:
 }
 
 /** Judged beside the floor: the least a launch costs on this machine without a framework (baseline-server.ts). */
-export function cpuGoal(report: Report, label: string, cpuMsPerLaunch: number, targetMs: number, floor: FloorFigures): void {
+/** A CPU goal beside the floor's CPU per launch measured the same way (closed loop, or the same pace). */
+export function cpuGoal(report: Report, label: string, cpuMsPerLaunch: number, targetMs: number, floor: { cpuMsPerLaunch: number; rate?: number }): void {
   report.goal({
     label,
     figure: ms(cpuMsPerLaunch),
     target: `≤ ${targetMs} ms`,
-    baseline: `${ms(floor.cpuMsPerLaunch)}/launch floor`,
+    baseline: `${ms(floor.cpuMsPerLaunch)}/launch floor${floor.rate === undefined ? '' : ` at ${floor.rate}/s`}`,
     ratio: times(cpuMsPerLaunch / floor.cpuMsPerLaunch),
     met: cpuMsPerLaunch <= targetMs,
   });
@@ -48,7 +49,11 @@ export function expressSection(report: Report, express: ExpressBaseline, headroo
     row('bare node:http (client headroom)', `${perSecond(headroom.perSecond)} req/s   (${s.headroomRequests} requests at concurrency ${s.concurrency})`),
     row(
       'floor: a launch without a framework',
-      `${perSecond(floor.perSecond)} launches/s   CPU ${ms(floor.cpuMsPerLaunch)}/launch, POST to signed webhook  (node:http, 3 durable writes to SQLite, 1 signed HTTPS POST; ${s.launches} launches)`,
+      `${perSecond(floor.perSecond)} launches/s   CPU ${ms(floor.cpuMsPerLaunch)}/launch, POST to signed webhook  (node:http, 3 durable writes to SQLite, 1 signed HTTPS POST; ${s.launches} launches after ${s.warmupLaunches})`,
+    ),
+    row(
+      `floor, paced ${floor.gentle.rate}/s`,
+      `CPU ${ms(floor.gentle.cpuMsPerLaunch)}/launch   (open loop for ${s.gentleMs / 1000} s: the gentle goal's baseline)`,
     ),
     row(
       'bare Express, closed loop',

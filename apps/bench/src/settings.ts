@@ -6,6 +6,7 @@ export function settings() {
   return {
     launches,
     concurrency: envInt('BENCH_CONCURRENCY', 32, 1, 1024),
+    warmupLaunches: envInt('BENCH_WARMUP_LAUNCHES', 5000, 1, 100_000),
     baselineRequests: envInt('BENCH_BASELINE_REQUESTS', 10_000, 1, 1_000_000),
     headroomRequests: envInt('BENCH_HEADROOM_REQUESTS', 30_000, 1, 1_000_000),
     pacedRate: envInt('BENCH_PACED_RATE', 500, 1, 100_000),

@@ -1,17 +1,18 @@
 import { acceptedOf, BenchFailure, LAUNCH_BODY, openAccount, progress, waitForCompletions } from './common';
-import { closedLoop, launchesAcceptedBy } from './load';
+import { closedLoop } from './load';
 import { Report } from './report';
-import { stageSection } from './stage-table';
+import { monotonicMicros, SampleWindow, stageSection } from './stage-table';
 import { RunningSystem, SystemOptions } from './systems';
 import { WebhookReceiver } from './webhook-receiver';
 
-export type StageRunSettings = { launches: number; concurrency: number; webhookTimeoutMs: number };
+export type StageRunSettings = { warmup: number; launches: number; concurrency: number; webhookTimeoutMs: number };
 
 /**
  * The stage table's own run: V8's profiler costs a process CPU of its own (about 1 ms a launch and
  * several % of a core idle, measured), so the measured phases run on a process without it, and
- * the table comes from a twin that is profiled: started fresh, a closed loop of `launches` with
- * every webhook awaited, stopped (its profiles are written at exit), read per launch it accepted.
+ * the table comes from a twin that is profiled: started fresh, warmed up as the measured system
+ * was, then a closed loop of `launches` with every webhook awaited, stopped (its profiles are written
+ * at exit), and read over that loop's window per launch it accepted.
  */
 export async function stageRun(
   report: Report,
@@ -22,15 +23,24 @@ export async function stageRun(
 ): Promise<void> {
   progress(`${title}, profiled for the stage table: ${s.launches} launches at concurrency ${s.concurrency}`);
   const system = await start({ profile: true });
+  let accepted = 0;
+  let window: SampleWindow | undefined;
   try {
     const headers = await openAccount(system.base, receiver, 'bench-stages', [{ route: 'stages', events: ['dispatch.completed'] }]);
     system.markReady();
-    const run = await closedLoop(s.launches, s.concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
-    const { ids } = acceptedOf(run);
-    const arrived = await waitForCompletions(receiver.route('stages'), ids, s.webhookTimeoutMs);
-    if (arrived < ids.length) throw new BenchFailure(`stage table run: only ${arrived}/${ids.length} webhooks arrived`);
+    const loop = async (launches: number) => {
+      const run = await closedLoop(launches, s.concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
+      const { ids } = acceptedOf(run);
+      const arrived = await waitForCompletions(receiver.route('stages'), ids, s.webhookTimeoutMs);
+      if (arrived < ids.length) throw new BenchFailure(`stage table run: only ${arrived}/${ids.length} webhooks arrived`);
+      return ids.length;
+    };
+    await loop(s.warmup);
+    const from = monotonicMicros();
+    accepted = await loop(s.launches);
+    window = { from, to: monotonicMicros() };
   } finally {
     await system.stop();
   }
-  stageSection(report, `${title}, a profiled run of its own`, system.profileDir!, launchesAcceptedBy(system.base));
+  stageSection(report, `${title}, a profiled run of its own`, system.profileDir!, accepted, window);
 }

@@ -39,6 +39,16 @@ describe('the stage table (CPU per launch by stage, from CPU profiles)', () => {
     });
   });
 
+  it("counts only the samples taken within a window, on the clock of the profile's start plus its deltas", () => {
+    // Samples at 1000, 1010, 1030, 1060 (executor), 1100 (executor), 1150 (gateway), 1210, ... µs after a start at 5000.
+    const window = { from: 5000 + 1050, to: 5000 + 1160 };
+    expect(Object.fromEntries(cpuByStage({ ...profile, startTime: 5000 }, window))).toEqual({
+      'executor (the try, its outcome)': 70,
+      'gateway (HTTP, auth, validation, idempotency)': 50,
+    });
+    expect(Object.fromEntries(cpuByStage({ ...profile, startTime: 5000 }, { from: 0, to: 1e9 }))).toEqual(Object.fromEntries(cpuByStage(profile)));
+  });
+
   it('lists the stages in the order a launch crosses them, per launch, with their share, then the total', () => {
     const lines = stageLines(cpuByStage(profile), 10);
     expect(lines.map(([stage]) => stage)).toEqual([

@@ -4,7 +4,9 @@
  * stage of the nearest frame of ours, walking from the sampled function towards the root, that
  * belongs to a stage: SQLite, JSON, NestJS and the like are charged to the stage that called them.
  * A sample with no such frame is the garbage collector's, node's own (timers, sockets, module
- * loading), or `other`. Idle samples are left out.
+ * loading), or `other`. Idle samples are left out. A window (microseconds on the monotonic clock
+ * V8's profiler and `process.hrtime` share) keeps only the samples taken within it: the stage run
+ * counts its measured launches, not the warm-up before them.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +16,15 @@ export interface CpuProfile {
   nodes: Array<{ id: number; callFrame: { functionName: string; url: string }; children?: number[] }>;
   samples: number[];
   timeDeltas: number[];
+  /** When the profile started, µs on the monotonic clock (`process.hrtime.bigint() / 1000n`). */
+  startTime?: number;
 }
+
+/** From and to, µs on the monotonic clock (`process.hrtime.bigint() / 1000n` in any process of the machine). */
+export type SampleWindow = { from: number; to: number };
+
+/** Now on the clock of a SampleWindow. */
+export const monotonicMicros = (): number => Number(process.hrtime.bigint() / 1000n);
 
 /** The stages, in the order a launch crosses them, each with the code that is its own. */
 export const STAGES: ReadonlyArray<{ stage: string; code: RegExp }> = [
@@ -50,7 +60,7 @@ const GC = '(garbage collector)';
 const IDLE = '(idle)';
 
 /** Self time by stage (microseconds), plus `garbage collector`, `node internals` and `other`; idle left out. */
-export function cpuByStage(profile: CpuProfile): Map<string, number> {
+export function cpuByStage(profile: CpuProfile, window?: SampleWindow): Map<string, number> {
   const parent = new Map<number, number>();
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]));
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
@@ -70,7 +80,11 @@ export function cpuByStage(profile: CpuProfile): Map<string, number> {
     return stage;
   };
   const byStage = new Map<string, number>();
+  // A sample's time is the profile's start plus the deltas up to and including its own.
+  let at = profile.startTime ?? 0;
   profile.samples.forEach((id, i) => {
+    at += profile.timeDeltas[i] ?? 0;
+    if (window && (at < window.from || at > window.to)) return;
     if (nodes.get(id)?.callFrame.functionName === IDLE) return;
     const stage = stageOf(id);
     byStage.set(stage, (byStage.get(stage) ?? 0) + (profile.timeDeltas[i] ?? 0));
@@ -79,11 +93,11 @@ export function cpuByStage(profile: CpuProfile): Map<string, number> {
 }
 
 /** Every profile in `dir` (one per process), stage by stage, summed. */
-export function cpuByStageIn(dir: string): Map<string, number> {
+export function cpuByStageIn(dir: string, window?: SampleWindow): Map<string, number> {
   const total = new Map<string, number>();
   for (const file of readdirSync(dir).filter((name) => name.endsWith('.cpuprofile'))) {
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
-    for (const [stage, micros] of cpuByStage(profile)) total.set(stage, (total.get(stage) ?? 0) + micros);
+    for (const [stage, micros] of cpuByStage(profile, window)) total.set(stage, (total.get(stage) ?? 0) + micros);
   }
   return total;
 }
@@ -113,14 +127,14 @@ export function stageLines(byStage: Map<string, number>, launches: number): Arra
 
 /**
  * The stage table of a system that has stopped (its profiles are written at exit), over the
- * launches it accepted in the whole run, beside the goal for the whole (1 ms a launch).
+ * launches it accepted within the window, beside the goal for the whole (1 ms a launch).
  */
-export function stageSection(report: Report, title: string, dir: string, launches: number): void {
+export function stageSection(report: Report, title: string, dir: string, launches: number, window?: SampleWindow): void {
   if (launches === 0) return;
   try {
-    const lines = stageLines(cpuByStageIn(dir), launches);
+    const lines = stageLines(cpuByStageIn(dir, window), launches);
     report.section(
-      `CPU per launch by stage (${title}: every phase's ${launches} accepted launches; goal <= 1000 µs in all)`,
+      `CPU per launch by stage (${title}: ${launches} accepted launches${window ? ', after the warm-up' : ''}; goal <= 1000 µs in all)`,
       lines.map(([stage, figure]) => row(stage, figure)),
     );
   } catch (error) {

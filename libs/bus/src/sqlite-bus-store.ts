@@ -148,7 +148,7 @@ export class SqliteBusStore {
     this.claimTransaction = this.db.transaction(this.claimInTransaction.bind(this));
     this.acks = new GroupCommit(this.db);
     // `:memory:` is private to its connection: there, one connection does everything.
-    this.publisher = file === ':memory:' ? this.db : new Database(file);
+    this.publisher = file === ':memory:' ? this.db : openWal(file);
     if (this.publisher !== this.db) {
       this.publisher.pragma('synchronous = FULL');
     }

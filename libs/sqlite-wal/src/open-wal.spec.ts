@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { openWal } from './open-wal';
+import { openWal, PAGE_CACHE_KIB } from './open-wal';
 
 /**
  * Another connection (in a thread, as another process would be) opens a new file and holds the
@@ -50,6 +50,18 @@ describe('openWal', () => {
       expect(db.pragma('busy_timeout', { simple: true })).toBe(1_234);
     } finally {
       db.close();
+    }
+  });
+
+  it("given no cache size, when opened, then its page cache is bounded to PAGE_CACHE_KIB, not SQLite's 16 MiB", () => {
+    const db = openWal(join(dir, 'c.sqlite'));
+    const sized = openWal(join(dir, 'd.sqlite'), { cacheKib: 512 });
+    try {
+      expect(db.pragma('cache_size', { simple: true })).toBe(-PAGE_CACHE_KIB);
+      expect(sized.pragma('cache_size', { simple: true })).toBe(-512);
+    } finally {
+      db.close();
+      sized.close();
     }
   });
 

