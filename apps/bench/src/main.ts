@@ -332,7 +332,7 @@ async function runStandalone(report: Report, s: Settings, baselineHeaders: Recor
     await system.stop();
   }
   try {
-    await stageRun(report, 'standalone', (options) => startStandalone(ROOT, caCertPath, RETRY_SCHEDULE, options), receiver, stageSettings(s));
+    await stageRun(report, 'standalone', (options) => startStandalone(ROOT, caCertPath, RETRY_SCHEDULE, options), receiver, stageSettings(s, 1000));
     await overloadBurst(report, ROOT, receiver, caCertPath, RETRY_SCHEDULE, {
       rate: s.overloadRate,
       durationMs: s.overloadMs,
@@ -441,14 +441,15 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
       'the four apps, whole tree less nats-server',
       (options) => startFourApps(ROOT, caCertPath, RETRY_SCHEDULE, options),
       receiver,
-      stageSettings(s),
+      stageSettings(s, 2000),
     );
   } finally {
     await receiver.close();
   }
 }
 
-const stageSettings = (s: Settings) => ({
+const stageSettings = (s: Settings, goalMicros: number) => ({
+  goalMicros,
   warmup: s.warmupLaunches,
   launches: s.stageLaunches,
   concurrency: s.concurrency,

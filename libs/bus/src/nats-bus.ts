@@ -23,6 +23,7 @@ import {
   laneCount,
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
+import { makeHotPathErrorsCheap } from './nats-hot-path-errors';
 import { decodePayload, encodePayload, errorMessage } from './payload';
 import { NOT_ACKED_ON_LAST_DELIVERY, parkedQuery } from './parking';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject } from './subjects';
@@ -94,6 +95,7 @@ export class NatsBus implements Bus {
   }
 
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
+    makeHotPathErrorsCheap();
     const nc = await connect({
       servers: options.servers.split(',').map((server) => server.trim()),
       name: options.name,
