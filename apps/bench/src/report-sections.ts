@@ -31,8 +31,10 @@ export function launchRateGoal(report: Report, label: string, launchesPerSecond:
   });
 }
 
-/** Judged beside the floor: the least a launch costs on this machine without a framework (baseline-server.ts). */
-/** A CPU goal beside the floor's CPU per launch measured the same way (closed loop, or the same pace). */
+/**
+ * Judged beside the floor, the least a launch costs on this machine without a framework
+ * (baseline-server.ts), measured the same way: in a closed loop, or at the same pace (`rate`).
+ */
 export function cpuGoal(report: Report, label: string, cpuMsPerLaunch: number, targetMs: number, floor: { cpuMsPerLaunch: number; rate?: number }): void {
   report.goal({
     label,
