@@ -1,4 +1,16 @@
-import { deterministicUlid, newId, publicEventId, randomBase62, storedEventId, ulid, ulidToUuid, uuidToUlid } from './ids';
+import { randomBytes } from 'node:crypto';
+import {
+  deterministicUlid,
+  newId,
+  publicEventId,
+  randomBase62,
+  storedEventId,
+  ulid,
+  ulidToUuid,
+  ulidToUuidByBigInt,
+  uuidToUlid,
+  uuidToUlidByBigInt,
+} from './ids';
 
 describe('ids', () => {
   it('are prefixed and sort in creation order', () => {
@@ -14,6 +26,34 @@ describe('ids', () => {
     expect(uuid).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(uuidToUlid(uuid)).toBe(id);
     expect(storedEventId(publicEventId(uuid))).toBe(uuid);
+  });
+
+  it('convert every canonical id exactly as the BigInt conversion does, both ways, in either case', () => {
+    const uuids = [
+      '00000000-0000-0000-0000-000000000000',
+      'ffffffff-ffff-ffff-ffff-ffffffffffff',
+      '80000000-0000-0000-0000-000000000001',
+      ...Array.from({ length: 2000 }, () => {
+        const hex = randomBytes(16).toString('hex');
+        return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+      }),
+    ];
+    for (const uuid of uuids) {
+      const id = uuidToUlid(uuid);
+      expect(id).toBe(uuidToUlidByBigInt(uuid));
+      expect(uuidToUlid(uuid.toUpperCase())).toBe(id);
+      expect(ulidToUuid(id)).toBe(ulidToUuidByBigInt(id));
+      expect(ulidToUuid(id)).toBe(uuid);
+      expect(ulidToUuid(id.toLowerCase())).toBe(uuid);
+    }
+    expect(uuidToUlid('ffffffff-ffff-ffff-ffff-ffffffffffff')).toBe('7ZZZZZZZZZZZZZZZZZZZZZZZZZ');
+  });
+
+  it('convert what is not a canonical id as they always did: shorter ids padded, a character outside the alphabet refused', () => {
+    expect(ulidToUuid('7ZZ')).toBe(ulidToUuidByBigInt('7ZZ'));
+    expect(ulidToUuid('8ZZZZZZZZZZZZZZZZZZZZZZZZZ')).toBe(ulidToUuidByBigInt('8ZZZZZZZZZZZZZZZZZZZZZZZZZ'));
+    expect(() => ulidToUuid('01HF7YAT00SABR24PA3EYWNYPU')).toThrow('not a ULID');
+    expect(uuidToUlid('ff')).toBe(uuidToUlidByBigInt('ff'));
   });
 
   it('derive the same id from the same seed and time, another from another seed, and the ids stored before stay as they are', () => {
