@@ -1,5 +1,5 @@
 /** The bench report's goals and sections that both runs (standalone and --nats) print. */
-import type { ExpressBaseline, FloorFigures } from './phases';
+import type { ExpressBaseline, FloorFigures, IdleFigures } from './phases';
 import { ms, perSecond, Report, row, times } from './report';
 import type { Settings } from './settings';
 import type { RunningSystem } from './systems';
@@ -101,3 +101,18 @@ export function logNotes(report: Report, system: RunningSystem): void {
       );
   }
 }
+
+/** Goal 6's idle CPU: below 2 % of a core, once settled (idleCpu). */
+export function idleGoal(report: Report, label: string, idle: IdleFigures): void {
+  report.goal({
+    label,
+    figure: `${idle.percent.toFixed(2)}% of a core`,
+    target: '< 2%',
+    baseline: `over ${(idle.wallMs / 1000).toFixed(0)} s, settled`,
+    met: Number(idle.percent.toFixed(2)) < 2,
+  });
+}
+
+/** The idle section's line: the figure, then the settling before it. */
+export const idleLine = (idle: IdleFigures): string =>
+  `${idle.percent.toFixed(2)}% of one core (${ms(idle.cpuMs)} CPU over ${(idle.wallMs / 1000).toFixed(1)} s), after ${(idle.settling.wallMs / 1000).toFixed(0)} s settling at ${idle.settling.percent.toFixed(2)}% (V8 shrinking the heaps the load grew)`;
