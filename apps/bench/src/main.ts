@@ -39,7 +39,7 @@
  *   BENCH_FAIRNESS_OUTAGE_S    how long A's endpoint fails (default 20)
  *   BENCH_FAIRNESS_RECOVERY_S  how long after the outage A may take to get every event (default 45)
  *   BENCH_IDLE_S               idle CPU measurement (default 10: /proc counts CPU in 10 ms ticks a process)
- *   BENCH_IDLE_SETTLE_S        before it, how long the system settles after the load (default 30: V8 shrinks the heaps the load grew)
+ *   BENCH_IDLE_SETTLE_S        before it, how long the system settles after the load (default 60: V8 shrinks the heaps the load grew)
  *   BENCH_NATS_LAUNCHES        closed-loop launches with --nats (default BENCH_LAUNCHES)
  *   BENCH_GENTLE_RATE          the gentle pace for CPU per launch (default 40)
  *   BENCH_GENTLE_SECONDS       its length (default 10)

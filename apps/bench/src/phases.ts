@@ -467,7 +467,7 @@ export type IdleFigures = { percent: number; cpuMs: number; wallMs: number; sett
 
 /**
  * CPU with nothing to do, once the system has settled: after a load V8 shrinks each heap it grew
- * (its memory reducer: a few full collections over the next 10 to 30 s, about 0.2 s of CPU per app
+ * (its memory reducer: a few full collections over the next 10 to 40 s, about 0.2 s of CPU per app
  * after the warm-up), which is the end of the load, not the cost of being idle. The settling
  * window is measured too and reported beside the figure.
  */

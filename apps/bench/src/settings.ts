@@ -19,7 +19,7 @@ export function settings() {
     fairnessOutageMs: envInt('BENCH_FAIRNESS_OUTAGE_S', 20, 1, 600) * 1000,
     fairnessRecoveryMs: envInt('BENCH_FAIRNESS_RECOVERY_S', 45, 1, 3600) * 1000,
     idleMs: envInt('BENCH_IDLE_S', 10, 1, 600) * 1000,
-    idleSettleMs: envInt('BENCH_IDLE_SETTLE_S', 30, 0, 600) * 1000,
+    idleSettleMs: envInt('BENCH_IDLE_SETTLE_S', 60, 0, 600) * 1000,
     natsLaunches: envInt('BENCH_NATS_LAUNCHES', launches, 1, 100_000),
     gentleRate: envInt('BENCH_GENTLE_RATE', 40, 1, 100_000),
     gentleMs: envInt('BENCH_GENTLE_SECONDS', 10, 1, 600) * 1000,
