@@ -4,10 +4,10 @@ import Database from 'better-sqlite3';
 export const BUSY_TIMEOUT_MS = 5_000;
 /**
  * The page cache of each connection, in KiB. SQLite's build in better-sqlite3 defaults to 16 MiB a
- * connection, which a process with five connections fills within minutes of load (RSS +80 MB)
- * without a faster launch: the pages a store touches again are its last ones, and the kernel's
- * page cache holds the rest. Measured: 4 MiB is as fast at full load and keeps the process ~30 MB
- * smaller.
+ * connection, up to 80 MB for a process's five, which the bench's load filled at about 10 MB per
+ * 2,000 launches without a faster launch: the pages a store touches again are its last ones, and
+ * the kernel's page cache holds the rest. Measured: 4 MiB is as fast at full load and keeps the
+ * process's peak about 30 MB lower.
  */
 export const PAGE_CACHE_KIB = 4_096;
 /** Between two tries of the switch to WAL: a few milliseconds, spread so that racing processes part. */
