@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { REQUEST_TIMEOUT_MS, RunResult, Sent } from './load';
+import { closedLoop, REQUEST_TIMEOUT_MS, RunResult, Sent } from './load';
 import { Route, WebhookReceiver } from './webhook-receiver';
 
 export class BenchFailure extends Error {}
@@ -109,6 +109,24 @@ export async function waitForCompletions(route: Route, ids: string[], timeoutMs:
   const arrived = () => ids.reduce((n, id) => n + (route.completedAt.has(id) ? 1 : 0), 0);
   await waitUntil(() => arrived() === ids.length, timeoutMs);
   return arrived();
+}
+
+/**
+ * A closed loop of `launches` to `base`, then every accepted launch's signed dispatch.completed
+ * awaited at `route`: fails the run (as `what`) if one has not arrived within `timeoutMs`.
+ */
+export async function launchesAwaited(
+  what: string,
+  base: string,
+  headers: Record<string, string>,
+  route: Route,
+  s: { launches: number; concurrency: number; timeoutMs: number },
+): Promise<{ run: RunResult; ids: string[] }> {
+  const run = await closedLoop(s.launches, s.concurrency, `${base}/v1/campaigns`, headers, LAUNCH_BODY);
+  const { ids } = acceptedOf(run);
+  const arrived = await waitForCompletions(route, ids, s.timeoutMs);
+  if (arrived < ids.length) throw new BenchFailure(`${what}: only ${arrived}/${ids.length} webhooks arrived within ${s.timeoutMs / 1000} s`);
+  return { run, ids };
 }
 
 /**

@@ -65,8 +65,7 @@
 import { availableParallelism, loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { createTestCertificates } from '@campaign-ops/testing/webhook-sender';
-import { acceptedOf, BenchFailure, LAUNCH_BODY, openAccount, progress, waitForCompletions, waitQuiet } from './common';
-import { closedLoop } from './load';
+import { BenchFailure, launchesAwaited, openAccount, progress, waitQuiet } from './common';
 import { closedLaunches, fairness, idleCpu, measureExpress, measureFloor, measureHeadroom, measureReceiverRaw, pacedLaunches, webhookBurst } from './phases';
 import { cleanup, makeTempDir } from './processes';
 import { CpuMeter, memoryMb, procAvailable, RssSampler } from './proc-stats';
@@ -112,26 +111,20 @@ async function startReceiver(s: Settings, headers: Record<string, string>) {
  * code V8 has compiled: a service runs for days, and its first few thousand launches also pay for
  * compiling the path they take. What the warm-up cost a launch is shown in its own section.
  */
-async function warmUp(
-  report: Report,
-  system: RunningSystem,
-  receiver: WebhookReceiver,
-  headers: Record<string, string>,
-  s: Settings,
-  route = 'main',
-): Promise<void> {
+async function warmUp(report: Report, system: RunningSystem, receiver: WebhookReceiver, headers: Record<string, string>, s: Settings): Promise<void> {
   const launches = s.warmupLaunches;
   progress(`service: ${launches} warm-up launches`);
   const cpu = new CpuMeter(system.pids).start();
-  const warmup = await closedLoop(launches, s.concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
-  const { ids } = acceptedOf(warmup);
+  const { run, ids } = await launchesAwaited('the warm-up', system.base, headers, receiver.route('main'), {
+    launches,
+    concurrency: s.concurrency,
+    timeoutMs: s.webhookTimeoutMs,
+  });
   if (ids.length < launches)
-    throw new BenchFailure(`only ${ids.length} of ${launches} warm-up launches answered 200: ${warmup.sent.find((x) => x.status !== 200)?.error ?? ''}`);
-  const arrived = await waitForCompletions(receiver.route(route), ids, s.webhookTimeoutMs);
-  if (arrived < ids.length) throw new BenchFailure(`only ${arrived}/${ids.length} warm-up webhooks arrived within ${s.webhookTimeoutMs / 1000} s`);
+    throw new BenchFailure(`only ${ids.length} of ${launches} warm-up launches answered 200: ${run.sent.find((x) => x.status !== 200)?.error ?? ''}`);
   const used = cpu.stop();
   report.section(`warm-up (closed loop: ${launches} launches, ${s.concurrency} in flight, before anything is measured)`, [
-    row('launches', `${perSecond(launches / (warmup.wallMs / 1000))} launches/s`),
+    row('launches', `${perSecond(launches / (run.wallMs / 1000))} launches/s`),
     row('CPU per launch', `${ms(used.cpuMs / launches)}   (V8 compiling the hot path included; the measured phases come after)`),
   ]);
 }

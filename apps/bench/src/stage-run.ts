@@ -1,5 +1,4 @@
-import { acceptedOf, BenchFailure, LAUNCH_BODY, openAccount, progress, waitForCompletions } from './common';
-import { closedLoop } from './load';
+import { launchesAwaited, openAccount, progress } from './common';
 import { Report } from './report';
 import { monotonicMicros, SampleWindow, stageSection } from './stage-table';
 import { RunningSystem, SystemOptions } from './systems';
@@ -29,13 +28,14 @@ export async function stageRun(
   try {
     const headers = await openAccount(system.base, receiver, 'bench-stages', [{ route: 'stages', events: ['dispatch.completed'] }]);
     system.markReady();
-    const loop = async (launches: number) => {
-      const run = await closedLoop(launches, s.concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
-      const { ids } = acceptedOf(run);
-      const arrived = await waitForCompletions(receiver.route('stages'), ids, s.webhookTimeoutMs);
-      if (arrived < ids.length) throw new BenchFailure(`stage table run: only ${arrived}/${ids.length} webhooks arrived`);
-      return ids.length;
-    };
+    const loop = async (launches: number) =>
+      (
+        await launchesAwaited('stage table run', system.base, headers, receiver.route('stages'), {
+          launches,
+          concurrency: s.concurrency,
+          timeoutMs: s.webhookTimeoutMs,
+        })
+      ).ids.length;
     await loop(s.warmup);
     const from = monotonicMicros();
     accepted = await loop(s.launches);
