@@ -65,6 +65,11 @@ describe('sortedKeys', () => {
     expect(JSON.stringify(sorted)).toBe('{"":0,"B":true,"a":"x","b":{"c":null,"d":[{"e":{"g":2,"h":1},"f":1}]},"z":1,"😀":1,"！":2}');
   });
 
+  it('sorts keys that are out of order only at the end, and keeps those already in order', () => {
+    expect(Object.keys(sortedKeys({ a: 1, b: 2, d: 3, c: 4 }))).toEqual(['a', 'b', 'c', 'd']);
+    expect(Object.keys(sortedKeys({ a: 1, b: { x: 1, y: 2 }, c: 3 }))).toEqual(['a', 'b', 'c']);
+  });
+
   it('keeps the order of arrays, sorting the objects in them', () => {
     expect(JSON.stringify(sortedKeys([3, 1, 2, [{ b: 1, a: 2 }, 'z', 'a']]))).toBe('[3,1,2,[{"a":2,"b":1},"z","a"]]');
   });

@@ -87,22 +87,27 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
   }
 
   async get(id: string): Promise<T | null> {
-    const [doc] = this.read(`get\u0000${id}`, () => {
-      const row = this.statement(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as { doc: string } | undefined;
-      return row ? [row.doc] : [];
-    });
+    const [doc] = this.read(
+      () => `get\u0000${id}`,
+      () => {
+        const row = this.statement(`SELECT doc FROM ${this.table} WHERE id = ?`).get(id) as { doc: string } | undefined;
+        return row ? [row.doc] : [];
+      },
+    );
     return doc === undefined ? null : (JSON.parse(doc) as T);
   }
 
   /**
    * The documents (JSON text) a query answers: run, or, read-mostly, as it answered last time when
    * this connection wrote nothing to the table since and the stamp is the same. Parsed anew by
-   * each caller, so no caller sees another's changes to a document.
+   * each caller, so no caller sees another's changes to a document. The key (the query and its
+   * parameters) is made only for a read-mostly collection: for the others it would be garbage.
    */
-  private read(key: string, query: () => string[]): string[] {
+  private read(keyOf: () => string, query: () => string[]): string[] {
     const remembered = this.remembered;
     if (remembered === null) return query();
     const stamp = this.readStamp();
+    const key = keyOf();
     const held = remembered.get(key);
     if (held && held.stamp === stamp && held.writes === this.localWrites) return held.docs;
     const docs = query();
@@ -205,7 +210,10 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
     // One row more than asked tells whether another page exists without a second query.
     const sql = `SELECT doc FROM ${this.table} WHERE ${conditions.join(' AND ')} ORDER BY id ${descending ? 'DESC' : 'ASC'} LIMIT ?`;
     params.push(limit + 1);
-    const docs = this.read(`${sql}\u0000${JSON.stringify(params)}`, () => (this.statement(sql).all(...params) as { doc: string }[]).map((row) => row.doc));
+    const docs = this.read(
+      () => `${sql}\u0000${JSON.stringify(params)}`,
+      () => (this.statement(sql).all(...params) as { doc: string }[]).map((row) => row.doc),
+    );
     return {
       items: docs.slice(0, limit).map((doc) => JSON.parse(doc) as T),
       hasMore: docs.length > limit,

@@ -41,6 +41,53 @@ describe('GroupCommit', () => {
     expect(db.prepare('SELECT id FROM t ORDER BY id').all()).toEqual([{ id: 1 }, { id: 4 }]);
   });
 
+  it('answers each write with what it saw in the transaction that was committed, after a write of the group failed', async () => {
+    const group = new GroupCommit(db);
+    const countAfter = (id: number) => () => {
+      db.prepare('INSERT INTO t (id, v) VALUES (?, ?)').run(id, 'x');
+      return (db.prepare('SELECT count(*) AS n FROM t').get() as { n: number }).n;
+    };
+    const outcomes = await Promise.allSettled([group.write(countAfter(1)), insert(group, 2, null), group.write(countAfter(3))]);
+    expect(outcomes).toEqual([
+      { status: 'fulfilled', value: 1 },
+      { status: 'rejected', reason: expect.objectContaining({ code: 'SQLITE_CONSTRAINT_NOTNULL' }) },
+      { status: 'fulfilled', value: 2 },
+    ]);
+    expect(db.prepare('SELECT id FROM t ORDER BY id').all()).toEqual([{ id: 1 }, { id: 3 }]);
+  });
+
+  it('fails a group of one failing write with its own error, writing nothing of it', async () => {
+    const group = new GroupCommit(db);
+    const failing = group.write(() => {
+      db.prepare('INSERT INTO t (id, v) VALUES (?, ?)').run(1, 'a');
+      throw new Error('refused');
+    });
+    await expect(failing).rejects.toThrow('refused');
+    expect(db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 0 });
+    expect(db.inTransaction).toBe(false);
+  });
+
+  it('fails every write of the group when the transaction cannot begin (another connection holds the write lock)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'group-commit-'));
+    const file = join(dir, 'wal.db');
+    const first = new Database(file, { timeout: 0 });
+    const other = new Database(file, { timeout: 0 });
+    try {
+      first.pragma('journal_mode = WAL');
+      first.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)');
+      other.exec('BEGIN IMMEDIATE');
+      const group = new GroupCommit(first);
+      const writes = [1, 2].map((id) => group.write(() => first.prepare('INSERT INTO t (id, v) VALUES (?, ?)').run(id, 'a')));
+      const outcomes = await Promise.allSettled(writes);
+      expect(outcomes.map((o) => (o.status === 'rejected' ? (o.reason as { code?: string }).code : o.status))).toEqual(['SQLITE_BUSY', 'SQLITE_BUSY']);
+      other.exec('ROLLBACK');
+    } finally {
+      first.close();
+      other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('commits what is queued when flushed (before a close)', async () => {
     const group = new GroupCommit(db);
     const written = insert(group, 1, 'a');
