@@ -202,3 +202,127 @@ describe('DeliveryLoop retries', () => {
     expect(claims).toHaveLength(before);
   });
 });
+
+/** A line for new deliveries to an endpoint whose lanes are all taken: sent by its next free lane, without a claim. */
+describe('DeliveryLoop.queue', () => {
+  let finishes: Array<() => void>;
+  let answers: Array<() => void>;
+  let sent: string[];
+  let claims: string[];
+  let released: string[];
+  let leaseLeavesTime: boolean;
+  let loop: DeliveryLoop;
+  const delivery = (id: string, endpointId = 'whk_1') => ({ id, endpoint_id: endpointId, lease_until: '2099-01-01T00:00:00.000Z' }) as Delivery;
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+  beforeEach(() => {
+    finishes = [];
+    answers = [];
+    sent = [];
+    claims = [];
+    released = [];
+    leaseLeavesTime = true;
+    const worker = {
+      leaseUntil: () => '2099-01-01T00:00:00.000Z',
+      claimDue: async (endpointId: string) => (claims.push(endpointId), null),
+      endpointsWithDueWork: async () => [],
+      leaveTimeToSend: () => leaseLeavesTime,
+      release: async (held: Delivery) => (released.push(held.id), true),
+      send: (delivery: Delivery, answered: () => void) => {
+        sent.push(delivery.id);
+        answers.push(answered);
+        return new Promise<Delivery>((resolve) => finishes.push(() => resolve({ ...delivery, status: 'succeeded', next_attempt_at: null })));
+      },
+    } as unknown as DeliveryWorker;
+    loop = new DeliveryLoop(worker, { webhook: { concurrency: 3, endpointConcurrency: 2 } } as ServiceConfig);
+    loop.start();
+  });
+
+  afterEach(async () => {
+    finishes.forEach((finish) => finish());
+    await loop.stop();
+  });
+
+  /** Both of whk_1's lanes sending. */
+  const fillLanes = () => ['dlv_1', 'dlv_2'].forEach((id) => loop.reserve('whk_1')!.send(delivery(id)));
+
+  it('has no place while the endpoint has a free lane', () => {
+    expect(loop.queue('whk_1')).toBeNull();
+    loop.reserve('whk_1')!.send(delivery('dlv_1'));
+    expect(loop.queue('whk_1')).toBeNull();
+  });
+
+  it('gives the next lane of the endpoint that frees to the first in line, in order, without a claim, and holds four a lane', async () => {
+    fillLanes();
+    const places = Array.from({ length: 9 }, () => loop.queue('whk_1'));
+    expect(places.map((place) => place !== null)).toEqual([...Array(8).fill(true), false]);
+    places.slice(2, 8).forEach((place) => place!.release());
+    places[0]!.send(delivery('dlv_3'));
+    places[1]!.send(delivery('dlv_4'));
+    answers[0]();
+    expect(sent).toEqual(['dlv_1', 'dlv_2', 'dlv_3']);
+    answers[1]();
+    expect(sent).toEqual(['dlv_1', 'dlv_2', 'dlv_3', 'dlv_4']);
+    await settle();
+    expect(claims).toEqual([]);
+    // The lanes stayed counted: the endpoint has none free, and the line is empty again.
+    expect(loop.reserve('whk_1')).toBeNull();
+    expect(loop.queue('whk_1')).not.toBeNull();
+    expect(released).toEqual([]);
+  });
+
+  it("has no place while the endpoint's stored deliveries wait due, which go first", () => {
+    fillLanes();
+    loop.kick(['whk_1']);
+    expect(loop.queue('whk_1')).toBeNull();
+  });
+
+  it('makes a delivery due again, for a claim, when its lease would end before an attempt could', async () => {
+    fillLanes();
+    loop.queue('whk_1')!.send(delivery('dlv_3'));
+    leaseLeavesTime = false;
+    answers[0]();
+    await settle();
+    expect(sent).toEqual(['dlv_1', 'dlv_2']);
+    expect(released).toEqual(['dlv_3']);
+    await settle();
+    expect(claims).toContain('whk_1');
+  });
+
+  it('makes the line due when another endpoint waits for a lane, so that the round serves both in turn', async () => {
+    fillLanes();
+    loop.reserve('whk_2')!.send(delivery('dlv_b', 'whk_2')); // the total limit (3) is reached
+    loop.queue('whk_1')!.send(delivery('dlv_3'));
+    loop.kick(['whk_3']); // whk_3 has deliveries stored due, and waits for a lane
+    answers[0]();
+    await settle();
+    expect(released).toEqual(['dlv_3']);
+    expect(sent).not.toContain('dlv_3');
+    expect(claims[0]).toBe('whk_3');
+  });
+
+  it('makes a delivery due when every send of the endpoint ended while it was being stored, or the place was given back unused', async () => {
+    fillLanes();
+    const stored = loop.queue('whk_1')!;
+    const unused = loop.queue('whk_1')!;
+    unused.release();
+    expect(() => unused.release()).toThrow('used twice');
+    answers.forEach((answer) => answer());
+    finishes.forEach((finish) => finish());
+    await settle();
+    stored.send(delivery('dlv_3'));
+    expect(released).toEqual(['dlv_3']);
+    expect(sent).toEqual(['dlv_1', 'dlv_2']);
+  });
+
+  it('leaves what waits in line leased once stopping', async () => {
+    fillLanes();
+    const place = loop.queue('whk_1')!;
+    finishes.forEach((finish) => finish());
+    await loop.stop();
+    place.send(delivery('dlv_3'));
+    expect(sent).toEqual(['dlv_1', 'dlv_2']);
+    expect(released).toEqual([]);
+    expect(loop.queue('whk_1')).toBeNull();
+  });
+});

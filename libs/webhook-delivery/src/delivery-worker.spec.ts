@@ -121,4 +121,20 @@ describe('DeliveryWorker, at send time', () => {
     expect(await seen[0].stored).toMatchObject({ status: 'pending', attempts: 0 });
     expect(await deliveryOf(id)).toMatchObject({ status: 'succeeded', attempts: 1 });
   });
+
+  it('gives up a lease it holds (the delivery due now, for a claim), and not one it no longer holds; says whether a lease leaves time for an attempt', async () => {
+    await dueDeliveryTo(urls['a loopback IP literal'](portOf()));
+    const worker = workerWith({ allowHttp: true, allowPrivateNetworks: true });
+    const claimed = (await worker.claimDue())!;
+    const leaseEnd = Date.parse(claimed.lease_until!);
+    // The lease was taken for the attempt's timeout (2 s here) and a margin.
+    expect(worker.leaveTimeToSend(claimed)).toBe(true);
+    expect(worker.leaveTimeToSend(claimed, leaseEnd - 2000)).toBe(false);
+    expect(worker.leaveTimeToSend({ ...claimed, lease_until: null })).toBe(false);
+    expect(await worker.release({ ...claimed, lease_until: '2000-01-01T00:00:00.000Z' })).toBe(false);
+    expect(await worker.release(claimed)).toBe(true);
+    expect(await deliveryOf(claimed.id)).toMatchObject({ status: 'pending', lease_until: null, attempts: 0 });
+    expect(Date.parse((await deliveryOf(claimed.id)).next_attempt_at!)).toBeLessThanOrEqual(Date.now());
+    expect((await worker.claimDue())?.id).toBe(claimed.id);
+  });
 });

@@ -59,6 +59,21 @@ export class DeliveryWorker {
     return new Date(now.getTime() + this.options.timeoutMs + 5_000).toISOString();
   }
 
+  /** Whether this process's lease of the delivery lasts past an attempt started now (no other replica can claim it meanwhile). */
+  leaveTimeToSend(delivery: Delivery, now = Date.now()): boolean {
+    return delivery.lease_until !== null && Date.parse(delivery.lease_until) > now + this.options.timeoutMs;
+  }
+
+  /** Gives up this process's lease of a delivery it will not send now: due at once, for a claim. Whether it still held it. */
+  async release(delivery: Delivery): Promise<boolean> {
+    const released = await this.deliveries.update(
+      delivery.id,
+      { next_attempt_at: new Date().toISOString(), lease_until: null },
+      { lease_until: delivery.lease_until },
+    );
+    return released !== null;
+  }
+
   /** Claims the oldest due delivery of this endpoint, or of any endpoint; null when none is due. */
   async claimDue(endpointId?: string): Promise<Delivery | null> {
     const now = new Date();

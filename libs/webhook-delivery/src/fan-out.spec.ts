@@ -58,7 +58,7 @@ describe('FanOut', () => {
     endpoints = new EndpointStore(events, reads);
     stored = 0;
     lanes = () => null;
-    fanOut = new FanOut(endpoints, deliveriesOf(reads), partnerEventsOf(reads), { kick: () => void stored++, reserve: (id) => lanes(id) });
+    fanOut = new FanOut(endpoints, deliveriesOf(reads), partnerEventsOf(reads), { kick: () => void stored++, reserve: (id) => lanes(id), queue: () => null });
     // Two accounts, each with an endpoint in each mode.
     await endpoint('whk_a_test', 'acct_a', 'test');
     await endpoint('whk_a_live', 'acct_a', 'live');

@@ -11,7 +11,8 @@ import { DELIVERIES, PARTNER_EVENTS } from './webhook-delivery.tokens';
  * Turns one partner event into one stored delivery per subscribed endpoint of the same account
  * and mode. Delivery ids derive from (event, endpoint), so a redelivered event adds nothing: the
  * fan-out is idempotent, and every delivery is stored before anything is sent: where a lane is
- * free, stored leased to this process and sent at once, with no claim. It takes partner
+ * free (or its line has a place), stored leased to this process and sent at once (or by the
+ * endpoint's next free lane), with no claim. It takes partner
  * events from the bus, or, in a process that also runs their relays (standalone), from the relays'
  * hands, as their sink.
  */
@@ -21,7 +22,7 @@ export class FanOut implements PartnerEventSink {
     private readonly endpoints: EndpointStore,
     @Inject(DELIVERIES) private readonly deliveries: Collection<Delivery>,
     @Inject(PARTNER_EVENTS) private readonly events: Collection<StoredPartnerEvent>,
-    @Inject(DeliveryLoop) private readonly loop: Pick<DeliveryLoop, 'kick' | 'reserve'>,
+    @Inject(DeliveryLoop) private readonly loop: Pick<DeliveryLoop, 'kick' | 'reserve' | 'queue'>,
   ) {}
 
   /** As the relays' sink: the ids the fan-out derives make a repeat harmless, so `msgId` is not needed. */
@@ -54,8 +55,9 @@ export class FanOut implements PartnerEventSink {
           },
           now,
         );
-        // A lane free for this endpoint now: stored leased, as a claim leaves it, and sent from here.
-        const lane = this.loop.reserve(endpoint.id);
+        // A lane free for this endpoint now, or a place in line for its next free one: stored
+        // leased, as a claim leaves it, and sent from here or by that lane, without a claim.
+        const lane = this.loop.reserve(endpoint.id) ?? this.loop.queue(endpoint.id);
         const delivery = lane ? { ...pending, next_attempt_at: lane.leaseUntil, lease_until: lane.leaseUntil } : pending;
         let inserted: boolean;
         try {
