@@ -267,14 +267,19 @@ export class SqliteCollection<T extends Doc> implements Collection<T> {
  * through unconditionally), `null` stores null. The id cannot change: it is the row's key.
  */
 function applyPatch<T extends Doc>(doc: T, patch: Partial<T>): T {
-  const changes = Object.entries(patch).filter(([, value]) => value !== undefined);
-  for (const [field, value] of changes) {
+  // A copy of own properties (spread defines them, so a stored `__proto__` field stays data);
+  // existing fields keep their position, new ones come last.
+  const merged: Record<string, unknown> = { ...doc };
+  for (const field of Object.keys(patch)) {
+    const value = (patch as Record<string, unknown>)[field];
+    if (value === undefined) continue;
     assertFieldName(field);
     if (field === 'id' && value !== doc.id) throw new Error(`a patch cannot change the id of ${doc.id}`);
+    // Assigning `__proto__` would set the prototype instead of storing the field.
+    if (field === '__proto__') Object.defineProperty(merged, field, { value, enumerable: true, writable: true, configurable: true });
+    else merged[field] = value;
   }
-  // fromEntries defines own properties, so even a `__proto__` field is stored as data rather
-  // than setting the prototype; later entries win and existing fields keep their position.
-  return Object.fromEntries([...Object.entries(doc), ...changes]) as T;
+  return merged as T;
 }
 
 function serialize(doc: Doc): string {

@@ -52,6 +52,26 @@ describe('SqliteReadStore', () => {
     await expect(a.checkpoints.get('projection')).resolves.toBe('17');
   });
 
+  it('updates a document field by field: its fields keep their order, new ones come last, and a `__proto__` field stays data', async () => {
+    const store = SqliteReadStore.open(':memory:');
+    try {
+      const items = store.collection<{ id: string } & Record<string, unknown>>('patched');
+      await items.insert(JSON.parse('{"id":"a","b":1,"__proto__":{"polluted":true},"c":2}'));
+      const updated = await items.update('a', { c: 3, d: 4, b: undefined });
+      expect(Object.keys(updated!)).toEqual(['id', 'b', '__proto__', 'c', 'd']);
+      expect(updated).toMatchObject({ b: 1, c: 3, d: 4 });
+      await items.insert({ id: 'b', n: 1 });
+      const patched = await items.update('b', JSON.parse('{"__proto__":{"other":1}}'));
+      for (const doc of [patched, await items.get('b')]) {
+        expect(Object.getPrototypeOf(doc)).toBe(Object.prototype);
+        expect(Object.getOwnPropertyDescriptor(doc, '__proto__')?.value).toEqual({ other: 1 });
+        expect(({} as Record<string, unknown>).other).toBeUndefined();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
   describe('read-mostly collections', () => {
     /** The store's own connection: a change made through it, not through the collection, is one the collection cannot know of. */
     const connectionOf = (store: SqliteReadStore) => (store as unknown as { db: Database.Database }).db;

@@ -74,18 +74,36 @@ const PROTOTYPE_NAMES = new Set([...Object.getOwnPropertyNames(Object.prototype)
  * Walked without recursion, so the check itself cannot overflow.
  */
 export function shapeRefusal(body: unknown): ApiError | null {
-  const pending: Array<{ value: unknown; path: string[] }> = [{ value: body, path: [] }];
+  // Every body is walked, so a field's path is made only for an error: each object waits with the
+  // one it is in and its key, and nothing is kept of a string or a number.
+  if (typeof body !== 'object' || body === null) return null;
+  const pending: Nested[] = [{ value: body, key: '', parent: null, depth: 0 }];
   while (pending.length > 0) {
-    const { value, path } = pending.pop()!;
-    if (typeof value !== 'object' || value === null) continue;
-    const param = path.join('.') || 'body';
-    if (path.length >= MAX_BODY_DEPTH)
+    const nested = pending.pop()!;
+    const value = nested.value as Record<string, unknown>;
+    if (nested.depth >= MAX_BODY_DEPTH) {
+      const param = pathOf(nested) || 'body';
       return new ApiError('parameter_invalid', `${param} is nested deeper than ${MAX_BODY_DEPTH} levels; no field of this API is.`, param);
-    for (const [key, inner] of Object.entries(value)) {
-      const at = [...path, key];
-      if (!Array.isArray(value) && PROTOTYPE_NAMES.has(key)) return new ApiError('parameter_unknown', `${at.join('.')} is not a known parameter`, at.join('.'));
-      pending.push({ value: inner, path: at });
+    }
+    const isArray = Array.isArray(value);
+    for (const key of Object.keys(value)) {
+      if (!isArray && PROTOTYPE_NAMES.has(key)) {
+        const at = nested.parent ? `${pathOf(nested)}.${key}` : key;
+        return new ApiError('parameter_unknown', `${at} is not a known parameter`, at);
+      }
+      const inner = value[key];
+      if (typeof inner === 'object' && inner !== null) pending.push({ value: inner, key, parent: nested, depth: nested.depth + 1 });
     }
   }
   return null;
+}
+
+/** An object or array of the body, with where it is. */
+type Nested = { value: object; key: string; parent: Nested | null; depth: number };
+
+/** Its path from the body: the keys, dot-separated (the body itself: ''). */
+function pathOf(nested: Nested): string {
+  const keys: string[] = [];
+  for (let at: Nested | null = nested; at?.parent; at = at.parent) keys.push(at.key);
+  return keys.reverse().join('.');
 }
