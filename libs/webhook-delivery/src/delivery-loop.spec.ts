@@ -3,6 +3,27 @@ import { Delivery } from '@campaign-ops/webhook-domain';
 import { DeliveryLoop } from './delivery-loop';
 import { DeliveryWorker } from './delivery-worker';
 
+/**
+ * A worker whose sends wait for the spec: `answers[i]()` is the partner's answer to the i-th send
+ * (its lane is free), `finishes[i]()` its outcome recorded; `sent` lists the deliveries sent.
+ */
+function fakeWorker(
+  sends: { answers: Array<() => void>; finishes: Array<() => void>; sent?: string[] },
+  overrides: Record<string, unknown> = {},
+): DeliveryWorker {
+  return {
+    leaseUntil: () => '2099-01-01T00:00:00.000Z',
+    claimDue: async () => null,
+    endpointsWithDueWork: async () => [],
+    send: (delivery: Delivery, answered: () => void) => {
+      sends.sent?.push(delivery.id);
+      sends.answers.push(answered);
+      return new Promise<Delivery>((resolve) => sends.finishes.push(() => resolve({ ...delivery, status: 'succeeded', next_attempt_at: null })));
+    },
+    ...overrides,
+  } as unknown as DeliveryWorker;
+}
+
 /** Lanes the fan-out reserves for new deliveries: within both limits, freed when the send ends or the lane is given back. */
 describe('DeliveryLoop.reserve', () => {
   let finishes: Array<() => void>;
@@ -14,16 +35,7 @@ describe('DeliveryLoop.reserve', () => {
   beforeEach(() => {
     finishes = [];
     answers = [];
-    const worker = {
-      leaseUntil: () => '2099-01-01T00:00:00.000Z',
-      claimDue: async () => null,
-      endpointsWithDueWork: async () => [],
-      send: (sent: Delivery, answered: () => void) => {
-        answers.push(answered);
-        return new Promise<Delivery>((resolve) => finishes.push(() => resolve({ ...sent, status: 'succeeded', next_attempt_at: null })));
-      },
-    } as unknown as DeliveryWorker;
-    loop = new DeliveryLoop(worker, { webhook: { concurrency: 3, endpointConcurrency: 2 } } as ServiceConfig);
+    loop = new DeliveryLoop(fakeWorker({ answers, finishes }), { webhook: { concurrency: 3, endpointConcurrency: 2 } } as ServiceConfig);
     loop.start();
   });
 
@@ -222,18 +234,14 @@ describe('DeliveryLoop.queue', () => {
     claims = [];
     released = [];
     leaseLeavesTime = true;
-    const worker = {
-      leaseUntil: () => '2099-01-01T00:00:00.000Z',
-      claimDue: async (endpointId: string) => (claims.push(endpointId), null),
-      endpointsWithDueWork: async () => [],
-      leaveTimeToSend: () => leaseLeavesTime,
-      release: async (held: Delivery) => (released.push(held.id), true),
-      send: (delivery: Delivery, answered: () => void) => {
-        sent.push(delivery.id);
-        answers.push(answered);
-        return new Promise<Delivery>((resolve) => finishes.push(() => resolve({ ...delivery, status: 'succeeded', next_attempt_at: null })));
+    const worker = fakeWorker(
+      { answers, finishes, sent },
+      {
+        claimDue: async (endpointId: string) => (claims.push(endpointId), null),
+        leaveTimeToSend: () => leaseLeavesTime,
+        release: async (held: Delivery) => (released.push(held.id), true),
       },
-    } as unknown as DeliveryWorker;
+    );
     loop = new DeliveryLoop(worker, { webhook: { concurrency: 3, endpointConcurrency: 2 } } as ServiceConfig);
     loop.start();
   });
