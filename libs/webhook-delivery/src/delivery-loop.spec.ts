@@ -323,6 +323,23 @@ describe('DeliveryLoop.queue', () => {
     expect(sent).toEqual(['dlv_1', 'dlv_2']);
   });
 
+  it('gives a lane reserved for a new delivery and given back unused, or claimed for nothing, to the line', async () => {
+    loop.reserve('whk_1')!.send(delivery('dlv_1'));
+    const unused = loop.reserve('whk_1')!;
+    loop.queue('whk_1')!.send(delivery('dlv_3'));
+    unused.release();
+    expect(sent).toEqual(['dlv_1', 'dlv_3']);
+    // dlv_1's partner answered: its freed lane makes a claim, and meanwhile a new delivery takes
+    // a place in line; the claim finds nothing, and its lane goes to the line.
+    answers[0]();
+    expect(claims).toEqual(['whk_1']);
+    loop.queue('whk_1')!.send(delivery('dlv_4'));
+    expect(sent).toEqual(['dlv_1', 'dlv_3']);
+    await settle();
+    expect(sent).toEqual(['dlv_1', 'dlv_3', 'dlv_4']);
+    expect(released).toEqual([]);
+  });
+
   it('leaves what waits in line leased once stopping', async () => {
     fillLanes();
     const place = loop.queue('whk_1')!;

@@ -127,8 +127,7 @@ export class DeliveryLoop {
       },
       release: () => {
         use();
-        this.track(endpointId, -1);
-        if (this.running) this.fill();
+        this.laneFreed(endpointId, { toRound: false, fill: true });
       },
     };
   }
@@ -260,7 +259,7 @@ export class DeliveryLoop {
         continue;
       }
       if (claim.status === 'rejected') failure = claim.reason;
-      this.track(endpointId, -1);
+      this.laneFreed(endpointId, { toRound: false, fill: false });
     }
     if (failure !== undefined) throw failure;
     return found === count;
@@ -276,16 +275,7 @@ export class DeliveryLoop {
     const free = () => {
       if (!holding) return;
       holding = false;
-      if (this.running && this.held.has(endpointId)) {
-        // The lane goes to the endpoint's next delivery in line, counted as it is, unless another
-        // endpoint waits for a lane: then the line joins the round, due, as if stored so.
-        const othersWait = this.round.size > (this.round.has(endpointId) ? 1 : 0);
-        const next = othersWait ? this.releaseLine(endpointId) : this.nextInLine(endpointId);
-        if (next) return this.sendInLane(endpointId, next);
-      }
-      this.track(endpointId, -1);
-      this.round.add(endpointId);
-      if (this.running) this.fill();
+      this.laneFreed(endpointId, { toRound: true, fill: true });
     };
     const send: Promise<void> = this.worker
       .send(delivery, free)
@@ -298,6 +288,23 @@ export class DeliveryLoop {
         free();
       });
     this.sends.add(send);
+  }
+
+  /**
+   * A lane of the endpoint is free (its send's partner answered, or a lane reserved or claimed for
+   * it found nothing to send): it goes to the endpoint's next delivery in line, counted as it is,
+   * unless another endpoint waits for a lane (then the line joins the round, due, as if stored so);
+   * else it is given back, the endpoint to the round if `toRound`, and the lanes filled if `fill`.
+   */
+  private laneFreed(endpointId: string, then: { toRound: boolean; fill: boolean }): void {
+    if (this.running && this.held.has(endpointId)) {
+      const othersWait = this.round.size > (this.round.has(endpointId) ? 1 : 0);
+      const next = othersWait ? this.releaseLine(endpointId) : this.nextInLine(endpointId);
+      if (next) return this.sendInLane(endpointId, next);
+    }
+    this.track(endpointId, -1);
+    if (then.toRound) this.round.add(endpointId);
+    if (then.fill && this.running) this.fill();
   }
 
   /**
