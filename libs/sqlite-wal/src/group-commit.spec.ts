@@ -88,6 +88,23 @@ describe('GroupCommit', () => {
     }
   });
 
+  it('runs no write of the group after one whose error ended the whole transaction, and commits none of them', async () => {
+    const group = new GroupCommit(db);
+    const outcomes = await Promise.allSettled([
+      insert(group, 1, 'a'),
+      insert(group, 2, null), // fails: the group runs again, a savepoint a write
+      group.write(() => {
+        // As SQLite does on a full disk or an I/O error: the whole transaction rolled back.
+        if (db.inTransaction) db.exec('ROLLBACK');
+        throw new Error('disk full');
+      }),
+      insert(group, 4, 'd'),
+    ]);
+    expect(outcomes.every((outcome) => outcome.status === 'rejected')).toBe(true);
+    expect(db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 0 });
+    expect(db.inTransaction).toBe(false);
+  });
+
   it('commits what is queued when flushed (before a close)', async () => {
     const group = new GroupCommit(db);
     const written = insert(group, 1, 'a');

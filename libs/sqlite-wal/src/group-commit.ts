@@ -38,15 +38,20 @@ export class GroupCommit {
     );
     // Called inside commitEach, better-sqlite3 runs it as a SAVEPOINT.
     const each = db.transaction((run: () => unknown) => run());
-    this.commitEach = db.transaction((group) =>
-      group.map(({ run }) => {
+    this.commitEach = db.transaction((group) => {
+      let aborted: unknown = null;
+      return group.map(({ run }) => {
+        // A write whose error made SQLite roll the whole transaction back (a full disk, an I/O
+        // error) ends it: the writes after it are not run, which would each commit on their own.
+        if (aborted !== null) return { ok: false, error: aborted };
         try {
           return { ok: true, value: each(run) };
         } catch (error) {
+          if (!db.inTransaction) aborted = error;
           return { ok: false, error };
         }
-      }),
-    );
+      });
+    });
   }
 
   write<R>(run: () => R): Promise<R> {

@@ -13,6 +13,7 @@ function fakeWorker(
 ): DeliveryWorker {
   return {
     leaseUntil: () => '2099-01-01T00:00:00.000Z',
+    lineLeaseUntil: () => '2099-06-01T00:00:00.000Z',
     claimDue: async () => null,
     endpointsWithDueWork: async () => [],
     send: (delivery: Delivery, answered: () => void) => {
@@ -264,6 +265,8 @@ describe('DeliveryLoop.queue', () => {
     fillLanes();
     const places = Array.from({ length: 9 }, () => loop.queue('whk_1'));
     expect(places.map((place) => place !== null)).toEqual([...Array(8).fill(true), false]);
+    // Leased for a wait in line and a send after it (the worker's line lease), not for a send at once.
+    expect(places[0]!.leaseUntil).toBe('2099-06-01T00:00:00.000Z');
     places.slice(2, 8).forEach((place) => place!.release());
     places[0]!.send(delivery('dlv_3'));
     places[1]!.send(delivery('dlv_4'));
@@ -290,11 +293,14 @@ describe('DeliveryLoop.queue', () => {
     loop.queue('whk_1')!.send(delivery('dlv_3'));
     leaseLeavesTime = false;
     answers[0]();
+    // The freed lane's own look for due work (a claim), made at once.
+    expect(claims).toEqual(['whk_1']);
     await settle();
     expect(sent).toEqual(['dlv_1', 'dlv_2']);
     expect(released).toEqual(['dlv_3']);
     await settle();
-    expect(claims).toContain('whk_1');
+    // Made due, the endpoint was kicked: a claim for it after the release.
+    expect(claims).toEqual(['whk_1', 'whk_1']);
   });
 
   it('makes the line due when another endpoint waits for a lane, so that the round serves both in turn', async () => {
@@ -309,7 +315,7 @@ describe('DeliveryLoop.queue', () => {
     expect(claims[0]).toBe('whk_3');
   });
 
-  it('makes a delivery due when every send of the endpoint ended while it was being stored, or the place was given back unused', async () => {
+  it("makes a delivery due when the endpoint's sends all ended while it was being stored and other endpoints took every lane", async () => {
     fillLanes();
     const stored = loop.queue('whk_1')!;
     const unused = loop.queue('whk_1')!;
@@ -318,9 +324,12 @@ describe('DeliveryLoop.queue', () => {
     answers.forEach((answer) => answer());
     finishes.forEach((finish) => finish());
     await settle();
+    await settle();
+    // The total limit (3) taken by two other endpoints: no lane of whk_1 now, nor one to come.
+    ['whk_2', 'whk_2', 'whk_3'].forEach((id, i) => loop.reserve(id)!.send(delivery(`dlv_other${i}`, id)));
     stored.send(delivery('dlv_3'));
     expect(released).toEqual(['dlv_3']);
-    expect(sent).toEqual(['dlv_1', 'dlv_2']);
+    expect(sent).not.toContain('dlv_3');
   });
 
   it('gives a lane reserved for a new delivery and given back unused, or claimed for nothing, to the line', async () => {
@@ -337,6 +346,29 @@ describe('DeliveryLoop.queue', () => {
     expect(sent).toEqual(['dlv_1', 'dlv_3']);
     await settle();
     expect(sent).toEqual(['dlv_1', 'dlv_3', 'dlv_4']);
+    expect(released).toEqual([]);
+  });
+
+  it('sends at once a delivery whose place a freed lane passed over while it was being stored', async () => {
+    fillLanes();
+    const place = loop.queue('whk_1')!;
+    answers[0](); // the line has nothing stored yet: the lane is given back (a claim finds nothing)
+    await settle();
+    await settle();
+    place.send(delivery('dlv_3'));
+    expect(sent).toEqual(['dlv_1', 'dlv_2', 'dlv_3']);
+    expect(released).toEqual([]);
+    expect(loop.reserve('whk_1')).toBeNull(); // both lanes sending again
+  });
+
+  it('drops the line when stopping: what it held stays leased, and a lane that frees after sends none of it', async () => {
+    fillLanes();
+    loop.queue('whk_1')!.send(delivery('dlv_3'));
+    const stopping = loop.stop();
+    answers.forEach((answer) => answer());
+    finishes.forEach((finish) => finish());
+    await stopping;
+    expect(sent).toEqual(['dlv_1', 'dlv_2']);
     expect(released).toEqual([]);
   });
 

@@ -42,8 +42,10 @@ type Place = { delivery: Delivery | null };
  * at all, holds its own few lanes and never the others'.
  *
  * Each delivery is claimed in the store (a lease) just before it is sent, so replicas never send
- * the same one at once, and nothing is held that is not being sent; a new delivery that finds a
- * lane free is stored leased instead and sent at once (reserve), its claim only for a retry. Which endpoints have work is
+ * the same one at once; a new delivery that finds a lane free is stored leased instead and sent
+ * at once (reserve), and one that finds the endpoint's lanes all taken is stored leased and held
+ * in the endpoint's line, a few at most, for its next lane (queue): the claim is for retries and
+ * what another process stored. Which endpoints have work is
  * learnt from fan-out and redelivery (`kick` with their ids), from each endpoint's own sends (it
  * stays in the round until it has nothing due), from the retries its sends scheduled (at their time),
  * and by asking the store every second.
@@ -71,7 +73,7 @@ export class DeliveryLoop {
   private readonly sends = new Set<Promise<void>>();
   /**
    * Per endpoint, deliveries stored leased to this process while its lanes were full (queue): each
-   * freed lane of the endpoint takes the first, with no claim. At most its lane count wait.
+   * freed lane of the endpoint takes the first, with no claim. At most LINE_PER_LANE a lane wait.
    */
   private readonly held = new Map<string, Place[]>();
   private readonly retries = new DueRetries((endpointIds) => {
@@ -154,15 +156,22 @@ export class DeliveryLoop {
       used = true;
     };
     return {
-      leaseUntil: this.worker.leaseUntil(new Date()),
+      leaseUntil: this.worker.lineLeaseUntil(new Date()),
       send: (delivery) => {
         use();
         // Stopping: the delivery stays leased, and is sent once its lease ends (standalone: at the next start).
         if (!this.running) return this.leave(endpointId, place);
-        // Still in line, and a send of the endpoint under way: its lane, once free, takes the line's first.
         const inLine = this.held.get(endpointId)?.includes(place) ?? false;
-        if (inLine && (this.inFlightTo.get(endpointId) ?? 0) > 0) return void (place.delivery = delivery);
-        // The line was let go, or every send of the endpoint ended meanwhile: no lane will come for it.
+        const sending = this.inFlightTo.get(endpointId) ?? 0;
+        // A lane freed while it was being stored (one passed over it): sent now, in that lane.
+        if (inLine && sending < this.endpointConcurrency && this.inFlight < this.concurrency) {
+          this.leave(endpointId, place);
+          this.track(endpointId, +1);
+          return this.sendInLane(endpointId, delivery);
+        }
+        // Still in line, and a send of the endpoint under way: its lane, once free, takes the line's first.
+        if (inLine && sending > 0) return void (place.delivery = delivery);
+        // The line was let go, or no lane will come for it: due, for a claim.
         this.leave(endpointId, place);
         this.makeDue(endpointId, delivery);
       },
@@ -298,7 +307,9 @@ export class DeliveryLoop {
    */
   private laneFreed(endpointId: string, then: { toRound: boolean; fill: boolean }): void {
     if (this.running && this.held.has(endpointId)) {
-      const othersWait = this.round.size > (this.round.has(endpointId) ? 1 : 0);
+      // Another endpoint waits only when the total is what holds it back: it is in the round, below its own limit.
+      const othersWait =
+        this.inFlight >= this.concurrency && [...this.round].some((id) => id !== endpointId && (this.inFlightTo.get(id) ?? 0) < this.endpointConcurrency);
       const next = othersWait ? this.releaseLine(endpointId) : this.nextInLine(endpointId);
       if (next) return this.sendInLane(endpointId, next);
     }

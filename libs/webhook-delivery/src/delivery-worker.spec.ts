@@ -126,11 +126,15 @@ describe('DeliveryWorker, at send time', () => {
     await dueDeliveryTo(urls['a loopback IP literal'](portOf()));
     const worker = workerWith({ allowHttp: true, allowPrivateNetworks: true });
     const claimed = (await worker.claimDue())!;
-    const leaseEnd = Date.parse(claimed.lease_until!);
-    // The lease was taken for the attempt's timeout (2 s here) and a margin.
-    expect(worker.leaveTimeToSend(claimed)).toBe(true);
-    expect(worker.leaveTimeToSend(claimed, leaseEnd - 2000)).toBe(false);
-    expect(worker.leaveTimeToSend({ ...claimed, lease_until: null })).toBe(false);
+    // A lease for a send at once: the attempt's timeout (2 s here) and a 5 s margin. One for a
+    // delivery in line holds two such, so that after waiting one it is sent with a whole one left.
+    const now = Date.now();
+    expect(Date.parse(worker.leaseUntil(new Date(now))) - now).toBe(7000);
+    const inLine = { ...claimed, lease_until: worker.lineLeaseUntil(new Date(now)) };
+    expect(worker.leaveTimeToSend(inLine, now)).toBe(true);
+    expect(worker.leaveTimeToSend(inLine, now + 7000)).toBe(true);
+    expect(worker.leaveTimeToSend(inLine, now + 7001)).toBe(false);
+    expect(worker.leaveTimeToSend({ ...claimed, lease_until: null }, now)).toBe(false);
     expect(await worker.release({ ...claimed, lease_until: '2000-01-01T00:00:00.000Z' })).toBe(false);
     expect(await worker.release(claimed)).toBe(true);
     expect(await deliveryOf(claimed.id)).toMatchObject({ status: 'pending', lease_until: null, attempts: 0 });

@@ -10,6 +10,9 @@ import { EndpointHealth } from './endpoint-health';
 import { EndpointStore } from './endpoint-store';
 import { DELIVERIES, DELIVERY_WORKER_OPTIONS } from './webhook-delivery.tokens';
 
+/** A lease's time past the attempt's timeout: the hand-over to the sender and the outcome's write. */
+const LEASE_MARGIN_MS = 5_000;
+
 export interface DeliveryWorkerOptions {
   timeoutMs: number;
   retrySchedule: number[];
@@ -54,14 +57,23 @@ export class DeliveryWorker {
     return due.filter((id): id is string => typeof id === 'string');
   }
 
-  /** When a lease taken at `now` ends: the attempt's timeout, and a margin. */
+  /** When a lease taken at `now` for a send at once ends: the attempt's timeout, and a margin (the hand-over, recording the outcome). */
   leaseUntil(now: Date): string {
-    return new Date(now.getTime() + this.options.timeoutMs + 5_000).toISOString();
+    return new Date(now.getTime() + this.leaseMs()).toISOString();
   }
 
-  /** Whether this process's lease of the delivery lasts past an attempt started now (no other replica can claim it meanwhile). */
+  /** When a lease taken at `now` for a delivery that waits in its endpoint's line ends: long enough to wait one lease, then be sent with one. */
+  lineLeaseUntil(now: Date): string {
+    return new Date(now.getTime() + 2 * this.leaseMs()).toISOString();
+  }
+
+  /** Whether this process's lease of the delivery still holds a whole lease's time, as a claim now would take: no other replica can claim it before its attempt and outcome are done. */
   leaveTimeToSend(delivery: Delivery, now = Date.now()): boolean {
-    return delivery.lease_until !== null && Date.parse(delivery.lease_until) > now + this.options.timeoutMs;
+    return delivery.lease_until !== null && Date.parse(delivery.lease_until) - now >= this.leaseMs();
+  }
+
+  private leaseMs(): number {
+    return this.options.timeoutMs + LEASE_MARGIN_MS;
   }
 
   /** Gives up this process's lease of a delivery it will not send now: due at once, for a claim. Whether it still held it. */
