@@ -461,7 +461,6 @@ export async function fairness(
   };
 }
 
-/** CPU of the system with nothing to do, as a share of one core. */
 /** The idle figure, and what the system used while it settled before it. */
 export type IdleFigures = { percent: number; cpuMs: number; wallMs: number; settling: { percent: number; wallMs: number } };
 

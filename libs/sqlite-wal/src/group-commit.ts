@@ -15,11 +15,11 @@ import Database from 'better-sqlite3';
  * So a write may run twice; a write is SQL on this connection, with nothing outside it to undo.
  */
 export class GroupCommit {
-  private group: Array<{ run: () => unknown; resolve(value: unknown): void; reject(error: unknown): void }> = [];
+  private group: Array<Write & { resolve(value: unknown): void; reject(error: unknown): void }> = [];
   /** Every write of the group in the transaction, as it is: throws a WriteFailed when one does. */
-  private readonly commitAll: Database.Transaction<(group: Array<{ run: () => unknown }>) => unknown[]>;
+  private readonly commitAll: Database.Transaction<(group: Write[]) => unknown[]>;
   /** Every write of the group in a savepoint of its own, in the transaction: its outcome each. */
-  private readonly commitEach: Database.Transaction<(group: Array<{ run: () => unknown }>) => Outcome[]>;
+  private readonly commitEach: Database.Transaction<(group: Write[]) => Outcome[]>;
 
   constructor(db: Database.Database) {
     // Each savepoint journals the pages its write changes; past 64 KiB in a transaction SQLite
@@ -82,7 +82,7 @@ export class GroupCommit {
   }
 
   /** The outcome of each write, committed; throws when the transaction itself fails (its begin or commit). */
-  private commit(group: Array<{ run: () => unknown }>): Outcome[] {
+  private commit(group: Write[]): Outcome[] {
     try {
       return this.commitAll.immediate(group).map((value) => ({ ok: true, value }));
     } catch (error) {
@@ -94,6 +94,8 @@ export class GroupCommit {
   }
 }
 
+/** A write of a group: SQL on the connection, run in the group's transaction. */
+type Write = { run: () => unknown };
 type Outcome = { ok: boolean; value?: unknown; error?: unknown };
 
 /** A write of the group threw (not the transaction's begin or commit): the group is run again, each write in its savepoint. */

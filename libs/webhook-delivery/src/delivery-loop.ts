@@ -159,20 +159,20 @@ export class DeliveryLoop {
       leaseUntil: this.worker.lineLeaseUntil(new Date()),
       send: (delivery) => {
         use();
-        // Stopping: the delivery stays leased, and is sent once its lease ends (standalone: at the next start).
-        if (!this.running) return this.leave(endpointId, place);
         const inLine = this.held.get(endpointId)?.includes(place) ?? false;
         const sending = this.inFlightTo.get(endpointId) ?? 0;
+        const laneFree = sending < this.endpointConcurrency && this.inFlight < this.concurrency;
+        // Still in line, no lane free, and a send of the endpoint under way: its lane, once free, takes the line's first.
+        if (this.running && inLine && sending > 0 && !laneFree) return void (place.delivery = delivery);
+        this.leave(endpointId, place);
+        // Stopping: the delivery stays leased, and is sent once its lease ends (standalone: at the next start).
+        if (!this.running) return;
         // A lane freed while it was being stored (one passed over it): sent now, in that lane.
-        if (inLine && sending < this.endpointConcurrency && this.inFlight < this.concurrency) {
-          this.leave(endpointId, place);
+        if (inLine && laneFree) {
           this.track(endpointId, +1);
           return this.sendInLane(endpointId, delivery);
         }
-        // Still in line, and a send of the endpoint under way: its lane, once free, takes the line's first.
-        if (inLine && sending > 0) return void (place.delivery = delivery);
         // The line was let go, or no lane will come for it: due, for a claim.
-        this.leave(endpointId, place);
         this.makeDue(endpointId, delivery);
       },
       release: () => {
@@ -324,20 +324,17 @@ export class DeliveryLoop {
    * due again, for a claim. Places still being stored are passed over.
    */
   private nextInLine(endpointId: string): Delivery | undefined {
-    const line = this.held.get(endpointId);
-    if (!line) return undefined;
-    for (let i = 0; i < line.length; i++) {
+    const line = this.held.get(endpointId) ?? [];
+    let next: Delivery | undefined;
+    for (let i = 0; i < line.length && !next; i++) {
       const { delivery } = line[i];
       if (delivery === null) continue;
       line.splice(i--, 1);
-      if (this.worker.leaveTimeToSend(delivery)) {
-        if (line.length === 0) this.held.delete(endpointId);
-        return delivery;
-      }
-      this.makeDue(endpointId, delivery);
+      if (this.worker.leaveTimeToSend(delivery)) next = delivery;
+      else this.makeDue(endpointId, delivery);
     }
     if (line.length === 0) this.held.delete(endpointId);
-    return undefined;
+    return next;
   }
 
   /** Every delivery in the endpoint's line made due, for the round's claims (in their turn); none to send. */
