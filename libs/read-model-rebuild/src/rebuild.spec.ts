@@ -159,6 +159,40 @@ describe('rebuilding read models from the event store (embedded stores)', () => 
     expect(stagedTables()).toEqual([]);
   });
 
+  it('stops the other replay threads before it fails, so none goes on reading or writing after', async () => {
+    // Every dispatch event unreadable: the first replay thread fails at once. The second is one
+    // still replaying (it tells progress, then never ends on its own).
+    const db = new Database(join(dir, 'events.sqlite'));
+    db.prepare("UPDATE events SET data = '{not json' WHERE stream_id LIKE 'dispatch-%'").run();
+    db.close();
+    const Worker = workerThreads.Worker;
+    const replays: Array<{ worker: workerThreads.Worker; exited: boolean }> = [];
+    const spy = jest.spyOn(workerThreads, 'Worker').mockImplementation((file, options) => {
+      const isReplay = String(file).includes('replay.worker');
+      const stillReplaying = isReplay && replays.length === 1;
+      const worker = stillReplaying
+        ? new Worker("require('node:worker_threads').parentPort.postMessage({ progress: { applied: 1, fraction: 0 } }); setInterval(() => undefined, 1000);", {
+            eval: true,
+          })
+        : new Worker(file, options);
+      if (isReplay) {
+        const replay = { worker, exited: false };
+        worker.once('exit', () => (replay.exited = true));
+        replays.push(replay);
+      }
+      return worker;
+    });
+    try {
+      await expect(rebuildReadModels(events, reads, READ_MODELS, { threads: true })).rejects.toThrow(/replay thread failed: .*JSON/s);
+      expect(replays).toHaveLength(2);
+      expect(replays.map((replay) => replay.exited)).toEqual([true, true]);
+    } finally {
+      spy.mockRestore();
+      await Promise.all(replays.map((replay) => replay.worker.terminate()));
+    }
+    expect(stagedTables()).toEqual([]);
+  });
+
   it('rebuilds one model alone, leaving the others as they are', async () => {
     const before = dump();
     await reads.collection('accounts').upsert({ id: 'acct_stray' }, 0);

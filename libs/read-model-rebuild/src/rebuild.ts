@@ -267,13 +267,15 @@ async function replayToHead(
     ),
   );
   const local = new Replay(eventStore, target, here, { ...options, onProgress: tell('here') });
+  let threadEvents: number[];
   try {
     await local.runTo(upTo);
+    threadEvents = await Promise.all(threads.map((thread) => thread.done));
   } catch (error) {
+    // Here or in one thread: the others are stopped (their connections closed) before the failure is told.
     await Promise.all(threads.map((thread) => thread.stop()));
     throw error;
   }
-  const threadEvents = await Promise.all(threads.map((thread) => thread.done));
   const replay = new Replay(eventStore, target, models, options);
   replay.position = local.position;
   replay.events = local.events + threadEvents.reduce((sum, n) => sum + n, 0);
