@@ -24,6 +24,7 @@ import {
 } from './bus.port';
 import { BusLogger, consoleBusLogger } from './bus-logger';
 import { makeHotPathErrorsCheap } from './nats-hot-path-errors';
+import { batchSocketWritesPerTurn } from './nats-write-batching';
 import { decodePayload, encodePayload, errorMessage } from './payload';
 import { NOT_ACKED_ON_LAST_DELIVERY, parkedQuery } from './parking';
 import { assertConsumerSubject, assertDurableName, assertPublishSubject } from './subjects';
@@ -96,6 +97,7 @@ export class NatsBus implements Bus {
 
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
     makeHotPathErrorsCheap();
+    batchSocketWritesPerTurn();
     const nc = await connect({
       servers: options.servers.split(',').map((server) => server.trim()),
       name: options.name,
