@@ -54,6 +54,22 @@ describe('batchSocketWritesPerTurn', () => {
     }
   });
 
+  it('given it applied, when one turn queues past nats.js pending limit, then what is queued goes out at once, not at the end of the turn', async () => {
+    batchSocketWritesPerTurn();
+    const publisher = await connect({ servers: server.url });
+    try {
+      const writes = countWrites(publisher);
+      const large = new Uint8Array(40 * 1024);
+      publisher.publish('batching.large', large);
+      expect(writes.count()).toBe(0);
+      publisher.publish('batching.large', large);
+      expect(writes.count()).toBe(1);
+      await publisher.flush();
+    } finally {
+      await publisher.close();
+    }
+  });
+
   it('given it applied twice, then it patches nats.js once', () => {
     batchSocketWritesPerTurn();
     const protocol = jest.requireActual<{ ProtocolHandler: { prototype: { sendCommand: unknown } } }>('nats/lib/nats-base-client/protocol');
