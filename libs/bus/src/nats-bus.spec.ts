@@ -126,6 +126,35 @@ describe('NatsBus', () => {
     expect((error as Error).message).toMatch(/cannot create JetStream stream REPLICATED \(3 replica\(s\).*replicas/);
   });
 
+  it('has sent the acks of what a consumer handled by the time its stop() resolves, so a connection closed right after loses none', async () => {
+    const bus = await NatsBus.connect({ servers: server.url, name: 'acks-at-stop', logger: quietLogger });
+    const nc = await connect({ servers: server.url });
+    try {
+      const durable = `acks_${Math.random().toString(36).slice(2, 8)}`;
+      const subject = `evt.${durable}.happened`;
+      const handled = deferred<void>();
+      const consumer = await bus.consume({ durable, subject, ackWaitMs: DAY_MS }, async () => void handled.resolve());
+      await bus.publish(subject, { id: 'a' }, { msgId: `${durable}-a` });
+      await handled.promise;
+      await consumer.stop();
+      // Closed at once, not drained: whatever the connection still held is lost.
+      await (bus as unknown as { nc: { close(): Promise<void> } }).nc.close();
+      const jsm = await nc.jetstreamManager();
+      await eventually(
+        async () => {
+          const info = await jsm.consumers.info('CAMPAIGN_OPS_EVENTS', durable);
+          expect(info.num_ack_pending).toBe(0);
+          expect(info.ack_floor.stream_seq).toBe(info.delivered.stream_seq);
+        },
+        'the ack in the server',
+        2000,
+      );
+    } finally {
+      await bus.close();
+      await nc.close();
+    }
+  });
+
   it('parks with the msgId of neither the original nor a previous parking, and logs each parking as an error', async () => {
     const errors: string[] = [];
     const bus = await NatsBus.connect({

@@ -212,6 +212,7 @@ export class NatsBus implements Bus {
       (message) => this.park(message),
       this.logger,
       () => this.consumers.delete(consumer),
+      () => this.nc.flush(),
       lanes,
     );
     this.consumers.add(consumer);

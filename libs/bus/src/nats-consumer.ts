@@ -12,9 +12,6 @@ import { decoder, jsErrorCode, REPLAY_FOR_HEADER, ToPark, userHeaders } from './
 const FETCH_EXPIRES_MS = 5000;
 // Pause after a failed fetch (server down, JetStream recovering) before asking again.
 const FETCH_RETRY_PAUSE_MS = 500;
-// How long an ack waits for the server's confirmation. An ack lost with a crashing server is never
-// confirmed; waiting longer would only hold up the next message (the ack itself was sent already).
-const ACK_CONFIRM_TIMEOUT_MS = 2000;
 const JS_ERR_CONSUMER_NOT_FOUND = 10014;
 // A create for a durable that exists: "consumer name already in use" (older servers) and
 // "consumer already exists" (2.10+, nats.js's `action: "create"` with other settings).
@@ -72,6 +69,8 @@ export class NatsConsumer implements Consumer {
     private readonly park: Parker,
     private readonly logger: BusLogger,
     private readonly onStopped: () => void,
+    /** The connection's flush: resolves once the server has read everything sent before it. */
+    private readonly flush: () => Promise<void>,
     private readonly lanes = 1,
   ) {
     this.durableMaxDeliver = durableMaxDeliver;
@@ -90,6 +89,8 @@ export class NatsConsumer implements Consumer {
     await this.fetch?.close();
     await this.loop;
     await Promise.all(this.handlings);
+    // The acks sent are in the server's hands (a PING answered after them) before stop() resolves.
+    await this.flush().catch(() => undefined);
     this.onStopped();
   }
 
@@ -146,7 +147,7 @@ export class NatsConsumer implements Consumer {
     // durable that parked it handles it, the others let it pass.
     const replayFor = msg.headers?.get(REPLAY_FOR_HEADER);
     if (replayFor && replayFor !== durable) {
-      await this.ack(msg);
+      this.ack(msg);
       return;
     }
     let outcome: HandlerOutcome;
@@ -173,7 +174,7 @@ export class NatsConsumer implements Consumer {
       return;
     }
     stopKeeping();
-    if (!outcome) await this.ack(msg);
+    if (!outcome) this.ack(msg);
     else if (deliveryCount >= (await this.currentMaxDeliver())) await this.parkInstead(msg, deliveryCount, RETRY_ON_LAST_DELIVERY);
     else msg.nak(outcome.retryInMs);
   }
@@ -206,13 +207,13 @@ export class NatsConsumer implements Consumer {
     return this.durableMaxDeliver;
   }
 
-  private async ack(msg: JsMsg): Promise<void> {
-    try {
-      // Wait for the server to confirm, so a stop() right after cannot see the message again.
-      await msg.ackAck({ timeout: ACK_CONFIRM_TIMEOUT_MS });
-    } catch (error) {
-      this.logger.warn(`consumer ${this.settings.durable}: ack of #${msg.seq} not confirmed (${errorMessage(error)}); it may be redelivered`);
-    }
+  /**
+   * Not confirmed one by one (a request and a reply per message): an ack lost with a server going
+   * away means a redelivery, which every handler takes (delivery is at least once). stop() flushes
+   * the connection once its handlings are settled, so the server has every ack it sent.
+   */
+  private ack(msg: JsMsg): void {
+    msg.ack();
   }
 
   /** The last allowed delivery failed: copy it to the parked stream, then terminate it here. */
