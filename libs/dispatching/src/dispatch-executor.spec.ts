@@ -420,6 +420,33 @@ describe('the dispatch executor', () => {
     expect(accessRequests).toEqual([]);
   });
 
+  describe('a test-key acceptance handed over the bus (no state with it)', () => {
+    it('runs on the acceptance itself: the stream is not read before the outcome is recorded', async () => {
+      const stateRead = jest.spyOn(store, 'stateOf');
+      const { dispatch } = await execute(null, { mode: 'test', connectionId: null });
+      expect(dispatch).toMatchObject({ status: 'completed', attempts: 1 });
+      // Only execute()'s own read of the outcome, after the executor is done.
+      expect(stateRead).toHaveBeenCalledTimes(1);
+    });
+
+    it('runs the next try when it comes back after a failed one: the stream, past the acceptance, is read', async () => {
+      const { outcome, dispatch, run, streamId } = await execute(null, { mode: 'test', name: 'Spring [sandbox:transient]', connectionId: null });
+      expect(outcome).toEqual({ retryInMs: expect.any(Number) });
+      expect(dispatch).toMatchObject({ status: 'accepted', attempts: 1 });
+      // The bus redelivers the same acceptance once the wait is over.
+      expect(await run()).toBeUndefined();
+      expect(await stateOf(streamId)).toMatchObject({ status: 'completed', attempts: 2 });
+      expect(await typesOf(streamId)).toEqual(['DispatchAccepted', 'DispatchAttemptFailed', 'DispatchCompleted']);
+    });
+
+    it('does nothing when it comes again after the dispatch completed', async () => {
+      const { run, streamId } = await execute(null, { mode: 'test', connectionId: null });
+      const before = await typesOf(streamId);
+      expect(await run()).toBeUndefined();
+      expect(await typesOf(streamId)).toEqual(before);
+    });
+  });
+
   it('runs test-key dispatches on the simulator, never asking for a token', async () => {
     const { dispatch } = await execute(null, { mode: 'test', connectionId: null });
     expect(dispatch).toMatchObject({ status: 'completed', providerResourceId: expect.stringMatching(/^sbx_meta_ads_\d+$/) });

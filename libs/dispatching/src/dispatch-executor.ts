@@ -22,6 +22,9 @@ const RECORD_PAUSE_MS = 500;
  */
 export type WorkMessage = RelayedEvent & { notBefore?: number };
 
+/** What DispatchExecutor.run answers when the state it ran on is out of date. */
+const OUT_OF_DATE = Symbol('out of date');
+
 /** Waits between transient provider errors within one dispatch. */
 export const attemptBackoffMs = (attempt: number): number => Math.min(30_000, 500 * 2 ** (attempt - 1));
 
@@ -45,12 +48,35 @@ export class DispatchExecutor {
    * Runs the work of `event` on the stream's latest state, or on `known` (the stream as of the
    * event, handed by the relay: not read again; the outcome's append still expects its revision,
    * so a stream that moved on meanwhile is read and decided again).
+   *
+   * A test-key dispatch's acceptance handed without `known` (over the bus) is, at revision 0, the
+   * whole stream as it was accepted: it is run on that first, unread. If the stream has moved on
+   * since (a redelivery after a failed try, a replay of a parked message), the outcome's append
+   * conflicts and the decision on the stream as it is refuses that try as stale: the work is then
+   * run again on the stream as read, as it always was. The simulator creates nothing twice (its id
+   * is the dispatch's own). A live dispatch is always read: its try starts from the stream.
    */
   async handle(event: WorkMessage, known?: Known<DispatchState>): Promise<HandlerOutcome> {
     if (!WORK_EVENT_TYPES.has(event.type)) return;
     const waitMs = event.notBefore === undefined ? 0 : event.notBefore - Date.now();
     if (waitMs > 0) return { retryInMs: waitMs };
-    const { state, loaded } = known ? { state: known.state, loaded: known } : await this.store.stateOf(event.streamId);
+    if (!known) {
+      const accepted = event.notBefore === undefined ? this.store.stateAtFirstEvent(event) : undefined;
+      if (accepted?.state.status === 'accepted' && accepted.state.mode === 'test') {
+        const outcome = await this.run(event, accepted, true);
+        if (outcome !== OUT_OF_DATE) return outcome;
+      }
+    }
+    const outcome = await this.run(event, known ?? (await this.store.stateOf(event.streamId)).loaded, false);
+    return outcome === OUT_OF_DATE ? undefined : outcome;
+  }
+
+  /**
+   * The work on `known`. OUT_OF_DATE when the try was already taken or recorded by another
+   * delivery, or (`guessed`: `known` was not read) the stream has moved on past `known`.
+   */
+  private async run(event: WorkMessage, known: Known<DispatchState>, guessed: boolean): Promise<HandlerOutcome | typeof OUT_OF_DATE> {
+    const { state } = known;
     if (state.status !== 'accepted') return;
 
     const attempt = state.attempts + 1;
@@ -60,12 +86,12 @@ export class DispatchExecutor {
       state.mode === 'live' ? this.live.launch(state, () => this.startTry(event.streamId, attempt, metadata)) : this.simulate(state, attempt)
     ).finally(() => dispatchesExecuting.dec());
     // Another delivery of this work started the try first: it records the outcome.
-    if (outcome.kind === 'taken') return;
+    if (outcome.kind === 'taken') return OUT_OF_DATE;
     const command = toCommand(outcome, attempt, new Date().toISOString());
     try {
       // A sandbox run appended nothing since the stream was read: its outcome is decided on that
       // read (the append still expects its revision). A live try appended its start: read again.
-      const decided = await this.record(event.streamId, command, metadata, state.mode === 'live' ? undefined : loaded);
+      const decided = await this.record(event.streamId, command, metadata, state.mode === 'live' ? undefined : known);
       await this.store.showDecided(decided);
       const last = decided.recorded[decided.recorded.length - 1];
       // A transient failure: wait (the network's delay when it named one), then this message comes back and the next try runs.
@@ -75,8 +101,8 @@ export class DispatchExecutor {
         return { retryInMs: Math.min(this.config.channelRetryMaxWaitMs, Math.max(0, delay)) };
       }
     } catch (error) {
-      // Another delivery of this work recorded the outcome first: nothing left to do.
-      if (error instanceof StaleAttempt || error instanceof DispatchNotInProgress) return;
+      // Another delivery of this work recorded the outcome first (or, guessed, the stream is past this try).
+      if (error instanceof StaleAttempt || error instanceof DispatchNotInProgress) return guessed ? OUT_OF_DATE : undefined;
       throw error;
     }
   }

@@ -1,5 +1,5 @@
 import type { Mode } from '@campaign-ops/account-domain';
-import { AggregateRepository, Decided, Loaded, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
+import { AggregateRepository, Decided, Known, Loaded, LiveProjection, Projection, toDomainEvent } from '@campaign-ops/event-sourcing';
 import { Inject, Injectable } from '@nestjs/common';
 import { EVENT_STORE, EventStore, RecordedEvent } from '@campaign-ops/event-store';
 import { Collection, IndexSpec, READ_STORE, ReadStore } from '@campaign-ops/read-store';
@@ -69,6 +69,16 @@ export class DispatchStore {
     const history = recorded.map((r) => toDomainEvent(r, upcastDispatchEvent));
     const state = fold(dispatchDecider, history);
     return { state, recorded, loaded: { history, state, revision: recorded.length ? recorded[recorded.length - 1].revision : null } };
+  }
+
+  /**
+   * The dispatch as the stream's first event makes it, from that event alone (no read): what a
+   * handed DispatchAccepted at revision 0 gives. Undefined for any later event, whose stream has
+   * more before it.
+   */
+  stateAtFirstEvent(event: Pick<RecordedEvent, 'type' | 'data' | 'metadata' | 'revision'>): Known<DispatchState> | undefined {
+    if (event.revision !== 0) return undefined;
+    return { state: dispatchDecider.evolve(dispatchDecider.initialState, toDomainEvent(event, upcastDispatchEvent)), revision: 0 };
   }
 
   /** Brings the view up to the stream (read-your-writes after a command; the projection does it again, changing nothing). */
