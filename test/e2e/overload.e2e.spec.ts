@@ -1,6 +1,6 @@
 /**
- * Overload (docs/api.md#dispatches-and-retries): on both topologies (over NATS the backlog is the executor consumer's in
- * JetStream, every replica's), with a 1-second backlog bound and four
+ * Overload (docs/api.md#dispatches-and-retries): on both topologies (the backlog is the dispatches
+ * still accepted, every replica's), with a 1-second backlog bound and four
  * executor lanes, slow sandbox launches (`[sandbox:slow]`, about 3 s each) are sent one after the
  * other, a few a second, until the backlog passes the bound (while the lanes settle nothing, the
  * pace taken is 10 a second: about a dozen waiting). From then a launch answers 503 `service_unavailable`

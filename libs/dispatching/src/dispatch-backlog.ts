@@ -5,7 +5,7 @@ import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 /** The executor's durable consumer (dispatch-execution.message.controller.ts): its backlog is the launches' wait. */
 export const EXECUTOR_DURABLE = 'dispatch-executor';
 
-/** Where the executor's progress is read (DispatchWork: its consumer's on the bus, or the work it runs in the relay's hand). */
+/** Where the executor's progress is read (DispatchWork: the dispatches still accepted, and what settled on the bus and in the relay's hand). */
 export interface ExecutorProgress {
   progress(): Promise<ConsumerProgress>;
 }
@@ -78,8 +78,8 @@ export class BacklogBound {
 /**
  * The overload rule kept for this process's launches: each launch is judged from the latest
  * reading, and asks for a new one (from the bus, without waiting for it) once the latest is
- * SAMPLE_EVERY_MS old. Idle, it reads nothing. Over NATS the reading is the executor consumer's
- * (every replica's work); in-process, this process's (DispatchWork.progress).
+ * SAMPLE_EVERY_MS old. Idle, it reads nothing. The reading is the same in every replica
+ * (DispatchWork.progress).
  */
 @Injectable()
 export class DispatchBacklog {

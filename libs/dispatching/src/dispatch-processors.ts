@@ -74,13 +74,13 @@ export class DispatchProcessors implements OnApplicationBootstrap, OnModuleDestr
       3_600_000,
     );
     this.sweepTimer.unref();
-    this.logger.log(
-      `dispatch-service ready (${this.config.executorConcurrency} executor lanes${this.work.inHand ? "; work done at once runs in the relay's hand" : ''})`,
-    );
+    this.logger.log(`dispatch-service ready (${this.config.executorConcurrency} executor lanes; work done at once runs in the relay's hand)`);
   }
 
   async onModuleDestroy(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     await Promise.all(this.processors.map((p) => p.stop()));
+    // The relay settled its last work: the next replica to hold it continues the count from here.
+    await this.work.tally.save();
   }
 }

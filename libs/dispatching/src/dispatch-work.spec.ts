@@ -19,7 +19,7 @@ const campaign = (name: string): CampaignSpec => ({
 });
 const noPartnerEvents: PartnerEventSink = { accept: async () => undefined };
 
-describe("the relay's work: in the relay's hand when it is done at once and this process is the bus's only user, else on the bus", () => {
+describe("the relay's work: in the relay's hand when it is done at once, else on the bus", () => {
   let events: SqliteEventStore;
   let reads: SqliteReadStore;
   let bus: InProcessBus;
@@ -35,16 +35,25 @@ describe("the relay's work: in the relay's hand when it is done at once and this
     store = new DispatchStore(events, reads);
     executor = new DispatchExecutor(store, new SandboxSimulator({ slowMs: 0 }), new LiveLaunches({}, bus), { channelRetryMaxWaitMs: 60_000 });
     onBus = [];
+    works = [];
     await bus.consume<WorkMessage>({ durable: 'dispatch-executor', subject: 'evt.>' }, async ({ subject, data }) => void onBus.push({ subject, data }));
   });
 
   afterEach(async () => {
+    // What each replica settled is saved before the stores close (a stop does the same).
+    await Promise.all(works.map((w) => w.tally.save()));
     await bus.close();
     await events.close();
     await reads.close();
   });
 
-  const work = (natsUrl: string | null) => new DispatchWork(bus, { natsUrl }, executor, store);
+  /** A replica's DispatchWork: every one shares the bus and the stores. */
+  let works: DispatchWork[] = [];
+  const work = () => {
+    const made = new DispatchWork(bus, executor, store, reads);
+    works.push(made);
+    return made;
+  };
 
   /** A dispatch accepted (its view written, as the launch writes it), relayed to `sink`. */
   async function launch(sink: DispatchWork, options: { name?: string; mode?: 'test' | 'live' } = {}) {
@@ -86,30 +95,28 @@ describe("the relay's work: in the relay's hand when it is done at once and this
   const stateOf = async (streamId: string) => (await store.stateOf(streamId)).state as Dispatch;
 
   it('runs a test-key launch in hand, on the state the relay carries: completed, nothing on the bus, the stream not read again', async () => {
-    const sink = work(null);
+    const sink = work();
     const { streamId, readsByRelayAndExecutor } = await launch(sink);
     expect(await stateOf(streamId)).toMatchObject({ status: 'completed', providerResourceId: expect.stringMatching(/^sbx_meta_ads_/) });
     expect(readsByRelayAndExecutor).toBe(0);
     expect(await busSoFar()).toEqual([]);
   });
 
-  it('hands to the bus what waits: a live launch, a [sandbox:slow] one, and everything over NATS', async () => {
-    const live = await launch(work(null), { mode: 'live' });
-    const slow = await launch(work(null), { name: 'Spring [sandbox:slow]' });
-    const overNats = await launch(work('nats://127.0.0.1:4222'));
+  it('hands to the bus what waits: a live launch and a [sandbox:slow] one', async () => {
+    const live = await launch(work(), { mode: 'live' });
+    const slow = await launch(work(), { name: 'Spring [sandbox:slow]' });
     const handed = await busSoFar();
     expect(handed.map(({ subject, data }) => [subject, data.id])).toEqual([
       ['evt.dispatch.DispatchAccepted', live.accepted.id],
       ['evt.dispatch.DispatchAccepted', slow.accepted.id],
-      ['evt.dispatch.DispatchAccepted', overNats.accepted.id],
     ]);
     expect(handed.every(({ data }) => data.notBefore === undefined)).toBe(true);
-    for (const { streamId } of [live, slow, overNats]) expect((await stateOf(streamId)).status).toBe('accepted');
+    for (const { streamId } of [live, slow]) expect((await stateOf(streamId)).status).toBe('accepted');
   });
 
   it('runs the first try of a transient failure in hand, then hands the event to the bus to wait for its next try', async () => {
     const before = Date.now();
-    const { streamId, accepted } = await launch(work(null), { name: 'Spring [sandbox:transient]' });
+    const { streamId, accepted } = await launch(work(), { name: 'Spring [sandbox:transient]' });
     expect(await stateOf(streamId)).toMatchObject({ status: 'accepted', attempts: 1 });
     const [waiting] = await busSoFar();
     expect(waiting.subject).toBe('evt.dispatch.DispatchAccepted');
@@ -129,15 +136,15 @@ describe("the relay's work: in the relay's hand when it is done at once and this
 
   it('hands to the bus what fails in hand, so that the relay goes on and the consumer retries it', async () => {
     const handle = jest.spyOn(executor, 'handle').mockRejectedValueOnce(new Error('the event store is busy'));
-    const { streamId, accepted } = await launch(work(null));
+    const { streamId, accepted } = await launch(work());
     expect(handle).toHaveBeenCalledTimes(1);
     const handed = await busSoFar();
     expect(handed.map(({ data }) => data.id)).toEqual([accepted.id]);
     expect((await stateOf(streamId)).status).toBe('accepted');
   });
 
-  it("reads the overload rule's backlog: on the bus, its consumer's; in hand, the dispatches still accepted, and what settled in hand", async () => {
-    const inHand = work(null);
+  it("reads the overload rule's backlog: the dispatches still accepted, and what settled in hand and on the bus", async () => {
+    const inHand = work();
     await launch(inHand);
     await launch(inHand, { mode: 'live' });
     await launch(inHand, { name: 'Spring [sandbox:transient]' });
@@ -147,8 +154,17 @@ describe("the relay's work: in the relay's hand when it is done at once and this
     const onBusSettled = (await bus.progress('dispatch-executor')).settled;
     expect(onBusSettled).toBeGreaterThan(0);
     expect(await inHand.progress()).toEqual({ pending: 2, settled: 2 + onBusSettled });
+  });
 
-    const overNats = work('nats://127.0.0.1:4222');
-    expect(await overNats.progress()).toEqual(await bus.progress('dispatch-executor'));
+  it('reads the same backlog in a replica that does not hold the relay: the count the one that holds it saved', async () => {
+    const relaying = work();
+    const standingBy = work();
+    for (let i = 0; i < 3; i++) await launch(relaying);
+    await launch(relaying, { mode: 'live' });
+    await busSoFar();
+    await relaying.tally.save();
+    const onBusSettled = (await bus.progress('dispatch-executor')).settled;
+    expect(await standingBy.progress()).toEqual({ pending: 1, settled: 3 + onBusSettled });
+    expect(await standingBy.progress()).toEqual(await relaying.progress());
   });
 });

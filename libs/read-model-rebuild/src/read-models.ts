@@ -26,6 +26,7 @@ export const OPERATIONAL_COLLECTIONS: ReadonlyArray<{ name: string; what: string
   { name: 'webhook_endpoint_health', what: "endpoints' recent failures, which decide when one is disabled" },
   { name: 'idempotency_keys', what: "the gateway's kept answers to Idempotency-Keys (24 h)" },
   { name: 'dispatch_idempotency_keys', what: "dispatch-service's Idempotency-Keys of launches (24 h)" },
+  { name: 'dispatch_work', what: "the running count of dispatches the relay settled in hand: the overload rule's pace in every replica" },
   { name: 'connection_tokens', what: 'the token vault: sealed access and refresh tokens, never in an event' },
   { name: 'connection_oauth_states', what: 'OAuth state records, by hash, until their window ends' },
   { name: 'connection_channel_slots', what: 'leases on (account, mode, channel) slots' },
