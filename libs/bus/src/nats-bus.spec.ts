@@ -6,6 +6,7 @@ import { NatsServerHandle, startNatsServer } from './testing/nats-server';
 import { startNatsCluster } from './testing/nats-cluster';
 import { deferred, eventually, waitFor } from './testing/wait-for';
 import { NOT_ACKED_ON_LAST_DELIVERY } from './parking';
+import { PULL_EXPIRES_MS } from './nats-lane-pulls';
 
 // Failures the tests provoke on purpose (thrown handlers, maxDeliver, restarts) would only add noise.
 const quietLogger: BusLogger = { warn: () => undefined, error: () => undefined };
@@ -379,6 +380,32 @@ describe('NatsBus', () => {
     });
   });
 
+  it('asks again for its idle lanes once a pull request expires on the server: a message published after a quiet spell is taken', async () => {
+    const bus = await NatsBus.connect({ servers: server.url, name: 'quiet', logger: quietLogger });
+    const root = `evt.quiet${Math.random().toString(36).slice(2, 8)}`;
+    const durable = root.replace('.', '_');
+    try {
+      const seen: string[] = [];
+      const consumer = await bus.consume<{ id: string }>({ durable, subject: `${root}.>`, lanes: 2 }, async (message) => void seen.push(message.data.id));
+      await bus.publish(`${root}.happened`, { id: 'first' });
+      await waitFor(() => seen.includes('first'), 'the first message');
+      // Past the expiry of every pull request sent so far (PULL_EXPIRES_MS): the server said what
+      // each did not bring (408), and the lanes asked again.
+      await new Promise((resolve) => setTimeout(resolve, PULL_EXPIRES_MS + 1500));
+      // Requests wait on the server for the idle lanes (each for one or more), never more than them.
+      const nc = await connect({ servers: server.url });
+      const waiting = (await (await nc.jetstreamManager()).consumers.info('CAMPAIGN_OPS_EVENTS', durable)).num_waiting;
+      await nc.close();
+      expect(waiting).toBeGreaterThanOrEqual(1);
+      expect(waiting).toBeLessThanOrEqual(2);
+      await bus.publish(`${root}.happened`, { id: 'after the quiet spell' });
+      await waitFor(() => seen.includes('after the quiet spell'), 'the message published after the quiet spell', 1500);
+      await consumer.stop();
+    } finally {
+      await bus.close();
+    }
+  }, 20_000);
+
   it.each([
     ['a restart', () => server.restart()],
     [
@@ -404,7 +431,9 @@ describe('NatsBus', () => {
       await restart();
       // Refused while the client is disconnected; it reconnects on its own. The msgId makes retrying safe.
       await eventually(() => bus.publish(`${root}.happened`, { id: 'after' }, { msgId: `${root}-after` }), 'a publish after the restart', 15_000);
-      await waitFor(() => seen.includes('after'), 'the message published after the restart', 15_000);
+      // Within less than the time a lost pull request is given up after (LanePulls): the lanes ask
+      // again as the connection comes back, the server having lost the requests it held.
+      await waitFor(() => seen.includes('after'), 'the message published after the restart', 5_000);
       await expect(bus.request(`rpc.${root}.echo`, { ok: 1 })).resolves.toEqual({ ok: 1 });
 
       await consumer.stop();

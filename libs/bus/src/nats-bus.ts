@@ -90,6 +90,8 @@ export class NatsBus implements Bus {
     private readonly jsm: JetStreamManager,
     private readonly streamName: string,
     private readonly logger: BusLogger,
+    /** Where replies and pulled messages come (`_INBOX.<user>` under per-app permissions; nats.js's own otherwise). */
+    private readonly inboxPrefix: string | undefined,
   ) {
     this.parkedStreamName = `${streamName}${PARKED_STREAM_SUFFIX}`;
     void this.watchConnection();
@@ -98,6 +100,7 @@ export class NatsBus implements Bus {
   static async connect(options: NatsBusOptions): Promise<NatsBus> {
     makeHotPathErrorsCheap();
     batchSocketWritesPerTurn();
+    const inboxPrefix = options.credentials ? inboxPrefixOf(options.credentials.user) : undefined;
     const nc = await connect({
       servers: options.servers.split(',').map((server) => server.trim()),
       name: options.name,
@@ -108,9 +111,7 @@ export class NatsBus implements Bus {
       // CPU under load in a profile of `npm run bench -- --nats`. Our errors name the subject and
       // the operation themselves.
       noAsyncTraces: true,
-      ...(options.credentials
-        ? { user: options.credentials.user, pass: options.credentials.password, inboxPrefix: inboxPrefixOf(options.credentials.user) }
-        : {}),
+      ...(options.credentials ? { user: options.credentials.user, pass: options.credentials.password, inboxPrefix } : {}),
       ...(options.tlsCaFile ? { tls: { caFile: options.tlsCaFile } } : {}),
     });
     try {
@@ -134,7 +135,7 @@ export class NatsBus implements Bus {
         },
         manage,
       );
-      return new NatsBus(nc, nc.jetstream(), jsm, streamName, options.logger ?? consoleBusLogger);
+      return new NatsBus(nc, nc.jetstream(), jsm, streamName, options.logger ?? consoleBusLogger, inboxPrefix);
     } catch (error) {
       await nc.close();
       throw error;
@@ -213,6 +214,7 @@ export class NatsBus implements Bus {
       this.logger,
       () => this.consumers.delete(consumer),
       () => this.nc.flush(),
+      { nc: this.nc, stream: this.streamName, inboxPrefix: this.inboxPrefix },
       lanes,
     );
     this.consumers.add(consumer);
@@ -425,9 +427,11 @@ export class NatsBus implements Bus {
     for await (const status of this.nc.status()) {
       if (status.type === Events.Disconnect) {
         this.connected = false;
+        for (const consumer of this.consumers) consumer.connectionChanged(false);
         if (!this.closed) this.logger.warn(`disconnected from NATS (${String(status.data)}), reconnecting`);
       } else if (status.type === Events.Reconnect) {
         this.connected = true;
+        for (const consumer of this.consumers) consumer.connectionChanged(true);
         this.logger.warn(`reconnected to NATS (${String(status.data)})`);
       }
     }

@@ -1,17 +1,14 @@
 // A durable pull consumer on the events stream: the durable created or brought to its settings,
-// and the loop that pulls, handles, acks, retries and parks one message at a time.
-import { AckPolicy, ConsumerMessages, Consumer as JetStreamConsumer, ConsumerConfig, ConsumerInfo, DeliverPolicy, JetStreamManager, JsMsg, nanos } from 'nats';
+// and its lanes, which handle, ack, retry and park one message each at a time.
+import { AckPolicy, Consumer as JetStreamConsumer, ConsumerConfig, ConsumerInfo, DeliverPolicy, JetStreamManager, JsMsg, NatsConnection, nanos } from 'nats';
 import { Consumer, DeliveredMessage, HandlerOutcome } from './bus.port';
 import { BusLogger } from './bus-logger';
 import { decodePayload, errorMessage } from './payload';
 import { failureReason, RETRY_ON_LAST_DELIVERY } from './parking';
 import { backoffAfterFailureMs, keepWhileHandling } from './redelivery';
 import { decoder, jsErrorCode, REPLAY_FOR_HEADER, ToPark, userHeaders } from './nats-headers';
+import { LanePulls } from './nats-lane-pulls';
 
-// A pull request waits this long on the server for a message; the loop then simply asks again.
-const FETCH_EXPIRES_MS = 5000;
-// Pause after a failed fetch (server down, JetStream recovering) before asking again.
-const FETCH_RETRY_PAUSE_MS = 500;
 const JS_ERR_CONSUMER_NOT_FOUND = 10014;
 // A create for a durable that exists: "consumer name already in use" (older servers) and
 // "consumer already exists" (2.10+, nats.js's `action: "create"` with other settings).
@@ -35,21 +32,17 @@ export interface ConsumerSettings {
 }
 
 /**
- * One consume() call: a loop that pulls, in one request, as many messages as it has idle lanes,
- * and hands each to a lane, which handles it and settles it (ack, nak with a delay, park). Pulling
- * only for idle lanes lets instances sharing a durable split the work, and nothing waits in a
- * local buffer while its ack timer runs; one request for all of them, not one per lane, is one
- * pull (and one inbox subscription) for a batch instead of one per message.
+ * One consume() call: its lanes, each handling a message and settling it (ack, nak with a delay,
+ * park), and the pulls that fill them (LanePulls): as many messages as there are idle lanes,
+ * asked for together at the end of a turn, never more. Pulling only for idle lanes lets instances
+ * sharing a durable split the work, and nothing waits in a local buffer while its ack timer runs.
  */
 export class NatsConsumer implements Consumer {
   private stopping = false;
-  private fetch: ConsumerMessages | undefined;
-  private endPause: (() => void) | undefined;
-  private readonly loop: Promise<void>;
-  /** Lanes handling a message now, their handlings, and the loop's wait for one of them to end. */
+  private readonly pulls: LanePulls;
+  /** Lanes handling a message now, and their handlings. */
   private busy = 0;
   private readonly handlings = new Set<Promise<void>>();
-  private laneFreed: (() => void) | undefined;
 
   /**
    * The durable's maxDeliver as the server has it, which decides the last delivery. It is this
@@ -71,54 +64,35 @@ export class NatsConsumer implements Consumer {
     private readonly onStopped: () => void,
     /** The connection's flush: resolves once the server has read everything sent before it. */
     private readonly flush: () => Promise<void>,
+    pulling: { nc: NatsConnection; stream: string; inboxPrefix?: string },
     private readonly lanes = 1,
   ) {
     this.durableMaxDeliver = durableMaxDeliver;
-    this.loop = this.run();
+    this.pulls = new LanePulls(pulling.nc, {
+      nextSubject: `$JS.API.CONSUMER.MSG.NEXT.${pulling.stream}.${settings.durable}`,
+      inboxPrefix: pulling.inboxPrefix,
+      room: () => (this.stopping ? 0 : this.lanes - this.busy),
+      deliver: (msg) => this.inLane(msg),
+      // Typically the server is restarting or JetStream electing leaders: it keeps asking.
+      refused: (why) => this.logger.warn(`consumer ${settings.durable} cannot pull (${why}), retrying`),
+      recovered: () => this.logger.warn(`consumer ${settings.durable} is pulling again`),
+    });
   }
 
-  /**
-   * Stops pulling and resolves once the messages being handled (if any) are settled.
-   * JetStream cannot cancel a pull request: a message the server sends at the very moment the pull
-   * is closed is dropped by the client, and redelivered after ackWait like any unacked message.
-   */
+  /** The connection went down, or came back (on a server that may not hold the pulls sent before). */
+  connectionChanged(connected: boolean): void {
+    if (connected) this.pulls.reconnected();
+    else this.pulls.disconnected();
+  }
+
+  /** Stops pulling and resolves once the messages being handled (if any) are settled. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.endPause?.();
-    this.freeLane();
-    await this.fetch?.close();
-    await this.loop;
+    this.pulls.stop();
     await Promise.all(this.handlings);
     // The acks sent are in the server's hands (a PING answered after them) before stop() resolves.
     await this.flush().catch(() => undefined);
     this.onStopped();
-  }
-
-  private async run(): Promise<void> {
-    let failing = false;
-    while (!this.stopping) {
-      if (this.busy >= this.lanes) {
-        await new Promise<void>((resolve) => (this.laneFreed = resolve));
-        continue;
-      }
-      try {
-        this.fetch = await this.jsConsumer.fetch({ max_messages: this.lanes - this.busy, expires: FETCH_EXPIRES_MS });
-        // stop() may have come while the fetch was being set up. Closing takes effect as the loop below
-        // drains the iterator (awaiting it here would wait forever), which then ends without a message.
-        if (this.stopping) void this.fetch.close();
-        for await (const msg of this.fetch) this.inLane(msg);
-        if (failing) this.logger.warn(`consumer ${this.settings.durable} is pulling again`);
-        failing = false;
-      } catch (error) {
-        if (this.stopping) break;
-        // Typically the server is restarting: the connection reconnects by itself, so keep asking.
-        if (!failing) this.logger.warn(`consumer ${this.settings.durable} cannot pull (${errorMessage(error)}), retrying`);
-        failing = true;
-        await this.pause(FETCH_RETRY_PAUSE_MS);
-      } finally {
-        this.fetch = undefined;
-      }
-    }
   }
 
   /** A lane handles the message; once it is settled, the lane is free for the next pull. */
@@ -129,15 +103,9 @@ export class NatsConsumer implements Consumer {
       .finally(() => {
         this.busy--;
         this.handlings.delete(handling);
-        this.freeLane();
+        this.pulls.pullSoon();
       });
     this.handlings.add(handling);
-  }
-
-  private freeLane(): void {
-    const freed = this.laneFreed;
-    this.laneFreed = undefined;
-    freed?.();
   }
 
   private async handle(msg: JsMsg): Promise<void> {
@@ -231,18 +199,6 @@ export class NatsConsumer implements Consumer {
     // No reason given: nats-server 2.9 ignores a `+TERM <reason>` altogether (the message then stays
     // pending until its ack wait ends); the reason is on the parked copy anyway.
     msg.term();
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.endPause = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.endPause = done;
-    });
   }
 }
 
