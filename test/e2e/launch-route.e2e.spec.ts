@@ -94,4 +94,74 @@ describe('POST /v1/campaigns: the gateway’s way in answers as the Nest route d
       expect(comparable(shortcut)).toEqual(comparable(route));
     }
   });
+
+  it('refuses alike what the body reader and the service refuse: not JSON, and a launch without credits (402, its key kept)', async () => {
+    const raw = async (path: string, text: string) => {
+      const response = await fetch(service.url + path, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: text,
+      });
+      return { status: response.status, headers: Object.fromEntries(response.headers), text: await response.text() } as Answer;
+    };
+    const [shortcut, route] = await Promise.all([raw(SHORTCUT, '{"channel":'), raw(ROUTE, '{"channel":')]);
+    expect(shortcut.status).toBe(400);
+    expect(comparable(shortcut)).toEqual(comparable(route));
+
+    const admin = new PartnerClient(service.url, ADMIN_TOKEN);
+    const broke = await admin.post('/admin/v1/accounts', { name: 'Broke', credits: 0 });
+    const brokeKey = (await admin.post(`/admin/v1/accounts/${broke.body.data.id}/keys`, { mode: 'test' })).body.data.key as string;
+    const refused = await Promise.all(
+      [SHORTCUT, ROUTE].map((path, i) => post(path, sandboxCampaign('Broke'), { Authorization: `Bearer ${brokeKey}`, 'Idempotency-Key': `broke-${i}` })),
+    );
+    expect(refused[0].status).toBe(402);
+    expect(comparable(refused[0])).toEqual(comparable(refused[1]));
+    // Kept for its key, as every business outcome is: the same answer again, replayed.
+    const again = await post(SHORTCUT, sandboxCampaign('Broke'), { Authorization: `Bearer ${brokeKey}`, 'Idempotency-Key': 'broke-0' });
+    expect(again.text).toBe(refused[0].text);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+  });
+});
+
+describe('POST /v1/campaigns over the rate limit: the gateway’s way in answers as the Nest route does', () => {
+  let dataDir: string;
+  let service: ServiceProcess;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'campaign-ops-e2e-launch-route-limit-'));
+    service = await ServiceProcess.start('standalone', { ADMIN_TOKEN, DATA_DIR: join(dataDir, 'service'), RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '3' });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers 429 alike, with the same headers, once the key’s budget is spent', async () => {
+    const key = (await openAccountWithKeys(new PartnerClient(service.url, ADMIN_TOKEN), 'Busy')).testKey;
+    const post = async (path: string): Promise<Answer> => {
+      const response = await fetch(service.url + path, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(sandboxCampaign('Busy')),
+      });
+      return { status: response.status, headers: Object.fromEntries(response.headers), text: await response.text() };
+    };
+    // A launch the way in hands on (a body the rules refuse) spends one of the budget, as any request does.
+    const refusedBody = await fetch(service.url + SHORTCUT, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ ...sandboxCampaign('Busy'), channel: 'myspace_ads' }),
+    });
+    expect([refusedBody.status, refusedBody.headers.get('ratelimit-remaining')]).toEqual([400, '2']);
+    const answers: Answer[] = [];
+    for (let i = 0; i < 6; i++) answers.push(await post(i % 2 === 0 ? SHORTCUT : ROUTE));
+    const limited = answers.filter((answer) => answer.status === 429);
+    expect(limited.length).toBeGreaterThanOrEqual(2);
+    // One of each way in among them: a shortcut's and a route's 429 compared.
+    const byPath = [0, 1].map((parity) => answers.find((answer, i) => answer.status === 429 && i % 2 === parity));
+    expect(byPath.every(Boolean)).toBe(true);
+    expect(comparable(byPath[0]!)).toEqual(comparable(byPath[1]!));
+    expect(byPath[0]!.headers['retry-after']).toMatch(/^\d+$/);
+  });
 });

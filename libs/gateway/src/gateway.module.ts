@@ -19,6 +19,7 @@ import { EnvelopeInterceptor } from './http/envelope.interceptor';
 import { idempotencyOptionsProvider, IdempotencyStore } from './http/idempotency';
 import { IdempotencyInterceptor } from './http/idempotency.interceptor';
 import { UnknownQueryInterceptor } from './http/unknown-query.interceptor';
+import { LaunchFastPath } from './http/launch-fast-path';
 import { LaunchRoute } from './http/launch-route';
 import { RateLimitMiddleware } from './http/rate-limit.middleware';
 import { ServiceClient } from './http/service-client';
@@ -47,6 +48,7 @@ import { ServiceClient } from './http/service-client';
     AdminTokenGuard,
     RateLimitMiddleware,
     LaunchRoute,
+    LaunchFastPath,
     IdempotencyStore,
     idempotencyOptionsProvider,
     UnknownQueryInterceptor,

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
 import { Logger } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -100,22 +101,32 @@ export const routeLabel = (path: string): string => path.replace(/\/[a-z]+_[0-9A
 
 const accessLog = new Logger('http');
 
+/** Set on a request whose answer is already counted and timed (one taken before express: the gateway's launches). */
+export const HTTP_ANSWER_OBSERVED = Symbol('http-answer-observed');
+
 /** Counts and times every answer; a line per request in the log at debug level. */
 export function httpMetricsMiddleware(request: Request, response: Response, next: NextFunction): void {
+  if (!(request as { [HTTP_ANSWER_OBSERVED]?: true })[HTTP_ANSWER_OBSERVED]) observeHttpAnswer(request, request.path, response);
+  next();
+}
+
+/** Counts and times the answer to `request` (at `path`, its URL without the query) once it is sent. */
+export function observeHttpAnswer(request: { method?: string }, path: string, response: ServerResponse): void {
+  (request as { [HTTP_ANSWER_OBSERVED]?: true })[HTTP_ANSWER_OBSERVED] = true;
   const started = process.hrtime.bigint();
+  const method = request.method ?? 'GET';
   response.on('finish', () => {
-    const route = routeLabel(request.path);
+    const route = routeLabel(path);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-    httpRequests.inc({ method: request.method, route, status: String(response.statusCode) });
-    httpDuration.observe({ method: request.method, route }, seconds);
+    httpRequests.inc({ method, route, status: String(response.statusCode) });
+    httpDuration.observe({ method, route }, seconds);
     accessLog.debug({
       msg: 'request',
-      method: request.method,
+      method,
       route,
       status: response.statusCode,
       duration_ms: Math.round(seconds * 1000),
       request_id: response.getHeader('X-Request-Id'),
     });
   });
-  next();
 }

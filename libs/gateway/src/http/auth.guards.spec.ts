@@ -18,7 +18,7 @@ function requestWith(authorization?: string): GatewayRequest {
     method: 'POST',
     path: '/admin/v1/accounts',
     requestId: 'req_test',
-    header: (name: string) => (name === 'Authorization' ? authorization : undefined),
+    headers: authorization === undefined ? {} : { authorization },
   } as unknown as GatewayRequest;
 }
 

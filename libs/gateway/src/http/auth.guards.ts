@@ -7,7 +7,7 @@ import { noRoute } from './api-exception.filter';
 import { GatewayRequest } from './request-context';
 
 export function bearer(request: GatewayRequest): string | null {
-  const header = request.header('Authorization');
+  const header = request.headers.authorization;
   if (!header) return null;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return match ? match[1] : '';

@@ -56,7 +56,7 @@ export class IdempotencyInterceptor implements NestInterceptor {
    */
   async admit(request: GatewayRequest, response: Response): Promise<StoredAnswer | null> {
     if (request.method !== 'POST') return null;
-    const key = parseIdempotencyKey(request.header('Idempotency-Key'));
+    const key = parseIdempotencyKey(request.headers['idempotency-key'] as string | undefined);
     const scope = idempotencyScope(request);
     if (key === null || scope === null) return null;
 

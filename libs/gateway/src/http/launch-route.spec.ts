@@ -29,7 +29,7 @@ const request = (over: Partial<GatewayRequest> = {}) =>
     url: '/v1/campaigns',
     body: sandboxCampaign(),
     requestId: 'req_1',
-    header: (name: string) => ({ Authorization: 'Bearer mk_test_x', 'Idempotency-Key': 'launch-1' })[name],
+    headers: { authorization: 'Bearer mk_test_x', 'idempotency-key': 'launch-1' },
     ...over,
   }) as unknown as GatewayRequest;
 
@@ -54,7 +54,13 @@ async function run(route: LaunchRoute, req: GatewayRequest): Promise<{ sent?: { 
 describe('LaunchRoute', () => {
   it('answers a valid launch itself: the dispatch in the envelope, the command sent with the caller', async () => {
     const { route, calls } = routeWith();
-    expect(await run(route, request())).toEqual({ sent: { status: 200, body: { success: true, data: DISPATCH, request_id: 'req_1' } } });
+    expect(await run(route, request())).toEqual({
+      sent: {
+        status: 200,
+        body: JSON.stringify({ success: true, data: DISPATCH, request_id: 'req_1' }),
+        headers: { 'Content-Type': 'application/json; charset=utf-8' },
+      },
+    });
     expect(calls).toEqual([
       {
         subject: SUBJECTS.dispatchCreate,

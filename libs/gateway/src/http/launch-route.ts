@@ -7,10 +7,12 @@ import { admitPartner } from './auth.guards';
 import { Acceptor, compileAcceptor } from './compiled-validation';
 import { enveloped } from './envelope.interceptor';
 import { IdempotencyInterceptor } from './idempotency.interceptor';
-import { callerOf, GatewayRequest } from './request-context';
+import { AnswerTarget, callerOf, GatewayRequest } from './request-context';
 import { ServiceClient } from './service-client';
 
-const LAUNCH = '/v1/campaigns';
+export const LAUNCH = '/v1/campaigns';
+/** What express's `response.json` answers with. */
+export const JSON_UTF8 = 'application/json; charset=utf-8';
 
 /**
  * `POST /v1/campaigns` with a body its rules accept: every launch's way in, answered here, after
@@ -39,18 +41,36 @@ export class LaunchRoute {
 
   /** The express middleware (bound, for `app.use`). */
   readonly handle = (request: GatewayRequest, response: Response, next: NextFunction): void => {
-    if (request.method !== 'POST' || request.url !== LAUNCH || !this.accepts?.(request.body)) return next();
+    // A launch the way in before express (LaunchFastPath) began and could not finish: the app's error handler answers it.
+    if (request.launchFailure) return next(request.launchFailure.error);
+    if (request.method !== 'POST' || request.url !== LAUNCH || !this.acceptsBody(request.body)) return next();
     this.answer(request, response).catch(next);
   };
 
-  private async answer(request: GatewayRequest, response: Response): Promise<void> {
+  /** Whether the compiled rules accept this body (else the Nest route words the refusal). */
+  acceptsBody(body: unknown): boolean {
+    return this.accepts?.(body) === true;
+  }
+
+  /**
+   * The launch of an accepted body: the key, then `Idempotency-Key`, then the launch, answered in
+   * the envelope through `response.send` (which the idempotency store's capture wraps).
+   */
+  async answer(request: GatewayRequest, response: AnswerTarget): Promise<void> {
     await admitPartner(this.directory, request);
-    const kept = await this.idempotency.admit(request, response);
+    const kept = await this.idempotency.admit(request, response as Response);
     if (kept) {
-      IdempotencyInterceptor.replay(response, kept);
+      IdempotencyInterceptor.replay(response as Response, kept);
       return;
     }
-    const dispatch = await launch(this.services, callerOf(request), request.body as CreateCampaignDto, request.header('Idempotency-Key'));
-    response.status(200).json(enveloped(dispatch, request.requestId));
+    const dispatch = await launch(
+      this.services,
+      callerOf(request),
+      request.body as CreateCampaignDto,
+      request.headers['idempotency-key'] as string | undefined,
+    );
+    response.statusCode = 200;
+    response.setHeader('Content-Type', JSON_UTF8);
+    response.send(JSON.stringify(enveloped(dispatch, request.requestId)));
   }
 }

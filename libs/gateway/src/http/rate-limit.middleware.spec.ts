@@ -34,7 +34,7 @@ function setup(perSecond = 1, burst = 2) {
       path,
       ip,
       socket: {},
-      header: (name: string) => (name.toLowerCase() === 'authorization' && token !== undefined ? `Bearer ${token}` : undefined),
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
     } as unknown as GatewayRequest;
     const headers: Record<string, string> = {};
     const response = { setHeader: (name: string, value: string) => void (headers[name] = value) } as unknown as Response;

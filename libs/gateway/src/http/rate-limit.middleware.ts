@@ -3,8 +3,8 @@ import type { NextFunction, Response } from 'express';
 import { AccountDirectory } from '@campaign-ops/accounts';
 import { CONFIG, ServiceConfig } from '@campaign-ops/service-runtime';
 import { AdminTokenGuard, authenticateOnce, bearer } from './auth.guards';
-import { RateLimiter, rateLimitedError, rateLimitHeaders, RateLimitIdentity } from './rate-limit';
-import { GatewayRequest } from './request-context';
+import { RateLimitDecision, RateLimiter, rateLimitedError, rateLimitHeaders, RateLimitIdentity } from './rate-limit';
+import { AnswerHeaders, GatewayRequest } from './request-context';
 import { ApiDocument } from '../openapi/api-document';
 
 /** Probes of orchestrators: never limited, so a flood cannot fail a readiness check. (Metrics are on METRICS_PORT.) */
@@ -39,6 +39,8 @@ export class RateLimitMiddleware {
 
   /** The express middleware (bound, for `app.use`). */
   readonly handle = (request: GatewayRequest, response: Response, next: NextFunction): void => {
+    // Taken already by the launch's way in (LaunchFastPath), which set the headers.
+    if (request.rateLimitTaken) return next(request.rateLimitTaken.allowed ? undefined : rateLimitedError(request.rateLimitTaken));
     if (UNLIMITED_PATHS.has(request.path)) return next();
     this.identify(request).then((identity) => {
       const decision = this.limiter.take(identity);
@@ -46,6 +48,14 @@ export class RateLimitMiddleware {
       next(decision.allowed ? undefined : rateLimitedError(decision));
     }, next);
   };
+
+  /** The limit of a valid API key, taken for a request the launch's way in answers: its headers on the answer. */
+  takeForKey(request: GatewayRequest, response: AnswerHeaders, keyId: string): RateLimitDecision {
+    const decision = this.limiter.take({ kind: 'key', keyId });
+    for (const [name, value] of Object.entries(rateLimitHeaders(decision))) response.setHeader(name, value);
+    request.rateLimitTaken = decision;
+    return decision;
+  }
 
   private async identify(request: GatewayRequest): Promise<RateLimitIdentity> {
     // request.ip: the client as TRUST_PROXY's proxies report it, else the socket's peer.
