@@ -8,6 +8,16 @@ describe('the count of work settled in the relay’s hand, across replicas and r
   const settle = (tally: InHandTally, times: number) => {
     for (let i = 0; i < times; i++) tally.settled();
   };
+  /** One replica settled `before` and saved; then the relay moved to another, which settled `after` and saved. */
+  const relayMovedAfter = async (before: number, after: number) => {
+    const first = replica();
+    settle(first, before);
+    await first.save();
+    const next = replica();
+    settle(next, after);
+    await next.save();
+    return { first, next };
+  };
 
   beforeEach(() => {
     reads = SqliteReadStore.open(':memory:');
@@ -43,12 +53,7 @@ describe('the count of work settled in the relay’s hand, across replicas and r
   });
 
   it('given a late save from the replica that lost the relay, the count does not go back', async () => {
-    const first = replica();
-    settle(first, 3);
-    await first.save();
-    const next = replica();
-    settle(next, 10);
-    await next.save();
+    const { first } = await relayMovedAfter(3, 10);
     // The first one settles one last event it held, and saves 4 < 13.
     settle(first, 1);
     await first.save();
@@ -56,12 +61,7 @@ describe('the count of work settled in the relay’s hand, across replicas and r
   });
 
   it('given a replica that stopped settling (it lost the relay), it reads the saved count after a while', async () => {
-    const first = replica();
-    settle(first, 3);
-    await first.save();
-    const next = replica();
-    settle(next, 10);
-    await next.save();
+    const { first } = await relayMovedAfter(3, 10);
     expect(await first.count()).toBe(3);
     clock += 5_001;
     expect(await first.count()).toBe(13);
