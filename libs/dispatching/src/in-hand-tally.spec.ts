@@ -67,6 +67,15 @@ describe('the count of work settled in the relay’s hand, across replicas and r
     expect(await first.count()).toBe(13);
   });
 
+  it('given the relay back at a replica that held it before, that one continues the count the other saved', async () => {
+    const { first, next } = await relayMovedAfter(3, 10);
+    clock += 5_001;
+    settle(first, 2);
+    expect(await first.count()).toBe(15);
+    await first.save();
+    expect(await next.count()).toBe(15);
+  });
+
   it('saves on its own while work settles, about every 250 ms', async () => {
     const relaying = new InHandTally(reads);
     settle(relaying, 4);

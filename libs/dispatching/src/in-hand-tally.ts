@@ -28,7 +28,7 @@ type TallyDocument = { id: string; settled: number };
 export class InHandTally {
   private readonly logger = new Logger('dispatch-work');
   private readonly documents: Collection<TallyDocument>;
-  /** The stored count this process continues, once read (at its first save or reading after settling). */
+  /** The stored count this run of settling continues, once read (at its first save or reading). */
   private base: Promise<number> | null = null;
   private settledHere = 0;
   private lastSettledAt = -Infinity;
@@ -43,6 +43,12 @@ export class InHandTally {
 
   /** One more dispatch settled in this process's hand. */
   settled(): void {
+    // Settling again after a spell without (the relay back from another replica): the count goes
+    // on from the one stored now, not from where this process left it (its own last is saved).
+    if (this.now() - this.lastSettledAt > SETTLING_RECENTLY_MS) {
+      this.base = null;
+      this.settledHere = 0;
+    }
     this.settledHere++;
     this.lastSettledAt = this.now();
     if (this.timer) return;
