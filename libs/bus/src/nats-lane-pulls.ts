@@ -63,18 +63,12 @@ export class LanePulls {
   constructor(
     private readonly nc: NatsConnection,
     private readonly options: LanePullsOptions,
-    private readonly now: () => number = () => performance.now(),
   ) {
     this.inbox = createInbox(options.inboxPrefix);
     this.subscription = nc.subscribe(this.inbox, { callback: (error, msg) => (error ? this.refuse(error.message) : this.arrived(msg)) });
     this.watchdog = setInterval(() => this.forgetLost(), PULL_EXPIRES_MS);
     this.watchdog.unref();
     this.pullSoon();
-  }
-
-  /** What is asked for and not yet arrived (for specs). */
-  get outstanding(): number {
-    return this.asked;
   }
 
   /** Asks, at the end of this turn, for the room the lanes have then. */
@@ -123,7 +117,7 @@ export class LanePulls {
       return;
     }
     this.asked += batch;
-    this.lastAskedAt = this.now();
+    this.lastAskedAt = performance.now();
   }
 
   private arrived(msg: Msg): void {
@@ -168,7 +162,7 @@ export class LanePulls {
   }
 
   private forgetLost(): void {
-    if (this.asked === 0 || this.now() - this.lastAskedAt < LOST_AFTER_MS) return;
+    if (this.asked === 0 || performance.now() - this.lastAskedAt < LOST_AFTER_MS) return;
     this.asked = 0;
     this.pullSoon();
   }

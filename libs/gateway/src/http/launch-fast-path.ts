@@ -76,7 +76,10 @@ export class LaunchFastPath {
     // Limited by the client's address, and refused, by express's chain (the lookup is kept on the request).
     if (!found?.ok) return handOn();
     if (!this.limits.takeForKey(request, response, found.keyId).allowed) return handOn();
-    const refused = acceptJsonBody(request, await bodyOf(request));
+    const body = await bodyOf(request).catch(() => null);
+    // The client went away mid-body: nothing to answer, and nothing left for express to read.
+    if (body === null) return void response.destroy();
+    const refused = acceptJsonBody(request, body);
     if (refused || !this.route.acceptsBody(request.body)) return handOn();
     // As express has them, for the Idempotency-Key's scope and fingerprint.
     Object.defineProperty(request, 'path', { value: LAUNCH, writable: true, configurable: true });
