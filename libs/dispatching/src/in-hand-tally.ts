@@ -44,7 +44,8 @@ export class InHandTally {
   /** One more dispatch settled in this process's hand. */
   settled(): void {
     // Settling again after a spell without (the relay back from another replica): the count goes
-    // on from the one stored now, not from where this process left it (its own last is saved).
+    // on from the one stored now, not from where this process left it. Its own count was saved by
+    // the timer; if that save failed, those few are not counted and the pace reads that much behind.
     if (this.now() - this.lastSettledAt > SETTLING_RECENTLY_MS) {
       this.base = null;
       this.settledHere = 0;
