@@ -89,4 +89,38 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
     await expect(charged.exists('dsp_5')).resolves.toBe(true);
     expect(creditLedgerStreamId('acct_7', 'test')).toBe('credits-acct_7-test');
   });
+
+  it('makes a dispatch once when the ledger processor is told of its charge while the launch is still making it', async () => {
+    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = { dispatchId: 'dsp_6', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
+    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    const append = jest.spyOn(events, 'append');
+    const upsert = jest.spyOn(store.views, 'upsert');
+    const looked = jest.spyOn(store.views, 'revisionOf');
+    // The launch's append is under way (its writer thread has not answered) when the processor looks.
+    const launch = charged.make(recorded[0], 'acct_7', 'test');
+    const processor = charged.completeCharge(recorded[0]);
+    const [made] = await Promise.all([launch, processor]);
+    expect(made).toMatchObject({ id: 'dsp_6', status: 'accepted' });
+    expect(append).toHaveBeenCalledTimes(1);
+    expect(upsert).toHaveBeenCalledTimes(1);
+    expect(looked).not.toHaveBeenCalled();
+    // Once made, a make is a make again (not the one under way): it finds the dispatch there.
+    await charged.make(recorded[0], 'acct_7', 'test');
+    expect(append).toHaveBeenCalledTimes(2);
+    expect(await events.readStream('dispatch-dsp_6')).toHaveLength(1);
+  });
+
+  it('lets a make that failed be made again, by the launch or the processor', async () => {
+    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = { dispatchId: 'dsp_7', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
+    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    jest.spyOn(events, 'append').mockRejectedValueOnce(new Error('disk full'));
+    const launch = charged.make(recorded[0], 'acct_7', 'test');
+    const processor = charged.completeCharge(recorded[0]);
+    await expect(launch).rejects.toThrow('disk full');
+    await expect(processor).rejects.toThrow('disk full');
+    await charged.completeCharge(recorded[0]);
+    expect(await store.views.get('dsp_7')).toMatchObject({ status: 'accepted' });
+  });
 });

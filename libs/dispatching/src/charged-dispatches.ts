@@ -16,7 +16,11 @@ import { DispatchStore, toView } from './dispatch-store';
  * 3. A retry with the launch's Idempotency-Key that finds no dispatch looks for the charge
  *    (`orphanedCharge`) and makes the dispatch from it, instead of charging again.
  *
- * The dispatch's first event id derives from the charge's, so making it twice appends once.
+ * The dispatch's first event id derives from the charge's, so making it twice appends once. Within
+ * a process a make under way is joined, not run again: the ledger's processor is told of a charge
+ * as soon as it is stored, often while the launch that paid is still appending its dispatch (the
+ * event store's writer thread has not answered yet), and would otherwise append and write the view
+ * a second time for nothing.
  */
 @Injectable()
 export class ChargedDispatches {
@@ -25,8 +29,20 @@ export class ChargedDispatches {
     private readonly ledgers: CreditLedgers,
   ) {}
 
+  /** The makes under way in this process, by dispatch id. */
+  private readonly making = new Map<string, Promise<Dispatch>>();
+
   /** The dispatch a charge paid for, made (once) and its view written; answers it as accepted. */
-  async make(charge: Pick<RecordedEvent, 'id' | 'data'>, accountId: string, mode: Mode): Promise<Dispatch> {
+  make(charge: Pick<RecordedEvent, 'id' | 'data'>, accountId: string, mode: Mode): Promise<Dispatch> {
+    const { dispatchId } = (charge.data as DispatchCharged['data']).dispatch;
+    const underWay = this.making.get(dispatchId);
+    if (underWay) return underWay;
+    const made = this.makeNow(charge, accountId, mode).finally(() => this.making.delete(dispatchId));
+    this.making.set(dispatchId, made);
+    return made;
+  }
+
+  private async makeNow(charge: Pick<RecordedEvent, 'id' | 'data'>, accountId: string, mode: Mode): Promise<Dispatch> {
     const { dispatch, chargedAt } = charge.data as DispatchCharged['data'];
     const streamId = dispatchStreamId(dispatch.dispatchId);
     const [accepted] = decide(
@@ -66,10 +82,11 @@ export class ChargedDispatches {
 
   /** A ledger event: a charge whose dispatch was never made gets it now. */
   async completeCharge(event: RecordedEvent): Promise<void> {
-    // The launch that charged made its dispatch, and its view, right after: then there is nothing to do.
-    if (event.type === 'DispatchCharged' && !(await this.exists((event.data as DispatchCharged['data']).dispatch.dispatchId))) {
-      await this.make(event, ...ledgerOfStream(event.streamId));
-    }
+    if (event.type !== 'DispatchCharged') return;
+    const { dispatchId } = (event.data as DispatchCharged['data']).dispatch;
+    // The launch that charged is making its dispatch (joined, no read), or made it and its view
+    // right after: then there is nothing to do.
+    if (this.making.has(dispatchId) || !(await this.exists(dispatchId))) await this.make(event, ...ledgerOfStream(event.streamId));
   }
 
   /** The charge for `dispatchId` on the ledger, if the launch got that far (a rare, whole read of the ledger). */
