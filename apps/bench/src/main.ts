@@ -19,8 +19,10 @@
  *   overload        a standalone process of its own with DISPATCH_BACKLOG_SECONDS=BENCH_OVERLOAD_BOUND_S, sent
  *                   BENCH_OVERLOAD_RATE launches/s for BENCH_OVERLOAD_SECONDS: only 200 or 503, every accepted one completes
  * --nats, against nats-server + api-gateway + dispatch-, connection- and webhook-delivery-service:
- *   idle CPU of the tree, the closed loop, paced at BENCH_GENTLE_RATE (CPU per launch) and at
- *   BENCH_NATS_PACED_RATE (every launch answered, every webhook within 5 s of the load's end)
+ *   the closed loop, paced at BENCH_GENTLE_RATE (CPU per launch) and at BENCH_NATS_PACED_RATE (every
+ *   launch answered, every webhook within 5 s of the load's end), then idle CPU of the tree, as the
+ *   default run orders them: the closed loop measures a tree at full load, not its first seconds
+ *   after a lull (which cost a launch more: docs/benchmarks.md)
  *
  *   BENCH_WARMUP_LAUNCHES      launches before anything is measured, every webhook awaited (default 5000), the service's
  *                              and the floor's alike: what a service that has run a while costs, not its JIT's first
@@ -340,7 +342,6 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
     system.markReady();
     await warmUp(report, system, receiver, main, s);
     await drain(receiver, s);
-    const idle = await idleCpu(system, s.idleMs, s.idleSettleMs);
     const closed = await closedLaunches(report, 'four apps over NATS', system, receiver.route('main'), main, s.natsLaunches, s.concurrency, s.webhookTimeoutMs);
     await drain(receiver, s);
     const gentle = await pacedLaunches(
@@ -364,6 +365,8 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
       5_000,
       s.webhookTimeoutMs,
     );
+    await drain(receiver, s);
+    const idle = await idleCpu(system, s.idleMs, s.idleSettleMs);
 
     // Each process's own peak, summed: at least the tree's peak (the peaks need not coincide).
     const peaks = procAvailable() ? system.pids().map((pid) => memoryMb(pid, 'VmHWM')) : [];
@@ -401,7 +404,7 @@ async function runNats(report: Report, s: Settings, baselineHeaders: Record<stri
     });
     expressSection(report, express, headroom, floor, s);
     connectionsSection(report, receiver, afterRaw);
-    report.section('idle', [row('whole tree (4 apps + nats-server), after the warm-up', idleLine(idle))]);
+    report.section('idle', [row('whole tree (4 apps + nats-server), after the paced phases', idleLine(idle))]);
     if (receiver.badSignatures > 0) report.problem(`${receiver.badSignatures} webhook(s) arrived with a bad X-SERVICE-Signature`);
     if (receiver.malformed > 0) report.notes.push(`${receiver.malformed} webhook requests were too large, not JSON, or to no endpoint`);
     logNotes(report, system);
