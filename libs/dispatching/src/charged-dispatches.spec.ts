@@ -1,4 +1,5 @@
 import { creditLedgerStreamId } from '@campaign-ops/dispatch-domain';
+import { WrongExpectedRevisionError } from '@campaign-ops/event-store';
 import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { SqliteReadStore } from '@campaign-ops/adapters/read-store';
 import { ChargedDispatches } from './charged-dispatches';
@@ -122,5 +123,43 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
     await expect(processor).rejects.toThrow('disk full');
     await charged.completeCharge(recorded[0]);
     expect(await store.views.get('dsp_7')).toMatchObject({ status: 'accepted' });
+  });
+
+  it("stores the dispatch's first event with the launch's account, mode and request id, under an id of its own charge", async () => {
+    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const now = new Date().toISOString();
+    const charge = async (dispatchId: string) =>
+      (
+        await ledgers.execute(
+          'acct_7',
+          'test',
+          {
+            type: 'ChargeForDispatch',
+            dispatch: { dispatchId, channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: 'req_1' },
+            now,
+          },
+          {},
+        )
+      ).recorded[0];
+    // Two charges of the same millisecond: each dispatch's event id still derives from its own charge.
+    const [first, second] = [await charge('dsp_8'), await charge('dsp_9')];
+    await charged.make(first, 'acct_7', 'test');
+    await charged.make(second, 'acct_7', 'test');
+    const [made] = await events.readStream('dispatch-dsp_8');
+    expect(made.metadata).toMatchObject({ accountId: 'acct_7', mode: 'test', requestId: 'req_1' });
+    expect(await events.readStream('dispatch-dsp_9')).toHaveLength(1);
+    expect((await events.readStream('dispatch-dsp_9'))[0].id).not.toBe(made.id);
+  });
+
+  it('brings the view up from the stream when the store says the dispatch was made before', async () => {
+    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    const dispatch = { dispatchId: 'dsp_10', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
+    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    await charged.make(recorded[0], 'acct_7', 'test');
+    await reads.collection('dispatches').delete('dsp_10');
+    // As EventStoreDB may answer a repeat past its idempotency window: the stream exists.
+    jest.spyOn(events, 'append').mockRejectedValueOnce(new WrongExpectedRevisionError('dispatch-dsp_10', 'no_stream', 0));
+    await expect(charged.make(recorded[0], 'acct_7', 'test')).resolves.toMatchObject({ id: 'dsp_10', status: 'accepted' });
+    expect(await store.views.get('dsp_10')).toMatchObject({ id: 'dsp_10', status: 'accepted' });
   });
 });
