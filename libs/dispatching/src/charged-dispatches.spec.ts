@@ -98,7 +98,7 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
     const append = jest.spyOn(events, 'append');
     const upsert = jest.spyOn(store.views, 'upsert');
     const looked = jest.spyOn(store.views, 'revisionOf');
-    // The launch's append is under way (its writer thread has not answered) when the processor looks.
+    // The launch's append is under way (not committed yet) when the processor looks.
     const launch = charged.make(recorded[0], 'acct_7', 'test');
     const processor = charged.completeCharge(recorded[0]);
     const [made] = await Promise.all([launch, processor]);
@@ -147,8 +147,9 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
     await charged.make(second, 'acct_7', 'test');
     const [made] = await events.readStream('dispatch-dsp_8');
     expect(made.metadata).toMatchObject({ accountId: 'acct_7', mode: 'test', requestId: 'req_1' });
-    expect(await events.readStream('dispatch-dsp_9')).toHaveLength(1);
-    expect((await events.readStream('dispatch-dsp_9'))[0].id).not.toBe(made.id);
+    const other = await events.readStream('dispatch-dsp_9');
+    expect(other).toHaveLength(1);
+    expect(other[0].id).not.toBe(made.id);
   });
 
   it('brings the view up from the stream when the store says the dispatch was made before', async () => {
