@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { acceptedOf, BenchFailure, failuresOf, LAUNCH_BODY, progress, sleep, waitForCompletions, waitUntil } from './common';
 import { ascending, closedLoop, pacedLoop, percentile, RunResult, Sent } from './load';
 import { Child } from './processes';
-import { CpuMeter } from './proc-stats';
+import { CpuMeter, procAvailable, ThreadMeter, ThreadRow } from './proc-stats';
 import { Report, ms, perSecond, row } from './report';
 import { Route, sign, WebhookReceiver } from './webhook-receiver';
 
@@ -202,6 +202,7 @@ export async function closedLaunches(
   webhookTimeoutMs: number,
 ): Promise<ClosedFigures> {
   progress(`${title}: ${launches} launches at concurrency ${concurrency}`);
+  const threads = procAvailable() ? new ThreadMeter(system.pids).start() : null;
   const cpu = new CpuMeter(system.pids).start();
   const postsStartedAt = performance.now();
   const run = await closedLoop(launches, concurrency, `${system.base}/v1/campaigns`, headers, LAUNCH_BODY);
@@ -211,6 +212,7 @@ export async function closedLaunches(
   progress(`${title}: POSTs done in ${(run.wallMs / 1000).toFixed(1)} s; waiting up to ${webhookTimeoutMs / 1000} s for ${ids.length} webhooks`);
   const delivered = await waitForCompletions(route, ids, webhookTimeoutMs);
   const used = cpu.stop();
+  const byThread = threads?.stop();
   const arrivals = ids.filter((id) => route.completedAt.has(id)).map((id) => route.completedAt.get(id)!);
   const lastArrival = arrivals.length > 0 ? Math.max(...arrivals) : NaN;
   const completionsPerSecond = arrivals.length / ((lastArrival - postsStartedAt) / 1000);
@@ -249,6 +251,7 @@ export async function closedLaunches(
       `${ms(used.cpuMs / launches)}   (${(used.cpuMs / 1000).toFixed(1)} s CPU over ${(used.wallMs / 1000).toFixed(1)} s, first POST -> last webhook)`,
     ),
   ]);
+  if (byThread) threadSection(report, title, byThread, launches);
   if (failures.count > 0) report.problem(`${title}: ${failures.count} of ${launches} launches did not answer 200:\n    ${failures.summary.join('\n    ')}`);
   if (delivered < ids.length) {
     const missing = ids.filter((id) => !route.completedAt.has(id));
@@ -258,6 +261,25 @@ export async function closedLaunches(
   }
   const e2eP50 = percentile(ascending(accepted.map((s) => (route.completedAt.get(s.body.data.id) ?? Infinity) - s.startedAt)), 50);
   return { launches, launchesPerSecond, cpuMsPerLaunch: used.cpuMs / launches, delivered, accepted: ids.length, e2eP50 };
+}
+
+/**
+ * Where the closed loop's CPU went by thread, and how long each waited for a core: a process's
+ * main thread can take no more than the loop's wall time, on a core or waiting for one, so its
+ * share says whether it is what bounds the launch rate.
+ */
+function threadSection(report: Report, title: string, measured: { rows: ThreadRow[]; wallMs: number }, launches: number): void {
+  const us = (value: number) => (Number.isFinite(value) ? `${Math.round((value * 1000) / launches)} µs` : '-');
+  const share = (value: number) => `${Math.round((100 * value) / measured.wallMs)} %`;
+  report.section(
+    `${title}, by thread (the same closed loop: CPU a launch | waiting for a core a launch; a main thread's share of the loop's wall time)`,
+    measured.rows.map((r) =>
+      row(
+        r.threads > 1 ? `${r.label} (${r.threads})` : r.label,
+        `${us(r.cpuMs).padStart(7)} | ${us(r.waitMs).padStart(7)}${r.label.endsWith('main thread') ? `   on a core ${share(r.cpuMs)}, waiting for one ${Number.isFinite(r.waitMs) ? share(r.waitMs) : '-'}` : ''}`,
+      ),
+    ),
+  );
 }
 
 export type PacedLaunchFigures = {

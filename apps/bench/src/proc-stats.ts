@@ -108,3 +108,92 @@ export class RssSampler {
     clearInterval(this.timer);
   }
 }
+
+/** One thread as /proc shows it: its name, CPU time (user + system) and time spent runnable but waiting for a core, in ms. */
+export type ThreadTimes = { tid: number; name: string; cpuMs: number; waitMs: number };
+
+/**
+ * The threads of `pid` now (none once it has gone). The wait is the kernel's run delay
+ * (/proc/<pid>/task/<tid>/schedstat, in ns), NaN where the kernel keeps no scheduler statistics.
+ */
+export function threadTimes(pid: number): ThreadTimes[] {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  const threads: ThreadTimes[] = [];
+  for (const tid of tids) {
+    const dir = `/proc/${pid}/task/${tid}`;
+    try {
+      const stat = readFileSync(`${dir}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const name = readFileSync(`${dir}/comm`, 'utf8').trim();
+      let waitMs = NaN;
+      try {
+        waitMs = Number(readFileSync(`${dir}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+      } catch {
+        // no scheduler statistics in this kernel
+      }
+      threads.push({ tid: Number(tid), name, cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND, waitMs });
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return threads;
+}
+
+/** What a process is, for a table: its app (dist/apps/<app>/...), else its program's name. */
+export function processLabel(pid: number): string {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    const app = argv.map((arg) => /(?:^|\/)apps\/([^/]+)\/src\/main\.js$/.exec(arg)?.[1]).find((name) => name !== undefined);
+    return app ?? (argv[0].split('/').pop() || `pid ${pid}`);
+  } catch {
+    return `pid ${pid}`;
+  }
+}
+
+/** A line of the table by thread: what ran (a process's main thread, a named thread, or the unnamed rest), its CPU and its wait. */
+export type ThreadRow = { label: string; threads: number; cpuMs: number; waitMs: number };
+
+/**
+ * The threads' CPU and wait over an interval, by what they are: a process's main thread (its
+ * thread id is the pid), each name its worker threads give themselves (nameThread), and the
+ * threads that kept the process's name (V8's and libuv's helpers) together. A thread that started
+ * during the interval counts from zero; one that ended is not counted.
+ */
+export function threadRows(label: string, pid: number, before: ThreadTimes[], after: ThreadTimes[]): ThreadRow[] {
+  const earlier = new Map(before.map((t) => [t.tid, t]));
+  const mainName = after.find((t) => t.tid === pid)?.name;
+  const rows = new Map<string, ThreadRow>();
+  for (const thread of after) {
+    const from = earlier.get(thread.tid) ?? { cpuMs: 0, waitMs: 0 };
+    const what = thread.tid === pid ? `${label} main thread` : thread.name === mainName ? `${label} helpers (V8, libuv)` : `${label} ${thread.name}`;
+    const row = rows.get(what) ?? { label: what, threads: 0, cpuMs: 0, waitMs: 0 };
+    row.threads += 1;
+    row.cpuMs += thread.cpuMs - from.cpuMs;
+    row.waitMs += thread.waitMs - from.waitMs;
+    rows.set(what, row);
+  }
+  // The main thread first, then by CPU.
+  return [...rows.values()].sort((a, b) => Number(b.label.endsWith('main thread')) - Number(a.label.endsWith('main thread')) || b.cpuMs - a.cpuMs);
+}
+
+/** The threads of a set of processes over an interval: `start()` before, `stop()` after. */
+export class ThreadMeter {
+  private before = new Map<number, ThreadTimes[]>();
+  private wallAt = 0;
+  constructor(private readonly pids: () => number[]) {}
+  start(): this {
+    this.before = new Map(this.pids().map((pid) => [pid, threadTimes(pid)]));
+    this.wallAt = performance.now();
+    return this;
+  }
+  stop(): { rows: ThreadRow[]; wallMs: number } {
+    const wallMs = performance.now() - this.wallAt;
+    const rows = this.pids().flatMap((pid) => threadRows(processLabel(pid), pid, this.before.get(pid) ?? [], threadTimes(pid)));
+    return { rows, wallMs };
+  }
+}

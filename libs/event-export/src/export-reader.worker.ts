@@ -3,9 +3,12 @@
  * connection of its own and answers each asked range of positions with its prepared page.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThread } from '@campaign-ops/worker-start';
 import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { ExportFilter, prefixesOf, selector } from './export-filter';
 import { PAGE_SPAN, preparePage } from './prepared-pages';
+
+nameThread('export-reader');
 
 const { file, filter } = workerData as { file: string; filter: ExportFilter };
 const store = SqliteEventStore.open(file);

@@ -1,8 +1,11 @@
 // The embedded event store's writer thread (see AppendThread in sqlite-appends.ts): its own
 // connection to the file, and the appends of each batch committed in one transaction.
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThread } from '@campaign-ops/worker-start';
 import { GroupCommit, openWal } from '@campaign-ops/sqlite-wal';
 import { AppendAnswer, AppendBatch, appendFailure, SqliteAppends } from './sqlite-appends';
+
+nameThread('event-append');
 
 const { file } = workerData as { file: string };
 const db = openWal(file);

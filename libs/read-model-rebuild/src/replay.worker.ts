@@ -4,11 +4,14 @@
  * stand-ins through a port to the rebuild's writer thread. Tells its progress, then how many events it applied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { nameThread } from '@campaign-ops/worker-start';
 import { SqliteEventStore } from '@campaign-ops/adapters/event-store';
 import { ReadModelRebuild } from '@campaign-ops/read-store';
 import { StandInWriter } from '@campaign-ops/adapters/read-store';
 import { readModelNamed } from './read-models';
 import { Replay, ReplayThreadData } from './rebuild';
+
+nameThread('model-replay');
 
 const { eventStoreFile, standIns, models, upTo, maxStreamsInMemory, share } = workerData as ReplayThreadData;
 

@@ -5,8 +5,11 @@
  * come from its owner and from the ports it is given (replays in other threads), one at a time.
  */
 import { MessagePort, parentPort, workerData } from 'node:worker_threads';
+import { nameThread } from '@campaign-ops/worker-start';
 import Database from 'better-sqlite3';
 import { upsertSql } from './upsert-sql';
+
+nameThread('rebuild-writer');
 
 const { file, busyTimeoutMs } = workerData as { file: string; busyTimeoutMs: number };
 const db = new Database(file, { timeout: busyTimeoutMs });

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startWorkerBeside } from './index';
+import { nameThread, startWorkerBeside } from './index';
 
 /** A caller in testing/, where the fixture worker is (testing/ is not compiled into dist). */
 const CALLER = join(__dirname, 'testing', 'caller.ts');
@@ -31,4 +32,27 @@ describe('startWorkerBeside', () => {
     const [error] = await once(worker, 'error');
     expect(String(error)).toContain('no-such.worker.ts');
   });
+});
+
+describe('nameThread', () => {
+  const linux = existsSync('/proc/thread-self/comm');
+
+  (linux ? it.each : it.skip.each)([['webhook-sender'], ['fifteen-letters']])(
+    'given a worker that names itself %p, the process lists that thread by the name, and its own thread keeps its name',
+    async (name) => {
+      const mainName = readFileSync('/proc/thread-self/comm', 'utf8');
+      const worker = startWorkerBeside(CALLER, 'named.worker', name);
+      try {
+        const [tid] = await once(worker, 'message');
+        expect(readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim()).toBe(name);
+        expect(readFileSync('/proc/thread-self/comm', 'utf8')).toBe(mainName);
+      } finally {
+        await worker.terminate();
+      }
+    },
+  );
+
+  it.each([['a-name-past-fifteen'], ['Upper'], ['with space'], [''], ['-leading']])('refuses %p, which Linux would cut or ps would show badly', (name) =>
+    expect(() => nameThread(name)).toThrow(RangeError),
+  );
 });
