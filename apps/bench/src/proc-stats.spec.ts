@@ -12,7 +12,7 @@ describe('threadRows', () => {
   it("given a process's threads before and after, tells its main thread, each named thread and the unnamed helpers together, the main thread first", () => {
     const before = [at(100, 'node', 1_000, 200), at(101, 'node', 50, 10), at(102, 'node', 40, 5), at(103, 'webhook-sender', 300, 30)];
     const after = [at(100, 'node', 1_400, 260), at(101, 'node', 70, 30), at(102, 'node', 50, 10), at(103, 'webhook-sender', 420, 50)];
-    expect(threadRows('standalone', 100, before, after)).toEqual([
+    expect(threadRows({ label: 'standalone', node: true }, 100, before, after)).toEqual([
       { label: 'standalone main thread', threads: 1, cpuMs: 400, waitMs: 60 },
       { label: 'standalone webhook-sender', threads: 1, cpuMs: 120, waitMs: 20 },
       { label: 'standalone helpers (V8, libuv)', threads: 2, cpuMs: 30, waitMs: 25 },
@@ -20,19 +20,21 @@ describe('threadRows', () => {
   });
 
   it('counts a thread that started during the interval from zero, and one that ended not at all', () => {
-    const rows = threadRows('app', 7, [at(7, 'node', 10, 1), at(8, 'event-append', 99, 9)], [at(7, 'node', 12, 2), at(9, 'event-append', 5, 1)]);
+    const rows = threadRows(
+      { label: 'app', node: true },
+      7,
+      [at(7, 'node', 10, 1), at(8, 'event-append', 99, 9)],
+      [at(7, 'node', 12, 2), at(9, 'event-append', 5, 1)],
+    );
     expect(rows).toEqual([
       { label: 'app main thread', threads: 1, cpuMs: 2, waitMs: 1 },
       { label: 'app event-append', threads: 1, cpuMs: 5, waitMs: 1 },
     ]);
   });
 
-  it("groups a program's threads that all have its name (nats-server's) apart from its main thread", () => {
-    const rows = threadRows('nats-server', 5, [], [at(5, 'nats-server', 1, 0), at(6, 'nats-server', 2, 0), at(7, 'nats-server', 3, 0)]);
-    expect(rows.map((r) => [r.label, r.threads, r.cpuMs])).toEqual([
-      ['nats-server main thread', 1, 1],
-      ['nats-server helpers (V8, libuv)', 2, 5],
-    ]);
+  it("puts all the threads of a program that is not one of the service's Node processes (nats-server) on one line", () => {
+    const rows = threadRows({ label: 'nats-server', node: false }, 5, [], [at(5, 'nats-server', 1, 0), at(6, 'nats-server', 2, 1), at(7, 'nats-server', 3, 2)]);
+    expect(rows).toEqual([{ label: 'nats-server, all threads', threads: 3, cpuMs: 6, waitMs: 3 }]);
   });
 });
 
@@ -59,7 +61,7 @@ const linux = existsSync('/proc/self/task');
     }
   });
 
-  it('labels a process by its app (dist/apps/<app>/src/main.js), else by its program, else by its pid', async () => {
+  it('labels a process by its app (dist/apps/<app>/src/main.js), else by its program, else by its pid, and tells a Node process', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'proc-stats-spec-'));
     mkdirSync(join(dir, 'apps', 'demo-app', 'src'), { recursive: true });
     writeFileSync(join(dir, 'apps', 'demo-app', 'src', 'main.js'), "process.send('up'); setInterval(() => {}, 1e4);");
@@ -67,9 +69,10 @@ const linux = existsSync('/proc/self/task');
     const program = spawn('sleep', ['5']);
     try {
       await once(app, 'message');
-      expect(processLabel(app.pid!)).toBe('demo-app');
-      expect(processLabel(program.pid!)).toBe('sleep');
-      expect(processLabel(2 ** 22 + 12_345)).toBe(`pid ${2 ** 22 + 12_345}`);
+      expect(processLabel(app.pid!)).toEqual({ label: 'demo-app', node: true });
+      expect(processLabel(program.pid!)).toEqual({ label: 'sleep', node: false });
+      expect(processLabel(process.pid).node).toBe(/\/node(js)?$/.test(process.execPath));
+      expect(processLabel(2 ** 22 + 12_345)).toEqual({ label: `pid ${2 ** 22 + 12_345}`, node: false });
     } finally {
       app.kill();
       program.kill();

@@ -144,14 +144,15 @@ export function threadTimes(pid: number): ThreadTimes[] {
   return threads;
 }
 
-/** What a process is, for a table: its app (dist/apps/<app>/...), else its program's name. */
-export function processLabel(pid: number): string {
+/** What a process is, for a table: its app (dist/apps/<app>/...), else its program's name; and whether it is a Node process. */
+export function processLabel(pid: number): { label: string; node: boolean } {
   try {
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     const app = argv.map((arg) => /(?:^|\/)apps\/([^/]+)\/src\/main\.js$/.exec(arg)?.[1]).find((name) => name !== undefined);
-    return app ?? (argv[0].split('/').pop() || `pid ${pid}`);
+    const program = argv[0].split('/').pop() || `pid ${pid}`;
+    return { label: app ?? program, node: app !== undefined || /^node(js)?$/.test(program) };
   } catch {
-    return `pid ${pid}`;
+    return { label: `pid ${pid}`, node: false };
   }
 }
 
@@ -159,18 +160,26 @@ export function processLabel(pid: number): string {
 export type ThreadRow = { label: string; threads: number; cpuMs: number; waitMs: number };
 
 /**
- * The threads' CPU and wait over an interval, by what they are: a process's main thread (its
- * thread id is the pid), each name its worker threads give themselves (nameThread), and the
- * threads that kept the process's name (V8's and libuv's helpers) together. A thread that started
- * during the interval counts from zero; one that ended is not counted.
+ * The threads' CPU and wait over an interval, by what they are: of a Node process (the service's apps),
+ * its main thread (its thread id is the pid), each name its worker threads give themselves
+ * (nameThread), and the threads that kept the process's name (V8's and libuv's helpers) together;
+ * of any other program (nats-server), all its threads together. A thread that started during the
+ * interval counts from zero; one that ended is not counted.
  */
-export function threadRows(label: string, pid: number, before: ThreadTimes[], after: ThreadTimes[]): ThreadRow[] {
+export function threadRows(process: { label: string; node: boolean }, pid: number, before: ThreadTimes[], after: ThreadTimes[]): ThreadRow[] {
+  const { label, node } = process;
   const earlier = new Map(before.map((t) => [t.tid, t]));
   const mainName = after.find((t) => t.tid === pid)?.name;
   const rows = new Map<string, ThreadRow>();
   for (const thread of after) {
     const from = earlier.get(thread.tid) ?? { cpuMs: 0, waitMs: 0 };
-    const what = thread.tid === pid ? `${label} main thread` : thread.name === mainName ? `${label} helpers (V8, libuv)` : `${label} ${thread.name}`;
+    const what = !node
+      ? `${label}, all threads`
+      : thread.tid === pid
+        ? `${label} main thread`
+        : thread.name === mainName
+          ? `${label} helpers (V8, libuv)`
+          : `${label} ${thread.name}`;
     const row = rows.get(what) ?? { label: what, threads: 0, cpuMs: 0, waitMs: 0 };
     row.threads += 1;
     row.cpuMs += thread.cpuMs - from.cpuMs;
