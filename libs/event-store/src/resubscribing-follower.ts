@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { ContextKey } from '@campaign-ops/async-context';
 import { RecordedEvent, Subscription } from './event-store.port';
 import { EventStoreLogger } from './event-store-logger';
 import { reportSubscriptionFailure } from './subscription-failure';
@@ -85,7 +85,7 @@ interface Attempt {
 }
 
 /** Marks the async context of an onEvent call with the follower delivering it. */
-const deliveringFor = new AsyncLocalStorage<ResubscribingFollower>();
+const deliveringFor = new ContextKey<ResubscribingFollower>('ResubscribingFollower delivering');
 
 /**
  * Follows a store from a position through a succession of subscriptions: hands each event to
@@ -128,7 +128,7 @@ export class ResubscribingFollower implements Subscription {
       this.interrupt?.();
     }
     // Closed from inside its own onEvent: waiting for the loop would wait for the very handler awaiting us.
-    if (deliveringFor.getStore() === this) return;
+    if (deliveringFor.get() === this) return;
     await this.finished;
   }
 

@@ -1,7 +1,7 @@
 // A subscription to the SQLite event store: a loop that reads batches after its cursor, up to a
 // head read first, delivers them one by one, and waits to be notified of more (by an append through
 // its store, or by the store's one poll of the file for other processes' appends).
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { ContextKey } from '@campaign-ops/async-context';
 import { RecordedEvent, SubscribeToAllOptions, Subscription } from './event-store.port';
 import { reportSubscriptionFailure } from './subscription-failure';
 
@@ -21,7 +21,7 @@ export const streamFollowed = (prefixes: readonly string[] | undefined, streamId
   prefixes === undefined || prefixes.some((prefix) => streamId.startsWith(prefix));
 
 /** Marks the async context of an onEvent call with the subscription delivering it. */
-const deliveringFor = new AsyncLocalStorage<SqliteSubscription>();
+const deliveringFor = new ContextKey<SqliteSubscription>('SqliteSubscription delivering');
 
 export class SqliteSubscription implements Subscription {
   private closed = false;
@@ -57,7 +57,7 @@ export class SqliteSubscription implements Subscription {
     this.closed = true;
     this.wake?.();
     // Closed from inside its own onEvent: waiting for the loop would wait for the very handler awaiting us.
-    if (deliveringFor.getStore() === this) return;
+    if (deliveringFor.get() === this) return;
     await this.finished;
   }
 

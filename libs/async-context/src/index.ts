@@ -1,0 +1,1 @@
+export { ContextKey } from './async-context';
