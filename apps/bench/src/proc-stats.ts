@@ -166,8 +166,8 @@ export type ThreadRow = { label: string; threads: number; cpuMs: number; waitMs:
  * of any other program (nats-server), all its threads together. A thread that started during the
  * interval counts from zero; one that ended is not counted.
  */
-export function threadRows(process: { label: string; node: boolean }, pid: number, before: ThreadTimes[], after: ThreadTimes[]): ThreadRow[] {
-  const { label, node } = process;
+export function threadRows(owner: { label: string; node: boolean }, pid: number, before: ThreadTimes[], after: ThreadTimes[]): ThreadRow[] {
+  const { label, node } = owner;
   const earlier = new Map(before.map((t) => [t.tid, t]));
   const mainName = after.find((t) => t.tid === pid)?.name;
   const rows = new Map<string, ThreadRow>();
