@@ -21,6 +21,14 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
     charged = new ChargedDispatches(store, ledgers);
   });
 
+  /** Credits for two launches on acct_7's test ledger. */
+  const grant = () => ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+  /** A launch's charge on that ledger for `dispatchId`: the DispatchCharged event. */
+  const charge = async (dispatchId: string, requestId: string | null = null, now = new Date().toISOString()) => {
+    const dispatch = { dispatchId, channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId };
+    return (await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now }, {})).recorded[0];
+  };
+
   afterEach(async () => {
     jest.restoreAllMocks();
     await events.close();
@@ -81,9 +89,8 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
   });
 
   it('makes a dispatch once however often its charge is made into one', async () => {
-    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
-    const dispatch = { dispatchId: 'dsp_5', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
-    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    await grant();
+    const recorded = [await charge('dsp_5')];
     await charged.make(recorded[0], 'acct_7', 'test');
     await charged.make(recorded[0], 'acct_7', 'test');
     expect(await events.readStream('dispatch-dsp_5')).toHaveLength(1);
@@ -92,9 +99,8 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
   });
 
   it('makes a dispatch once when the ledger processor is told of its charge while the launch is still making it', async () => {
-    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
-    const dispatch = { dispatchId: 'dsp_6', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
-    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    await grant();
+    const recorded = [await charge('dsp_6')];
     const append = jest.spyOn(events, 'append');
     const upsert = jest.spyOn(store.views, 'upsert');
     const looked = jest.spyOn(store.views, 'revisionOf');
@@ -113,9 +119,8 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
   });
 
   it('lets a make that failed be made again, by the launch or the processor', async () => {
-    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
-    const dispatch = { dispatchId: 'dsp_7', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
-    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    await grant();
+    const recorded = [await charge('dsp_7')];
     jest.spyOn(events, 'append').mockRejectedValueOnce(new Error('disk full'));
     const launch = charged.make(recorded[0], 'acct_7', 'test');
     const processor = charged.completeCharge(recorded[0]);
@@ -126,23 +131,10 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
   });
 
   it("stores the dispatch's first event with the launch's account, mode and request id, under an id of its own charge", async () => {
-    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
+    await grant();
     const now = new Date().toISOString();
-    const charge = async (dispatchId: string) =>
-      (
-        await ledgers.execute(
-          'acct_7',
-          'test',
-          {
-            type: 'ChargeForDispatch',
-            dispatch: { dispatchId, channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: 'req_1' },
-            now,
-          },
-          {},
-        )
-      ).recorded[0];
     // Two charges of the same millisecond: each dispatch's event id still derives from its own charge.
-    const [first, second] = [await charge('dsp_8'), await charge('dsp_9')];
+    const [first, second] = [await charge('dsp_8', 'req_1', now), await charge('dsp_9', 'req_1', now)];
     await charged.make(first, 'acct_7', 'test');
     await charged.make(second, 'acct_7', 'test');
     const [made] = await events.readStream('dispatch-dsp_8');
@@ -153,9 +145,8 @@ describe('one charge, one dispatch (the ledger processor completes a charge left
   });
 
   it('brings the view up from the stream when the store says the dispatch was made before', async () => {
-    await ledgers.execute('acct_7', 'test', { type: 'GrantCredits', grantId: 'g1', amount: 2, now: new Date().toISOString() }, {});
-    const dispatch = { dispatchId: 'dsp_10', channel: 'meta_ads' as const, campaign: {} as never, connectionId: null, idempotencyKey: null, requestId: null };
-    const { recorded } = await ledgers.execute('acct_7', 'test', { type: 'ChargeForDispatch', dispatch, now: new Date().toISOString() }, {});
+    await grant();
+    const recorded = [await charge('dsp_10')];
     await charged.make(recorded[0], 'acct_7', 'test');
     await reads.collection('dispatches').delete('dsp_10');
     // As EventStoreDB may answer a repeat past its idempotency window: the stream exists.
