@@ -276,7 +276,7 @@ function threadSection(report: Report, title: string, measured: { rows: ThreadRo
     measured.rows.map((r) =>
       row(
         r.threads > 1 ? `${r.label} (${r.threads})` : r.label,
-        `${us(r.cpuMs).padStart(7)} | ${us(r.waitMs).padStart(7)}${r.label.endsWith('main thread') ? `   on a core ${share(r.cpuMs)}, waiting for one ${Number.isFinite(r.waitMs) ? share(r.waitMs) : '-'}` : ''}`,
+        `${us(r.cpuMs).padStart(7)} | ${us(r.waitMs).padStart(7)}${r.main ? `   on a core ${share(r.cpuMs)}, waiting for one ${Number.isFinite(r.waitMs) ? share(r.waitMs) : '-'}` : ''}`,
       ),
     ),
   );

@@ -13,9 +13,9 @@ describe('threadRows', () => {
     const before = [at(100, 'node', 1_000, 200), at(101, 'node', 50, 10), at(102, 'node', 40, 5), at(103, 'webhook-sender', 300, 30)];
     const after = [at(100, 'node', 1_400, 260), at(101, 'node', 70, 30), at(102, 'node', 50, 10), at(103, 'webhook-sender', 420, 50)];
     expect(threadRows({ label: 'standalone', node: true }, 100, before, after)).toEqual([
-      { label: 'standalone main thread', threads: 1, cpuMs: 400, waitMs: 60 },
-      { label: 'standalone webhook-sender', threads: 1, cpuMs: 120, waitMs: 20 },
-      { label: 'standalone helpers (V8, libuv)', threads: 2, cpuMs: 30, waitMs: 25 },
+      { label: 'standalone main thread', main: true, threads: 1, cpuMs: 400, waitMs: 60 },
+      { label: 'standalone webhook-sender', main: false, threads: 1, cpuMs: 120, waitMs: 20 },
+      { label: 'standalone helpers (V8, libuv)', main: false, threads: 2, cpuMs: 30, waitMs: 25 },
     ]);
   });
 
@@ -27,14 +27,14 @@ describe('threadRows', () => {
       [at(7, 'node', 12, 2), at(9, 'event-append', 5, 1)],
     );
     expect(rows).toEqual([
-      { label: 'app main thread', threads: 1, cpuMs: 2, waitMs: 1 },
-      { label: 'app event-append', threads: 1, cpuMs: 5, waitMs: 1 },
+      { label: 'app main thread', main: true, threads: 1, cpuMs: 2, waitMs: 1 },
+      { label: 'app event-append', main: false, threads: 1, cpuMs: 5, waitMs: 1 },
     ]);
   });
 
   it("puts all the threads of a program that is not one of the service's Node processes (nats-server) on one line", () => {
     const rows = threadRows({ label: 'nats-server', node: false }, 5, [], [at(5, 'nats-server', 1, 0), at(6, 'nats-server', 2, 1), at(7, 'nats-server', 3, 2)]);
-    expect(rows).toEqual([{ label: 'nats-server, all threads', threads: 3, cpuMs: 6, waitMs: 3 }]);
+    expect(rows).toEqual([{ label: 'nats-server, all threads', main: false, threads: 3, cpuMs: 6, waitMs: 3 }]);
   });
 });
 
@@ -55,7 +55,7 @@ const linux = existsSync('/proc/self/task');
       const spin = rows.find((r) => r.label.endsWith(' spin-spec'));
       // 200 ms spent on a core, at 10 ms a tick: at least 150 of it.
       expect(spin?.cpuMs).toBeGreaterThanOrEqual(150);
-      expect(rows[0].label).toMatch(/ main thread$/);
+      expect(rows[0]).toMatchObject({ main: true, label: expect.stringMatching(/ main thread$/) });
     } finally {
       await worker.terminate();
     }

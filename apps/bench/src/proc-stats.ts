@@ -12,19 +12,25 @@ const TICKS_PER_SECOND = 100;
 
 export const procAvailable = (): boolean => existsSync('/proc/self/stat');
 
-/** CPU time of one process in ms, or 0 once it has gone. */
-function cpuMsOfPid(pid: number): number {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return 0;
-  }
+/**
+ * The CPU time in ms that a /proc/<pid>/stat (or .../task/<tid>/stat) line counts: utime + stime,
+ * and with `reapedChildren` cutime + cstime too.
+ */
+function statCpuMs(stat: string, reapedChildren: boolean): number {
   // The command name (2nd field) may hold spaces and parentheses: count from the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14-17 of proc(5) (utime, stime, cutime, cstime) are at 11-14 counted from field 3.
-  const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
+  const ticks = (reapedChildren ? [11, 12, 13, 14] : [11, 12]).reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
   return (ticks * 1000) / TICKS_PER_SECOND;
+}
+
+/** CPU time of one process in ms, or 0 once it has gone. */
+function cpuMsOfPid(pid: number): number {
+  try {
+    return statCpuMs(readFileSync(`/proc/${pid}/stat`, 'utf8'), true);
+  } catch {
+    return 0;
+  }
 }
 
 /** The pid and every live descendant of it (through /proc/<pid>/task/<tid>/children). */
@@ -127,8 +133,7 @@ export function threadTimes(pid: number): ThreadTimes[] {
   for (const tid of tids) {
     const dir = `/proc/${pid}/task/${tid}`;
     try {
-      const stat = readFileSync(`${dir}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const cpuMs = statCpuMs(readFileSync(`${dir}/stat`, 'utf8'), false);
       const name = readFileSync(`${dir}/comm`, 'utf8').trim();
       let waitMs = NaN;
       try {
@@ -136,7 +141,7 @@ export function threadTimes(pid: number): ThreadTimes[] {
       } catch {
         // no scheduler statistics in this kernel
       }
-      threads.push({ tid: Number(tid), name, cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND, waitMs });
+      threads.push({ tid: Number(tid), name, cpuMs, waitMs });
     } catch {
       // ended meanwhile
     }
@@ -157,7 +162,7 @@ export function processLabel(pid: number): { label: string; node: boolean } {
 }
 
 /** A line of the table by thread: what ran (a process's main thread, a named thread, or the unnamed rest), its CPU and its wait. */
-export type ThreadRow = { label: string; threads: number; cpuMs: number; waitMs: number };
+export type ThreadRow = { label: string; main: boolean; threads: number; cpuMs: number; waitMs: number };
 
 /**
  * The threads' CPU and wait over an interval, by what they are: of a Node process (the service's apps),
@@ -180,14 +185,14 @@ export function threadRows(owner: { label: string; node: boolean }, pid: number,
         : thread.name === mainName
           ? `${label} helpers (V8, libuv)`
           : `${label} ${thread.name}`;
-    const row = rows.get(what) ?? { label: what, threads: 0, cpuMs: 0, waitMs: 0 };
+    const row = rows.get(what) ?? { label: what, main: node && thread.tid === pid, threads: 0, cpuMs: 0, waitMs: 0 };
     row.threads += 1;
     row.cpuMs += thread.cpuMs - from.cpuMs;
     row.waitMs += thread.waitMs - from.waitMs;
     rows.set(what, row);
   }
   // The main thread first, then by CPU.
-  return [...rows.values()].sort((a, b) => Number(b.label.endsWith('main thread')) - Number(a.label.endsWith('main thread')) || b.cpuMs - a.cpuMs);
+  return [...rows.values()].sort((a, b) => Number(b.main) - Number(a.main) || b.cpuMs - a.cpuMs);
 }
 
 /** The threads of a set of processes over an interval: `start()` before, `stop()` after. */
